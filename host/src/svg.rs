@@ -1,0 +1,130 @@
+//! The arena over time as an SVG picture: x = operator step, y = offset.
+
+use std::fmt::Write as _;
+
+use crate::layout::LayoutReport;
+
+const WIDTH: f64 = 960.0;
+const HEIGHT: f64 = 560.0;
+const LEFT: f64 = 80.0;
+const TOP: f64 = 40.0;
+const BOTTOM: f64 = 40.0;
+const RIGHT: f64 = 20.0;
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Draws one rectangle per buffer (steps across, bytes down from offset 0 at
+/// the top), labelled with its name, and a dashed line at the lower bound.
+pub fn render_svg(report: &LayoutReport, title: &str) -> String {
+    let steps = report
+        .buffers
+        .iter()
+        .map(|b| b.last_step + 1)
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let top_bytes = report.head.max(report.lower_bound).max(1);
+    let plot_w = WIDTH - LEFT - RIGHT;
+    let plot_h = HEIGHT - TOP - BOTTOM;
+    let x = |step: u32| LEFT + plot_w * f64::from(step) / f64::from(steps);
+    let y = |bytes: u32| TOP + plot_h * f64::from(bytes) / f64::from(top_bytes);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="11">"#
+    );
+    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="{LEFT}" y="20" font-size="14">{} — {} planner, head {} B, lower bound {} B</text>"#,
+        escape(title),
+        report.planner,
+        report.head,
+        report.lower_bound
+    );
+    let _ = writeln!(
+        s,
+        r##"<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="#f7f7f7" stroke="#999"/>"##
+    );
+    for (i, b) in report.buffers.iter().enumerate() {
+        let padded = b.size.div_ceil(b.align) * b.align;
+        let (x0, x1) = (x(b.first_step), x(b.last_step + 1));
+        let (y0, y1) = (y(b.offset), y(b.offset + padded));
+        let hue = (i * 47) % 360;
+        let fill = if b.kind == "scratch" {
+            format!("hsl({hue},20%,70%)")
+        } else {
+            format!("hsl({hue},60%,72%)")
+        };
+        let _ = writeln!(
+            s,
+            r##"<g><title>{} [{}..{}] {} B @ {}</title><rect x="{x0:.1}" y="{y0:.1}" width="{:.1}" height="{:.1}" fill="{fill}" stroke="#333" stroke-width="0.5"/>"##,
+            escape(&b.name),
+            b.first_step,
+            b.last_step,
+            b.size,
+            b.offset,
+            (x1 - x0).max(1.0),
+            (y1 - y0).max(1.0)
+        );
+        if y1 - y0 >= 12.0 && x1 - x0 >= 30.0 {
+            let max_chars = ((x1 - x0) / 6.5) as usize;
+            let label: String = b.name.chars().take(max_chars.max(1)).collect();
+            let _ = writeln!(
+                s,
+                r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
+                x0 + 3.0,
+                y0 + 11.0,
+                escape(&label)
+            );
+        }
+        let _ = writeln!(s, "</g>");
+    }
+    let lb = y(report.lower_bound);
+    let _ = writeln!(
+        s,
+        r##"<line x1="{LEFT}" y1="{lb:.1}" x2="{:.1}" y2="{lb:.1}" stroke="#c00" stroke-dasharray="6 4"/><text x="{:.1}" y="{:.1}" fill="#c00" text-anchor="end">lower bound {} B</text>"##,
+        LEFT + plot_w,
+        LEFT + plot_w - 4.0,
+        lb - 4.0,
+        report.lower_bound
+    );
+    for step in 0..=steps {
+        if steps <= 40 || step % steps.div_ceil(20) == 0 {
+            let _ = writeln!(
+                s,
+                r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{step}</text>"#,
+                x(step),
+                HEIGHT - BOTTOM + 14.0
+            );
+        }
+    }
+    for k in 0..=4u32 {
+        let bytes = (u64::from(top_bytes) * u64::from(k) / 4) as u32;
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{bytes}</text>"#,
+            LEFT - 6.0,
+            y(bytes) + 4.0
+        );
+    }
+    let _ = writeln!(
+        s,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">operator step</text>"#,
+        LEFT + plot_w / 2.0,
+        HEIGHT - 8.0
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="14" y="{:.1}" transform="rotate(-90 14 {:.1})" text-anchor="middle">offset (bytes)</text>"#,
+        TOP + plot_h / 2.0,
+        TOP + plot_h / 2.0
+    );
+    s.push_str("</svg>\n");
+    s
+}

@@ -1,0 +1,13 @@
+#![cfg_attr(not(test), no_std)]
+#![warn(missing_docs)]
+#![doc = include_str!("../README.md")]
+
+pub mod allocation;
+pub mod arena;
+pub mod liveness;
+pub mod model;
+pub mod planner;
+pub mod request;
+pub mod schema;
+#[cfg(any(test, feature = "writer"))]
+pub mod writer;

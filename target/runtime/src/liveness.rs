@@ -1,0 +1,107 @@
+//! When each activation tensor holds data, and the request list that follows.
+//!
+//! Steps are operator indices in subgraph 0 (its execution order). The rules
+//! are TFLM's, on a timeline that starts at operator 0:
+//! - a model input lives from step 0, a model output until the last step;
+//! - any other tensor lives from the step that first writes it (or reads it,
+//!   if nothing writes it) to the last step that reads or writes it;
+//! - constant tensors stay in the model bytes and variable tensors (SVDF/LSTM
+//!   state) live in the persistent tail: neither is planned;
+//! - a tensor no operator touches, and a zero-byte tensor, needs no memory.
+
+use crate::model::Model;
+use crate::request::BufferRequest;
+
+/// The steps over which a tensor holds data, both ends inclusive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Lifetime {
+    /// First step.
+    pub first_step: u32,
+    /// Last step.
+    pub last_step: u32,
+}
+
+impl Lifetime {
+    fn widen(slot: &mut Option<Lifetime>, step: u32) {
+        *slot = Some(match *slot {
+            None => Lifetime {
+                first_step: step,
+                last_step: step,
+            },
+            Some(l) => Lifetime {
+                first_step: l.first_step.min(step),
+                last_step: l.last_step.max(step),
+            },
+        });
+    }
+}
+
+/// Whether tensor `index` of `model` gets a buffer in the planned head.
+pub fn is_planned(model: &Model<'_>, index: u32) -> bool {
+    model
+        .tensor(index)
+        .is_some_and(|t| t.constant.is_none() && !t.is_variable && t.bytes > 0)
+}
+
+/// The lifetime of tensor `index`, or `None` if it is not planned (constant,
+/// variable, zero bytes, or touched by no operator).
+///
+/// Costs one pass over the operators and needs no memory, so it is usable
+/// before any arena exists.
+pub fn tensor_lifetime(model: &Model<'_>, index: u32) -> Option<Lifetime> {
+    if !is_planned(model, index) {
+        return None;
+    }
+    let mut life: Option<Lifetime> = None;
+    if model.inputs().any(|i| i == index) {
+        Lifetime::widen(&mut life, 0);
+    }
+    for op in model.operators() {
+        if op
+            .inputs()
+            .chain(op.outputs())
+            .flatten()
+            .any(|t| t == index)
+        {
+            Lifetime::widen(&mut life, op.index);
+        }
+    }
+    if model.outputs().any(|o| o == index) {
+        Lifetime::widen(&mut life, model.operator_count().saturating_sub(1));
+    }
+    life
+}
+
+/// The tensor requests of `model` (default alignment), in tensor index
+/// order: the order TFLM adds them to its planner.
+pub fn tensor_request_iter<'m>(model: &'m Model<'_>) -> impl Iterator<Item = BufferRequest> + 'm {
+    model.tensors().filter_map(move |tensor| {
+        let l = tensor_lifetime(model, tensor.index)?;
+        Some(BufferRequest::tensor(
+            tensor.index,
+            tensor.bytes,
+            l.first_step,
+            l.last_step,
+        ))
+    })
+}
+
+/// Number of requests [`tensor_requests`] writes for `model`.
+pub fn tensor_request_count(model: &Model<'_>) -> usize {
+    tensor_request_iter(model).count()
+}
+
+/// Writes the tensor requests of `model`, each with alignment `align`, into
+/// `out` and returns how many there are (entries past `out`'s end are
+/// counted but dropped).
+pub fn tensor_requests(model: &Model<'_>, align: u32, out: &mut [BufferRequest]) -> usize {
+    let mut count = 0;
+    for request in tensor_request_iter(model) {
+        if let Some(slot) = out.get_mut(count) {
+            *slot = request.with_align(align);
+        }
+        count += 1;
+    }
+    count
+}
