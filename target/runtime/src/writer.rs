@@ -290,6 +290,22 @@ impl ModelWriter {
         self
     }
 
+    /// A tensor that claims buffer `buffer` whether or not it exists: for
+    /// tests of the loader's checks.
+    pub fn tensor_with_buffer(&mut self, name: &str, dtype: fb::TensorType, shape: &[i32], buffer: u32) -> TensorId {
+        self.push_tensor(name, dtype, shape, buffer)
+    }
+
+    /// An operator with raw opcode and tensor indices, valid or not: for
+    /// tests of the loader's checks.
+    pub fn op_raw(&mut self, opcode_index: u32, inputs: &[i32], outputs: &[i32]) -> &mut Self {
+        if self.opcodes.is_empty() {
+            self.opcodes.push((fb::BuiltinOperator::ADD.0, 1));
+        }
+        self.ops.push(OpDef { opcode: opcode_index, inputs: inputs.into(), outputs: outputs.into(), options: Options::None });
+        self
+    }
+
     /// Adds a metadata entry.
     pub fn metadata(&mut self, name: &str, data: &[u8]) -> &mut Self {
         self.buffers.push(data.into());
