@@ -292,7 +292,13 @@ impl ModelWriter {
 
     /// A tensor that claims buffer `buffer` whether or not it exists: for
     /// tests of the loader's checks.
-    pub fn tensor_with_buffer(&mut self, name: &str, dtype: fb::TensorType, shape: &[i32], buffer: u32) -> TensorId {
+    pub fn tensor_with_buffer(
+        &mut self,
+        name: &str,
+        dtype: fb::TensorType,
+        shape: &[i32],
+        buffer: u32,
+    ) -> TensorId {
         self.push_tensor(name, dtype, shape, buffer)
     }
 
@@ -302,7 +308,12 @@ impl ModelWriter {
         if self.opcodes.is_empty() {
             self.opcodes.push((fb::BuiltinOperator::ADD.0, 1));
         }
-        self.ops.push(OpDef { opcode: opcode_index, inputs: inputs.into(), outputs: outputs.into(), options: Options::None });
+        self.ops.push(OpDef {
+            opcode: opcode_index,
+            inputs: inputs.into(),
+            outputs: outputs.into(),
+            options: Options::None,
+        });
         self
     }
 

@@ -18,10 +18,25 @@ fn any_start_alignment_gives_aligned_buffers() {
     let mut backing = vec![0u8; 2048 + 64];
     for skew in 0..32 {
         let mut arena = Arena::new(&mut backing[skew..skew + 2048]);
-        let base = arena.bytes(hilt_runtime::arena::Region { offset: 0, len: 0 }).as_ptr() as usize;
-        let allocation = allocate(&model, &Greedy, &mut arena, &AllocOptions::default(), &[], |_| {}).unwrap();
-        assert_eq!((base + allocation.head.offset as usize) % 16, 0, "skew {skew}");
-        let slots: &[hilt_runtime::allocation::TensorSlot] = bytemuck::cast_slice(arena.bytes(allocation.slots));
+        let base = arena
+            .bytes(hilt_runtime::arena::Region { offset: 0, len: 0 })
+            .as_ptr() as usize;
+        let allocation = allocate(
+            &model,
+            &Greedy,
+            &mut arena,
+            &AllocOptions::default(),
+            &[],
+            |_| {},
+        )
+        .unwrap();
+        assert_eq!(
+            (base + allocation.head.offset as usize) % 16,
+            0,
+            "skew {skew}"
+        );
+        let slots: &[hilt_runtime::allocation::TensorSlot] =
+            bytemuck::cast_slice(arena.bytes(allocation.slots));
         for slot in slots.iter().filter(|s| s.offset != u32::MAX) {
             assert_eq!((base + slot.offset as usize) % 16, 0);
         }
@@ -38,15 +53,44 @@ fn one_byte_too_small_states_every_section() {
     let mut memory = Aligned([0; 4096]);
     let used = {
         let mut arena = Arena::new(&mut memory.0);
-        allocate(&model, &Greedy, &mut arena, &AllocOptions::default(), &[], |_| {}).unwrap().used_bytes as usize
+        allocate(
+            &model,
+            &Greedy,
+            &mut arena,
+            &AllocOptions::default(),
+            &[],
+            |_| {},
+        )
+        .unwrap()
+        .used_bytes as usize
     };
     // Exactly `used` bytes suffice ...
     let mut arena = Arena::new(&mut memory.0[..used]);
-    assert!(allocate(&model, &Greedy, &mut arena, &AllocOptions::default(), &[], |_| {}).is_ok());
+    assert!(
+        allocate(
+            &model,
+            &Greedy,
+            &mut arena,
+            &AllocOptions::default(),
+            &[],
+            |_| {}
+        )
+        .is_ok()
+    );
     // ... and one byte fewer is refused with the needs spelled out.
     let mut arena = Arena::new(&mut memory.0[..used - 1]);
-    let err = allocate(&model, &Greedy, &mut arena, &AllocOptions::default(), &[], |_| {}).unwrap_err();
-    let AllocError::ArenaTooSmall(needs) = err else { panic!("{err:?}") };
+    let err = allocate(
+        &model,
+        &Greedy,
+        &mut arena,
+        &AllocOptions::default(),
+        &[],
+        |_| {},
+    )
+    .unwrap_err();
+    let AllocError::ArenaTooSmall(needs) = err else {
+        panic!("{err:?}")
+    };
     assert_eq!(needs.available as usize, used - 1);
     assert_eq!(needs.tail, tail_need(&model, 16));
     assert_eq!(needs.temp + needs.tail, used as u32);
@@ -64,16 +108,45 @@ fn head_that_does_not_fit_is_reported_exactly() {
     let model = load(&bytes);
     let mut memory = vec![0u8; 4096];
     let mut arena = Arena::new(&mut memory);
-    let err = allocate(&model, &Greedy, &mut arena, &AllocOptions::default(), &[], |_| {}).unwrap_err();
+    let err = allocate(
+        &model,
+        &Greedy,
+        &mut arena,
+        &AllocOptions::default(),
+        &[],
+        |_| {},
+    )
+    .unwrap_err();
     assert_eq!(
         err,
-        AllocError::ArenaTooSmall(ArenaNeeds { available: 4096, head: 8192, head_exact: true, temp: 88, tail: 16 })
+        AllocError::ArenaTooSmall(ArenaNeeds {
+            available: 4096,
+            head: 8192,
+            head_exact: true,
+            temp: 88,
+            tail: 16
+        })
     );
     // Too small even for planning: the head is stated as its lower bound.
     let mut tiny = vec![0u8; 40];
     let mut arena = Arena::new(&mut tiny);
-    let err = allocate(&model, &Linear, &mut arena, &AllocOptions::default(), &[], |_| {}).unwrap_err();
-    assert!(matches!(err, AllocError::ArenaTooSmall(ArenaNeeds { head: 8192, head_exact: false, .. })));
+    let err = allocate(
+        &model,
+        &Linear,
+        &mut arena,
+        &AllocOptions::default(),
+        &[],
+        |_| {},
+    )
+    .unwrap_err();
+    assert!(matches!(
+        err,
+        AllocError::ArenaTooSmall(ArenaNeeds {
+            head: 8192,
+            head_exact: false,
+            ..
+        })
+    ));
 }
 
 #[test]
@@ -82,7 +155,12 @@ fn scratch_and_variables_are_accounted() {
     let x = w.input("x", TensorType::INT8, &[100]);
     let state = w.variable("state", TensorType::INT16, &[50]);
     let y = w.output("y", TensorType::INT8, &[100]);
-    w.op(BuiltinOperator::SVDF, &[Some(x), Some(state)], &[y], Options::None);
+    w.op(
+        BuiltinOperator::SVDF,
+        &[Some(x), Some(state)],
+        &[y],
+        Options::None,
+    );
     let bytes = w.finish();
     let model = load(&bytes);
     let mut memory = vec![0u8; 8192];
@@ -90,10 +168,17 @@ fn scratch_and_variables_are_accounted() {
     let scratch = [BufferRequest::scratch(0, 0, 300).with_align(64)];
     let mut head = 0;
     let mut scratch_offset = 0;
-    let allocation = allocate(&model, &Greedy, &mut arena, &AllocOptions::default(), &scratch, |plan| {
-        head = plan.head;
-        scratch_offset = plan.offsets[plan.requests.len() - 1];
-    })
+    let allocation = allocate(
+        &model,
+        &Greedy,
+        &mut arena,
+        &AllocOptions::default(),
+        &scratch,
+        |plan| {
+            head = plan.head;
+            scratch_offset = plan.offsets[plan.requests.len() - 1];
+        },
+    )
     .unwrap();
     // x, y, scratch all live at step 0: 320 (scratch, 64-aligned class first) + 112 + 112.
     assert_eq!(head, 320 + 112 + 112);
@@ -107,16 +192,29 @@ fn scratch_and_variables_are_accounted() {
 fn raw_arena_sections_and_errors() {
     let mut memory = [0u8; 128];
     let mut arena = Arena::new(&mut memory);
-    assert_eq!(arena.alloc_persistent(8, 3), Err(ArenaError::InvalidAlignment { align: 3 }));
+    assert_eq!(
+        arena.alloc_persistent(8, 3),
+        Err(ArenaError::InvalidAlignment { align: 3 })
+    );
     let _tail = arena.alloc_persistent(64, 1).unwrap();
     let _temp = arena.alloc_temp(32, 1).unwrap();
     assert_eq!(arena.commit_head(10, 1), Err(ArenaError::TempInUse));
     assert!(matches!(
         arena.alloc_temp(64, 1),
-        Err(ArenaError::OutOfMemory { section: Section::Temp, requested: 64, free: 32 })
+        Err(ArenaError::OutOfMemory {
+            section: Section::Temp,
+            requested: 64,
+            free: 32
+        })
     ));
     arena.reset_temp();
-    assert!(matches!(arena.commit_head(65, 1), Err(ArenaError::OutOfMemory { section: Section::Head, .. })));
+    assert!(matches!(
+        arena.commit_head(65, 1),
+        Err(ArenaError::OutOfMemory {
+            section: Section::Head,
+            ..
+        })
+    ));
     arena.commit_head(64, 1).unwrap();
     assert_eq!(arena.used_bytes(), 128);
 }

@@ -13,7 +13,13 @@ fn err(bytes: &[u8]) -> ModelError {
 
 #[test]
 fn empty_and_short_inputs_are_malformed() {
-    assert!(matches!(err(&[]), ModelError::Malformed { fault: FlatbufferFault::NotAModel, .. }));
+    assert!(matches!(
+        err(&[]),
+        ModelError::Malformed {
+            fault: FlatbufferFault::NotAModel,
+            ..
+        }
+    ));
     assert!(matches!(err(&[1, 2, 3]), ModelError::Malformed { .. }));
     assert!(matches!(err(&[0xff; 64]), ModelError::Malformed { .. }));
 }
@@ -82,7 +88,14 @@ fn omitted_optional_input_is_allowed_but_not_as_output() {
         w.input("x", TensorType::FLOAT32, &[4]);
         w.op_raw(0, &[0], &[-1]);
     });
-    assert!(matches!(err(&bad), ModelError::IndexOutOfRange { field: "outputs", value: -1, .. }));
+    assert!(matches!(
+        err(&bad),
+        ModelError::IndexOutOfRange {
+            field: "outputs",
+            value: -1,
+            ..
+        }
+    ));
 }
 
 #[test]
@@ -91,7 +104,15 @@ fn opcode_index_out_of_range() {
         w.input("x", TensorType::FLOAT32, &[4]);
         w.op_raw(3, &[0], &[0]);
     });
-    assert!(matches!(err(&bytes), ModelError::IndexOutOfRange { field: "opcode_index", value: 3, len: 1, .. }));
+    assert!(matches!(
+        err(&bytes),
+        ModelError::IndexOutOfRange {
+            field: "opcode_index",
+            value: 3,
+            len: 1,
+            ..
+        }
+    ));
 }
 
 #[test]
@@ -102,7 +123,10 @@ fn buffer_index_out_of_range() {
     assert_eq!(
         err(&bytes),
         ModelError::IndexOutOfRange {
-            site: Site::Tensor { subgraph: 0, tensor: 0 },
+            site: Site::Tensor {
+                subgraph: 0,
+                tensor: 0
+            },
             field: "buffer",
             entry: 0,
             value: 9,
@@ -118,7 +142,12 @@ fn subgraph_io_out_of_range() {
     w.mark_output(hilt_runtime::writer::TensorId(x.0 + 5));
     assert!(matches!(
         err(&w.finish()),
-        ModelError::IndexOutOfRange { site: Site::Subgraph(0), field: "outputs", value: 5, .. }
+        ModelError::IndexOutOfRange {
+            site: Site::Subgraph(0),
+            field: "outputs",
+            value: 5,
+            ..
+        }
     ));
 }
 
@@ -129,7 +158,14 @@ fn negative_dimension() {
     });
     assert_eq!(
         err(&bytes),
-        ModelError::NegativeDimension { site: Site::Tensor { subgraph: 0, tensor: 0 }, axis: 1, value: -3 }
+        ModelError::NegativeDimension {
+            site: Site::Tensor {
+                subgraph: 0,
+                tensor: 0
+            },
+            axis: 1,
+            value: -3
+        }
     );
 }
 
@@ -138,7 +174,15 @@ fn shape_product_overflow() {
     let bytes = one_op(|w| {
         w.input("x", TensorType::FLOAT32, &[65536, 65536, 65536]);
     });
-    assert_eq!(err(&bytes), ModelError::ShapeOverflow { site: Site::Tensor { subgraph: 0, tensor: 0 } });
+    assert_eq!(
+        err(&bytes),
+        ModelError::ShapeOverflow {
+            site: Site::Tensor {
+                subgraph: 0,
+                tensor: 0
+            }
+        }
+    );
     let bytes = one_op(|w| {
         // 2^30 elements fit in u32 but 4 bytes each do not.
         w.input("x", TensorType::FLOAT32, &[1 << 15, 1 << 15]);
@@ -154,7 +198,10 @@ fn constant_buffer_length_must_match_shape() {
     assert_eq!(
         err(&bytes),
         ModelError::BufferSizeMismatch {
-            site: Site::Tensor { subgraph: 0, tensor: 0 },
+            site: Site::Tensor {
+                subgraph: 0,
+                tensor: 0
+            },
             buffer: 1,
             expected: 24,
             actual: 20
@@ -169,7 +216,13 @@ fn unsized_tensor_types_are_refused() {
     });
     assert_eq!(
         err(&bytes),
-        ModelError::UnsupportedType { site: Site::Tensor { subgraph: 0, tensor: 0 }, code: TensorType::STRING.0 }
+        ModelError::UnsupportedType {
+            site: Site::Tensor {
+                subgraph: 0,
+                tensor: 0
+            },
+            code: TensorType::STRING.0
+        }
     );
 }
 
@@ -177,7 +230,13 @@ fn unsized_tensor_types_are_refused() {
 fn model_without_subgraphs() {
     let mut b = flatbuffers::FlatBufferBuilder::new();
     let subgraphs = b.create_vector::<flatbuffers::WIPOffset<schema::SubGraph>>(&[]);
-    let model = schema::Model::create(&mut b, &schema::ModelArgs { subgraphs: Some(subgraphs), ..Default::default() });
+    let model = schema::Model::create(
+        &mut b,
+        &schema::ModelArgs {
+            subgraphs: Some(subgraphs),
+            ..Default::default()
+        },
+    );
     schema::finish_model_buffer(&mut b, model);
     assert_eq!(err(b.finished_data()), ModelError::NoSubgraph);
 }
@@ -185,16 +244,35 @@ fn model_without_subgraphs() {
 #[test]
 fn external_buffer_outside_the_file() {
     let mut b = flatbuffers::FlatBufferBuilder::new();
-    let buffer = schema::Buffer::create(&mut b, &schema::BufferArgs { data: None, offset: 1 << 20, size: 64 });
+    let buffer = schema::Buffer::create(
+        &mut b,
+        &schema::BufferArgs {
+            data: None,
+            offset: 1 << 20,
+            size: 64,
+        },
+    );
     let buffers = b.create_vector(&[buffer]);
     let sg = schema::SubGraph::create(&mut b, &schema::SubGraphArgs::default());
     let subgraphs = b.create_vector(&[sg]);
     let model = schema::Model::create(
         &mut b,
-        &schema::ModelArgs { subgraphs: Some(subgraphs), buffers: Some(buffers), ..Default::default() },
+        &schema::ModelArgs {
+            subgraphs: Some(subgraphs),
+            buffers: Some(buffers),
+            ..Default::default()
+        },
     );
     schema::finish_model_buffer(&mut b, model);
-    assert!(matches!(err(b.finished_data()), ModelError::BufferOutsideFile { buffer: 0, offset: 1048576, size: 64, .. }));
+    assert!(matches!(
+        err(b.finished_data()),
+        ModelError::BufferOutsideFile {
+            buffer: 0,
+            offset: 1048576,
+            size: 64,
+            ..
+        }
+    ));
 }
 
 #[test]
@@ -203,7 +281,10 @@ fn error_messages_name_the_place() {
         w.input("x", TensorType::FLOAT32, &[4]);
         w.op_raw(0, &[0, 7], &[0]);
     });
-    assert_eq!(err(&bytes).to_string(), "subgraph 0 operator 0: `inputs`[1] = 7 is out of range (there are 1)");
+    assert_eq!(
+        err(&bytes).to_string(),
+        "subgraph 0 operator 0: `inputs`[1] = 7 is out of range (there are 1)"
+    );
 }
 
 #[test]

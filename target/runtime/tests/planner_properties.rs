@@ -82,19 +82,37 @@ fn invalid_requests_are_errors() {
     let mut offsets = [0; 1];
     assert_eq!(
         Greedy.plan(&bad_align, &mut [0; 2], &mut offsets),
-        Err(PlanError::InvalidAlignment { request: 0, align: 3 })
+        Err(PlanError::InvalidAlignment {
+            request: 0,
+            align: 3
+        })
     );
     let too_big = [BufferRequest::tensor(0, u32::MAX, 0, 0)];
-    assert_eq!(Linear.plan(&too_big, &mut [], &mut offsets), Err(PlanError::SizeOverflow { request: 0 }));
+    assert_eq!(
+        Linear.plan(&too_big, &mut [], &mut offsets),
+        Err(PlanError::SizeOverflow { request: 0 })
+    );
     let ok = [BufferRequest::tensor(0, 10, 0, 0)];
     assert_eq!(
         Greedy.plan(&ok, &mut [0; 1], &mut offsets),
-        Err(PlanError::WorkspaceTooSmall { needed: 2, given: 1 })
+        Err(PlanError::WorkspaceTooSmall {
+            needed: 2,
+            given: 1
+        })
     );
-    assert_eq!(Greedy.plan(&ok, &mut [0; 2], &mut []), Err(PlanError::OffsetsTooShort { needed: 1, given: 0 }));
+    assert_eq!(
+        Greedy.plan(&ok, &mut [0; 2], &mut []),
+        Err(PlanError::OffsetsTooShort {
+            needed: 1,
+            given: 0
+        })
+    );
     let mut inverted = BufferRequest::tensor(0, 10, 3, 3);
     inverted.first_step = 4;
-    assert_eq!(Linear.plan(&[inverted], &mut [], &mut offsets), Err(PlanError::InvertedLifetime { request: 0 }));
+    assert_eq!(
+        Linear.plan(&[inverted], &mut [], &mut offsets),
+        Err(PlanError::InvertedLifetime { request: 0 })
+    );
 }
 
 #[test]

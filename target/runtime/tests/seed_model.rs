@@ -15,13 +15,37 @@ fn lifetimes_follow_operator_order() {
     let model = load(&bytes);
     let life = |t| tensor_lifetime(&model, t);
     // Input lives from step 0; constants (1, 2, 5, 6) are never planned.
-    assert_eq!(life(0), Some(Lifetime { first_step: 0, last_step: 0 }));
+    assert_eq!(
+        life(0),
+        Some(Lifetime {
+            first_step: 0,
+            last_step: 0
+        })
+    );
     assert_eq!(life(1), None);
     assert_eq!(life(2), None);
-    assert_eq!(life(3), Some(Lifetime { first_step: 0, last_step: 1 }));
-    assert_eq!(life(4), Some(Lifetime { first_step: 1, last_step: 2 }));
+    assert_eq!(
+        life(3),
+        Some(Lifetime {
+            first_step: 0,
+            last_step: 1
+        })
+    );
+    assert_eq!(
+        life(4),
+        Some(Lifetime {
+            first_step: 1,
+            last_step: 2
+        })
+    );
     assert_eq!(life(5), None);
-    assert_eq!(life(7), Some(Lifetime { first_step: 2, last_step: 2 }));
+    assert_eq!(
+        life(7),
+        Some(Lifetime {
+            first_step: 2,
+            last_step: 2
+        })
+    );
 }
 
 fn seed_requests() -> Vec<BufferRequest> {
@@ -40,7 +64,10 @@ fn requests_are_tensors_in_index_order() {
         .iter()
         .map(|r| (r.tensor_index().unwrap(), r.size, r.first_step, r.last_step))
         .collect();
-    assert_eq!(summary, [(0, 16, 0, 0), (3, 32, 0, 1), (4, 32, 1, 2), (7, 8, 2, 2)]);
+    assert_eq!(
+        summary,
+        [(0, 16, 0, 0), (3, 32, 0, 1), (4, 32, 1, 2), (7, 8, 2, 2)]
+    );
 }
 
 #[test]
@@ -74,9 +101,22 @@ fn allocation_in_an_arena_records_every_tensor() {
     let mut memory = Aligned([0; 1024]);
     let mut arena = Arena::new(&mut memory.0);
     let mut seen = None;
-    let allocation = allocate(&model, &Greedy, &mut arena, &AllocOptions::default(), &[], |plan| {
-        seen = Some((plan.head, plan.tail, plan.temp, plan.lower_bound, plan.offsets.to_vec()));
-    })
+    let allocation = allocate(
+        &model,
+        &Greedy,
+        &mut arena,
+        &AllocOptions::default(),
+        &[],
+        |plan| {
+            seen = Some((
+                plan.head,
+                plan.tail,
+                plan.temp,
+                plan.lower_bound,
+                plan.offsets.to_vec(),
+            ));
+        },
+    )
     .unwrap();
     let (head, tail, temp, lower, offsets) = seen.unwrap();
     assert_eq!((head, lower), (64, 64));
@@ -88,9 +128,33 @@ fn allocation_in_an_arena_records_every_tensor() {
     assert_eq!(allocation.head.len, 64);
     let slots: &[TensorSlot] = bytemuck::cast_slice(arena.bytes(allocation.slots));
     let head_start = allocation.head.offset;
-    assert_eq!(slots[0], TensorSlot { offset: head_start, bytes: 16 });
-    assert_eq!(slots[3], TensorSlot { offset: head_start + 32, bytes: 32 });
-    assert_eq!(slots[4], TensorSlot { offset: head_start, bytes: 32 });
-    assert_eq!(slots[7], TensorSlot { offset: head_start + 32, bytes: 8 });
+    assert_eq!(
+        slots[0],
+        TensorSlot {
+            offset: head_start,
+            bytes: 16
+        }
+    );
+    assert_eq!(
+        slots[3],
+        TensorSlot {
+            offset: head_start + 32,
+            bytes: 32
+        }
+    );
+    assert_eq!(
+        slots[4],
+        TensorSlot {
+            offset: head_start,
+            bytes: 32
+        }
+    );
+    assert_eq!(
+        slots[7],
+        TensorSlot {
+            offset: head_start + 32,
+            bytes: 8
+        }
+    );
     assert_eq!(slots[1].offset, TensorSlot::NOT_IN_ARENA);
 }

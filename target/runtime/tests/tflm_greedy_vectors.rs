@@ -20,7 +20,9 @@ use hilt_runtime::writer::{ModelWriter, Options};
 fn adds(list: &[(u32, u32, u32)]) -> Vec<BufferRequest> {
     list.iter()
         .enumerate()
-        .map(|(i, &(size, first, last))| BufferRequest::tensor(i as u32, size, first, last).with_align(1))
+        .map(|(i, &(size, first, last))| {
+            BufferRequest::tensor(i as u32, size, first, last).with_align(1)
+        })
         .collect()
 }
 
@@ -96,7 +98,9 @@ fn person_detection_model() {
 /// node's inputs, its outputs the last node's outputs.
 fn allocator_test_model(tensors: usize, nodes: &[(&[i32], &[i32])], offline: &[i32]) -> Vec<u8> {
     let mut w = ModelWriter::new();
-    let ids: Vec<_> = (0..tensors).map(|i| w.tensor(&format!("t{i}"), TensorType::FLOAT32, &[2, 2, 3])).collect();
+    let ids: Vec<_> = (0..tensors)
+        .map(|i| w.tensor(&format!("t{i}"), TensorType::FLOAT32, &[2, 2, 3]))
+        .collect();
     for &i in nodes[0].0 {
         w.mark_input(ids[i as usize]);
     }
@@ -117,29 +121,50 @@ fn tensor_offsets(bytes: &[u8], planner: &dyn MemoryPlanner) -> Vec<u32> {
     let mut memory = vec![0u8; 4096];
     let mut arena = Arena::new(&mut memory);
     let mut offsets = vec![u32::MAX; model.tensor_count() as usize];
-    allocate(&model, planner, &mut arena, &AllocOptions::default(), &[], |plan| {
-        for (r, &o) in plan.requests.iter().zip(plan.offsets) {
-            offsets[r.tensor_index().unwrap() as usize] = o;
-        }
-    })
+    allocate(
+        &model,
+        planner,
+        &mut arena,
+        &AllocOptions::default(),
+        &[],
+        |plan| {
+            for (r, &o) in plan.requests.iter().zip(plan.offsets) {
+                offsets[r.tensor_index().unwrap() as usize] = o;
+            }
+        },
+    )
     .unwrap();
     offsets
 }
 
 #[test]
 fn offline_planner_branches_all_online() {
-    let bytes = allocator_test_model(4, &[(&[0], &[1]), (&[0], &[2]), (&[1, 2], &[3])], &[-1, -1, -1, -1]);
+    let bytes = allocator_test_model(
+        4,
+        &[(&[0], &[1]), (&[0], &[2]), (&[1, 2], &[3])],
+        &[-1, -1, -1, -1],
+    );
     let model = load(&bytes);
     let expected = [0, 96, 48, 0];
-    assert_eq!(tensor_offsets(&bytes, &Offline::from_model(&model).unwrap()), expected);
+    assert_eq!(
+        tensor_offsets(&bytes, &Offline::from_model(&model).unwrap()),
+        expected
+    );
     assert_eq!(tensor_offsets(&bytes, &Greedy), expected);
 }
 
 #[test]
 fn offline_planner_basic() {
-    let bytes = allocator_test_model(4, &[(&[0], &[1]), (&[1], &[2]), (&[2], &[3])], &[0, 48, 0, 48]);
+    let bytes = allocator_test_model(
+        4,
+        &[(&[0], &[1]), (&[1], &[2]), (&[2], &[3])],
+        &[0, 48, 0, 48],
+    );
     let model = load(&bytes);
-    assert_eq!(tensor_offsets(&bytes, &Offline::from_model(&model).unwrap()), [0, 48, 0, 48]);
+    assert_eq!(
+        tensor_offsets(&bytes, &Offline::from_model(&model).unwrap()),
+        [0, 48, 0, 48]
+    );
 }
 
 #[test]
@@ -150,12 +175,18 @@ fn offline_planner_overlapping_allocation() {
     // t2 fixed at 48 and t3 planned online — is checked with t1 moved.
     let bytes = allocator_test_model(4, &[(&[0, 1], &[2]), (&[2], &[3])], &[0, 96, 48, -1]);
     let model = load(&bytes);
-    assert_eq!(tensor_offsets(&bytes, &Offline::from_model(&model).unwrap()), [0, 96, 48, 0]);
+    assert_eq!(
+        tensor_offsets(&bytes, &Offline::from_model(&model).unwrap()),
+        [0, 96, 48, 0]
+    );
 }
 
 #[test]
 fn offline_planner_offline_online() {
     let bytes = allocator_test_model(5, &[(&[0, 1], &[2]), (&[2], &[3, 4])], &[0, 48, -1, 0, -1]);
     let model = load(&bytes);
-    assert_eq!(tensor_offsets(&bytes, &Offline::from_model(&model).unwrap()), [0, 48, 96, 0, 48]);
+    assert_eq!(
+        tensor_offsets(&bytes, &Offline::from_model(&model).unwrap()),
+        [0, 48, 96, 0, 48]
+    );
 }

@@ -14,6 +14,7 @@ use hilt_runtime::planner::{
 use hilt_runtime::request::BufferRequest;
 use hilt_runtime::schema::TensorType;
 use libfuzzer_sys::fuzz_target;
+use std::cell::RefCell;
 
 /// Arena size: big enough for the small models the fuzzer makes, small
 /// enough that `ArenaTooSmall` is common too.
@@ -35,42 +36,45 @@ fuzz_target!(|data: &[u8]| {
             return;
         }
     };
+    assert_eq!(model.bytes().len(), data.len());
     read_accessors(&model);
     if !worth_planning(&model) {
         return;
     }
 
-    let mut memory = vec![0u8; ARENA_BYTES];
+    MEMORY.with_borrow_mut(|memory| plan_all(data.len(), &model, memory));
+});
+
+thread_local! {
+    /// The arena bytes, allocated once (planning writes before it reads).
+    static MEMORY: RefCell<Vec<u8>> = RefCell::new(vec![0u8; ARENA_BYTES]);
+}
+
+/// Every planner, at the default alignment and at a second one with a scratch buffer.
+fn plan_all(len: usize, model: &Model<'_>, memory: &mut [u8]) {
     // A second alignment (1..=128) and one scratch buffer, chosen by the
     // input length so the fuzzer can reach them.
-    let alt_align = 1u32 << (data.len() % 8);
-    let scratch = [BufferRequest::scratch(0, 0, 1 + (data.len() % 251) as u32)
-        .with_align(alt_align.max(4))];
-
-    let mut linear_head = None;
-    let mut greedy_head = None;
+    let alt_align = 1u32 << (len % 8);
+    let scratch = [BufferRequest::scratch(0, 0, 1 + (len % 251) as u32).with_align(alt_align.max(4))];
     for (align, scratch) in [(16, &[][..]), (alt_align, &scratch[..])] {
         let options = AllocOptions { align };
-        let l = run(&model, &Linear, &mut memory, &options, scratch);
-        let g = run(&model, &Greedy, &mut memory, &options, scratch);
+        let l = run(model, &Linear, memory, &options, scratch);
+        let g = run(model, &Greedy, memory, &options, scratch);
         if let (Some(l), Some(g)) = (l, g) {
             assert!(g <= l, "greedy head {g} > linear head {l} (align {align})");
         }
-        if align == 16 {
-            (linear_head, greedy_head) = (l, g);
-        }
-        match Offline::from_model(&model) {
+        match Offline::from_model(model) {
             Ok(offline) => {
-                run(&model, &offline, &mut memory, &options, scratch);
-                run(&model, &offline.with_limit(ARENA_BYTES as u32), &mut memory, &options, scratch);
+                run(model, &offline, memory, &options, scratch);
+                let limited = offline.with_limit(ARENA_BYTES as u32);
+                run(model, &limited, memory, &options, scratch);
             }
             Err(e) => {
                 let _ = format!("{e}");
             }
         }
     }
-    let _ = (linear_head, greedy_head);
-});
+}
 
 /// Reads every accessor and checks what `from_bytes` promises about it.
 fn read_accessors(model: &Model<'_>) {
@@ -80,7 +84,6 @@ fn read_accessors(model: &Model<'_>) {
     assert!(model.subgraph_count() >= 1);
     assert!(u64::from(model.total_tensor_count()) >= u64::from(n_tensors));
     let _ = model.version();
-    assert_eq!(model.bytes().len(), model.bytes().len());
 
     let mut seen = 0u32;
     for t in model.tensors() {
@@ -168,7 +171,6 @@ fn run(
     options: &AllocOptions,
     scratch: &[BufferRequest],
 ) -> Option<u32> {
-    memory.fill(0);
     let capacity = memory.len();
     let end_addr = memory.as_ptr() as usize + capacity;
     let mut arena = Arena::new(memory);
@@ -268,8 +270,22 @@ fn check_slots(
     assert_eq!(bytes.len(), model.tensor_count() as usize * size_of::<TensorSlot>());
     let slot = |t: u32| -> TensorSlot {
         let at = t as usize * size_of::<TensorSlot>();
-        bytemuck_read(&bytes[at..at + size_of::<TensorSlot>()])
+        read_slot(&bytes[at..at + size_of::<TensorSlot>()])
     };
+    let mut planned = vec![false; model.tensor_count() as usize];
+    for (r, &offset) in seen.requests.iter().zip(&seen.offsets) {
+        let Some(t) = r.tensor_index() else { continue };
+        assert!(liveness::is_planned(model, t), "tensor {t} requested but not plannable");
+        assert!(!planned[t as usize], "tensor {t} requested twice");
+        planned[t as usize] = true;
+        let s = slot(t);
+        assert_eq!(
+            u64::from(s.offset),
+            u64::from(seen.head_start) + u64::from(offset),
+            "tensor {t}: slot offset"
+        );
+        assert!(u64::from(s.offset) + u64::from(s.bytes) <= u64::from(allocation.head.end()));
+    }
     let tail_start = capacity - allocation.tail_bytes as usize;
     for t in model.tensors() {
         let s = slot(t.index);
@@ -277,22 +293,13 @@ fn check_slots(
         if t.is_variable && t.constant.is_none() {
             let start = s.offset as usize;
             assert!(start >= tail_start && start + t.bytes as usize <= capacity);
-        }
-    }
-    for (r, &offset) in seen.requests.iter().zip(&seen.offsets) {
-        if let Some(t) = r.tensor_index() {
-            let s = slot(t);
-            assert_eq!(
-                u64::from(s.offset),
-                u64::from(seen.head_start) + u64::from(offset),
-                "tensor {t}: slot offset"
-            );
-            assert!(u64::from(s.offset) + u64::from(s.bytes) <= u64::from(allocation.head.end()));
+        } else if !planned[t.index as usize] {
+            assert_eq!(s.offset, TensorSlot::NOT_IN_ARENA, "tensor {}: not in arena", t.index);
         }
     }
 }
 
-fn bytemuck_read(b: &[u8]) -> TensorSlot {
+fn read_slot(b: &[u8]) -> TensorSlot {
     TensorSlot {
         offset: u32::from_ne_bytes([b[0], b[1], b[2], b[3]]),
         bytes: u32::from_ne_bytes([b[4], b[5], b[6], b[7]]),

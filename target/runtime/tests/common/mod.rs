@@ -11,16 +11,25 @@ use hilt_runtime::writer::{ModelWriter, Options, f32_bytes};
 pub fn plan(planner: &dyn MemoryPlanner, requests: &[BufferRequest]) -> (Vec<u32>, u32) {
     let mut workspace = vec![0u32; planner.workspace_words(requests.len())];
     let mut offsets = vec![u32::MAX; requests.len()];
-    let head = planner.plan(requests, &mut workspace, &mut offsets).expect("plan");
+    let head = planner
+        .plan(requests, &mut workspace, &mut offsets)
+        .expect("plan");
     (offsets, head)
 }
 
 /// Asserts the properties every plan must have.
 pub fn assert_valid_plan(requests: &[BufferRequest], offsets: &[u32], head: u32) {
-    assert_eq!(find_conflict(requests, offsets), None, "live buffers share bytes");
+    assert_eq!(
+        find_conflict(requests, offsets),
+        None,
+        "live buffers share bytes"
+    );
     for (r, &o) in requests.iter().zip(offsets) {
         assert_eq!(o % r.align, 0, "offset {o} not aligned to {}", r.align);
-        assert!(u64::from(o) + u64::from(r.padded_size().unwrap()) <= u64::from(head), "buffer ends past head");
+        assert!(
+            u64::from(o) + u64::from(r.padded_size().unwrap()) <= u64::from(head),
+            "buffer ends past head"
+        );
     }
     assert!(u64::from(head) >= hilt_runtime::planner::lower_bound(requests));
 }
@@ -29,17 +38,45 @@ pub fn assert_valid_plan(requests: &[BufferRequest], offsets: &[u32], head: u32)
 pub fn seed_fc_model() -> Vec<u8> {
     let mut w = ModelWriter::new();
     let input = w.input("input", TensorType::FLOAT32, &[1, 4]);
-    let w1 = w.constant("fc1/weights", TensorType::FLOAT32, &[8, 4], &f32_bytes(&[0.5; 32]));
+    let w1 = w.constant(
+        "fc1/weights",
+        TensorType::FLOAT32,
+        &[8, 4],
+        &f32_bytes(&[0.5; 32]),
+    );
     let b1 = w.constant("fc1/bias", TensorType::FLOAT32, &[8], &f32_bytes(&[0.1; 8]));
     let hidden = w.tensor("fc1/out", TensorType::FLOAT32, &[1, 8]);
     let relu = w.tensor("relu/out", TensorType::FLOAT32, &[1, 8]);
-    let w2 = w.constant("fc2/weights", TensorType::FLOAT32, &[2, 8], &f32_bytes(&[0.25; 16]));
+    let w2 = w.constant(
+        "fc2/weights",
+        TensorType::FLOAT32,
+        &[2, 8],
+        &f32_bytes(&[0.25; 16]),
+    );
     let b2 = w.constant("fc2/bias", TensorType::FLOAT32, &[2], &f32_bytes(&[0.0; 2]));
     let output = w.output("output", TensorType::FLOAT32, &[1, 2]);
-    let fc = Options::FullyConnected { activation: ActivationFunctionType::NONE, keep_num_dims: false };
-    w.op(BuiltinOperator::FULLY_CONNECTED, &[Some(input), Some(w1), Some(b1)], &[hidden], fc.clone());
-    w.op(BuiltinOperator::RELU, &[Some(hidden)], &[relu], Options::None);
-    w.op(BuiltinOperator::FULLY_CONNECTED, &[Some(relu), Some(w2), Some(b2)], &[output], fc);
+    let fc = Options::FullyConnected {
+        activation: ActivationFunctionType::NONE,
+        keep_num_dims: false,
+    };
+    w.op(
+        BuiltinOperator::FULLY_CONNECTED,
+        &[Some(input), Some(w1), Some(b1)],
+        &[hidden],
+        fc.clone(),
+    );
+    w.op(
+        BuiltinOperator::RELU,
+        &[Some(hidden)],
+        &[relu],
+        Options::None,
+    );
+    w.op(
+        BuiltinOperator::FULLY_CONNECTED,
+        &[Some(relu), Some(w2), Some(b2)],
+        &[output],
+        fc,
+    );
     w.finish()
 }
 

@@ -1,0 +1,105 @@
+//! Conformance suite: the greedy plan of every model in the shared
+//! conformance set (real TFLite-Micro and MLPerf Tiny models), compared with
+//! TFLM's own figures and pinned as insta snapshots under `snapshots/layout/`.
+//!
+//! Reads `HILT_CONFORMANCE_DIR`, else `../shared/conformance` beside the
+//! repository. When the set is absent the suite says so and passes, unless
+//! `HILT_CONFORMANCE_REQUIRED=1` (as in `.ci/run`).
+
+use std::path::{Path, PathBuf};
+
+use hilt::layout::{LayoutOptions, PlannerKind, layout_file};
+use serde_json::Value;
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("host/ has a parent")
+        .to_path_buf()
+}
+
+fn conformance_dir() -> Option<PathBuf> {
+    let dir = match std::env::var_os("HILT_CONFORMANCE_DIR") {
+        Some(d) => PathBuf::from(d),
+        None => repo_root().join("../shared/conformance"),
+    };
+    if dir.join("manifest.json").is_file() {
+        return Some(dir);
+    }
+    let required = std::env::var("HILT_CONFORMANCE_REQUIRED").is_ok_and(|v| v == "1");
+    assert!(
+        !required,
+        "conformance set not found at {} (HILT_CONFORMANCE_REQUIRED=1)",
+        dir.display()
+    );
+    eprintln!(
+        "conformance set not found at {}: suite skipped",
+        dir.display()
+    );
+    None
+}
+
+/// Ops whose TFLM kernels request scratch buffers in prepare, which hilt's
+/// planner only sees once kernels exist (TFLM's head then includes them).
+const SCRATCH_OPS: [&str; 2] = ["SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM"];
+
+#[test]
+fn greedy_layouts_match_tflm_and_snapshots() {
+    let Some(dir) = conformance_dir() else { return };
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    let models = manifest["models"].as_array().expect("manifest.models");
+    assert!(!models.is_empty());
+    let mut failures = Vec::new();
+    println!(
+        "{:<36} {:>8} {:>10} {:>8} {:>12} {:>12}  result",
+        "model", "head", "TFLM head", "lower", "hilt total", "TFLM total"
+    );
+    for entry in models {
+        let name = entry["name"].as_str().unwrap();
+        let path = dir.join(entry["model"].as_str().unwrap());
+        let report = layout_file(
+            &path,
+            &LayoutOptions {
+                planner: PlannerKind::Greedy,
+                ..Default::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let tflm_head = entry["tflm"]["arena_head"].as_u64().unwrap();
+        let tflm_total = entry["tflm"]["arena_used_total"].as_u64().unwrap();
+        let lower = entry["liveness_lower_bound_bytes"].as_u64().unwrap();
+        let uses_scratch = entry["ops"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .any(|op| SCRATCH_OPS.contains(&op.as_str()));
+        let verdict = if u64::from(report.head) == tflm_head {
+            "head = TFLM"
+        } else if uses_scratch {
+            "TFLM head includes kernel scratch"
+        } else {
+            failures.push(format!("{name}: head {} != TFLM {tflm_head}", report.head));
+            "MISMATCH"
+        };
+        if u64::from(report.lower_bound) != lower {
+            failures.push(format!(
+                "{name}: lower bound {} != manifest {lower}",
+                report.lower_bound
+            ));
+        }
+        println!(
+            "{name:<36} {:>8} {tflm_head:>10} {:>8} {:>12} {tflm_total:>12}  {verdict}",
+            report.head, report.lower_bound, report.total
+        );
+        insta::with_settings!({
+            snapshot_path => repo_root().join("snapshots/layout"),
+            prepend_module_to_snapshot => false,
+            omit_expression => true,
+            info => &entry["sha256"],
+        }, {
+            insta::assert_yaml_snapshot!(name, report);
+        });
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
