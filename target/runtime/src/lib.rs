@@ -1,6 +1,7 @@
 #![cfg_attr(not(test), no_std)]
 #![warn(missing_docs)]
 #![doc = include_str!("../README.md")]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod allocation;
 pub mod arena;

@@ -76,16 +76,27 @@ fuzz_target!(|data: &[u8]| {
     if n > 0 {
         let mut workspace = vec![0u32; Greedy.workspace_words(n) - 1];
         let mut offsets = vec![0u32; n];
-        assert!(Greedy.plan(&requests, &mut workspace, &mut offsets).is_err());
+        assert!(
+            Greedy
+                .plan(&requests, &mut workspace, &mut offsets)
+                .is_err()
+        );
         let mut workspace = vec![0u32; Greedy.workspace_words(n)];
         let mut offsets = vec![0u32; n - 1];
-        assert!(Greedy.plan(&requests, &mut workspace, &mut offsets).is_err());
+        assert!(
+            Greedy
+                .plan(&requests, &mut workspace, &mut offsets)
+                .is_err()
+        );
         assert!(Linear.plan(&requests, &mut [], &mut offsets).is_err());
     }
 
     // An offline plan for the tensor requests, placed around its fixed offsets.
     let mut metadata = Vec::with_capacity(4 * (3 + n));
-    for w in [1, 1, n as i32].into_iter().chain(plan_words.iter().copied()) {
+    for w in [1, 1, n as i32]
+        .into_iter()
+        .chain(plan_words.iter().copied())
+    {
         metadata.extend_from_slice(&w.to_le_bytes());
     }
     let offline = Offline::from_metadata(&metadata, n as u32, n as u32)
@@ -101,7 +112,10 @@ fuzz_target!(|data: &[u8]| {
             for (i, r) in requests.iter().enumerate() {
                 let Some(t) = r.tensor_index() else { continue };
                 if let Some(fixed) = offline.offset_of(t).and_then(|o| u32::try_from(o).ok()) {
-                    assert_eq!(offsets[i], fixed, "offline: tensor {t} moved from its fixed offset");
+                    assert_eq!(
+                        offsets[i], fixed,
+                        "offline: tensor {t} moved from its fixed offset"
+                    );
                 }
             }
         }
@@ -109,21 +123,36 @@ fuzz_target!(|data: &[u8]| {
 });
 
 /// Plans `requests`, checks the invariants on success, returns offsets and head.
-fn plan(planner: &dyn MemoryPlanner, requests: &[BufferRequest]) -> Result<(Vec<u32>, u32), PlanError> {
+fn plan(
+    planner: &dyn MemoryPlanner,
+    requests: &[BufferRequest],
+) -> Result<(Vec<u32>, u32), PlanError> {
     let mut workspace = vec![0u32; planner.workspace_words(requests.len())];
     let mut offsets = vec![0u32; requests.len()];
     let head = planner.plan(requests, &mut workspace, &mut offsets)?;
     let name = planner.name();
-    assert_eq!(find_conflict(requests, &offsets), None, "{name}: two live buffers share bytes");
+    assert_eq!(
+        find_conflict(requests, &offsets),
+        None,
+        "{name}: two live buffers share bytes"
+    );
     for (i, (r, &offset)) in requests.iter().zip(&offsets).enumerate() {
-        assert!(offset.is_multiple_of(r.align), "{name}: request {i} misaligned");
-        let padded = r.padded_size().expect("planned request without a padded size");
+        assert!(
+            offset.is_multiple_of(r.align),
+            "{name}: request {i} misaligned"
+        );
+        let padded = r
+            .padded_size()
+            .expect("planned request without a padded size");
         assert!(
             u64::from(offset) + u64::from(padded) <= u64::from(head),
             "{name}: request {i} ends past the head {head}"
         );
     }
     let bound = lower_bound(requests);
-    assert!(u64::from(head) >= bound, "{name}: head {head} below the lower bound {bound}");
+    assert!(
+        u64::from(head) >= bound,
+        "{name}: head {head} below the lower bound {bound}"
+    );
     Ok((offsets, head))
 }

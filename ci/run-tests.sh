@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The test command: set up, then every test suite hilt has.
+# - the workspace's unit, integration, property and doc tests;
+# - the runtime built no_std for every pinned thumb target;
+# - the conformance suite against ../shared/conformance (or
+#   HILT_CONFORMANCE_DIR); it fails when the set is missing only if
+#   HILT_CONFORMANCE_REQUIRED=1, which CI sets.
+set -euo pipefail
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export CARGO_TARGET_DIR="$REPO/build"
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+cd "$REPO"
+ci/setup.sh
+
+echo "== format"
+cargo fmt --all -- --check
+
+echo "== no_std builds of hilt-runtime"
+for t in $(sed -n 's/^targets *= *\[\(.*\)\]/\1/p' rust-toolchain.toml | tr -d '",'); do
+  cargo build --quiet -p hilt-runtime --target "$t"
+  echo "hilt-runtime builds for $t"
+done
+
+echo "== conformance suite"
+cargo test -p hilt --test conformance -- --nocapture
+
+echo "== workspace tests"
+cargo test --workspace --no-fail-fast

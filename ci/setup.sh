@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Installs what hilt's commands need, only when it is missing: the pinned Rust
+# toolchain with its thumb targets and llvm-tools (rust-toolchain.toml), and
+# qemu-system-arm for the virtual boards. Safe to run again; never prompts.
+set -euo pipefail
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO"
+
+say() { printf 'setup: %s\n' "$*" >&2; }
+
+if ! command -v rustup >/dev/null 2>&1; then
+  say "rustup is required (https://rustup.rs); it is not installed"
+  exit 1
+fi
+
+toolchain="$(sed -n 's/^channel *= *"\(.*\)"/\1/p' rust-toolchain.toml)"
+targets="$(sed -n 's/^targets *= *\[\(.*\)\]/\1/p' rust-toolchain.toml | tr -d '",')"
+if ! rustup toolchain list | grep -q "^${toolchain}"; then
+  say "installing Rust ${toolchain}"
+  rustup toolchain install "$toolchain" --profile minimal --component rustfmt,clippy,llvm-tools
+fi
+installed="$(rustup target list --installed --toolchain "$toolchain")"
+for t in $targets; do
+  if ! grep -qx "$t" <<<"$installed"; then
+    say "adding target $t"
+    rustup target add --toolchain "$toolchain" "$t"
+  fi
+done
+if ! rustup component list --installed --toolchain "$toolchain" | grep -q '^llvm-tools'; then
+  say "adding llvm-tools"
+  rustup component add --toolchain "$toolchain" llvm-tools
+fi
+
+if ! command -v qemu-system-arm >/dev/null 2>&1; then
+  if [ "${HILT_SKIP_QEMU:-0}" = 1 ]; then
+    say "qemu-system-arm missing (HILT_SKIP_QEMU=1: not installing)"
+  elif command -v apt-get >/dev/null 2>&1; then
+    say "installing qemu-system-arm"
+    sudo_cmd=""
+    [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo -n"
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo_cmd apt-get update -qq </dev/null >/dev/null
+    $sudo_cmd apt-get install -y -qq qemu-system-arm </dev/null >/dev/null
+  else
+    say "qemu-system-arm missing and apt-get unavailable: install it with your package manager"
+    exit 1
+  fi
+fi
+say "ok ($(rustc +"$toolchain" --version), $(qemu-system-arm --version 2>/dev/null | head -1 || echo 'no qemu'))"

@@ -1,0 +1,12 @@
+//! Rewrites `scenarios/models/*.tflite` from `hilt::example_models`.
+
+fn main() -> std::io::Result<()> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/models");
+    std::fs::create_dir_all(&dir)?;
+    for (name, bytes) in hilt::example_models::all() {
+        let path = dir.join(name);
+        std::fs::write(&path, &bytes)?;
+        println!("wrote {} ({} bytes)", path.display(), bytes.len());
+    }
+    Ok(())
+}
