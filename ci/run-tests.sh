@@ -5,7 +5,8 @@
 # - the conformance suite against ../shared/conformance (or
 #   HILT_CONFORMANCE_DIR); it fails when the set is missing only if
 #   HILT_CONFORMANCE_REQUIRED=1, which CI sets.
-set -euo pipefail
+set -uo pipefail
+set -e
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export CARGO_TARGET_DIR="$REPO/build"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
@@ -21,8 +22,17 @@ for t in $(sed -n 's/^targets *= *\[\(.*\)\]/\1/p' rust-toolchain.toml | tr -d '
   echo "hilt-runtime builds for $t"
 done
 
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+status=0
+
 echo "== conformance suite"
-cargo test -p hilt --test conformance -- --nocapture
+cargo test -p hilt --test conformance -- --nocapture 2>&1 | tee -a "$log" || status=1
 
 echo "== workspace tests"
-cargo test --workspace --no-fail-fast
+cargo test --workspace --no-fail-fast 2>&1 | tee -a "$log" || status=1
+
+# One closing line over every cargo test run above.
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+     END { printf "hilt: %d passed, %d failed\n", p, f }' "$log"
+exit "$status"

@@ -4,7 +4,9 @@
 //! `cargo run -p hilt --example write_example_models` rewrites them; a test
 //! checks that the committed files are what this code writes.
 
-use hilt_runtime::schema::{ActivationFunctionType as Act, BuiltinOperator as Op, Padding, TensorType as T};
+use hilt_runtime::schema::{
+    ActivationFunctionType as Act, BuiltinOperator as Op, Padding, TensorType as T,
+};
 use hilt_runtime::writer::{ModelWriter, Options, f32_bytes, i32_bytes};
 
 /// Deterministic weights: a small linear congruential generator.
@@ -23,13 +25,18 @@ impl Lcg {
 
 /// Every example model, with its file name.
 pub fn all() -> Vec<(&'static str, Vec<u8>)> {
-    vec![("seed_fc_float.tflite", seed_fc_float()), ("tiny_convnet_int8.tflite", tiny_convnet_int8())]
+    vec![
+        ("seed_fc_float.tflite", seed_fc_float()),
+        ("tiny_convnet_int8.tflite", tiny_convnet_int8()),
+    ]
 }
 
 /// The seed example: input 4 floats → FC 8 → ReLU → FC 2.
 pub fn seed_fc_float() -> Vec<u8> {
     let mut w = ModelWriter::new();
-    let weights1: Vec<f32> = (0..32).map(|i| ((i * 7 % 11) as f32 - 5.0) / 10.0).collect();
+    let weights1: Vec<f32> = (0..32)
+        .map(|i| ((i * 7 % 11) as f32 - 5.0) / 10.0)
+        .collect();
     let weights2: Vec<f32> = (0..16).map(|i| ((i * 5 % 9) as f32 - 4.0) / 8.0).collect();
     let input = w.input("input", T::FLOAT32, &[1, 4]);
     let w1 = w.constant("fc1/weights", T::FLOAT32, &[8, 4], &f32_bytes(&weights1));
@@ -39,10 +46,23 @@ pub fn seed_fc_float() -> Vec<u8> {
     let w2 = w.constant("fc2/weights", T::FLOAT32, &[2, 8], &f32_bytes(&weights2));
     let b2 = w.constant("fc2/bias", T::FLOAT32, &[2], &f32_bytes(&[0.0, 0.5]));
     let output = w.output("output", T::FLOAT32, &[1, 2]);
-    let fc = Options::FullyConnected { activation: Act::NONE, keep_num_dims: false };
-    w.op(Op::FULLY_CONNECTED, &[Some(input), Some(w1), Some(b1)], &[hidden], fc.clone());
+    let fc = Options::FullyConnected {
+        activation: Act::NONE,
+        keep_num_dims: false,
+    };
+    w.op(
+        Op::FULLY_CONNECTED,
+        &[Some(input), Some(w1), Some(b1)],
+        &[hidden],
+        fc.clone(),
+    );
     w.op(Op::RELU, &[Some(hidden)], &[relu], Options::None);
-    w.op(Op::FULLY_CONNECTED, &[Some(relu), Some(w2), Some(b2)], &[output], fc);
+    w.op(
+        Op::FULLY_CONNECTED,
+        &[Some(relu), Some(w2), Some(b2)],
+        &[output],
+        fc,
+    );
     w.finish()
 }
 
@@ -56,25 +76,41 @@ pub fn tiny_convnet_int8() -> Vec<u8> {
     let input = w.input("image", T::INT8, &[1, 16, 16, 3]);
     w.quantize(input, 1.0 / 128.0, 0);
 
-    let conv = |w: &mut ModelWriter, rng: &mut Lcg, name: &str, shape: [i32; 4], depthwise: bool| {
-        let n = shape.iter().product::<i32>() as usize;
-        let weights = w.constant(&format!("{name}/weights"), T::INT8, &shape, &rng.bytes(n));
-        let channels = if depthwise { shape[3] } else { shape[0] };
-        let axis = if depthwise { 3 } else { 0 };
-        let scales: Vec<f32> = (0..channels).map(|i| 0.004 + 0.0005 * i as f32).collect();
-        w.quantize_per_channel(weights, &scales, &vec![0; channels as usize], axis);
-        let bias_values: Vec<i32> = (0..channels).map(|i| (i - 3) * 40).collect();
-        let bias = w.constant(&format!("{name}/bias"), T::INT32, &[channels], &i32_bytes(&bias_values));
-        let bias_scales: Vec<f32> = scales.iter().map(|s| s / 128.0).collect();
-        w.quantize_per_channel(bias, &bias_scales, &vec![0; channels as usize], 0);
-        (weights, bias)
-    };
+    let conv =
+        |w: &mut ModelWriter, rng: &mut Lcg, name: &str, shape: [i32; 4], depthwise: bool| {
+            let n = shape.iter().product::<i32>() as usize;
+            let weights = w.constant(&format!("{name}/weights"), T::INT8, &shape, &rng.bytes(n));
+            let channels = if depthwise { shape[3] } else { shape[0] };
+            let axis = if depthwise { 3 } else { 0 };
+            let scales: Vec<f32> = (0..channels).map(|i| 0.004 + 0.0005 * i as f32).collect();
+            w.quantize_per_channel(weights, &scales, &vec![0; channels as usize], axis);
+            let bias_values: Vec<i32> = (0..channels).map(|i| (i - 3) * 40).collect();
+            let bias = w.constant(
+                &format!("{name}/bias"),
+                T::INT32,
+                &[channels],
+                &i32_bytes(&bias_values),
+            );
+            let bias_scales: Vec<f32> = scales.iter().map(|s| s / 128.0).collect();
+            w.quantize_per_channel(bias, &bias_scales, &vec![0; channels as usize], 0);
+            (weights, bias)
+        };
 
     let (w1, b1) = conv(&mut w, &mut rng, "conv1", [c, 3, 3, 3], false);
     let x1 = w.tensor("conv1/out", T::INT8, &[1, 16, 16, c]);
     w.quantize(x1, 0.02, -128);
-    let same = |stride| Options::Conv2D { padding: Padding::SAME, stride, dilation: (1, 1), activation: Act::RELU };
-    w.op(Op::CONV_2D, &[Some(input), Some(w1), Some(b1)], &[x1], same((1, 1)));
+    let same = |stride| Options::Conv2D {
+        padding: Padding::SAME,
+        stride,
+        dilation: (1, 1),
+        activation: Act::RELU,
+    };
+    w.op(
+        Op::CONV_2D,
+        &[Some(input), Some(w1), Some(b1)],
+        &[x1],
+        same((1, 1)),
+    );
 
     let (w2, b2) = conv(&mut w, &mut rng, "dw2", [1, 3, 3, c], true);
     let x2 = w.tensor("dw2/out", T::INT8, &[1, 16, 16, c]);
@@ -86,40 +122,97 @@ pub fn tiny_convnet_int8() -> Vec<u8> {
         depth_multiplier: 1,
         activation: Act::RELU6,
     };
-    w.op(Op::DEPTHWISE_CONV_2D, &[Some(x1), Some(w2), Some(b2)], &[x2], dw);
+    w.op(
+        Op::DEPTHWISE_CONV_2D,
+        &[Some(x1), Some(w2), Some(b2)],
+        &[x2],
+        dw,
+    );
 
     let (w3, b3) = conv(&mut w, &mut rng, "pw3", [c, 1, 1, c], false);
     let x3 = w.tensor("pw3/out", T::INT8, &[1, 16, 16, c]);
     w.quantize(x3, 0.03, 0);
-    let pointwise = Options::Conv2D { padding: Padding::VALID, stride: (1, 1), dilation: (1, 1), activation: Act::NONE };
-    w.op(Op::CONV_2D, &[Some(x2), Some(w3), Some(b3)], &[x3], pointwise);
+    let pointwise = Options::Conv2D {
+        padding: Padding::VALID,
+        stride: (1, 1),
+        dilation: (1, 1),
+        activation: Act::NONE,
+    };
+    w.op(
+        Op::CONV_2D,
+        &[Some(x2), Some(w3), Some(b3)],
+        &[x3],
+        pointwise,
+    );
 
     let x4 = w.tensor("residual/out", T::INT8, &[1, 16, 16, c]);
     w.quantize(x4, 0.04, -20);
-    w.op(Op::ADD, &[Some(x1), Some(x3)], &[x4], Options::Add { activation: Act::NONE });
+    w.op(
+        Op::ADD,
+        &[Some(x1), Some(x3)],
+        &[x4],
+        Options::Add {
+            activation: Act::NONE,
+        },
+    );
 
     let x5 = w.tensor("pool/out", T::INT8, &[1, 1, 1, c]);
     w.quantize(x5, 0.04, -20);
-    let pool = Options::Pool2D { padding: Padding::VALID, stride: (16, 16), filter: (16, 16), activation: Act::NONE };
+    let pool = Options::Pool2D {
+        padding: Padding::VALID,
+        stride: (16, 16),
+        filter: (16, 16),
+        activation: Act::NONE,
+    };
     w.op(Op::AVERAGE_POOL_2D, &[Some(x4)], &[x5], pool);
 
     let shape = w.constant("flatten/shape", T::INT32, &[2], &i32_bytes(&[1, c]));
     let x6 = w.tensor("flatten/out", T::INT8, &[1, c]);
     w.quantize(x6, 0.04, -20);
-    w.op(Op::RESHAPE, &[Some(x5), Some(shape)], &[x6], Options::Reshape { new_shape: vec![1, c] });
+    w.op(
+        Op::RESHAPE,
+        &[Some(x5), Some(shape)],
+        &[x6],
+        Options::Reshape {
+            new_shape: vec![1, c],
+        },
+    );
 
     let classes = 4;
-    let fc_weights = w.constant("fc/weights", T::INT8, &[classes, c], &rng.bytes((classes * c) as usize));
+    let fc_weights = w.constant(
+        "fc/weights",
+        T::INT8,
+        &[classes, c],
+        &rng.bytes((classes * c) as usize),
+    );
     w.quantize(fc_weights, 0.01, 0);
-    let fc_bias = w.constant("fc/bias", T::INT32, &[classes], &i32_bytes(&[100, -50, 25, 0]));
+    let fc_bias = w.constant(
+        "fc/bias",
+        T::INT32,
+        &[classes],
+        &i32_bytes(&[100, -50, 25, 0]),
+    );
     w.quantize(fc_bias, 0.0004, 0);
     let logits = w.tensor("fc/out", T::INT8, &[1, classes]);
     w.quantize(logits, 0.1, 10);
-    let fc = Options::FullyConnected { activation: Act::NONE, keep_num_dims: false };
-    w.op(Op::FULLY_CONNECTED, &[Some(x6), Some(fc_weights), Some(fc_bias)], &[logits], fc);
+    let fc = Options::FullyConnected {
+        activation: Act::NONE,
+        keep_num_dims: false,
+    };
+    w.op(
+        Op::FULLY_CONNECTED,
+        &[Some(x6), Some(fc_weights), Some(fc_bias)],
+        &[logits],
+        fc,
+    );
 
     let probabilities = w.output("probabilities", T::INT8, &[1, classes]);
     w.quantize(probabilities, 1.0 / 256.0, -128);
-    w.op(Op::SOFTMAX, &[Some(logits)], &[probabilities], Options::Softmax { beta: 1.0 });
+    w.op(
+        Op::SOFTMAX,
+        &[Some(logits)],
+        &[probabilities],
+        Options::Softmax { beta: 1.0 },
+    );
     w.finish()
 }

@@ -30,7 +30,9 @@ fn network_requests(count: usize) -> Vec<BufferRequest> {
             let size = 64 + (rng.next() % 64_000) as u32;
             match rng.next() % 8 {
                 0 => BufferRequest::scratch(step, 0, size / 4),
-                1 => BufferRequest::tensor(i as u32, size, step, step + 1 + (rng.next() % 12) as u32),
+                1 => {
+                    BufferRequest::tensor(i as u32, size, step, step + 1 + (rng.next() % 12) as u32)
+                }
                 _ => BufferRequest::tensor(i as u32, size, step, step + 1),
             }
         })
@@ -44,7 +46,12 @@ fn offline_words(requests: &[BufferRequest]) -> Vec<u8> {
     let mut offsets = vec![0; requests.len()];
     Linear.plan(requests, &mut ws, &mut offsets).unwrap();
     let mut words = vec![1i32, 1, requests.len() as i32];
-    words.extend(offsets.iter().enumerate().map(|(i, &o)| if i % 2 == 0 { o as i32 } else { -1 }));
+    words.extend(
+        offsets
+            .iter()
+            .enumerate()
+            .map(|(i, &o)| if i % 2 == 0 { o as i32 } else { -1 }),
+    );
     words.iter().flat_map(|w| w.to_le_bytes()).collect()
 }
 
@@ -58,9 +65,17 @@ fn bench(c: &mut Criterion) {
         for planner in planners {
             let mut workspace = vec![0u32; planner.workspace_words(count)];
             let mut offsets = vec![0u32; count];
-            group.bench_with_input(BenchmarkId::new(planner.name(), count), &requests, |b, requests| {
-                b.iter(|| planner.plan(black_box(requests), &mut workspace, &mut offsets).unwrap());
-            });
+            group.bench_with_input(
+                BenchmarkId::new(planner.name(), count),
+                &requests,
+                |b, requests| {
+                    b.iter(|| {
+                        planner
+                            .plan(black_box(requests), &mut workspace, &mut offsets)
+                            .unwrap()
+                    });
+                },
+            );
         }
     }
     group.finish();

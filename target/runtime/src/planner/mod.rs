@@ -200,9 +200,70 @@ pub fn lower_bound(requests: &[BufferRequest]) -> u64 {
         .unwrap_or(0)
 }
 
-/// Finds two requests that share bytes while both are live, if any: the
-/// property every plan must have, checked in tests and by the allocator
-/// ports' conformance kit.
+/// A way in which a plan breaks the rules every planner must keep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum PlanViolation {
+    /// Fewer offsets than requests.
+    MissingOffsets,
+    /// Two buffers live at the same step share bytes.
+    Overlap {
+        /// One request's position.
+        first: u32,
+        /// The other's.
+        second: u32,
+    },
+    /// An offset that is not a multiple of the request's alignment.
+    Misaligned {
+        /// Request position.
+        request: u32,
+    },
+    /// A buffer that ends past the head.
+    OutsideHead {
+        /// Request position.
+        request: u32,
+    },
+    /// A head smaller than the liveness lower bound (impossible for a
+    /// plan without overlaps: the figures are inconsistent).
+    BelowLowerBound,
+}
+
+/// Checks a finished plan: offsets aligned, every buffer inside the head,
+/// no two simultaneously live buffers sharing a byte, and the head at least
+/// the lower bound. Used by the tests, the fuzzers and (later) the
+/// allocator-port conformance kit, so all of them check the same rules.
+pub fn verify_plan(
+    requests: &[BufferRequest],
+    offsets: &[u32],
+    head: u32,
+) -> Result<(), PlanViolation> {
+    if offsets.len() < requests.len() {
+        return Err(PlanViolation::MissingOffsets);
+    }
+    for (i, (r, &o)) in requests.iter().zip(offsets).enumerate() {
+        let request = i as u32;
+        if !r.align.is_power_of_two() || !o.is_multiple_of(r.align) {
+            return Err(PlanViolation::Misaligned { request });
+        }
+        let end = u64::from(o) + u64::from(r.padded_size().unwrap_or(u32::MAX));
+        if end > u64::from(head) {
+            return Err(PlanViolation::OutsideHead { request });
+        }
+    }
+    if let Some((a, b)) = find_conflict(requests, offsets) {
+        return Err(PlanViolation::Overlap {
+            first: a as u32,
+            second: b as u32,
+        });
+    }
+    if u64::from(head) < lower_bound(requests) {
+        return Err(PlanViolation::BelowLowerBound);
+    }
+    Ok(())
+}
+
+/// Finds two requests that share bytes while both are live, if any.
 pub fn find_conflict(requests: &[BufferRequest], offsets: &[u32]) -> Option<(usize, usize)> {
     for i in 0..requests.len() {
         for j in i + 1..requests.len() {

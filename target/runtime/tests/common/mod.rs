@@ -2,7 +2,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 use hilt_runtime::model::Model;
-use hilt_runtime::planner::{MemoryPlanner, find_conflict};
+use hilt_runtime::planner::{MemoryPlanner, verify_plan};
 use hilt_runtime::request::BufferRequest;
 use hilt_runtime::schema::{ActivationFunctionType, BuiltinOperator, TensorType};
 use hilt_runtime::writer::{ModelWriter, Options, f32_bytes};
@@ -19,19 +19,7 @@ pub fn plan(planner: &dyn MemoryPlanner, requests: &[BufferRequest]) -> (Vec<u32
 
 /// Asserts the properties every plan must have.
 pub fn assert_valid_plan(requests: &[BufferRequest], offsets: &[u32], head: u32) {
-    assert_eq!(
-        find_conflict(requests, offsets),
-        None,
-        "live buffers share bytes"
-    );
-    for (r, &o) in requests.iter().zip(offsets) {
-        assert_eq!(o % r.align, 0, "offset {o} not aligned to {}", r.align);
-        assert!(
-            u64::from(o) + u64::from(r.padded_size().unwrap()) <= u64::from(head),
-            "buffer ends past head"
-        );
-    }
-    assert!(u64::from(head) >= hilt_runtime::planner::lower_bound(requests));
+    assert_eq!(verify_plan(requests, offsets, head), Ok(()));
 }
 
 /// The seed example: input 4 floats → FC 8 → ReLU → FC 2.
