@@ -3,6 +3,5 @@
 //! Today it plans arenas on the host (`hilt layout`) with the same runtime
 //! crate the firmware runs, so a layout can be checked without a board.
 
-pub mod example_models;
 pub mod layout;
 pub mod svg;

@@ -1,5 +1,5 @@
 //! The models shipped in `scenarios/models/` are exactly what
-//! `hilt::example_models` writes (rerun the `write_example_models` example
+//! `hilt_runtime::writer::examples` writes (rerun the `write_example_models` example
 //! after changing it), and they load and plan.
 
 use std::path::Path;
@@ -9,7 +9,7 @@ use hilt::layout::{LayoutOptions, layout_bytes};
 #[test]
 fn committed_example_models_are_current_and_plan() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/models");
-    for (name, bytes) in hilt::example_models::all() {
+    for (name, bytes) in hilt_runtime::writer::examples::all() {
         let committed = std::fs::read(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(
             committed == bytes,
@@ -27,7 +27,7 @@ fn tiny_convnet_plan_is_the_hand_computed_one() {
     // conv1's output alive across steps 0..3, so at steps 1..3 three 2 KiB
     // buffers are live at once: the head is 3 × 2048.
     let report = layout_bytes(
-        &hilt::example_models::tiny_convnet_int8(),
+        &hilt_runtime::writer::examples::tiny_convnet_int8(),
         &LayoutOptions::default(),
     )
     .unwrap();

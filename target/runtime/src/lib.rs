@@ -3,6 +3,9 @@
 #![doc = include_str!("../README.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[cfg(any(test, feature = "writer"))]
+extern crate alloc;
+
 pub mod allocation;
 pub mod arena;
 pub mod liveness;

@@ -2,12 +2,16 @@
 //! ship in `scenarios/models/` so a fresh clone has something real to run.
 //!
 //! `cargo run -p hilt --example write_example_models` rewrites them; a test
-//! checks that the committed files are what this code writes.
+//! checks that the committed files are what this code writes. The runtime's
+//! own tests use the same graphs.
 
-use hilt_runtime::schema::{
+use alloc::vec;
+use alloc::vec::Vec;
+
+use super::{ModelWriter, Options, f32_bytes, i32_bytes};
+use crate::schema::{
     ActivationFunctionType as Act, BuiltinOperator as Op, Padding, TensorType as T,
 };
-use hilt_runtime::writer::{ModelWriter, Options, f32_bytes, i32_bytes};
 
 /// Deterministic weights: a small linear congruential generator.
 struct Lcg(u32);
@@ -79,14 +83,19 @@ pub fn tiny_convnet_int8() -> Vec<u8> {
     let conv =
         |w: &mut ModelWriter, rng: &mut Lcg, name: &str, shape: [i32; 4], depthwise: bool| {
             let n = shape.iter().product::<i32>() as usize;
-            let weights = w.constant(&format!("{name}/weights"), T::INT8, &shape, &rng.bytes(n));
+            let weights = w.constant(
+                &alloc::format!("{name}/weights"),
+                T::INT8,
+                &shape,
+                &rng.bytes(n),
+            );
             let channels = if depthwise { shape[3] } else { shape[0] };
             let axis = if depthwise { 3 } else { 0 };
             let scales: Vec<f32> = (0..channels).map(|i| 0.004 + 0.0005 * i as f32).collect();
             w.quantize_per_channel(weights, &scales, &vec![0; channels as usize], axis);
             let bias_values: Vec<i32> = (0..channels).map(|i| (i - 3) * 40).collect();
             let bias = w.constant(
-                &format!("{name}/bias"),
+                &alloc::format!("{name}/bias"),
                 T::INT32,
                 &[channels],
                 &i32_bytes(&bias_values),

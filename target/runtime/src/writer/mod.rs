@@ -18,7 +18,7 @@
 //! assert_eq!(model.operator_count(), 1);
 //! ```
 
-extern crate alloc;
+pub mod examples;
 
 use alloc::string::String;
 use alloc::vec::Vec;
