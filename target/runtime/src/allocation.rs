@@ -24,7 +24,7 @@ use crate::arena::{Arena, ArenaError, Region};
 use crate::liveness;
 use crate::model::Model;
 use crate::planner::{MemoryPlanner, PlanError};
-use crate::request::{BufferRequest, DEFAULT_ALIGN, align_up};
+use crate::request::{BufferOwner, BufferRequest, DEFAULT_ALIGN, align_up};
 
 /// Where a tensor's data lives: 8 bytes per tensor, against the 12 bytes of
 /// TFLM's `TfLiteEvalTensor` on 32-bit targets. Shape and type stay in the
@@ -86,6 +86,8 @@ pub struct ArenaPlan<'p> {
 pub struct Allocation {
     /// The per-tensor [`TensorSlot`] array (in the tail).
     pub slots: Region,
+    /// One `u32` per scratch request: its offset from the arena's start.
+    pub scratch_offsets: Region,
     /// The planned section.
     pub head: Region,
     /// Persistent bytes (tail, with padding).
@@ -163,6 +165,10 @@ impl From<PlanError> for AllocError {
 /// Plans `model` (plus `scratch` requests from kernels) with `planner` into
 /// `arena`, calls `report` with the full plan while it is still in temp
 /// memory, then commits the head and records each tensor's location.
+///
+/// The interpreter runs the same steps with kernel preparation in between:
+/// [`Staging::begin`], [`Staging::request_scratch`] per kernel request,
+/// [`Staging::finish`].
 pub fn allocate(
     model: &Model<'_>,
     planner: &dyn MemoryPlanner,
@@ -171,101 +177,226 @@ pub fn allocate(
     scratch: &[BufferRequest],
     report: impl FnOnce(&ArenaPlan<'_>),
 ) -> Result<Allocation, AllocError> {
-    let align = options.align;
-    if !align.is_power_of_two() || align > crate::request::MAX_ALIGN {
-        return Err(AllocError::InvalidAlignment { align });
+    let mut staging = Staging::begin(model, planner, arena, options)?;
+    for request in scratch {
+        staging.request_scratch(model, arena, *request)?;
     }
-    let tensor_requests = liveness::tensor_request_count(model);
-    let count = tensor_requests + scratch.len();
-    let workspace_words = planner.workspace_words(count);
-    let temp_need = count * size_of::<BufferRequest>() + 4 * (workspace_words + count);
-    let too_small = |arena: &Arena<'_>, head: Option<u32>| {
-        let tail = tail_need(model, align);
+    staging.finish(model, planner, arena, report)
+}
+
+/// An allocation in progress: tensor records and variables are in the tail,
+/// the tensor requests at the bottom of temp, and kernel scratch requests
+/// are appended after them as kernels prepare.
+#[derive(Debug)]
+pub struct Staging {
+    slots: Region,
+    requests: Region,
+    tensor_requests: usize,
+    scratch_requests: usize,
+    align: u32,
+    head_align: u32,
+    workspace_per_request: usize,
+}
+
+impl Staging {
+    /// Reserves the tensor records and variable tensors in the tail and
+    /// writes the tensor requests into temp memory.
+    pub fn begin(
+        model: &Model<'_>,
+        planner: &dyn MemoryPlanner,
+        arena: &mut Arena<'_>,
+        options: &AllocOptions,
+    ) -> Result<Self, AllocError> {
+        let align = options.align;
+        if !align.is_power_of_two() || align > crate::request::MAX_ALIGN {
+            return Err(AllocError::InvalidAlignment { align });
+        }
+        let tensor_requests = liveness::tensor_request_count(model);
+        let mut staging = Staging {
+            slots: Region::default(),
+            requests: Region::default(),
+            tensor_requests,
+            scratch_requests: 0,
+            align,
+            head_align: align,
+            // Planners' workspace grows linearly with the request count.
+            workspace_per_request: planner.workspace_words(1),
+        };
+
+        // Tail: one slot per tensor, then the variable tensors' state.
+        let n_tensors = model.tensor_count() as usize;
+        staging.slots = arena
+            .alloc_persistent(
+                n_tensors * size_of::<TensorSlot>(),
+                align_of::<TensorSlot>() as u32,
+            )
+            .map_err(|_| staging.too_small(model, arena, None, &[]))?;
+        for tensor in model.tensors() {
+            let slot = if tensor.is_variable && tensor.constant.is_none() {
+                let region = arena
+                    .alloc_persistent(tensor.bytes as usize, align)
+                    .map_err(|_| staging.too_small(model, arena, None, &[]))?;
+                TensorSlot {
+                    offset: region.offset,
+                    bytes: tensor.bytes,
+                }
+            } else {
+                TensorSlot {
+                    offset: TensorSlot::NOT_IN_ARENA,
+                    bytes: tensor.bytes,
+                }
+            };
+            let i = tensor.index as usize;
+            cast_mut::<TensorSlot>(arena.bytes_mut(staging.slots))[i] = slot;
+        }
+
+        // Temp: the tensor requests, in TFLM's order (tensor index order).
+        staging.requests = arena
+            .alloc_temp(
+                tensor_requests * size_of::<BufferRequest>(),
+                align_of::<BufferRequest>() as u32,
+            )
+            .map_err(|_| staging.too_small(model, arena, None, &[]))?;
+        let requests: &mut [BufferRequest] = cast_mut(arena.bytes_mut(staging.requests));
+        liveness::tensor_requests(model, align, requests);
+        Ok(staging)
+    }
+
+    /// The tensor records' region (one [`TensorSlot`] per tensor).
+    pub fn slots(&self) -> Region {
+        self.slots
+    }
+
+    /// Appends a kernel's scratch request; returns its index among the
+    /// scratch requests.
+    pub fn request_scratch(
+        &mut self,
+        model: &Model<'_>,
+        arena: &mut Arena<'_>,
+        request: BufferRequest,
+    ) -> Result<u32, AllocError> {
+        if request.padded_size().is_none() {
+            return Err(AllocError::InvalidAlignment {
+                align: request.align,
+            });
+        }
+        let size = size_of::<BufferRequest>();
+        let region = arena
+            .alloc_temp(size, align_of::<BufferRequest>() as u32)
+            .map_err(|_| self.too_small(model, arena, None, &[request]))?;
+        if region.offset != self.requests.end() {
+            // Another temp allocation came in between: the list would not be contiguous.
+            return Err(AllocError::Arena(ArenaError::TempInUse));
+        }
+        self.requests.len += size as u32;
+        cast_mut::<BufferRequest>(arena.bytes_mut(region))[0] = request;
+        self.head_align = self.head_align.max(request.align);
+        self.scratch_requests += 1;
+        Ok(self.scratch_requests as u32 - 1)
+    }
+
+    fn temp_need(&self, extra_scratch: usize) -> usize {
+        let count = self.tensor_requests + self.scratch_requests + extra_scratch;
+        count * size_of::<BufferRequest>() + 4 * (self.workspace_per_request * count + count)
+    }
+
+    fn too_small(
+        &self,
+        model: &Model<'_>,
+        arena: &Arena<'_>,
+        head: Option<u32>,
+        extra: &[BufferRequest],
+    ) -> AllocError {
+        let scratch_bytes = 4 * (self.scratch_requests + extra.len()) as u32;
         AllocError::ArenaTooSmall(ArenaNeeds {
             available: arena.capacity() as u32,
-            head: head.unwrap_or_else(|| model_lower_bound(model, align, scratch)),
+            head: head.unwrap_or_else(|| model_lower_bound(model, self.align, extra)),
             head_exact: head.is_some(),
-            temp: temp_need as u32,
-            tail,
+            temp: self.temp_need(extra.len()) as u32,
+            tail: (arena.tail_bytes() as u32).max(tail_need(model, self.align)) + scratch_bytes,
         })
-    };
-
-    // Tail: one slot per tensor, then the variable tensors' state.
-    let n_tensors = model.tensor_count() as usize;
-    let slots = arena
-        .alloc_persistent(
-            n_tensors * size_of::<TensorSlot>(),
-            align_of::<TensorSlot>() as u32,
-        )
-        .map_err(|_| too_small(arena, None))?;
-    for tensor in model.tensors() {
-        let slot = if tensor.is_variable && tensor.constant.is_none() {
-            let region = arena
-                .alloc_persistent(tensor.bytes as usize, align)
-                .map_err(|_| too_small(arena, None))?;
-            TensorSlot {
-                offset: region.offset,
-                bytes: tensor.bytes,
-            }
-        } else {
-            TensorSlot {
-                offset: TensorSlot::NOT_IN_ARENA,
-                bytes: tensor.bytes,
-            }
-        };
-        let i = tensor.index as usize;
-        bytemuck::cast_slice_mut::<u8, TensorSlot>(arena.bytes_mut(slots))[i] = slot;
     }
 
-    // Temp: requests, planner workspace, offsets.
-    let head_align = scratch.iter().map(|r| r.align).fold(align, u32::max);
-    let head_start = arena.head_start(head_align).map_err(AllocError::Arena)?;
-    let temp = arena
-        .alloc_temp(temp_need, 4)
-        .map_err(|_| too_small(arena, None))?;
-    let tail_bytes = arena.tail_bytes() as u32;
-    let head = {
-        let (temp_bytes, slot_bytes) = arena
-            .pair_mut(temp, slots)
-            .ok_or(AllocError::Arena(ArenaError::TempInUse))?;
-        let (request_bytes, rest) = temp_bytes.split_at_mut(count * size_of::<BufferRequest>());
-        let requests: &mut [BufferRequest] = bytemuck::cast_slice_mut(request_bytes);
-        let words: &mut [u32] = bytemuck::cast_slice_mut(rest);
-        let (workspace, offsets) = words.split_at_mut(workspace_words);
-        liveness::tensor_requests(model, align, &mut requests[..tensor_requests]);
-        requests[tensor_requests..].copy_from_slice(scratch);
-        let head = planner.plan(requests, workspace, offsets)?;
-        report(&ArenaPlan {
-            planner: planner.name(),
-            requests,
-            offsets,
-            head,
-            tail: tail_bytes,
-            temp: temp_need as u32,
-            lower_bound: crate::planner::lower_bound(requests).min(u64::from(u32::MAX)) as u32,
-            head_start,
-        });
-        let slots: &mut [TensorSlot] = bytemuck::cast_slice_mut(slot_bytes);
-        for (request, &offset) in requests.iter().zip(offsets.iter()) {
-            if let Some(t) = request.tensor_index() {
-                slots[t as usize].offset = head_start + offset;
+    /// Plans every request, reports the plan, records the tensors' and
+    /// scratch buffers' locations, releases temp memory and commits the head.
+    pub fn finish(
+        self,
+        model: &Model<'_>,
+        planner: &dyn MemoryPlanner,
+        arena: &mut Arena<'_>,
+        report: impl FnOnce(&ArenaPlan<'_>),
+    ) -> Result<Allocation, AllocError> {
+        let count = self.tensor_requests + self.scratch_requests;
+        let workspace_words = planner.workspace_words(count);
+        // Scratch locations are persistent: kernels look them up at invoke.
+        let scratch_offsets = arena
+            .alloc_persistent(4 * self.scratch_requests, 4)
+            .map_err(|_| self.too_small(model, arena, None, &[]))?;
+        let words = arena
+            .alloc_temp(4 * (workspace_words + count), 4)
+            .map_err(|_| self.too_small(model, arena, None, &[]))?;
+        let head_start = arena
+            .head_start(self.head_align)
+            .map_err(AllocError::Arena)?;
+        let tail_bytes = arena.tail_bytes() as u32;
+        let temp_bytes = words.end() - self.requests.offset;
+        let head = {
+            let [request_bytes, word_bytes, slot_bytes, scratch_bytes] = arena
+                .regions_mut([self.requests, words, self.slots, scratch_offsets])
+                .ok_or(AllocError::Arena(ArenaError::TempInUse))?;
+            let requests: &[BufferRequest] = cast_mut(request_bytes);
+            let words: &mut [u32] = cast_mut(word_bytes);
+            let (workspace, offsets) = words.split_at_mut(workspace_words);
+            let head = planner.plan(requests, workspace, offsets)?;
+            report(&ArenaPlan {
+                planner: planner.name(),
+                requests,
+                offsets,
+                head,
+                tail: tail_bytes,
+                temp: temp_bytes,
+                lower_bound: crate::planner::lower_bound(requests).min(u64::from(u32::MAX)) as u32,
+                head_start,
+            });
+            let slots: &mut [TensorSlot] = cast_mut(slot_bytes);
+            let scratch: &mut [u32] = cast_mut(scratch_bytes);
+            for (request, &offset) in requests.iter().zip(offsets.iter()) {
+                match request.owner() {
+                    BufferOwner::Tensor(t) => slots[t as usize].offset = head_start + offset,
+                    BufferOwner::Scratch { .. } => {}
+                }
             }
-        }
-        head
-    };
+            for (slot, &offset) in scratch.iter_mut().zip(&offsets[self.tensor_requests..]) {
+                *slot = head_start + offset;
+            }
+            head
+        };
 
-    // Commit the head over the released temp memory.
-    arena.reset_temp();
-    let head_region = arena
-        .commit_head(head as usize, head_align)
-        .map_err(|_| too_small(arena, Some(head)))?;
-    Ok(Allocation {
-        slots,
-        head: head_region,
-        tail_bytes,
-        temp_bytes: temp_need as u32,
-        used_bytes: arena.used_bytes() as u32,
-    })
+        // Commit the head over the released temp memory.
+        arena.reset_temp();
+        let head_region = arena
+            .commit_head(head as usize, self.head_align)
+            .map_err(|_| self.too_small(model, arena, Some(head), &[]))?;
+        Ok(Allocation {
+            slots: self.slots,
+            scratch_offsets,
+            head: head_region,
+            tail_bytes,
+            temp_bytes,
+            used_bytes: arena.used_bytes() as u32,
+        })
+    }
+}
+
+/// Views arena bytes as records. The allocator aligns every region it
+/// carves for its type, so the cast cannot fail except for empty regions,
+/// whose dangling pointer carries no alignment.
+pub(crate) fn cast_mut<T: Pod>(bytes: &mut [u8]) -> &mut [T] {
+    if bytes.is_empty() {
+        &mut []
+    } else {
+        bytemuck::cast_slice_mut(bytes)
+    }
 }
 
 /// Persistent bytes `model` needs with activation alignment `align`, for an

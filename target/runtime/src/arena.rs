@@ -271,19 +271,29 @@ impl<'a> Arena<'a> {
         &mut self.bytes[region.offset as usize..region.end() as usize]
     }
 
-    /// Two regions at once; `None` if they overlap.
-    pub fn pair_mut(&mut self, a: Region, b: Region) -> Option<(&mut [u8], &mut [u8])> {
-        if a.end() <= b.offset {
-            let (lo, hi) = self.bytes.split_at_mut(b.offset as usize);
-            Some((
-                &mut lo[a.offset as usize..a.end() as usize],
-                &mut hi[..b.len as usize],
-            ))
-        } else if b.end() <= a.offset {
-            let (b_bytes, a_bytes) = self.pair_mut(b, a)?;
-            Some((a_bytes, b_bytes))
-        } else {
-            None
+    /// Several disjoint regions at once, mutably, in the order given.
+    /// `None` if two non-empty regions overlap or one lies outside the arena.
+    pub fn regions_mut<const N: usize>(&mut self, regions: [Region; N]) -> Option<[&mut [u8]; N]> {
+        let mut order: [usize; N] = core::array::from_fn(|i| i);
+        order.sort_unstable_by_key(|&i| (regions[i].offset, regions[i].len));
+        let mut out: [&mut [u8]; N] = core::array::from_fn(|_| &mut [][..]);
+        let mut rest: &mut [u8] = &mut self.bytes[..];
+        let mut consumed = 0usize;
+        for &i in &order {
+            let r = regions[i];
+            if r.len == 0 {
+                continue;
+            }
+            let start = (r.offset as usize).checked_sub(consumed)?;
+            let tail = core::mem::take(&mut rest).get_mut(start..)?;
+            if tail.len() < r.len as usize {
+                return None;
+            }
+            let (piece, after) = tail.split_at_mut(r.len as usize);
+            out[i] = piece;
+            rest = after;
+            consumed = r.end() as usize;
         }
+        Some(out)
     }
 }
