@@ -86,8 +86,9 @@ pub struct ArenaPlan<'p> {
 pub struct Allocation {
     /// The per-tensor [`TensorSlot`] array (in the tail).
     pub slots: Region,
-    /// One `u32` per scratch request: its offset from the arena's start.
-    pub scratch_offsets: Region,
+    /// One [`TensorSlot`] per scratch request: its offset from the arena's
+    /// start and its size.
+    pub scratch: Region,
     /// The planned section.
     pub head: Region,
     /// Persistent bytes (tail, with padding).
@@ -126,6 +127,9 @@ pub enum AllocError {
     Plan(PlanError),
     /// An arena operation failed for another reason.
     Arena(ArenaError),
+    /// The planner produced a plan that breaks the rules (overlap of live
+    /// buffers, misalignment, a buffer outside the head).
+    InvalidPlan(crate::planner::PlanViolation),
     /// A request or option asked for an invalid alignment.
     InvalidAlignment {
         /// The alignment.
@@ -147,6 +151,7 @@ impl fmt::Display for AllocError {
             ),
             AllocError::Plan(e) => write!(f, "planning failed: {e}"),
             AllocError::Arena(e) => write!(f, "{e}"),
+            AllocError::InvalidPlan(v) => write!(f, "the planner's plan is invalid: {v:?}"),
             AllocError::InvalidAlignment { align } => {
                 write!(f, "alignment {align} is not a power of two up to 1 MiB")
             }
@@ -307,7 +312,7 @@ impl Staging {
         head: Option<u32>,
         extra: &[BufferRequest],
     ) -> AllocError {
-        let scratch_bytes = 4 * (self.scratch_requests + extra.len()) as u32;
+        let scratch_bytes = 8 * (self.scratch_requests + extra.len()) as u32;
         AllocError::ArenaTooSmall(ArenaNeeds {
             available: arena.capacity() as u32,
             head: head.unwrap_or_else(|| model_lower_bound(model, self.align, extra)),
@@ -330,7 +335,10 @@ impl Staging {
         let workspace_words = planner.workspace_words(count);
         // Scratch locations are persistent: kernels look them up at invoke.
         let scratch_offsets = arena
-            .alloc_persistent(4 * self.scratch_requests, 4)
+            .alloc_persistent(
+                size_of::<TensorSlot>() * self.scratch_requests,
+                align_of::<TensorSlot>() as u32,
+            )
             .map_err(|_| self.too_small(model, arena, None, &[]))?;
         let words = arena
             .alloc_temp(4 * (workspace_words + count), 4)
@@ -348,6 +356,10 @@ impl Staging {
             let words: &mut [u32] = cast_mut(word_bytes);
             let (workspace, offsets) = words.split_at_mut(workspace_words);
             let head = planner.plan(requests, workspace, offsets)?;
+            // Planners are a trait users implement; kernels later hand out
+            // views of these buffers, so the plan is checked, not trusted.
+            crate::planner::verify_plan(requests, offsets, head)
+                .map_err(AllocError::InvalidPlan)?;
             report(&ArenaPlan {
                 planner: planner.name(),
                 requests,
@@ -359,15 +371,21 @@ impl Staging {
                 head_start,
             });
             let slots: &mut [TensorSlot] = cast_mut(slot_bytes);
-            let scratch: &mut [u32] = cast_mut(scratch_bytes);
+            let scratch: &mut [TensorSlot] = cast_mut(scratch_bytes);
             for (request, &offset) in requests.iter().zip(offsets.iter()) {
                 match request.owner() {
                     BufferOwner::Tensor(t) => slots[t as usize].offset = head_start + offset,
                     BufferOwner::Scratch { .. } => {}
                 }
             }
-            for (slot, &offset) in scratch.iter_mut().zip(&offsets[self.tensor_requests..]) {
-                *slot = head_start + offset;
+            let scratch_plan = requests[self.tensor_requests..]
+                .iter()
+                .zip(&offsets[self.tensor_requests..]);
+            for (slot, (request, &offset)) in scratch.iter_mut().zip(scratch_plan) {
+                *slot = TensorSlot {
+                    offset: head_start + offset,
+                    bytes: request.size,
+                };
             }
             head
         };
@@ -379,7 +397,7 @@ impl Staging {
             .map_err(|_| self.too_small(model, arena, Some(head), &[]))?;
         Ok(Allocation {
             slots: self.slots,
-            scratch_offsets,
+            scratch: scratch_offsets,
             head: head_region,
             tail_bytes,
             temp_bytes,

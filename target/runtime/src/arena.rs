@@ -157,6 +157,18 @@ impl<'a> Arena<'a> {
         }
     }
 
+    /// Releases everything: head, temp and tail (the high-water mark stays).
+    pub fn reset(&mut self) {
+        self.low = 0;
+        self.high = self.bytes.len();
+        self.head = Region::default();
+    }
+
+    /// Pointer to the arena's first byte, for the interpreter's views.
+    pub(crate) fn base_ptr(&mut self) -> *mut u8 {
+        self.bytes.as_mut_ptr()
+    }
+
     /// Bytes the caller gave.
     pub fn capacity(&self) -> usize {
         self.bytes.len()

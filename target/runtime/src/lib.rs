@@ -8,6 +8,8 @@ extern crate alloc;
 
 pub mod allocation;
 pub mod arena;
+pub mod interpreter;
+pub mod kernels;
 pub mod liveness;
 pub mod model;
 pub mod planner;

@@ -1,0 +1,497 @@
+//! Runs a model: prepare every kernel, plan and commit the arena, then
+//! invoke the kernels in order.
+//!
+//! ```
+//! use hilt_runtime::interpreter::Interpreter;
+//! use hilt_runtime::kernels::all_builtins;
+//! use hilt_runtime::model::Model;
+//! use hilt_runtime::planner::Greedy;
+//! use hilt_runtime::schema::{BuiltinOperator, TensorType};
+//! use hilt_runtime::writer::{i32_bytes, ModelWriter, Options};
+//!
+//! let mut w = ModelWriter::new();
+//! let x = w.input("x", TensorType::INT8, &[2, 3]);
+//! let shape = w.constant("shape", TensorType::INT32, &[1], &i32_bytes(&[6]));
+//! let y = w.output("y", TensorType::INT8, &[6]);
+//! w.op(BuiltinOperator::RESHAPE, &[Some(x), Some(shape)], &[y], Options::None);
+//! let bytes = w.finish();
+//!
+//! let model = Model::from_bytes(&bytes).unwrap();
+//! let resolver = all_builtins();
+//! let mut arena = [0u8; 1024];
+//! let mut interpreter = Interpreter::new(model, &resolver, &mut arena);
+//! interpreter.allocate(&Greedy, &Default::default()).unwrap();
+//! interpreter.input_mut(0).unwrap().copy_from_slice(&[1, 2, 3, 4, 5, 6]);
+//! interpreter.invoke().unwrap();
+//! assert_eq!(interpreter.output(0).unwrap(), &[1, 2, 3, 4, 5, 6]);
+//! ```
+
+use core::cell::Cell;
+use core::fmt;
+
+use crate::allocation::{
+    AllocError, AllocOptions, Allocation, ArenaPlan, Staging, TensorSlot, cast_mut,
+};
+use crate::arena::{Arena, Region};
+use crate::kernels::context::OpRecord;
+use crate::kernels::{InvokeContext, KernelError, PrepareContext, Resolver};
+use crate::model::{Model, OpCode, TensorInfo};
+use crate::planner::MemoryPlanner;
+use crate::schema::TensorType;
+
+/// An operator code as plain data, for `Copy` errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum OpName {
+    /// A builtin operator code.
+    Builtin(i32),
+    /// A custom operator.
+    Custom,
+}
+
+impl From<OpCode<'_>> for OpName {
+    fn from(code: OpCode<'_>) -> Self {
+        match code {
+            OpCode::Builtin(op) => OpName::Builtin(op.0),
+            OpCode::Custom(_) => OpName::Custom,
+        }
+    }
+}
+
+impl fmt::Display for OpName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            OpName::Builtin(code) => {
+                fmt::Display::fmt(&OpCode::Builtin(crate::schema::BuiltinOperator(code)), f)
+            }
+            OpName::Custom => f.write_str("custom operator"),
+        }
+    }
+}
+
+/// Why the interpreter could not set up or run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum InterpreterError {
+    /// `invoke` or tensor access before a successful `allocate`.
+    NotAllocated,
+    /// No kernel for this operator.
+    UnsupportedOperator {
+        /// Operator index (execution step).
+        op: u32,
+        /// Its code.
+        code: OpName,
+    },
+    /// A kernel refused the operator in prepare, or failed in invoke.
+    Kernel {
+        /// Operator index.
+        op: u32,
+        /// Its code.
+        code: OpName,
+        /// What the kernel said.
+        error: KernelError,
+    },
+    /// An operator writes a tensor it also reads, or writes one tensor twice.
+    Aliasing {
+        /// Operator index.
+        op: u32,
+        /// The tensor.
+        tensor: u32,
+    },
+    /// Arena or planning failure.
+    Alloc(AllocError),
+    /// A model input/output position that does not exist.
+    NoSuchTensor {
+        /// The position asked for.
+        position: u32,
+    },
+}
+
+impl fmt::Display for InterpreterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            InterpreterError::NotAllocated => f.write_str("allocate() has not succeeded"),
+            InterpreterError::UnsupportedOperator { op, code } => {
+                write!(f, "operator {op} ({code}) is not supported")
+            }
+            InterpreterError::Kernel { op, code, error } => {
+                write!(f, "operator {op} ({code}): {error}")
+            }
+            InterpreterError::Aliasing { op, tensor } => {
+                write!(
+                    f,
+                    "operator {op} writes tensor {tensor}, which it also reads or writes elsewhere"
+                )
+            }
+            InterpreterError::Alloc(e) => write!(f, "{e}"),
+            InterpreterError::NoSuchTensor { position } => {
+                write!(f, "the model has no tensor at position {position}")
+            }
+        }
+    }
+}
+
+impl core::error::Error for InterpreterError {}
+
+impl From<AllocError> for InterpreterError {
+    fn from(e: AllocError) -> Self {
+        InterpreterError::Alloc(e)
+    }
+}
+
+/// Reads a clock for per-op profiles (a hardware seam: DWT/SysTick on a
+/// target, `Instant` on a host).
+pub trait Clock {
+    /// A monotonic count (cycles, ticks or nanoseconds).
+    fn now(&self) -> u64;
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Committed {
+    allocation: Allocation,
+    records: Region,
+}
+
+/// A model, its kernels and its arena.
+pub struct Interpreter<'m, 'a, 'r> {
+    model: Model<'m>,
+    resolver: &'r dyn Resolver,
+    arena: Arena<'a>,
+    committed: Option<Committed>,
+}
+
+impl fmt::Debug for Interpreter<'_, '_, '_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Interpreter")
+            .field("model", &self.model)
+            .field("arena", &self.arena)
+            .finish()
+    }
+}
+
+impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
+    /// An interpreter over the caller's arena bytes. Nothing is allocated
+    /// until [`allocate`](Self::allocate).
+    pub fn new(model: Model<'m>, resolver: &'r dyn Resolver, arena: &'a mut [u8]) -> Self {
+        Interpreter {
+            model,
+            resolver,
+            arena: Arena::new(arena),
+            committed: None,
+        }
+    }
+
+    /// The model.
+    pub fn model(&self) -> &Model<'m> {
+        &self.model
+    }
+
+    /// Prepares every kernel, plans and commits the arena.
+    pub fn allocate(
+        &mut self,
+        planner: &dyn MemoryPlanner,
+        options: &AllocOptions,
+    ) -> Result<&Allocation, InterpreterError> {
+        self.allocate_with_report(planner, options, |_| {})
+    }
+
+    /// [`allocate`](Self::allocate), calling `report` with the full plan
+    /// (tensors and kernel scratch) before it is committed.
+    pub fn allocate_with_report(
+        &mut self,
+        planner: &dyn MemoryPlanner,
+        options: &AllocOptions,
+        report: impl FnOnce(&ArenaPlan<'_>),
+    ) -> Result<&Allocation, InterpreterError> {
+        // Start over on the whole arena (allocate may be retried).
+        self.committed = None;
+        self.arena.reset();
+        let model = self.model;
+        self.check_aliasing()?;
+        let mut staging = Staging::begin(&model, planner, &mut self.arena, options)?;
+        let n_ops = model.operator_count() as usize;
+        let records = self
+            .arena
+            .alloc_persistent(n_ops * size_of::<OpRecord>(), align_of::<OpRecord>() as u32)
+            .map_err(|_| {
+                InterpreterError::Alloc(AllocError::Arena(crate::arena::ArenaError::OutOfMemory {
+                    section: crate::arena::Section::Tail,
+                    requested: (n_ops * size_of::<OpRecord>()) as u32,
+                    free: self.arena.free_bytes() as u32,
+                }))
+            })?;
+        for op in model.operators() {
+            let code = OpName::from(op.code);
+            let kernel_index = self
+                .resolver
+                .find(op.code)
+                .ok_or(InterpreterError::UnsupportedOperator { op: op.index, code })?;
+            let kernel = *self
+                .resolver
+                .get(kernel_index)
+                .ok_or(InterpreterError::UnsupportedOperator { op: op.index, code })?;
+            let mut ctx = PrepareContext {
+                model: &model,
+                op,
+                arena: &mut self.arena,
+                staging: &mut staging,
+                record: OpRecord {
+                    kernel: kernel_index,
+                    ..OpRecord::default()
+                },
+            };
+            (kernel.prepare)(&mut ctx).map_err(|error| InterpreterError::Kernel {
+                op: op.index,
+                code,
+                error,
+            })?;
+            let record = ctx.record;
+            cast_mut::<OpRecord>(self.arena.bytes_mut(records))[op.index as usize] = record;
+        }
+        let allocation = staging.finish(&model, planner, &mut self.arena, report)?;
+        self.committed = Some(Committed {
+            allocation,
+            records,
+        });
+        self.reset_variables();
+        Ok(&self
+            .committed
+            .as_ref()
+            .ok_or(InterpreterError::NotAllocated)?
+            .allocation)
+    }
+
+    /// Refuses operators whose outputs alias their inputs or each other, and
+    /// variable tensors passed twice: kernels get disjoint views.
+    fn check_aliasing(&self) -> Result<(), InterpreterError> {
+        for op in self.model.operators() {
+            for (i, out) in op.outputs().enumerate() {
+                let Some(out) = out else { continue };
+                let in_inputs = op.inputs().flatten().any(|t| t == out);
+                let twice = op.outputs().skip(i + 1).flatten().any(|t| t == out);
+                if in_inputs || twice {
+                    return Err(InterpreterError::Aliasing {
+                        op: op.index,
+                        tensor: out,
+                    });
+                }
+            }
+            for (i, input) in op.inputs().enumerate() {
+                let Some(input) = input else { continue };
+                let variable = self.model.tensor(input).is_some_and(|t| t.is_variable);
+                if variable && op.inputs().skip(i + 1).flatten().any(|t| t == input) {
+                    return Err(InterpreterError::Aliasing {
+                        op: op.index,
+                        tensor: input,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn committed(&self) -> Result<Committed, InterpreterError> {
+        self.committed.ok_or(InterpreterError::NotAllocated)
+    }
+
+    /// Runs every kernel once, in order.
+    pub fn invoke(&mut self) -> Result<(), InterpreterError> {
+        self.run(None::<(&NoClock, &mut [u64])>)
+    }
+
+    /// [`invoke`](Self::invoke), adding each op's elapsed clock counts to
+    /// `per_op[op]` (`per_op` holds one entry per operator).
+    pub fn invoke_profiled(
+        &mut self,
+        clock: &dyn Clock,
+        per_op: &mut [u64],
+    ) -> Result<(), InterpreterError> {
+        self.run(Some((clock, per_op)))
+    }
+
+    fn run<C: Clock + ?Sized>(
+        &mut self,
+        mut profile: Option<(&C, &mut [u64])>,
+    ) -> Result<(), InterpreterError> {
+        let committed = self.committed()?;
+        let model = self.model;
+        let len = self.arena.capacity();
+        let base = self.arena.base_ptr();
+        // SAFETY: the tail regions below (tensor slots, op records, scratch
+        // slots) were carved by the allocator inside the arena and are never
+        // written after commit; kernels only get views of the head, of
+        // variable tensors and of their own op data, all disjoint from them.
+        let (slots, records, scratch) = unsafe {
+            let view = |r: Region| {
+                core::slice::from_raw_parts(base.add(r.offset as usize), r.len as usize)
+            };
+            (
+                bytemuck_slice::<TensorSlot>(view(committed.allocation.slots)),
+                bytemuck_slice::<OpRecord>(view(committed.records)),
+                bytemuck_slice::<TensorSlot>(view(committed.allocation.scratch)),
+            )
+        };
+        for op in model.operators() {
+            let record = records[op.index as usize];
+            let code = OpName::from(op.code);
+            let kernel = self
+                .resolver
+                .get(record.kernel)
+                .ok_or(InterpreterError::UnsupportedOperator { op: op.index, code })?;
+            let ctx = InvokeContext {
+                base,
+                len,
+                model: &model,
+                op,
+                slots,
+                record,
+                scratch,
+                taken: Cell::new(0),
+            };
+            let start = profile.as_ref().map(|(clock, _)| clock.now());
+            (kernel.invoke)(&ctx).map_err(|error| InterpreterError::Kernel {
+                op: op.index,
+                code,
+                error,
+            })?;
+            if let (Some((clock, per_op)), Some(start)) = (profile.as_mut(), start)
+                && let Some(slot) = per_op.get_mut(op.index as usize)
+            {
+                *slot += clock.now().saturating_sub(start);
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets every variable tensor to its zero point (zero for floats), as
+    /// TFLM's `ResetVariableTensors`; done once by `allocate`.
+    pub fn reset(&mut self) -> Result<(), InterpreterError> {
+        self.committed()?;
+        self.reset_variables();
+        Ok(())
+    }
+
+    fn reset_variables(&mut self) {
+        let Some(committed) = self.committed else {
+            return;
+        };
+        for tensor in self
+            .model
+            .tensors()
+            .filter(|t| t.is_variable && t.constant.is_none())
+        {
+            let slot = cast_mut::<TensorSlot>(self.arena.bytes_mut(committed.allocation.slots))
+                [tensor.index as usize];
+            let fill = match tensor.dtype {
+                TensorType::INT8 | TensorType::UINT8 => {
+                    crate::kernels::tensor::quant(&tensor).map_or(0, |q| q.zero_point as u8)
+                }
+                _ => 0,
+            };
+            self.arena
+                .bytes_mut(Region {
+                    offset: slot.offset,
+                    len: slot.bytes,
+                })
+                .fill(fill);
+        }
+    }
+
+    /// The committed allocation's figures.
+    pub fn allocation(&self) -> Result<Allocation, InterpreterError> {
+        Ok(self.committed()?.allocation)
+    }
+
+    /// The arena's high-water mark: head or set-up memory, plus tail.
+    pub fn arena_used_bytes(&self) -> usize {
+        self.arena.used_bytes()
+    }
+
+    /// Number of model inputs.
+    pub fn input_count(&self) -> usize {
+        self.model.inputs().len()
+    }
+
+    /// Number of model outputs.
+    pub fn output_count(&self) -> usize {
+        self.model.outputs().len()
+    }
+
+    /// Description of model input `position`.
+    pub fn input_info(&self, position: usize) -> Result<TensorInfo<'m>, InterpreterError> {
+        let index = self
+            .model
+            .inputs()
+            .nth(position)
+            .ok_or(InterpreterError::NoSuchTensor {
+                position: position as u32,
+            })?;
+        self.model
+            .tensor(index)
+            .ok_or(InterpreterError::NoSuchTensor {
+                position: position as u32,
+            })
+    }
+
+    /// Description of model output `position`.
+    pub fn output_info(&self, position: usize) -> Result<TensorInfo<'m>, InterpreterError> {
+        let index = self
+            .model
+            .outputs()
+            .nth(position)
+            .ok_or(InterpreterError::NoSuchTensor {
+                position: position as u32,
+            })?;
+        self.model
+            .tensor(index)
+            .ok_or(InterpreterError::NoSuchTensor {
+                position: position as u32,
+            })
+    }
+
+    fn tensor_region(&self, info: &TensorInfo<'m>) -> Result<Region, InterpreterError> {
+        let committed = self.committed()?;
+        let slots: &[TensorSlot] = bytemuck_slice(self.arena.bytes(committed.allocation.slots));
+        let slot = slots[info.index as usize];
+        if slot.offset == TensorSlot::NOT_IN_ARENA {
+            return Err(InterpreterError::NoSuchTensor {
+                position: info.index,
+            });
+        }
+        Ok(Region {
+            offset: slot.offset,
+            len: slot.bytes,
+        })
+    }
+
+    /// Model input `position`'s bytes, to fill before `invoke`.
+    pub fn input_mut(&mut self, position: usize) -> Result<&mut [u8], InterpreterError> {
+        let info = self.input_info(position)?;
+        let region = self.tensor_region(&info)?;
+        Ok(self.arena.bytes_mut(region))
+    }
+
+    /// Model output `position`'s bytes after `invoke`.
+    pub fn output(&self, position: usize) -> Result<&[u8], InterpreterError> {
+        let info = self.output_info(position)?;
+        let region = self.tensor_region(&info)?;
+        Ok(self.arena.bytes(region))
+    }
+}
+
+struct NoClock;
+
+impl Clock for NoClock {
+    fn now(&self) -> u64 {
+        0
+    }
+}
+
+fn bytemuck_slice<T: bytemuck::Pod>(bytes: &[u8]) -> &[T] {
+    if bytes.is_empty() {
+        &[]
+    } else {
+        bytemuck::cast_slice(bytes)
+    }
+}

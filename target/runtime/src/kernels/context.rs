@@ -1,0 +1,381 @@
+//! What a kernel sees: [`PrepareContext`] while the interpreter sets up,
+//! [`InvokeContext`] while it runs.
+//!
+//! Prepare validates shapes and types, computes per-op constants once and
+//! stores them in the arena's persistent tail, and requests scratch memory.
+//! Invoke only reads that data and computes: it cannot allocate.
+
+use core::cell::Cell;
+use core::marker::PhantomData;
+
+use bytemuck::Pod;
+
+use super::KernelError;
+use super::tensor::{Tensor, TensorMut};
+use crate::allocation::{Staging, TensorSlot};
+use crate::arena::{Arena, Region};
+use crate::model::{Model, OperatorInfo, TensorInfo};
+use crate::request::BufferRequest;
+
+/// Alignment of per-op data in the tail: enough for any `Pod` a kernel stores.
+const OP_DATA_ALIGN: u32 = 8;
+
+/// A typed array a kernel stored in the tail during prepare, kept in its op
+/// data and read back at invoke with [`InvokeContext::stored`].
+#[repr(C)]
+#[derive(Debug, PartialEq, Eq)]
+pub struct Stored<T> {
+    offset: u32,
+    len: u32,
+    _type: PhantomData<T>,
+}
+
+impl<T> Clone for Stored<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Stored<T> {}
+// SAFETY: two u32 fields and a zero-sized marker; any bit pattern is valid.
+unsafe impl<T: 'static> bytemuck::Zeroable for Stored<T> {}
+// SAFETY: as above; `repr(C)` with no padding (8 bytes, align 4).
+unsafe impl<T: 'static> Pod for Stored<T> {}
+
+impl<T> Stored<T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// Whether the array is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// Per-op bookkeeping in the tail.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub(crate) struct OpRecord {
+    /// Index of the kernel in the resolver.
+    pub(crate) kernel: u32,
+    /// The op data the kernel stored (offset from the arena start).
+    pub(crate) data_offset: u32,
+    /// Its length.
+    pub(crate) data_len: u32,
+    /// Index of the op's first scratch request among all scratch requests.
+    pub(crate) scratch_first: u32,
+    /// How many scratch buffers it requested.
+    pub(crate) scratch_count: u32,
+}
+
+/// The context of one kernel's prepare call.
+pub struct PrepareContext<'p, 'm, 'a> {
+    pub(crate) model: &'p Model<'m>,
+    pub(crate) op: OperatorInfo<'m>,
+    pub(crate) arena: &'p mut Arena<'a>,
+    pub(crate) staging: &'p mut Staging,
+    pub(crate) record: OpRecord,
+}
+
+impl core::fmt::Debug for PrepareContext<'_, '_, '_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("PrepareContext")
+            .field("op", &self.op.index)
+            .finish()
+    }
+}
+
+impl<'m> PrepareContext<'_, 'm, '_> {
+    /// The operator being prepared.
+    pub fn op(&self) -> &OperatorInfo<'m> {
+        &self.op
+    }
+
+    /// The whole model.
+    pub fn model(&self) -> &Model<'m> {
+        self.model
+    }
+
+    /// Number of input positions (including omitted optional ones).
+    pub fn input_count(&self) -> usize {
+        self.op.inputs().len()
+    }
+
+    /// Number of outputs.
+    pub fn output_count(&self) -> usize {
+        self.op.outputs().len()
+    }
+
+    /// Input `i`; an error if it is absent or omitted.
+    pub fn input(&self, i: usize) -> Result<TensorInfo<'m>, KernelError> {
+        self.optional_input(i)
+            .ok_or(KernelError::MissingInput { position: i as u32 })
+    }
+
+    /// Input `i`, or `None` if the model omits it (-1) or has fewer inputs.
+    pub fn optional_input(&self, i: usize) -> Option<TensorInfo<'m>> {
+        let index = self.op.inputs().nth(i)??;
+        self.model.tensor(index)
+    }
+
+    /// Output `i`.
+    pub fn output(&self, i: usize) -> Result<TensorInfo<'m>, KernelError> {
+        let index = self
+            .op
+            .outputs()
+            .nth(i)
+            .flatten()
+            .ok_or(KernelError::MissingOutput { position: i as u32 })?;
+        self.model
+            .tensor(index)
+            .ok_or(KernelError::MissingOutput { position: i as u32 })
+    }
+
+    /// Stores the op's data (once): a `Pod` value read back at invoke with
+    /// [`InvokeContext::op_data`].
+    pub fn store<T: Pod>(&mut self, value: &T) -> Result<(), KernelError> {
+        let bytes = bytemuck::bytes_of(value);
+        let region = self.alloc(bytes.len())?;
+        self.arena.bytes_mut(region).copy_from_slice(bytes);
+        self.record.data_offset = region.offset;
+        self.record.data_len = region.len;
+        Ok(())
+    }
+
+    /// Stores an array in the tail; keep the returned handle in the op data.
+    pub fn store_slice<T: Pod>(&mut self, values: &[T]) -> Result<Stored<T>, KernelError> {
+        let bytes: &[u8] = bytemuck::cast_slice(values);
+        let region = self.alloc(bytes.len())?;
+        self.arena.bytes_mut(region).copy_from_slice(bytes);
+        Ok(Stored {
+            offset: region.offset,
+            len: values.len() as u32,
+            _type: PhantomData,
+        })
+    }
+
+    /// Stores an array produced element by element (no temporary buffer).
+    pub fn store_from_fn<T: Pod>(
+        &mut self,
+        len: usize,
+        mut f: impl FnMut(usize) -> T,
+    ) -> Result<Stored<T>, KernelError> {
+        let region = self.alloc(len * size_of::<T>())?;
+        let slice: &mut [T] = crate::allocation::cast_mut(self.arena.bytes_mut(region));
+        for (i, v) in slice.iter_mut().enumerate() {
+            *v = f(i);
+        }
+        Ok(Stored {
+            offset: region.offset,
+            len: len as u32,
+            _type: PhantomData,
+        })
+    }
+
+    fn alloc(&mut self, len: usize) -> Result<Region, KernelError> {
+        self.arena
+            .alloc_persistent(len, OP_DATA_ALIGN)
+            .map_err(|_| KernelError::OutOfMemory { bytes: len as u32 })
+    }
+
+    /// Requests `bytes` of scratch memory, live only while this op runs.
+    /// Returns the op's scratch index for [`InvokeContext::scratch`].
+    pub fn request_scratch(&mut self, bytes: u32, align: u32) -> Result<u32, KernelError> {
+        let local = self.record.scratch_count;
+        let request = BufferRequest::scratch(self.op.index, local, bytes).with_align(align);
+        let global = self
+            .staging
+            .request_scratch(self.model, self.arena, request)
+            .map_err(|_| KernelError::OutOfMemory { bytes })?;
+        if local == 0 {
+            self.record.scratch_first = global;
+        }
+        self.record.scratch_count += 1;
+        Ok(local)
+    }
+}
+
+/// The context of one kernel's invoke call: typed views of the op's
+/// tensors, its op data and its scratch buffers.
+///
+/// Views come from one raw pointer to the arena. That is sound because the
+/// interpreter has checked, before the first invoke, that the plan keeps
+/// every buffer live at this step apart (`verify_plan`), that no tensor is
+/// both an input and an output of one op, and that no output or variable
+/// tensor appears twice; and each mutable view can be taken only once per
+/// invoke (`taken`).
+pub struct InvokeContext<'i, 'm> {
+    pub(crate) base: *mut u8,
+    pub(crate) len: usize,
+    pub(crate) model: &'i Model<'m>,
+    pub(crate) op: OperatorInfo<'m>,
+    pub(crate) slots: &'i [TensorSlot],
+    pub(crate) record: OpRecord,
+    pub(crate) scratch: &'i [TensorSlot],
+    pub(crate) taken: Cell<u128>,
+}
+
+impl core::fmt::Debug for InvokeContext<'_, '_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("InvokeContext")
+            .field("op", &self.op.index)
+            .finish()
+    }
+}
+
+impl<'i, 'm> InvokeContext<'i, 'm> {
+    /// The operator being run.
+    pub fn op(&self) -> &OperatorInfo<'m> {
+        &self.op
+    }
+
+    fn region_bytes(&self, offset: u32, len: u32) -> Result<&'i [u8], KernelError> {
+        let end = offset as usize + len as usize;
+        if end > self.len {
+            return Err(KernelError::Internal);
+        }
+        // SAFETY: inside the arena (checked above); regions read here (op
+        // data, stored arrays, input tensors) are never written during this
+        // invoke (see the type's documentation).
+        Ok(unsafe { core::slice::from_raw_parts(self.base.add(offset as usize), len as usize) })
+    }
+
+    /// Marks a mutable view as handed out: bits 0..64 inputs, 64..96
+    /// outputs, 96..128 scratch buffers.
+    fn take(&self, bit: u32) -> Result<(), KernelError> {
+        if bit >= 128 {
+            return Err(KernelError::Internal);
+        }
+        let mask = 1u128 << bit;
+        if self.taken.get() & mask != 0 {
+            return Err(KernelError::TakenTwice);
+        }
+        self.taken.set(self.taken.get() | mask);
+        Ok(())
+    }
+
+    fn region_bytes_mut(&self, offset: u32, len: u32) -> Result<&'i mut [u8], KernelError> {
+        let end = offset as usize + len as usize;
+        if end > self.len {
+            return Err(KernelError::Internal);
+        }
+        // SAFETY: inside the arena; the caller took this view's bit, so no
+        // other view of these bytes exists during this invoke.
+        Ok(
+            unsafe {
+                core::slice::from_raw_parts_mut(self.base.add(offset as usize), len as usize)
+            },
+        )
+    }
+
+    /// The op data stored at prepare.
+    pub fn op_data<T: Pod>(&self) -> Result<&'i T, KernelError> {
+        let bytes = self.region_bytes(self.record.data_offset, self.record.data_len)?;
+        bytemuck::try_from_bytes(bytes).map_err(|_| KernelError::Internal)
+    }
+
+    /// An array stored at prepare.
+    pub fn stored<T: Pod>(&self, stored: Stored<T>) -> Result<&'i [T], KernelError> {
+        let bytes = self.region_bytes(stored.offset, stored.len * size_of::<T>() as u32)?;
+        if bytes.is_empty() {
+            return Ok(&[]);
+        }
+        bytemuck::try_cast_slice(bytes).map_err(|_| KernelError::Internal)
+    }
+
+    fn tensor_index(&self, position: usize, output: bool) -> Result<u32, KernelError> {
+        let found = if output {
+            self.op.outputs().nth(position)
+        } else {
+            self.op.inputs().nth(position)
+        };
+        found.flatten().ok_or(if output {
+            KernelError::MissingOutput {
+                position: position as u32,
+            }
+        } else {
+            KernelError::MissingInput {
+                position: position as u32,
+            }
+        })
+    }
+
+    /// Input `position`, read-only (constants come from the model bytes).
+    pub fn input(&self, position: usize) -> Result<Tensor<'i, 'm>, KernelError> {
+        let index = self.tensor_index(position, false)?;
+        let info = self.model.tensor(index).ok_or(KernelError::MissingInput {
+            position: position as u32,
+        })?;
+        let data = match info.constant {
+            Some(data) => data,
+            None => {
+                let slot = self.slots[index as usize];
+                if slot.offset == TensorSlot::NOT_IN_ARENA {
+                    return Err(KernelError::Internal);
+                }
+                self.region_bytes(slot.offset, slot.bytes)?
+            }
+        };
+        Ok(Tensor { info, data })
+    }
+
+    /// Input `position`, or `None` when the model omits it.
+    pub fn optional_input(&self, position: usize) -> Result<Option<Tensor<'i, 'm>>, KernelError> {
+        match self.op.inputs().nth(position).flatten() {
+            Some(_) => self.input(position).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn mutable(&self, position: usize, output: bool) -> Result<TensorMut<'i, 'm>, KernelError> {
+        let index = self.tensor_index(position, output)?;
+        let info = self.model.tensor(index).ok_or(KernelError::Internal)?;
+        let slot = self.slots[index as usize];
+        if slot.offset == TensorSlot::NOT_IN_ARENA {
+            return Err(KernelError::Internal);
+        }
+        let limit = if output { 32 } else { 64 };
+        if position >= limit {
+            return Err(KernelError::Internal);
+        }
+        self.take(if output {
+            64 + position as u32
+        } else {
+            position as u32
+        })?;
+        Ok(TensorMut {
+            info,
+            data: self.region_bytes_mut(slot.offset, slot.bytes)?,
+        })
+    }
+
+    /// Output `position`, writable (once per invoke).
+    pub fn output(&self, position: usize) -> Result<TensorMut<'i, 'm>, KernelError> {
+        self.mutable(position, true)
+    }
+
+    /// Variable-tensor input `position` (SVDF/LSTM state), writable once per invoke.
+    pub fn variable(&self, position: usize) -> Result<TensorMut<'i, 'm>, KernelError> {
+        let index = self.tensor_index(position, false)?;
+        if !self.model.tensor(index).is_some_and(|t| t.is_variable) {
+            return Err(KernelError::NotVariable {
+                position: position as u32,
+            });
+        }
+        self.mutable(position, false)
+    }
+
+    /// Scratch buffer `k` requested at prepare, writable once per invoke.
+    pub fn scratch(&self, k: u32) -> Result<&'i mut [u8], KernelError> {
+        if k >= self.record.scratch_count || k >= 32 {
+            return Err(KernelError::Internal);
+        }
+        let slot = *self
+            .scratch
+            .get((self.record.scratch_first + k) as usize)
+            .ok_or(KernelError::Internal)?;
+        self.take(96 + k)?;
+        self.region_bytes_mut(slot.offset, slot.bytes)
+    }
+}

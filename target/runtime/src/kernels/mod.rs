@@ -1,0 +1,235 @@
+//! Kernels: one module per operator, each a [`Registration`] of a prepare
+//! and an invoke function, as TFLM's kernels are `{init, prepare, invoke}`
+//! records.
+//!
+//! A kernel is testable without a model file: build a one-op model with the
+//! [`crate::writer`] and run it through the [`crate::interpreter`].
+
+use core::fmt;
+
+use crate::model::OpCode;
+use crate::schema::BuiltinOperator;
+
+pub mod context;
+pub mod fixed_point;
+pub mod reshape;
+pub mod tensor;
+
+pub use context::{InvokeContext, PrepareContext, Stored};
+
+/// Why a kernel refused an operator or failed to run it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum KernelError {
+    /// A required input is absent (position in the op's input list).
+    MissingInput {
+        /// Input position.
+        position: u32,
+    },
+    /// A required output is absent.
+    MissingOutput {
+        /// Output position.
+        position: u32,
+    },
+    /// The op's builtin options are missing or of the wrong kind.
+    MissingOptions,
+    /// A tensor type (or combination of types) this kernel does not implement.
+    UnsupportedType {
+        /// Tensor index.
+        tensor: u32,
+        /// Its `TensorType` code.
+        dtype: i8,
+    },
+    /// A tensor's shape does not fit the operation.
+    ShapeMismatch {
+        /// Tensor index.
+        tensor: u32,
+    },
+    /// More dimensions than kernels handle.
+    UnsupportedRank {
+        /// Tensor index.
+        tensor: u32,
+        /// Its rank.
+        rank: u32,
+    },
+    /// A quantised tensor without quantisation parameters.
+    MissingQuantization {
+        /// Tensor index.
+        tensor: u32,
+    },
+    /// An option or parameter value the kernel does not support.
+    UnsupportedParameter {
+        /// Which parameter.
+        what: &'static str,
+    },
+    /// Tensor data not aligned for its element type (constant data in a
+    /// model buffer that is not 16-aligned in memory).
+    Misaligned {
+        /// Tensor index.
+        tensor: u32,
+    },
+    /// The arena's tail has no room for this op's data.
+    OutOfMemory {
+        /// Bytes asked for.
+        bytes: u32,
+    },
+    /// An input expected to be a variable tensor is not one.
+    NotVariable {
+        /// Input position.
+        position: u32,
+    },
+    /// A writable view was requested twice in one invoke.
+    TakenTwice,
+    /// An interpreter invariant did not hold (a bug, reported rather than a panic).
+    Internal,
+}
+
+impl fmt::Display for KernelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            KernelError::MissingInput { position } => write!(f, "input {position} is missing"),
+            KernelError::MissingOutput { position } => write!(f, "output {position} is missing"),
+            KernelError::MissingOptions => f.write_str("builtin options are missing"),
+            KernelError::UnsupportedType { tensor, dtype } => {
+                write!(
+                    f,
+                    "tensor {tensor}: type {dtype} is not supported by this kernel"
+                )
+            }
+            KernelError::ShapeMismatch { tensor } => {
+                write!(f, "tensor {tensor}: shape does not fit the operation")
+            }
+            KernelError::UnsupportedRank { tensor, rank } => {
+                write!(f, "tensor {tensor}: rank {rank} is not supported")
+            }
+            KernelError::MissingQuantization { tensor } => {
+                write!(f, "tensor {tensor}: quantisation parameters are missing")
+            }
+            KernelError::UnsupportedParameter { what } => {
+                write!(f, "unsupported parameter: {what}")
+            }
+            KernelError::Misaligned { tensor } => {
+                write!(f, "tensor {tensor}: data is not aligned for its type")
+            }
+            KernelError::OutOfMemory { bytes } => {
+                write!(f, "no room in the arena for {bytes} bytes of op data")
+            }
+            KernelError::NotVariable { position } => {
+                write!(f, "input {position} is not a variable tensor")
+            }
+            KernelError::TakenTwice => f.write_str("a writable tensor view was taken twice"),
+            KernelError::Internal => f.write_str("internal interpreter error"),
+        }
+    }
+}
+
+impl core::error::Error for KernelError {}
+
+/// A kernel's prepare step.
+pub type PrepareFn = fn(&mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError>;
+/// A kernel's invoke step.
+pub type InvokeFn = fn(&InvokeContext<'_, '_>) -> Result<(), KernelError>;
+
+/// A kernel: its name, prepare and invoke.
+#[derive(Clone, Copy)]
+pub struct Registration {
+    /// Name for reports and profiles.
+    pub name: &'static str,
+    /// Validates, computes op data, requests scratch.
+    pub prepare: PrepareFn,
+    /// Computes.
+    pub invoke: InvokeFn,
+}
+
+impl fmt::Debug for Registration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registration")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+/// Finds the kernel for an operator code.
+pub trait Resolver {
+    /// Index of the kernel for `code`, if there is one.
+    fn find(&self, code: OpCode<'_>) -> Option<u32>;
+    /// The kernel at `index` (as returned by `find`).
+    fn get(&self, index: u32) -> Option<&Registration>;
+}
+
+/// A fixed-capacity table of builtin kernels (no heap).
+#[derive(Debug, Clone)]
+pub struct OpResolver<const N: usize> {
+    codes: [i32; N],
+    kernels: [Option<Registration>; N],
+    len: usize,
+}
+
+/// The resolver has no room for another kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResolverFull;
+
+impl<const N: usize> Default for OpResolver<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize> OpResolver<N> {
+    /// An empty resolver.
+    pub const fn new() -> Self {
+        OpResolver {
+            codes: [0; N],
+            kernels: [None; N],
+            len: 0,
+        }
+    }
+
+    /// Registers `kernel` for `op` (a later registration for the same op wins).
+    pub fn add(
+        &mut self,
+        op: BuiltinOperator,
+        kernel: Registration,
+    ) -> Result<&mut Self, ResolverFull> {
+        if let Some(i) = self.codes[..self.len].iter().position(|&c| c == op.0) {
+            self.kernels[i] = Some(kernel);
+            return Ok(self);
+        }
+        if self.len == N {
+            return Err(ResolverFull);
+        }
+        self.codes[self.len] = op.0;
+        self.kernels[self.len] = Some(kernel);
+        self.len += 1;
+        Ok(self)
+    }
+}
+
+impl<const N: usize> Resolver for OpResolver<N> {
+    fn find(&self, code: OpCode<'_>) -> Option<u32> {
+        match code {
+            OpCode::Builtin(op) => self.codes[..self.len]
+                .iter()
+                .position(|&c| c == op.0)
+                .map(|i| i as u32),
+            OpCode::Custom(_) => None,
+        }
+    }
+
+    fn get(&self, index: u32) -> Option<&Registration> {
+        self.kernels.get(index as usize)?.as_ref()
+    }
+}
+
+/// Every builtin kernel hilt has.
+pub fn all_builtins() -> OpResolver<32> {
+    let mut r = OpResolver::new();
+    let table: &[(BuiltinOperator, Registration)] =
+        &[(BuiltinOperator::RESHAPE, reshape::REGISTRATION)];
+    for &(op, kernel) in table {
+        // 32 entries hold every builtin above.
+        let _ = r.add(op, kernel);
+    }
+    r
+}

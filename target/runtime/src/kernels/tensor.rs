@@ -1,0 +1,176 @@
+//! Tensor views for kernels: data plus the model's description of it.
+
+use bytemuck::Pod;
+
+use super::KernelError;
+use crate::model::TensorInfo;
+use crate::schema::TensorType;
+
+/// Most dimensions a kernel handles.
+pub const MAX_RANK: usize = 6;
+
+/// A tensor's shape, copied out of the model (no heap, `Copy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Dims {
+    dims: [i32; MAX_RANK],
+    rank: u8,
+}
+
+impl Dims {
+    /// The shape of `info` (an error past [`MAX_RANK`] dimensions).
+    pub fn of(info: &TensorInfo<'_>) -> Result<Self, KernelError> {
+        let mut dims = Dims::default();
+        for (i, d) in info.shape().enumerate() {
+            if i >= MAX_RANK {
+                return Err(KernelError::UnsupportedRank {
+                    tensor: info.index,
+                    rank: info.shape().len() as u32,
+                });
+            }
+            dims.dims[i] = d;
+            dims.rank += 1;
+        }
+        Ok(dims)
+    }
+
+    /// A shape from a slice (at most [`MAX_RANK`] entries).
+    pub fn from_slice(values: &[i32]) -> Self {
+        let mut dims = Dims::default();
+        for (i, &v) in values.iter().take(MAX_RANK).enumerate() {
+            dims.dims[i] = v;
+        }
+        dims.rank = values.len().min(MAX_RANK) as u8;
+        dims
+    }
+
+    /// Number of dimensions.
+    pub fn rank(&self) -> usize {
+        self.rank as usize
+    }
+
+    /// Dimension `i` (0 past the rank).
+    pub fn get(&self, i: usize) -> i32 {
+        if i < self.rank() { self.dims[i] } else { 0 }
+    }
+
+    /// The dimensions as a slice.
+    pub fn as_slice(&self) -> &[i32] {
+        &self.dims[..self.rank()]
+    }
+
+    /// Product of all dimensions.
+    pub fn elements(&self) -> usize {
+        self.as_slice().iter().map(|&d| d.max(0) as usize).product()
+    }
+
+    /// Product of the dimensions except the last.
+    pub fn outer(&self) -> usize {
+        self.as_slice()[..self.rank().saturating_sub(1)]
+            .iter()
+            .map(|&d| d.max(0) as usize)
+            .product()
+    }
+
+    /// The last dimension (1 for scalars).
+    pub fn last(&self) -> usize {
+        if self.rank == 0 {
+            1
+        } else {
+            self.dims[self.rank() - 1].max(0) as usize
+        }
+    }
+}
+
+/// Per-tensor (or first-channel) quantisation of a tensor: `real = scale * (q - zero_point)`.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Quant {
+    /// Scale.
+    pub scale: f32,
+    /// Zero point.
+    pub zero_point: i32,
+}
+
+/// Quantisation parameters of `info`, if it has any.
+pub fn quant(info: &TensorInfo<'_>) -> Option<Quant> {
+    let q = info.raw().quantization()?;
+    let scale = q.scale()?;
+    if scale.is_empty() {
+        return None;
+    }
+    let zero_point = q
+        .zero_point()
+        .filter(|z| !z.is_empty())
+        .map_or(0, |z| z.get(0) as i32);
+    Some(Quant {
+        scale: scale.get(0),
+        zero_point,
+    })
+}
+
+/// Quantisation of `info`, or an error naming the tensor.
+pub fn require_quant(info: &TensorInfo<'_>) -> Result<Quant, KernelError> {
+    quant(info).ok_or(KernelError::MissingQuantization { tensor: info.index })
+}
+
+/// Per-channel scales of `info` (one for per-tensor quantisation).
+pub fn channel_scales<'a>(info: &TensorInfo<'a>) -> Option<flatbuffers::Vector<'a, f32>> {
+    info.raw().quantization()?.scale()
+}
+
+/// Checks a tensor's element type.
+pub fn expect_type(info: &TensorInfo<'_>, types: &[TensorType]) -> Result<(), KernelError> {
+    if types.contains(&info.dtype) {
+        Ok(())
+    } else {
+        Err(KernelError::UnsupportedType {
+            tensor: info.index,
+            dtype: info.dtype.0,
+        })
+    }
+}
+
+fn cast<T: Pod>(index: u32, data: &[u8]) -> Result<&[T], KernelError> {
+    if data.is_empty() {
+        return Ok(&[]);
+    }
+    bytemuck::try_cast_slice(data).map_err(|_| KernelError::Misaligned { tensor: index })
+}
+
+fn cast_mut<T: Pod>(index: u32, data: &mut [u8]) -> Result<&mut [T], KernelError> {
+    if data.is_empty() {
+        return Ok(&mut []);
+    }
+    bytemuck::try_cast_slice_mut(data).map_err(|_| KernelError::Misaligned { tensor: index })
+}
+
+/// A read-only tensor during invoke.
+#[derive(Debug, Clone, Copy)]
+pub struct Tensor<'i, 'm> {
+    /// The model's description.
+    pub info: TensorInfo<'m>,
+    /// The bytes.
+    pub data: &'i [u8],
+}
+
+impl<'i> Tensor<'i, '_> {
+    /// The data as elements of `T` (an error if misaligned).
+    pub fn values<T: Pod>(&self) -> Result<&'i [T], KernelError> {
+        cast(self.info.index, self.data)
+    }
+}
+
+/// A writable tensor during invoke.
+#[derive(Debug)]
+pub struct TensorMut<'i, 'm> {
+    /// The model's description.
+    pub info: TensorInfo<'m>,
+    /// The bytes.
+    pub data: &'i mut [u8],
+}
+
+impl<'i> TensorMut<'i, '_> {
+    /// The data as elements of `T` (an error if misaligned).
+    pub fn values<T: Pod>(self) -> Result<&'i mut [T], KernelError> {
+        cast_mut(self.info.index, self.data)
+    }
+}
