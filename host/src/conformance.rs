@@ -1,0 +1,260 @@
+//! The shared conformance set: real models, fixed inputs and TFLM's outputs.
+//! Reads its manifest and checks hilt's outputs against TFLM's.
+
+use std::path::{Path, PathBuf};
+
+use hilt_runtime::planner::Greedy;
+use serde::Deserialize;
+
+use crate::host_run::{
+    AlignedBytes, DEFAULT_ARENA, RunError, interpreter, read_model, set_input, verify,
+};
+
+/// `manifest.json`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Manifest {
+    /// The models.
+    pub models: Vec<ModelEntry>,
+}
+
+/// One model of the set.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ModelEntry {
+    /// Short name.
+    pub name: String,
+    /// Path of the `.tflite`, relative to the set's folder.
+    pub model: String,
+    /// `exact` or a float tolerance `float: |a-b| <= A + R*|b|`.
+    pub compare: String,
+    /// Whether state carries over between steps.
+    #[serde(default)]
+    pub stateful: bool,
+    /// TFLM's figures.
+    pub tflm: TflmFigures,
+    /// Builtin operators and their counts.
+    pub ops: serde_json::Map<String, serde_json::Value>,
+    /// Liveness lower bound of the activations.
+    pub liveness_lower_bound_bytes: u64,
+    /// Input/output cases.
+    pub cases: Vec<Case>,
+}
+
+/// What TFLM measured.
+#[derive(Debug, Clone, Deserialize)]
+pub struct TflmFigures {
+    /// Planned head.
+    pub arena_head: u64,
+    /// Persistent tail.
+    pub arena_tail: u64,
+    /// `arena_used_bytes()`.
+    pub arena_used_total: u64,
+    /// Median invoke time, reference kernels, x86-64.
+    pub invoke_us_x86_reference_kernels: f64,
+}
+
+/// A sequence of invocations on one interpreter.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Case {
+    /// Name.
+    pub name: String,
+    /// Steps in order.
+    pub steps: Vec<Step>,
+}
+
+/// One invocation.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Step {
+    /// Input files, in model input order.
+    pub inputs: Vec<TensorFile>,
+    /// Expected output files, in model output order.
+    pub outputs: Vec<TensorFile>,
+}
+
+/// A raw little-endian tensor file.
+#[derive(Debug, Clone, Deserialize)]
+pub struct TensorFile {
+    /// File name inside `cases/MODEL/`.
+    pub file: String,
+    /// Element type name (`int8`, `float32`, ...).
+    pub dtype: String,
+    /// Shape.
+    pub shape: Vec<i64>,
+}
+
+/// How outputs are compared.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Comparison {
+    /// Byte for byte.
+    Exact,
+    /// `|a - b| <= abs + rel * |b|` per float32 element.
+    Float {
+        /// Absolute tolerance.
+        abs: f32,
+        /// Relative tolerance.
+        rel: f32,
+    },
+}
+
+impl Comparison {
+    /// Parses the manifest's `compare` field.
+    pub fn parse(text: &str) -> Option<Self> {
+        if text == "exact" {
+            return Some(Comparison::Exact);
+        }
+        // "float: |a-b| <= 1e-5 + 1e-4*|b|"
+        let rhs = text.strip_prefix("float:")?.split("<=").nth(1)?;
+        let (abs, rel) = rhs.split_once('+')?;
+        let rel = rel.trim().strip_suffix("*|b|")?;
+        Some(Comparison::Float {
+            abs: abs.trim().parse().ok()?,
+            rel: rel.trim().parse().ok()?,
+        })
+    }
+
+    /// `None` when `got` matches `want`, else a description of the first
+    /// difference and how many elements differ.
+    pub fn check(&self, got: &[u8], want: &[u8]) -> Option<String> {
+        if got.len() != want.len() {
+            return Some(format!("{} bytes, expected {}", got.len(), want.len()));
+        }
+        match *self {
+            Comparison::Exact => {
+                let diffs: Vec<usize> = (0..got.len()).filter(|&i| got[i] != want[i]).collect();
+                let first = *diffs.first()?;
+                Some(format!(
+                    "{} of {} bytes differ; first at byte {first}: {} (as i8 {}) vs {} (as i8 {})",
+                    diffs.len(),
+                    got.len(),
+                    got[first],
+                    got[first] as i8,
+                    want[first],
+                    want[first] as i8
+                ))
+            }
+            Comparison::Float { abs, rel } => {
+                let value = |b: &[u8], i: usize| {
+                    f32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]])
+                };
+                let n = got.len() / 4;
+                let bad: Vec<usize> = (0..n)
+                    .filter(|&i| {
+                        let (a, b) = (value(got, i), value(want, i));
+                        !((a - b).abs() <= abs + rel * b.abs())
+                    })
+                    .collect();
+                let first = *bad.first()?;
+                Some(format!(
+                    "{} of {n} values out of tolerance; first at {first}: {} vs {}",
+                    bad.len(),
+                    value(got, first),
+                    value(want, first)
+                ))
+            }
+        }
+    }
+}
+
+/// The conformance folder: `HILT_CONFORMANCE_DIR`, else `../shared/conformance`
+/// beside the repository root `repo`.
+pub fn locate(repo: &Path) -> PathBuf {
+    match std::env::var_os("HILT_CONFORMANCE_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => repo.join("../shared/conformance"),
+    }
+}
+
+/// Reads `manifest.json` from `dir`.
+pub fn read_manifest(dir: &Path) -> Result<Manifest, String> {
+    let path = dir.join("manifest.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// What running one model's cases gave.
+#[derive(Debug, Clone)]
+pub struct ModelOutcome {
+    /// Model name.
+    pub name: String,
+    /// Cases that matched at every step.
+    pub cases_passed: usize,
+    /// Cases in all.
+    pub cases: usize,
+    /// Failures, one line each.
+    pub failures: Vec<String>,
+    /// `arena_used_bytes()` with the greedy planner (0 if set-up failed).
+    pub arena_used: usize,
+}
+
+/// Runs every case of `entry` and compares every output of every step.
+pub fn run_model(dir: &Path, entry: &ModelEntry) -> ModelOutcome {
+    let mut outcome = ModelOutcome {
+        name: entry.name.clone(),
+        cases_passed: 0,
+        cases: entry.cases.len(),
+        failures: Vec::new(),
+        arena_used: 0,
+    };
+    let Some(comparison) = Comparison::parse(&entry.compare) else {
+        outcome
+            .failures
+            .push(format!("unknown comparison rule {:?}", entry.compare));
+        return outcome;
+    };
+    let path = dir.join(&entry.model);
+    let bytes = match read_model(&path) {
+        Ok(b) => b,
+        Err(e) => {
+            outcome.failures.push(e.to_string());
+            return outcome;
+        }
+    };
+    for case in &entry.cases {
+        match run_case(
+            dir,
+            entry,
+            &path,
+            &bytes,
+            case,
+            comparison,
+            &mut outcome.arena_used,
+        ) {
+            Ok(None) => outcome.cases_passed += 1,
+            Ok(Some(mismatch)) => outcome.failures.push(format!("{}: {mismatch}", case.name)),
+            Err(e) => outcome.failures.push(format!("{}: {e}", case.name)),
+        }
+    }
+    outcome
+}
+
+fn run_case(
+    dir: &Path,
+    entry: &ModelEntry,
+    path: &Path,
+    bytes: &AlignedBytes,
+    case: &Case,
+    comparison: Comparison,
+    arena_used: &mut usize,
+) -> Result<Option<String>, RunError> {
+    let model = verify(path, bytes)?;
+    let mut arena = AlignedBytes::zeroed(DEFAULT_ARENA);
+    let mut interpreter = interpreter(model, &Greedy, &mut arena)?;
+    *arena_used = interpreter.arena_used_bytes();
+    let case_dir = dir.join("cases").join(&entry.name);
+    let read = |name: &str| {
+        let p = case_dir.join(name);
+        std::fs::read(&p).map_err(|source| RunError::Io { path: p, source })
+    };
+    for (s, step) in case.steps.iter().enumerate() {
+        for (i, input) in step.inputs.iter().enumerate() {
+            set_input(&mut interpreter, i, &read(&input.file)?)?;
+        }
+        interpreter.invoke()?;
+        for (o, output) in step.outputs.iter().enumerate() {
+            let want = read(&output.file)?;
+            if let Some(problem) = comparison.check(interpreter.output(o)?, &want) {
+                return Ok(Some(format!("step {s} output {o}: {problem}")));
+            }
+        }
+    }
+    Ok(None)
+}

@@ -1,0 +1,197 @@
+//! Running a model on the host with the runtime's interpreter: the shared
+//! plumbing of `hilt infer`, `hilt bench` and the conformance suite.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use hilt_runtime::allocation::AllocOptions;
+use hilt_runtime::interpreter::{Clock, Interpreter, InterpreterError};
+use hilt_runtime::kernels::{OpResolver, all_builtins};
+use hilt_runtime::model::{Model, ModelError};
+use hilt_runtime::planner::{Greedy, Linear, MemoryPlanner, Offline};
+
+use crate::layout::PlannerKind;
+
+/// Bytes kept 16-aligned in memory, as a model sits in flash: kernels view
+/// constant data as `f32`/`i32` slices in place.
+#[derive(Debug, Clone)]
+pub struct AlignedBytes {
+    words: Vec<u128>,
+    len: usize,
+}
+
+impl AlignedBytes {
+    /// Copies `bytes` into aligned storage.
+    pub fn new(bytes: &[u8]) -> Self {
+        let mut words = vec![0u128; bytes.len().div_ceil(16)];
+        bytemuck_bytes_mut(&mut words)[..bytes.len()].copy_from_slice(bytes);
+        AlignedBytes {
+            words,
+            len: bytes.len(),
+        }
+    }
+
+    /// A zeroed buffer of `len` bytes.
+    pub fn zeroed(len: usize) -> Self {
+        AlignedBytes {
+            words: vec![0u128; len.div_ceil(16)],
+            len,
+        }
+    }
+
+    /// The bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        &bytemuck_bytes(&self.words)[..self.len]
+    }
+
+    /// The bytes, mutably.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        let len = self.len;
+        &mut bytemuck_bytes_mut(&mut self.words)[..len]
+    }
+}
+
+fn bytemuck_bytes(words: &[u128]) -> &[u8] {
+    // SAFETY: u128 has no padding and any byte pattern is a valid u8.
+    unsafe { std::slice::from_raw_parts(words.as_ptr().cast(), words.len() * 16) }
+}
+
+fn bytemuck_bytes_mut(words: &mut [u128]) -> &mut [u8] {
+    // SAFETY: as above; the borrow is unique.
+    unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast(), words.len() * 16) }
+}
+
+/// Failures of a host run, each naming what is at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The model failed verification.
+    #[error("{path}: {source}")]
+    Model {
+        /// The model file.
+        path: PathBuf,
+        /// What is wrong.
+        source: ModelError,
+    },
+    /// The offline plan is unusable.
+    #[error("offline plan: {0}")]
+    Offline(hilt_runtime::planner::OfflinePlanError),
+    /// Set-up or invocation failed.
+    #[error("{0}")]
+    Interpreter(#[from] InterpreterError),
+    /// An input file does not fit the model's input.
+    #[error("input {position} ({name}): {problem}")]
+    Input {
+        /// Input position.
+        position: usize,
+        /// Tensor name.
+        name: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// Wrong number of input files.
+    #[error("the model has {expected} inputs, {given} input files were given")]
+    InputCount {
+        /// Inputs the model has.
+        expected: usize,
+        /// Files given.
+        given: usize,
+    },
+}
+
+/// Reads a model file into aligned memory.
+pub fn read_model(path: &Path) -> Result<AlignedBytes, RunError> {
+    let bytes = std::fs::read(path).map_err(|source| RunError::Io {
+        path: path.into(),
+        source,
+    })?;
+    Ok(AlignedBytes::new(&bytes))
+}
+
+/// Verifies model bytes.
+pub fn verify<'a>(path: &Path, bytes: &'a AlignedBytes) -> Result<Model<'a>, RunError> {
+    Model::from_bytes(bytes.as_slice()).map_err(|source| RunError::Model {
+        path: path.into(),
+        source,
+    })
+}
+
+/// The planner for `kind` over `model`.
+pub fn planner_for<'a>(
+    kind: PlannerKind,
+    model: &Model<'a>,
+) -> Result<Box<dyn MemoryPlanner + 'a>, RunError> {
+    Ok(match kind {
+        PlannerKind::Linear => Box::new(Linear),
+        PlannerKind::Greedy => Box::new(Greedy),
+        PlannerKind::Offline => Box::new(Offline::from_model(model).map_err(RunError::Offline)?),
+    })
+}
+
+/// The builtin kernels, built once per process.
+pub fn resolver() -> &'static OpResolver<32> {
+    static RESOLVER: std::sync::OnceLock<OpResolver<32>> = std::sync::OnceLock::new();
+    RESOLVER.get_or_init(all_builtins)
+}
+
+/// Default arena for host runs: large enough for every model we know of.
+pub const DEFAULT_ARENA: usize = 4 << 20;
+
+/// An interpreter with its arena, allocated.
+pub fn interpreter<'m, 'a>(
+    model: Model<'m>,
+    planner: &dyn MemoryPlanner,
+    arena: &'a mut AlignedBytes,
+) -> Result<Interpreter<'m, 'a, 'static>, RunError> {
+    let mut interpreter = Interpreter::new(model, resolver(), arena.as_mut_slice());
+    interpreter.allocate(planner, &AllocOptions::default())?;
+    Ok(interpreter)
+}
+
+/// Checks and copies input bytes for model input `position`.
+pub fn set_input(
+    interpreter: &mut Interpreter<'_, '_, '_>,
+    position: usize,
+    bytes: &[u8],
+) -> Result<(), RunError> {
+    let info = interpreter.input_info(position)?;
+    let target = interpreter.input_mut(position)?;
+    if target.len() != bytes.len() {
+        return Err(RunError::Input {
+            position,
+            name: info.name.to_string(),
+            problem: format!(
+                "{} bytes given, the tensor ({:?} {:?}) holds {}",
+                bytes.len(),
+                info.dtype,
+                info.shape().collect::<Vec<_>>(),
+                target.len()
+            ),
+        });
+    }
+    target.copy_from_slice(bytes);
+    Ok(())
+}
+
+/// Nanoseconds since the clock was made.
+#[derive(Debug)]
+pub struct HostClock(Instant);
+
+impl Default for HostClock {
+    fn default() -> Self {
+        HostClock(Instant::now())
+    }
+}
+
+impl Clock for HostClock {
+    fn now(&self) -> u64 {
+        self.0.elapsed().as_nanos() as u64
+    }
+}
