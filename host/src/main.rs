@@ -4,6 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use hilt::bench::{bench, render as render_bench};
+use hilt::infer::{InferRequest, infer, output_bytes, output_path, render as render_value};
 use hilt::layout::{LayoutOptions, PlannerKind, layout_file, render_table};
 use hilt::svg::render_svg;
 
@@ -36,6 +38,48 @@ enum Command {
         /// Write to this file instead of standard output.
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
+    },
+    /// Run a model once (or --steps N times) on the host.
+    Infer {
+        /// The .tflite model.
+        model: PathBuf,
+        /// Input files (raw little-endian or .npy), one per model input, in
+        /// order; with --steps N, N such sets one after another.
+        #[arg(long = "input", num_args = 1.., required = true)]
+        inputs: Vec<PathBuf>,
+        /// Output files (raw, or .npy by extension), one per model output;
+        /// printed when omitted.
+        #[arg(long = "output", num_args = 1..)]
+        outputs: Vec<PathBuf>,
+        /// Arena bytes.
+        #[arg(long, default_value_t = hilt::host_run::DEFAULT_ARENA)]
+        arena: usize,
+        /// Memory planner.
+        #[arg(long, value_enum, default_value = "greedy")]
+        planner: PlannerKind,
+        /// Invocations on one interpreter (state carries over).
+        #[arg(long, default_value_t = 1)]
+        steps: usize,
+    },
+    /// Time a model's invocations on the host, with a per-op profile.
+    Bench {
+        /// The .tflite model.
+        model: PathBuf,
+        /// Timed invocations.
+        #[arg(long, default_value_t = 200)]
+        iterations: usize,
+        /// Untimed invocations first.
+        #[arg(long, default_value_t = 10)]
+        warmup: usize,
+        /// Arena bytes.
+        #[arg(long, default_value_t = hilt::host_run::DEFAULT_ARENA)]
+        arena: usize,
+        /// Memory planner.
+        #[arg(long, value_enum, default_value = "greedy")]
+        planner: PlannerKind,
+        /// Print JSON instead of the table.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -71,7 +115,7 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {e}");
             ExitCode::FAILURE
         }
     }
@@ -108,6 +152,65 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 Some(path) => std::fs::write(&path, text)
                     .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?,
                 None => print!("{text}"),
+            }
+            Ok(())
+        }
+        Command::Infer {
+            model,
+            inputs,
+            outputs,
+            arena,
+            planner,
+            steps,
+        } => {
+            let request = InferRequest {
+                model,
+                inputs,
+                outputs: outputs.clone(),
+                arena,
+                planner,
+                steps,
+            };
+            let (values, arena_used) = infer(&request)?;
+            if !outputs.is_empty() && outputs.len() != values.iter().filter(|v| v.step == 0).count()
+            {
+                anyhow::bail!(
+                    "{} output files given, the model has {} outputs",
+                    outputs.len(),
+                    values.iter().filter(|v| v.step == 0).count()
+                );
+            }
+            for value in &values {
+                match outputs.get(value.position) {
+                    Some(base) => {
+                        let path = output_path(base, value.step, steps);
+                        std::fs::write(&path, output_bytes(&path, value))
+                            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+                        println!("wrote {}", path.display());
+                    }
+                    None => println!("{}", render_value(value)),
+                }
+            }
+            println!("arena used: {arena_used} bytes");
+            Ok(())
+        }
+        Command::Bench {
+            model,
+            iterations,
+            warmup,
+            arena,
+            planner,
+            json,
+        } => {
+            let report = bench(&model, planner, arena, iterations, warmup)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                let name = model.file_name().map_or_else(
+                    || model.display().to_string(),
+                    |n| n.to_string_lossy().into_owned(),
+                );
+                print!("{}", render_bench(&report, &name, 10));
             }
             Ok(())
         }
