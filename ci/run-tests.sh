@@ -16,10 +16,10 @@ ci/setup.sh
 echo "== format"
 cargo fmt --all -- --check
 
-echo "== no_std builds of hilt-runtime"
+echo "== no_std builds of the target crates"
 for t in $(sed -n 's/^targets *= *\[\(.*\)\]/\1/p' rust-toolchain.toml | tr -d '",'); do
-  cargo build --quiet -p hilt-runtime --target "$t"
-  echo "hilt-runtime builds for $t"
+  cargo build --quiet -p hilt-runtime -p hilt-proto --target "$t"
+  echo "hilt-runtime and hilt-proto build for $t"
 done
 
 log="$(mktemp)"
