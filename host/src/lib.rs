@@ -5,6 +5,7 @@
 //! so a layout or an output can be checked without a board.
 
 pub mod bench;
+pub mod board;
 pub mod conformance;
 pub mod host_run;
 pub mod infer;

@@ -39,6 +39,12 @@ enum Command {
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
     },
+    /// List the defined boards.
+    Boards {
+        /// The board definitions folder.
+        #[arg(long, default_value = "boards")]
+        dir: PathBuf,
+    },
     /// Run a model once (or --steps N times) on the host.
     Infer {
         /// The .tflite model.
@@ -152,6 +158,30 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 Some(path) => std::fs::write(&path, text)
                     .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?,
                 None => print!("{text}"),
+            }
+            Ok(())
+        }
+        Command::Boards { dir } => {
+            let boards = hilt::board::load_all(&dir)?;
+            println!(
+                "{:<20} {:<9} {:<26} {:>10} {:>10}  description",
+                "board", "runner", "target", "arena", "RAM"
+            );
+            for b in &boards {
+                let ram = b
+                    .memory
+                    .iter()
+                    .find(|m| m.name == "RAM")
+                    .map_or(0, |m| m.length);
+                let runner = match b.runner {
+                    hilt::board::RunnerKind::Qemu => "qemu",
+                    hilt::board::RunnerKind::ProbeRs => "probe-rs",
+                    hilt::board::RunnerKind::Uart => "uart",
+                };
+                println!(
+                    "{:<20} {:<9} {:<26} {:>10} {:>10}  {}",
+                    b.name, runner, b.target, b.arena_size, ram, b.description
+                );
             }
             Ok(())
         }
