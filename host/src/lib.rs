@@ -7,8 +7,14 @@
 pub mod bench;
 pub mod board;
 pub mod conformance;
+pub mod elf;
+pub mod gdbstub;
 pub mod host_run;
 pub mod infer;
 pub mod layout;
+pub mod link;
+pub mod memory;
+pub mod qemu;
+pub mod rtt;
 pub mod svg;
 pub mod tensor_file;
