@@ -39,6 +39,21 @@ enum Command {
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
     },
+    /// Run scenarios on boards (virtual boards under QEMU) and check the outputs.
+    Run {
+        /// Scenario files (scenarios/NAME.toml).
+        #[arg(required = true)]
+        scenarios: Vec<PathBuf>,
+        /// Only these boards (a name or a glob such as 'qemu-*').
+        #[arg(long)]
+        board: Option<String>,
+        /// Boards to run at once (default: the number of CPUs).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// The board definitions folder.
+        #[arg(long, default_value = "boards")]
+        boards_dir: PathBuf,
+    },
     /// List the defined boards.
     Boards {
         /// The board definitions folder.
@@ -161,6 +176,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::Run {
+            scenarios,
+            board,
+            jobs,
+            boards_dir,
+        } => run_scenarios(&scenarios, board.as_deref(), jobs, &boards_dir),
         Command::Boards { dir } => {
             let boards = hilt::board::load_all(&dir)?;
             println!(
@@ -243,6 +264,134 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 print!("{}", render_bench(&report, &name, 10));
             }
             Ok(())
+        }
+    }
+}
+
+fn run_scenarios(
+    paths: &[PathBuf],
+    board_filter: Option<&str>,
+    jobs: Option<usize>,
+    boards_dir: &std::path::Path,
+) -> anyhow::Result<()> {
+    use hilt::orchestrate::{Job, run_jobs};
+    use hilt::runner::Outcome;
+    let repo = std::env::current_dir()?;
+    let boards = hilt::board::load_all(boards_dir)?;
+    let conformance = hilt::conformance::locate(&repo);
+    let mut work = Vec::new();
+    for path in paths {
+        let scenario = std::sync::Arc::new(hilt::scenario::load(path, &conformance)?);
+        let mut chosen: Vec<&hilt::board::Board> = Vec::new();
+        for pattern in &scenario.boards {
+            for b in hilt::board::select(&boards, pattern)? {
+                if !chosen.iter().any(|c| c.name == b.name) {
+                    chosen.push(b);
+                }
+            }
+        }
+        if let Some(filter) = board_filter {
+            chosen.retain(|b| hilt::board::glob_match(filter, &b.name));
+        }
+        for board in chosen {
+            work.push(Job {
+                scenario: scenario.clone(),
+                board: board.clone(),
+            });
+        }
+    }
+    if work.is_empty() {
+        anyhow::bail!(
+            "no (scenario, board) pair to run: check the scenarios' `boards` and --board"
+        );
+    }
+    let parallel =
+        jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let names: std::collections::HashMap<String, Vec<String>> = work
+        .iter()
+        .map(|j| (j.scenario.name.clone(), op_names(&j.scenario.model)))
+        .collect();
+    let results = runtime.block_on(run_jobs(&repo, work, parallel, |run| {
+        print_run(run, names.get(&run.scenario))
+    }));
+    let failed = results
+        .iter()
+        .filter(|r| r.outcome != Outcome::Passed)
+        .count();
+    println!(
+        "{} board runs: {} passed, {failed} failed",
+        results.len(),
+        results.len() - failed
+    );
+    if failed > 0 {
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+fn op_names(model: &std::path::Path) -> Vec<String> {
+    let Ok(bytes) = std::fs::read(model) else {
+        return Vec::new();
+    };
+    let aligned = hilt::host_run::AlignedBytes::new(&bytes);
+    match hilt_runtime::model::Model::from_bytes(aligned.as_slice()) {
+        Ok(m) => m.operators().map(|op| op.code.to_string()).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn print_run(run: &hilt::runner::BoardRun, ops: Option<&Vec<String>>) {
+    use hilt::runner::Outcome;
+    let status = match &run.outcome {
+        Outcome::Passed => "PASS".to_string(),
+        Outcome::Mismatch(m) => format!("MISMATCH: {m}"),
+        Outcome::Error(e) => format!("ERROR: {e}"),
+    };
+    let cycles = run.steps.first().map_or(String::new(), |s| {
+        format!("   {} cycles", thousands(s.total_cycles))
+    });
+    println!(
+        "{:<20} {:<28} {} ({} steps){cycles}",
+        run.board,
+        run.scenario,
+        status,
+        run.steps.len()
+    );
+    if let Some([capacity, head, tail, used]) = run.arena {
+        println!("    arena: {used} of {capacity} bytes used (head {head}, tail {tail})");
+    }
+    for step in &run.steps {
+        println!(
+            "    {} step {}: {} cycles",
+            step.case,
+            step.step,
+            thousands(step.total_cycles)
+        );
+    }
+    if let Some(step) = run.steps.first() {
+        let mut by_cost: Vec<(usize, u32)> = step.op_cycles.iter().copied().enumerate().collect();
+        by_cost.sort_by(|a, b| b.1.cmp(&a.1));
+        for (op, c) in by_cost.iter().take(8) {
+            let name = ops.and_then(|o| o.get(*op)).map_or("?", String::as_str);
+            println!(
+                "      op {op:>3} {name:<30} {:>14} cycles",
+                thousands(u64::from(*c))
+            );
         }
     }
 }

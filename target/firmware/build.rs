@@ -3,7 +3,8 @@
 //!
 //! Environment: `HILT_MODEL` (the .tflite to embed; default: the repo's
 //! seed model), `HILT_ARENA_SIZE` (bytes; default: the board's
-//! `arena_size`), `HILT_BOARDS_DIR` (default: the repo's `boards/`).
+//! `arena_size`), `HILT_PLANNER` (`linear`, `greedy` or `offline`; default
+//! greedy), `HILT_BOARDS_DIR` (default: the repo's `boards/`).
 
 use std::env;
 use std::fmt::Write as _;
@@ -47,6 +48,10 @@ fn main() {
         Err(_) => number("arena_size"),
     };
     let clock_hz = number("core_clock_hz");
+    let planner = env::var("HILT_PLANNER").unwrap_or_else(|_| "greedy".into());
+    if !["linear", "greedy", "offline"].contains(&planner.as_str()) {
+        panic!("HILT_PLANNER={planner:?}: use linear, greedy or offline");
+    }
 
     // memory.x from the board, plus placement of the arena and metadata.
     let memory_x = boards_dir.join(&board).join("memory.x");
@@ -78,6 +83,7 @@ fn main() {
         config,
         "/// Arena bytes.\npub const ARENA_SIZE: usize = {arena_size};"
     );
+    let _ = writeln!(config, "/// Memory planner.\npub const PLANNER: &str = {planner:?};");
     let _ = writeln!(
         config,
         "/// Core clock, Hz.\npub const CLOCK_HZ: u32 = {clock_hz};"
@@ -102,7 +108,7 @@ fn main() {
     println!("cargo:rerun-if-changed={}", toml_path.display());
     println!("cargo:rerun-if-changed={}", memory_x.display());
     println!("cargo:rerun-if-changed={}", model.display());
-    for var in ["HILT_MODEL", "HILT_ARENA_SIZE", "HILT_BOARDS_DIR"] {
+    for var in ["HILT_MODEL", "HILT_ARENA_SIZE", "HILT_BOARDS_DIR", "HILT_PLANNER"] {
         println!("cargo:rerun-if-env-changed={var}");
     }
 }

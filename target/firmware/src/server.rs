@@ -12,7 +12,7 @@ use hilt_runtime::allocation::AllocOptions;
 use hilt_runtime::interpreter::{Interpreter, InterpreterError};
 use hilt_runtime::kernels::{OpResolver, all_builtins};
 use hilt_runtime::model::Model;
-use hilt_runtime::planner::Greedy;
+use hilt_runtime::planner::{Greedy, Linear, MemoryPlanner, Offline};
 use hilt_runtime::request::BufferOwner;
 use rtt_target::{DownChannel, UpChannel};
 
@@ -165,8 +165,19 @@ pub(crate) fn run(
     let mut plan_len = 0usize;
     let mut interpreter = model.map(|m| Interpreter::new(m, &resolver, arena));
     let mut ready = false;
-    if let Some(interp) = interpreter.as_mut() {
-        let result = interp.allocate_with_report(&Greedy, &AllocOptions::default(), |p| {
+    let offline = model.and_then(|m| Offline::from_model(&m).ok());
+    let planner: Option<&dyn MemoryPlanner> = match config::PLANNER {
+        "linear" => Some(&Linear),
+        "offline" => offline.as_ref().map(|o| o as &dyn MemoryPlanner),
+        _ => Some(&Greedy),
+    };
+    if planner.is_none() {
+        let mut line = Line::default();
+        let _ = write!(line, "planner {}: the model has no valid offline plan", config::PLANNER);
+        link.log(&line);
+    }
+    if let (Some(interp), Some(planner)) = (interpreter.as_mut(), planner) {
+        let result = interp.allocate_with_report(planner, &AllocOptions::default(), |p| {
             for (r, &offset) in p.requests.iter().zip(p.offsets) {
                 if plan_len == MAX_PLAN {
                     break;
