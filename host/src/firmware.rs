@@ -41,6 +41,8 @@ pub struct FirmwareRequest<'a> {
     pub arena_size: u64,
     /// Planner.
     pub planner: PlannerKind,
+    /// Extra firmware features (fault injection in tests).
+    pub features: &'a [String],
 }
 
 fn fnv(bytes: &[u8], seed: u64) -> u64 {
@@ -73,25 +75,26 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
         PlannerKind::Greedy => "greedy",
         PlannerKind::Offline => "offline",
     };
+    let extra = request.features.join(",");
     let key = format!(
         "{:016x}",
         fnv(
-            format!("{}:{planner}", request.arena_size).as_bytes(),
+            format!("{}:{planner}:{extra}", request.arena_size).as_bytes(),
             fnv(&model, 0)
         )
     );
+    let mut features = format!("board-{}", request.board.name);
+    for f in request.features {
+        features.push(',');
+        features.push_str(f);
+    }
     let target_dir = repo.join("build/firmware").join(&key);
     let manifest = repo.join("target/firmware/Cargo.toml");
     let output = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
         .current_dir(repo.join("target/firmware"))
         .args(["build", "--release", "--quiet", "--manifest-path"])
         .arg(&manifest)
-        .args([
-            "--target",
-            &request.board.target,
-            "--features",
-            &format!("board-{}", request.board.name),
-        ])
+        .args(["--target", &request.board.target, "--features", &features])
         .env("CARGO_TARGET_DIR", &target_dir)
         .env("HILT_MODEL", &model_path)
         .env("HILT_ARENA_SIZE", request.arena_size.to_string())

@@ -347,7 +347,7 @@ fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -385,7 +385,7 @@ fn print_run(run: &hilt::runner::BoardRun, ops: Option<&Vec<String>>) {
     }
     if let Some(step) = run.steps.first() {
         let mut by_cost: Vec<(usize, u32)> = step.op_cycles.iter().copied().enumerate().collect();
-        by_cost.sort_by(|a, b| b.1.cmp(&a.1));
+        by_cost.sort_by_key(|&(_, c)| std::cmp::Reverse(c));
         for (op, c) in by_cost.iter().take(8) {
             let name = ops.and_then(|o| o.get(*op)).map_or("?", String::as_str);
             println!(

@@ -66,6 +66,7 @@ pub async fn run_jobs(
                     model: &j.scenario.model,
                     arena_size,
                     planner: j.scenario.planner,
+                    features: &j.scenario.firmware_features,
                 },
             )
             .map_err(|e| e.to_string())

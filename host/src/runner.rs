@@ -414,6 +414,11 @@ impl KillSwitch {
         }
     }
 
+    /// The process id while a board runs (tests kill it from outside).
+    pub fn pid(&self) -> Option<u32> {
+        self.inner.lock().ok().and_then(|g| g.0)
+    }
+
     /// Whether [`fire`](Self::fire) was called.
     pub fn fired(&self) -> bool {
         self.inner.lock().map(|g| g.1).unwrap_or(false)

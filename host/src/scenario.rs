@@ -9,6 +9,7 @@
 //! arena_size = 65536                      # default: the board's
 //! iterations = 1                          # invocations per step
 //! timeout_s = 120                         # per board
+//! firmware_features = []                  # fault injection (tests only)
 //! ```
 //!
 //! or, instead of `conformance`, a model of the repository with explicit
@@ -71,6 +72,8 @@ pub struct Scenario {
     pub compare: Comparison,
     /// The cases.
     pub cases: Vec<CaseData>,
+    /// Extra firmware features: fault injection, for the host's own tests.
+    pub firmware_features: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -97,6 +100,8 @@ struct RawScenario {
     iterations: Option<u32>,
     #[serde(default)]
     timeout_s: Option<u64>,
+    #[serde(default)]
+    firmware_features: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -313,5 +318,6 @@ pub fn load(path: &Path, conformance_dir: &Path) -> Result<Scenario, ScenarioErr
         timeout: Duration::from_secs(raw.timeout_s.unwrap_or(300)),
         compare,
         cases,
+        firmware_features: raw.firmware_features,
     })
 }

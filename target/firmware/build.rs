@@ -83,7 +83,10 @@ fn main() {
         config,
         "/// Arena bytes.\npub const ARENA_SIZE: usize = {arena_size};"
     );
-    let _ = writeln!(config, "/// Memory planner.\npub const PLANNER: &str = {planner:?};");
+    let _ = writeln!(
+        config,
+        "/// Memory planner.\npub const PLANNER: &str = {planner:?};"
+    );
     let _ = writeln!(
         config,
         "/// Core clock, Hz.\npub const CLOCK_HZ: u32 = {clock_hz};"
@@ -108,7 +111,12 @@ fn main() {
     println!("cargo:rerun-if-changed={}", toml_path.display());
     println!("cargo:rerun-if-changed={}", memory_x.display());
     println!("cargo:rerun-if-changed={}", model.display());
-    for var in ["HILT_MODEL", "HILT_ARENA_SIZE", "HILT_BOARDS_DIR", "HILT_PLANNER"] {
+    for var in [
+        "HILT_MODEL",
+        "HILT_ARENA_SIZE",
+        "HILT_BOARDS_DIR",
+        "HILT_PLANNER",
+    ] {
         println!("cargo:rerun-if-env-changed={var}");
     }
 }

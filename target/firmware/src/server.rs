@@ -81,11 +81,20 @@ impl core::fmt::Write for Line {
 struct Link {
     up: UpChannel,
     frame: [u8; MAX_FRAME],
+    #[cfg(feature = "fault-corrupt-frame")]
+    corrupted: bool,
 }
 
 impl Link {
     fn send(&mut self, message: &Message<'_>) {
         if let Ok(n) = encode_frame(message, &mut self.frame) {
+            #[cfg(feature = "fault-corrupt-frame")]
+            if !self.corrupted && matches!(message, Message::OutputChunk { .. }) {
+                // Damage the middle of the frame, keeping its delimiter.
+                let i = n / 2;
+                self.frame[i] = if self.frame[i] == 0x55 { 0x56 } else { 0x55 };
+                self.corrupted = true;
+            }
             let mut sent = 0;
             while sent < n {
                 sent += self.up.write(&self.frame[sent..n]);
@@ -129,6 +138,8 @@ pub(crate) fn run(
     let mut link = Link {
         up,
         frame: [0; MAX_FRAME],
+        #[cfg(feature = "fault-corrupt-frame")]
+        corrupted: false,
     };
     let arena_capacity = arena.len() as u32;
     let mut line = Line::default();
@@ -173,7 +184,11 @@ pub(crate) fn run(
     };
     if planner.is_none() {
         let mut line = Line::default();
-        let _ = write!(line, "planner {}: the model has no valid offline plan", config::PLANNER);
+        let _ = write!(
+            line,
+            "planner {}: the model has no valid offline plan",
+            config::PLANNER
+        );
         link.log(&line);
     }
     if let (Some(interp), Some(planner)) = (interpreter.as_mut(), planner) {
@@ -273,6 +288,10 @@ pub(crate) fn run(
                     }
                 }
                 Message::Invoke { count } => {
+                    #[cfg(feature = "fault-hang-on-invoke")]
+                    loop {
+                        cortex_m::asm::nop();
+                    }
                     let Some(interp) = interpreter.as_mut() else {
                         continue;
                     };
@@ -280,6 +299,7 @@ pub(crate) fn run(
                     let mut failed = false;
                     for _ in 0..count.max(1) {
                         per_op[..ops.min(MAX_OPS)].fill(0);
+                        counter.restart();
                         let start = counter.now();
                         let result =
                             interp.invoke_profiled(&counter, &mut per_op[..ops.min(MAX_OPS)]);
