@@ -271,15 +271,8 @@ pub(crate) fn matvec_f32(
         let (w0, rest) = block.split_at(k);
         let (w1, rest) = rest.split_at(k);
         let (w2, w3) = rest.split_at(k);
-        let (w1, w2, w3) = (&w1[..k], &w2[..k], &w3[..k]);
         let mut t = [0.0f32; 4];
-        for d in 0..k {
-            let v = x[d];
-            t[0] += v * w0[d];
-            t[1] += v * w1[d];
-            t[2] += v * w2[d];
-            t[3] += v * w3[d];
-        }
+        accumulate4_f32(&mut t, x, [w0, w1, w2, w3]);
         for i in 0..4 {
             o[i] = activate(t[i] + bias_of(c + i), range);
         }
@@ -290,11 +283,29 @@ pub(crate) fn matvec_f32(
         .chunks_exact(k)
         .zip(outs.into_remainder())
     {
-        let mut t = 0.0f32;
-        for (&v, &wv) in x.iter().zip(w) {
-            t += v * wv;
-        }
-        *o = activate(t + bias_of(c), range);
+        *o = activate(accumulate_f32(0.0, x, w) + bias_of(c), range);
         c += 1;
     }
+}
+
+/// `t[r] += Σ_d x[d] · w[r][d]` for four rows, each in `d` order.
+#[inline(always)]
+pub(crate) fn accumulate4_f32(t: &mut [f32; 4], x: &[f32], w: [&[f32]; 4]) {
+    let k = x.len();
+    let (w0, w1, w2, w3) = (&w[0][..k], &w[1][..k], &w[2][..k], &w[3][..k]);
+    let mut s = *t;
+    for d in 0..k {
+        let v = x[d];
+        s[0] += v * w0[d];
+        s[1] += v * w1[d];
+        s[2] += v * w2[d];
+        s[3] += v * w3[d];
+    }
+    *t = s;
+}
+
+/// `t + Σ_d x[d] · w[d]` in `d` order.
+#[inline(always)]
+pub(crate) fn accumulate_f32(t: f32, x: &[f32], w: &[f32]) -> f32 {
+    x.iter().zip(w).fold(t, |t, (&v, &wv)| t + v * wv)
 }

@@ -344,7 +344,7 @@ pub fn matvec(
 /// `Σ w_r·(x + x_offset)` for four weight rows of `x.len()` weights.
 /// `x_offset` is in `-128..=128`, so `x + x_offset` fits 16 bits.
 #[inline]
-fn dot4(x: &[i8], x_offset: i32, w: [&[i8]; 4]) -> [i32; 4] {
+pub fn dot4(x: &[i8], x_offset: i32, w: [&[i8]; 4]) -> [i32; 4] {
     const LANES: usize = 16;
     let n = x.len();
     let (w0, w1, w2, w3) = (&w[0][..n], &w[1][..n], &w[2][..n], &w[3][..n]);
