@@ -11,7 +11,12 @@ use crate::model::OpCode;
 use crate::schema::BuiltinOperator;
 
 pub mod context;
+pub mod conv;
+pub mod depthwise_conv;
 pub mod fixed_point;
+pub mod fully_connected;
+pub mod padding;
+pub mod quantized;
 pub mod reshape;
 pub mod tensor;
 
@@ -225,8 +230,18 @@ impl<const N: usize> Resolver for OpResolver<N> {
 /// Every builtin kernel hilt has.
 pub fn all_builtins() -> OpResolver<32> {
     let mut r = OpResolver::new();
-    let table: &[(BuiltinOperator, Registration)] =
-        &[(BuiltinOperator::RESHAPE, reshape::REGISTRATION)];
+    let table: &[(BuiltinOperator, Registration)] = &[
+        (BuiltinOperator::RESHAPE, reshape::REGISTRATION),
+        (
+            BuiltinOperator::FULLY_CONNECTED,
+            fully_connected::REGISTRATION,
+        ),
+        (BuiltinOperator::CONV_2D, conv::REGISTRATION),
+        (
+            BuiltinOperator::DEPTHWISE_CONV_2D,
+            depthwise_conv::REGISTRATION,
+        ),
+    ];
     for &(op, kernel) in table {
         // 32 entries hold every builtin above.
         let _ = r.add(op, kernel);

@@ -1,0 +1,498 @@
+//! CONV_2D over NHWC tensors, filter `[out_c, fh, fw, in_c / groups]`.
+//!
+//! Each output is TFLM's reference sum over the filter taps that land
+//! inside the input (padded taps are skipped, not read as zeros):
+//! `bias[c] + Σ w·(x + input_offset)` requantised per channel for int8,
+//! `act(Σ w·x + bias[c])` for float32 with the sum in TFLM's (fy, fx, ic)
+//! order, so float results match TFLM's bit for bit.
+//!
+//! The fast paths:
+//! - **1×1, one group** (pointwise; never padded): each output pixel is one
+//!   row of a matrix product with the weights, the same as
+//!   FULLY_CONNECTED ([`quantized::matvec`], `matvec_f32`).
+//! - **everything else**: per output pixel, the valid tap ranges are worked
+//!   out once ([`Axis::taps`]); with dilation 1 the taps of one filter row
+//!   are one contiguous run of input and of weights, so each filter row is
+//!   one dot product, four output channels at a time sharing every input
+//!   load and its offset ([`quantized::dot4`]). Windows inside the input
+//!   and on its border take the same path with different ranges, so the
+//!   inner loops have no bounds tests.
+//!
+//! Nothing is stored per channel beyond the requantisation multipliers
+//! (5 bytes a channel, against TFLM's 8), and no scratch is requested.
+
+use core::ops::Range;
+
+use super::fixed_point::activation_range_float;
+use super::fully_connected::{accumulate_f32, accumulate4_f32, activate, matvec_f32};
+use super::padding::Axis;
+use super::quantized::{self, ChannelParams, ChannelSetup, Requant, ScaleRule};
+use super::tensor::{Dims, expect_type};
+use super::{InvokeContext, KernelError, PrepareContext, Registration};
+use crate::model::TensorInfo;
+use crate::schema::{Padding, TensorType};
+
+/// The CONV_2D kernel.
+pub const REGISTRATION: Registration = Registration {
+    name: "CONV_2D",
+    prepare,
+    invoke,
+};
+
+const KIND_FLOAT: u32 = 0;
+const KIND_INT8: u32 = 1;
+
+/// The shape of a 2-D convolution (also DEPTHWISE_CONV_2D's).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub(crate) struct Geometry {
+    pub(crate) batches: u32,
+    pub(crate) in_c: u32,
+    pub(crate) out_c: u32,
+    pub(crate) y: Axis,
+    pub(crate) x: Axis,
+}
+
+impl Geometry {
+    /// Validates NHWC `input` and `output` against a `filter_h × filter_w`
+    /// window and the options, as TFLM's `ComputePaddingHeightWidth`.
+    pub(crate) fn new(
+        input: &TensorInfo<'_>,
+        output: &TensorInfo<'_>,
+        filter: (i32, i32),
+        padding: Padding,
+        stride: (i32, i32),
+        dilation: (i32, i32),
+    ) -> Result<Self, KernelError> {
+        let in_dims = Dims::of(input)?;
+        let out_dims = Dims::of(output)?;
+        if in_dims.rank() != 4 {
+            return Err(KernelError::ShapeMismatch {
+                tensor: input.index,
+            });
+        }
+        let bad = |what| {
+            move |e| match e {
+                super::padding::AxisError::UnknownPadding => {
+                    KernelError::UnsupportedParameter { what: "padding" }
+                }
+                super::padding::AxisError::BadParameter => {
+                    KernelError::UnsupportedParameter { what }
+                }
+            }
+        };
+        let y = Axis::new(padding, in_dims.get(1), filter.0, stride.0, dilation.0)
+            .map_err(bad("stride, dilation or filter height"))?;
+        let x = Axis::new(padding, in_dims.get(2), filter.1, stride.1, dilation.1)
+            .map_err(bad("stride, dilation or filter width"))?;
+        if out_dims.rank() != 4
+            || out_dims.get(0) != in_dims.get(0)
+            || out_dims.get(1) != y.out_size
+            || out_dims.get(2) != x.out_size
+        {
+            return Err(KernelError::ShapeMismatch {
+                tensor: output.index,
+            });
+        }
+        Ok(Geometry {
+            batches: in_dims.get(0).max(0) as u32,
+            in_c: in_dims.get(3).max(0) as u32,
+            out_c: out_dims.get(3).max(0) as u32,
+            y,
+            x,
+        })
+    }
+
+    pub(crate) fn input_len(&self) -> usize {
+        self.batches as usize
+            * self.y.in_size as usize
+            * self.x.in_size as usize
+            * self.in_c as usize
+    }
+
+    pub(crate) fn output_len(&self) -> usize {
+        self.batches as usize
+            * self.y.out_size as usize
+            * self.x.out_size as usize
+            * self.out_c as usize
+    }
+
+    /// Calls `f` for every output pixel in memory order with the pixel's
+    /// window and the offset of its first output element.
+    #[inline(always)]
+    pub(crate) fn for_each_pixel(&self, mut f: impl FnMut(&Window, usize)) {
+        let (ih, iw, ic) = (
+            self.y.in_size as usize,
+            self.x.in_size as usize,
+            self.in_c as usize,
+        );
+        let oc = self.out_c as usize;
+        let mut out = 0;
+        for b in 0..self.batches as usize {
+            let image = b * ih * iw * ic;
+            for oy in 0..self.y.out_size {
+                let rows = self.y.taps(oy);
+                let y0 = self.y.origin(oy);
+                for ox in 0..self.x.out_size {
+                    let window = Window {
+                        image,
+                        y0,
+                        x0: self.x.origin(ox),
+                        rows: rows.clone(),
+                        cols: self.x.taps(ox),
+                    };
+                    f(&window, out);
+                    out += oc;
+                }
+            }
+        }
+    }
+}
+
+/// One output pixel's view of the input.
+#[derive(Debug, Clone)]
+pub(crate) struct Window {
+    /// Offset of the pixel's input image.
+    pub(crate) image: usize,
+    /// Input row of filter row 0 (may be negative).
+    pub(crate) y0: i32,
+    /// Input column of filter column 0 (may be negative).
+    pub(crate) x0: i32,
+    /// Filter rows inside the input.
+    pub(crate) rows: Range<i32>,
+    /// Filter columns inside the input.
+    pub(crate) cols: Range<i32>,
+}
+
+impl Window {
+    /// Offset of input pixel (filter row `fy`, filter column `fx`).
+    #[inline(always)]
+    pub(crate) fn input_at(&self, g: &Geometry, fy: i32, fx: i32) -> usize {
+        let iy = (self.y0 + fy * g.y.dilation) as usize;
+        let ix = (self.x0 + fx * g.x.dilation) as usize;
+        self.image + (iy * g.x.in_size as usize + ix) * g.in_c as usize
+    }
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct OpData {
+    kind: u32,
+    groups: u32,
+    geometry: Geometry,
+    float_min: f32,
+    float_max: f32,
+    /// int8 only.
+    channels: ChannelParams,
+}
+
+fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
+    let input = ctx.input(0)?;
+    let filter = ctx.input(1)?;
+    let bias = ctx.optional_input(2);
+    let output = ctx.output(0)?;
+    let options = ctx
+        .op()
+        .raw()
+        .builtin_options_as_conv_2_doptions()
+        .ok_or(KernelError::MissingOptions)?;
+    let activation = options.fused_activation_function();
+    quantized::check_activation(activation)?;
+
+    let filter_dims = Dims::of(&filter)?;
+    if filter_dims.rank() != 4 {
+        return Err(KernelError::ShapeMismatch {
+            tensor: filter.index,
+        });
+    }
+    let geometry = Geometry::new(
+        &input,
+        &output,
+        (filter_dims.get(1), filter_dims.get(2)),
+        options.padding(),
+        (options.stride_h(), options.stride_w()),
+        (options.dilation_h_factor(), options.dilation_w_factor()),
+    )?;
+    let (in_c, out_c) = (geometry.in_c as usize, geometry.out_c as usize);
+    let filter_c = filter_dims.get(3).max(0) as usize;
+    if filter_dims.get(0).max(0) as usize != out_c || filter_c == 0 || in_c % filter_c != 0 {
+        return Err(KernelError::ShapeMismatch {
+            tensor: filter.index,
+        });
+    }
+    let groups = in_c / filter_c;
+    if out_c % groups != 0 {
+        return Err(KernelError::ShapeMismatch {
+            tensor: filter.index,
+        });
+    }
+    if input.dtype != output.dtype {
+        return Err(KernelError::UnsupportedType {
+            tensor: output.index,
+            dtype: output.dtype.0,
+        });
+    }
+    let mut data = OpData {
+        kind: KIND_FLOAT,
+        groups: groups as u32,
+        geometry,
+        float_min: 0.0,
+        float_max: 0.0,
+        channels: bytemuck::Zeroable::zeroed(),
+    };
+    match input.dtype {
+        TensorType::FLOAT32 => {
+            expect_type(&filter, &[TensorType::FLOAT32])?;
+            if let Some(bias) = &bias {
+                expect_type(bias, &[TensorType::FLOAT32])?;
+                if Dims::of(bias)?.elements() != out_c {
+                    return Err(KernelError::ShapeMismatch { tensor: bias.index });
+                }
+            }
+            (data.float_min, data.float_max) = activation_range_float(activation);
+        }
+        TensorType::INT8 => {
+            expect_type(&filter, &[TensorType::INT8])?;
+            if let Some(bias) = &bias {
+                let _checked = quantized::bias_values(bias, out_c)?;
+            }
+            let setup = ChannelSetup {
+                input,
+                filter,
+                output,
+                channels: out_c,
+                channel_axis: 0,
+                rule: ScaleRule::PerChannel,
+                activation,
+            };
+            data.channels = quantized::prepare_channels(ctx, &setup)?;
+            data.kind = KIND_INT8;
+        }
+        _ => {
+            return Err(KernelError::UnsupportedType {
+                tensor: input.index,
+                dtype: input.dtype.0,
+            });
+        }
+    }
+    ctx.store(&data)
+}
+
+fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
+    let data: &OpData = ctx.op_data()?;
+    let g = &data.geometry;
+    let input = ctx.input(0)?;
+    let filter = ctx.input(1)?;
+    let bias = ctx.optional_input(2)?;
+    let output = ctx.output(0)?;
+    let out_c = g.out_c as usize;
+    let filter_len = (g.y.filter * g.x.filter) as usize * (g.in_c / data.groups) as usize;
+    match data.kind {
+        KIND_FLOAT => {
+            let bias = match &bias {
+                Some(b) => Some(b.values::<f32>()?),
+                None => None,
+            };
+            let (x, w, out) = (
+                input.values::<f32>()?,
+                filter.values::<f32>()?,
+                output.values::<f32>()?,
+            );
+            if x.len() < g.input_len()
+                || out.len() < g.output_len()
+                || w.len() < out_c * filter_len
+                || bias.is_some_and(|b| b.len() < out_c)
+            {
+                return Err(KernelError::Internal);
+            }
+            let bias = bias.map(|b| &b[..out_c]);
+            conv_f32(data, x, &w[..out_c * filter_len], bias, out);
+            Ok(())
+        }
+        KIND_INT8 => {
+            let p = &data.channels;
+            let bias = match &bias {
+                Some(b) => Some(b.values::<i32>()?),
+                None => None,
+            };
+            let (x, w, out) = (
+                input.values::<i8>()?,
+                filter.values::<i8>()?,
+                output.values::<i8>()?,
+            );
+            let requant = Requant::new(ctx.stored(p.multiplier)?, ctx.stored(p.shift)?, p.stage)?;
+            if x.len() < g.input_len()
+                || out.len() < g.output_len()
+                || w.len() < out_c * filter_len
+                || bias.is_some_and(|b| b.len() < out_c)
+                || !requant.covers(out_c)
+            {
+                return Err(KernelError::Internal);
+            }
+            let bias = bias.map(|b| &b[..out_c]);
+            conv_i8(data, x, &w[..out_c * filter_len], bias, &requant, out);
+            Ok(())
+        }
+        _ => Err(KernelError::Internal),
+    }
+}
+
+/// Runs of input and weights that one window's taps read, in TFLM's order.
+///
+/// With one group and dilation 1 along x, a filter row's valid taps read
+/// one contiguous run of `cols.len() · in_c` inputs; otherwise every tap
+/// is its own run of `in_c / groups` inputs.
+#[inline(always)]
+fn for_each_run(
+    g: &Geometry,
+    groups: usize,
+    window: &Window,
+    group: usize,
+    mut f: impl FnMut(usize, usize, usize),
+) {
+    let fw = g.x.filter as usize;
+    let filter_c = g.in_c as usize / groups;
+    if groups == 1 && g.x.dilation == 1 {
+        let len = window.cols.len() * filter_c;
+        for fy in window.rows.clone() {
+            let x = window.input_at(g, fy, window.cols.start);
+            let w = (fy as usize * fw + window.cols.start as usize) * filter_c;
+            f(x, w, len);
+        }
+    } else {
+        for fy in window.rows.clone() {
+            for fx in window.cols.clone() {
+                let x = window.input_at(g, fy, fx) + group * filter_c;
+                let w = (fy as usize * fw + fx as usize) * filter_c;
+                f(x, w, filter_c);
+            }
+        }
+    }
+}
+
+fn is_pointwise(g: &Geometry, groups: usize) -> bool {
+    g.y.filter == 1 && g.x.filter == 1 && groups == 1
+}
+
+fn conv_i8(
+    data: &OpData,
+    x: &[i8],
+    w: &[i8],
+    bias: Option<&[i32]>,
+    requant: &Requant<'_>,
+    out: &mut [i8],
+) {
+    let g = &data.geometry;
+    let groups = data.groups as usize;
+    let out_c = g.out_c as usize;
+    let filter_len = w.len() / out_c.max(1);
+    let x_offset = data.channels.input_offset;
+    if is_pointwise(g, groups) {
+        let in_c = g.in_c as usize;
+        g.for_each_pixel(|win, o| {
+            let px = &x[win.input_at(g, 0, 0)..][..in_c];
+            quantized::matvec(px, x_offset, w, bias, 0, requant, &mut out[o..][..out_c]);
+        });
+        return;
+    }
+    let bias_of = |c: usize| bias.map_or(0, |b| b[c]);
+    g.for_each_pixel(|win, o| {
+        let out = &mut out[o..][..out_c];
+        let mut c = 0;
+        if groups == 1 {
+            while c + 4 <= out_c {
+                let ws: [&[i8]; 4] =
+                    core::array::from_fn(|i| &w[(c + i) * filter_len..][..filter_len]);
+                let mut acc: [i32; 4] = core::array::from_fn(|i| bias_of(c + i));
+                for_each_run(g, groups, win, 0, |xo, wo, len| {
+                    let xs = &x[xo..][..len];
+                    let d = quantized::dot4(
+                        xs,
+                        x_offset,
+                        [
+                            &ws[0][wo..][..len],
+                            &ws[1][wo..][..len],
+                            &ws[2][wo..][..len],
+                            &ws[3][wo..][..len],
+                        ],
+                    );
+                    for i in 0..4 {
+                        acc[i] = acc[i].wrapping_add(d[i]);
+                    }
+                });
+                for i in 0..4 {
+                    out[c + i] = requant.apply(c + i, acc[i]);
+                }
+                c += 4;
+            }
+        }
+        let per_group = out_c / groups;
+        while c < out_c {
+            let wc = &w[c * filter_len..][..filter_len];
+            let mut acc = bias_of(c);
+            for_each_run(g, groups, win, c / per_group, |xo, wo, len| {
+                acc = acc.wrapping_add(quantized::dot_offset(
+                    &wc[wo..][..len],
+                    &x[xo..][..len],
+                    x_offset,
+                ));
+            });
+            out[c] = requant.apply(c, acc);
+            c += 1;
+        }
+    });
+}
+
+fn conv_f32(data: &OpData, x: &[f32], w: &[f32], bias: Option<&[f32]>, out: &mut [f32]) {
+    let g = &data.geometry;
+    let groups = data.groups as usize;
+    let out_c = g.out_c as usize;
+    let filter_len = w.len() / out_c.max(1);
+    let range = (data.float_min, data.float_max);
+    if is_pointwise(g, groups) {
+        let in_c = g.in_c as usize;
+        g.for_each_pixel(|win, o| {
+            let px = &x[win.input_at(g, 0, 0)..][..in_c];
+            matvec_f32(px, w, bias, range, &mut out[o..][..out_c]);
+        });
+        return;
+    }
+    let bias_of = |c: usize| bias.map_or(0.0, |b| b[c]);
+    g.for_each_pixel(|win, o| {
+        let out = &mut out[o..][..out_c];
+        let mut c = 0;
+        if groups == 1 {
+            while c + 4 <= out_c {
+                let ws: [&[f32]; 4] =
+                    core::array::from_fn(|i| &w[(c + i) * filter_len..][..filter_len]);
+                let mut t = [0.0f32; 4];
+                for_each_run(g, groups, win, 0, |xo, wo, len| {
+                    accumulate4_f32(
+                        &mut t,
+                        &x[xo..][..len],
+                        [
+                            &ws[0][wo..][..len],
+                            &ws[1][wo..][..len],
+                            &ws[2][wo..][..len],
+                            &ws[3][wo..][..len],
+                        ],
+                    );
+                });
+                for i in 0..4 {
+                    out[c + i] = activate(t[i] + bias_of(c + i), range);
+                }
+                c += 4;
+            }
+        }
+        let per_group = out_c / groups;
+        while c < out_c {
+            let wc = &w[c * filter_len..][..filter_len];
+            let mut t = 0.0f32;
+            for_each_run(g, groups, win, c / per_group, |xo, wo, len| {
+                t = accumulate_f32(t, &x[xo..][..len], &wc[wo..][..len]);
+            });
+            out[c] = activate(t + bias_of(c), range);
+            c += 1;
+        }
+    });
+}

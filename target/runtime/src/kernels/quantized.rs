@@ -1,0 +1,426 @@
+//! int8 building blocks of FULLY_CONNECTED, CONV_2D and DEPTHWISE_CONV_2D:
+//! the per-channel requantisation data computed once at prepare, and the
+//! inner products the kernels spend their time in.
+//!
+//! TFLM's reference kernels compute, per output channel `c`,
+//! `acc = bias[c] + Σ w·(x + input_offset)` and requantise `acc`. Because
+//! int32 accumulation is exact (wrapping, as TFLM's C++ does in practice),
+//! the offset term `input_offset · Σ w` is a per-channel constant, which
+//! the convolutions fold into the bias at prepare ([`fold_bias`]) so that
+//! every window wholly inside the input needs only `Σ w·x`; windows that
+//! hang over a padded border skip taps, so they use the model's own bias
+//! and the unfolded formula ([`dot_offset`]). FULLY_CONNECTED reads each
+//! weight once per input row, so there the offset is added to the input
+//! instead ([`matvec`]), shared by four weight rows, and no per-channel
+//! array is stored for it.
+
+use super::KernelError;
+use super::context::{PrepareContext, Stored};
+use super::fixed_point::{
+    activation_range_quantized, multiply_by_quantized_multiplier, quantize_multiplier,
+};
+use super::tensor::{Quant, channel_scales, require_quant};
+use crate::model::TensorInfo;
+use crate::schema::{ActivationFunctionType, TensorType};
+
+/// What happens to a requantised accumulator: add the output zero point,
+/// clamp to the fused activation's range.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct OutputStage {
+    /// Output zero point.
+    pub offset: i32,
+    /// Smallest output value (activation range ∩ int8).
+    pub min: i32,
+    /// Largest output value.
+    pub max: i32,
+}
+
+/// Per-output-channel requantisation constants in the arena's tail.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct ChannelParams {
+    /// Q31 multipliers: one per channel, or one for all.
+    pub multiplier: Stored<i32>,
+    /// Their power-of-two exponents (TFLM's `shift`), same length.
+    pub shift: Stored<i8>,
+    /// `-input_zero_point`, in `-127..=128`.
+    pub input_offset: i32,
+    /// Output zero point and activation clamp.
+    pub stage: OutputStage,
+}
+
+/// How the real multiplier `input_scale · filter_scale / output_scale` is
+/// rounded: TFLM computes it two ways, and the last bit of the Q31 value
+/// depends on which.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScaleRule {
+    /// `(f64(input) · f64(filter[c])) / f64(output)`, per channel (scale
+    /// arrays of length one broadcast): CONV_2D, DEPTHWISE_CONV_2D and
+    /// per-channel FULLY_CONNECTED (`PopulateConvolutionQuantizationParams`).
+    PerChannel,
+    /// `f64(f32(input · filter)) / f64(output)`, one multiplier: per-tensor
+    /// FULLY_CONNECTED (`GetQuantizedConvolutionMultipler`).
+    PerTensorProduct,
+}
+
+/// What [`prepare_channels`] needs to know about the operator.
+#[derive(Debug, Clone, Copy)]
+pub struct ChannelSetup<'m> {
+    /// The activation input.
+    pub input: TensorInfo<'m>,
+    /// The (constant) int8 weights.
+    pub filter: TensorInfo<'m>,
+    /// The output.
+    pub output: TensorInfo<'m>,
+    /// Output channels.
+    pub channels: usize,
+    /// The filter axis that holds the output channels (per-channel scales run along it).
+    pub channel_axis: i32,
+    /// How multipliers are computed.
+    pub rule: ScaleRule,
+    /// The fused activation.
+    pub activation: ActivationFunctionType,
+}
+
+/// Checks the quantisation of an int8 conv-like operator and stores its
+/// multipliers: one per channel for per-channel weights, else one.
+pub fn prepare_channels(
+    ctx: &mut PrepareContext<'_, '_, '_>,
+    setup: &ChannelSetup<'_>,
+) -> Result<ChannelParams, KernelError> {
+    let input_q = require_quant(&setup.input)?;
+    let output_q = require_quant(&setup.output)?;
+    let filter_q = require_quant(&setup.filter)?;
+    let scales = channel_scales(&setup.filter).ok_or(KernelError::MissingQuantization {
+        tensor: setup.filter.index,
+    })?;
+    let per_channel = scales.len() > 1;
+    if per_channel {
+        let axis = setup
+            .filter
+            .raw()
+            .quantization()
+            .map_or(0, |q| q.quantized_dimension());
+        if scales.len() != setup.channels
+            || axis != setup.channel_axis
+            || setup.rule == ScaleRule::PerTensorProduct
+        {
+            return Err(KernelError::ShapeMismatch {
+                tensor: setup.filter.index,
+            });
+        }
+    }
+    // Kernels add the offset to int8 values in 16-bit lanes.
+    if !(-128..=127).contains(&input_q.zero_point) {
+        return Err(KernelError::UnsupportedParameter {
+            what: "int8 zero point outside -128..=127",
+        });
+    }
+    let count = if per_channel { setup.channels } else { 1 };
+    let multiplier_of = |c: usize| -> (i32, i32) {
+        let real = match setup.rule {
+            ScaleRule::PerChannel => {
+                f64::from(input_q.scale) * f64::from(scales.get(c)) / f64::from(output_q.scale)
+            }
+            ScaleRule::PerTensorProduct => {
+                f64::from(input_q.scale * filter_q.scale) / f64::from(output_q.scale)
+            }
+        };
+        quantize_multiplier(real)
+    };
+    let multiplier = ctx.store_from_fn(count, |c| multiplier_of(c).0)?;
+    let shift = ctx.store_from_fn(count, |c| multiplier_of(c).1.clamp(-128, 127) as i8)?;
+    Ok(ChannelParams {
+        multiplier,
+        shift,
+        input_offset: -input_q.zero_point,
+        stage: output_stage(setup.activation, &output_q)?,
+    })
+}
+
+/// A constant int32 bias's values (any alignment), checked to hold `channels`.
+pub fn bias_values<'m>(
+    bias: &TensorInfo<'m>,
+    channels: usize,
+) -> Result<impl Fn(usize) -> i32 + 'm, KernelError> {
+    let data = bias.constant.ok_or(KernelError::UnsupportedParameter {
+        what: "non-constant bias",
+    })?;
+    if bias.dtype != TensorType::INT32 {
+        return Err(KernelError::UnsupportedType {
+            tensor: bias.index,
+            dtype: bias.dtype.0,
+        });
+    }
+    if data.len() != channels * 4 {
+        return Err(KernelError::ShapeMismatch { tensor: bias.index });
+    }
+    Ok(move |c: usize| {
+        i32::from_le_bytes([
+            data[4 * c],
+            data[4 * c + 1],
+            data[4 * c + 2],
+            data[4 * c + 3],
+        ])
+    })
+}
+
+/// Stores `bias[c] + input_offset · weight_sum(c)` for every channel: the
+/// accumulator's start for windows wholly inside the input.
+pub fn fold_bias(
+    ctx: &mut PrepareContext<'_, '_, '_>,
+    bias: Option<&TensorInfo<'_>>,
+    channels: usize,
+    input_offset: i32,
+    weight_sum: impl Fn(usize) -> i32,
+) -> Result<Stored<i32>, KernelError> {
+    let bias = bias.map(|b| bias_values(b, channels)).transpose()?;
+    ctx.store_from_fn(channels, |c| {
+        let b = bias.as_ref().map_or(0, |f| f(c));
+        b.wrapping_add(input_offset.wrapping_mul(weight_sum(c)))
+    })
+}
+
+/// The output stage of an int8 output with `quant` under `activation`.
+pub fn output_stage(
+    activation: ActivationFunctionType,
+    quant: &Quant,
+) -> Result<OutputStage, KernelError> {
+    check_activation(activation)?;
+    let (min, max) = activation_range_quantized(
+        activation,
+        quant.scale,
+        quant.zero_point,
+        i32::from(i8::MIN),
+        i32::from(i8::MAX),
+    );
+    Ok(OutputStage {
+        offset: quant.zero_point,
+        min,
+        max,
+    })
+}
+
+/// Refuses fused activations the conv-like kernels do not implement (TFLM
+/// silently ignores them; no converter emits them on these operators).
+pub fn check_activation(activation: ActivationFunctionType) -> Result<(), KernelError> {
+    use ActivationFunctionType as A;
+    match activation {
+        A::NONE | A::RELU | A::RELU6 | A::RELU_N1_TO_1 => Ok(()),
+        _ => Err(KernelError::UnsupportedParameter {
+            what: "fused activation",
+        }),
+    }
+}
+
+/// The requantisation of one operator at invoke: its multipliers, shifts
+/// and output stage, read from the tail.
+#[derive(Debug, Clone, Copy)]
+pub struct Requant<'a> {
+    multiplier: &'a [i32],
+    shift: &'a [i8],
+    /// 1 for per-channel arrays, 0 for a single multiplier.
+    step: usize,
+    stage: OutputStage,
+}
+
+impl<'a> Requant<'a> {
+    /// From stored arrays (of equal length, one or one per channel).
+    pub fn new(
+        multiplier: &'a [i32],
+        shift: &'a [i8],
+        stage: OutputStage,
+    ) -> Result<Self, KernelError> {
+        if multiplier.is_empty() || multiplier.len() != shift.len() {
+            return Err(KernelError::Internal);
+        }
+        Ok(Requant {
+            multiplier,
+            shift,
+            step: usize::from(multiplier.len() > 1),
+            stage,
+        })
+    }
+
+    /// Whether channel `c` (and all below it) has a multiplier.
+    pub fn covers(&self, channels: usize) -> bool {
+        self.step == 0 || self.multiplier.len() >= channels
+    }
+
+    /// Channel `c`'s accumulator as an int8 output, as TFLM's reference
+    /// kernels compute it (`MultiplyByQuantizedMultiplier`, offset, clamp).
+    #[inline(always)]
+    pub fn apply(&self, c: usize, acc: i32) -> i8 {
+        let i = c * self.step;
+        let scaled =
+            multiply_by_quantized_multiplier(acc, self.multiplier[i], i32::from(self.shift[i]));
+        let v = scaled.wrapping_add(self.stage.offset);
+        // max then min, as TFLM: a range inverted by odd quantisation yields `max`.
+        v.max(self.stage.min).min(self.stage.max) as i8
+    }
+}
+
+/// `Σ a·b` with wrapping int32 accumulation.
+#[inline]
+pub fn dot(a: &[i8], b: &[i8]) -> i32 {
+    // Lane-wise partial sums in a fixed-size array let LLVM keep them in
+    // vector registers; integer addition is associative, so the result is
+    // exactly the sequential sum.
+    const LANES: usize = 16;
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut lanes = [0i32; LANES];
+    let mut ca = a.chunks_exact(LANES);
+    let mut cb = b.chunks_exact(LANES);
+    for (x, y) in (&mut ca).zip(&mut cb) {
+        for i in 0..LANES {
+            lanes[i] = lanes[i].wrapping_add(i32::from(x[i]) * i32::from(y[i]));
+        }
+    }
+    let mut acc = lanes.iter().fold(0i32, |s, &v| s.wrapping_add(v));
+    for (&x, &y) in ca.remainder().iter().zip(cb.remainder()) {
+        acc = acc.wrapping_add(i32::from(x) * i32::from(y));
+    }
+    acc
+}
+
+/// `Σ w·(x + offset)`: TFLM's formula, for windows that skip padded taps.
+#[inline]
+pub fn dot_offset(w: &[i8], x: &[i8], offset: i32) -> i32 {
+    w.iter().zip(x).fold(0i32, |acc, (&w, &x)| {
+        acc.wrapping_add(i32::from(w).wrapping_mul(i32::from(x) + offset))
+    })
+}
+
+/// `Σ w` with wrapping arithmetic.
+pub fn sum(w: &[i8]) -> i32 {
+    w.iter()
+        .fold(0i32, |acc, &v| acc.wrapping_add(i32::from(v)))
+}
+
+/// One row of a matrix product: `out[c] = requant(bias[c] + offset + Σ_d
+/// w[c, d]·(x[d] + x_offset))` for every output channel `c`, `weights`
+/// holding one row of `x.len()` weights per channel. FULLY_CONNECTED and
+/// 1×1 CONV_2D are this, row after row.
+#[inline]
+pub fn matvec(
+    x: &[i8],
+    x_offset: i32,
+    weights: &[i8],
+    bias: Option<&[i32]>,
+    offset: i32,
+    requant: &Requant<'_>,
+    out: &mut [i8],
+) {
+    let k = x.len();
+    let start = |c: usize| bias.map_or(0, |b| b[c]).wrapping_add(offset);
+    if k == 0 {
+        for (c, o) in out.iter_mut().enumerate() {
+            *o = requant.apply(c, start(c));
+        }
+        return;
+    }
+    // Four channels at a time share each load (and offsetting) of `x`.
+    let mut rows = weights.chunks_exact(4 * k);
+    let mut c = 0;
+    let mut outs = out.chunks_exact_mut(4);
+    for (block, o) in (&mut rows).zip(&mut outs) {
+        let (w0, rest) = block.split_at(k);
+        let (w1, rest) = rest.split_at(k);
+        let (w2, w3) = rest.split_at(k);
+        let acc = dot4(x, x_offset, [w0, w1, w2, w3]);
+        for i in 0..4 {
+            o[i] = requant.apply(c + i, start(c + i).wrapping_add(acc[i]));
+        }
+        c += 4;
+    }
+    for (w, o) in rows.remainder().chunks_exact(k).zip(outs.into_remainder()) {
+        *o = requant.apply(c, start(c).wrapping_add(dot_offset(w, x, x_offset)));
+        c += 1;
+    }
+}
+
+/// `Σ w_r·(x + x_offset)` for four weight rows of `x.len()` weights.
+/// `x_offset` is in `-128..=128`, so `x + x_offset` fits 16 bits.
+#[inline]
+pub fn dot4(x: &[i8], x_offset: i32, w: [&[i8]; 4]) -> [i32; 4] {
+    const LANES: usize = 16;
+    let n = x.len();
+    let (w0, w1, w2, w3) = (&w[0][..n], &w[1][..n], &w[2][..n], &w[3][..n]);
+    let off = x_offset as i16;
+    let mut lanes = [[0i32; LANES]; 4];
+    let chunks = n / LANES;
+    for j in 0..chunks {
+        let xs = &x[j * LANES..][..LANES];
+        let mut xo = [0i16; LANES];
+        for i in 0..LANES {
+            xo[i] = i16::from(xs[i]) + off;
+        }
+        let ws = [
+            &w0[j * LANES..][..LANES],
+            &w1[j * LANES..][..LANES],
+            &w2[j * LANES..][..LANES],
+            &w3[j * LANES..][..LANES],
+        ];
+        for (r, wr) in ws.iter().enumerate() {
+            for i in 0..LANES {
+                lanes[r][i] = lanes[r][i].wrapping_add(i32::from(xo[i]) * i32::from(wr[i]));
+            }
+        }
+    }
+    let mut acc = [0i32; 4];
+    let tail = chunks * LANES;
+    for (r, wr) in [w0, w1, w2, w3].iter().enumerate() {
+        let head = lanes[r].iter().fold(0i32, |s, &v| s.wrapping_add(v));
+        acc[r] = head.wrapping_add(dot_offset(&wr[tail..], &x[tail..], x_offset));
+    }
+    acc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn naive(a: &[i8], b: &[i8]) -> i32 {
+        a.iter()
+            .zip(b)
+            .map(|(&x, &y)| i32::from(x) * i32::from(y))
+            .sum()
+    }
+
+    #[test]
+    fn dots_match_naive() {
+        let a: Vec<i8> = (0..77).map(|i| ((i * 37 + 11) % 256) as u8 as i8).collect();
+        let b: Vec<i8> = (0..77).map(|i| ((i * 91 + 5) % 256) as u8 as i8).collect();
+        for n in 0..77 {
+            assert_eq!(dot(&a[..n], &b[..n]), naive(&a[..n], &b[..n]));
+            let got = dot4(&a[..n], 0, [&b[..n], &a[..n], &b[..n], &b[..n]]);
+            assert_eq!(got[0], naive(&a[..n], &b[..n]));
+            assert_eq!(got[1], naive(&a[..n], &a[..n]));
+            let got = dot4(&a[..n], -128, [&b[..n], &a[..n], &b[..n], &b[..n]]);
+            assert_eq!(got[2], dot_offset(&b[..n], &a[..n], -128));
+            assert_eq!(
+                dot_offset(&a[..n], &b[..n], 128),
+                a[..n]
+                    .iter()
+                    .zip(&b[..n])
+                    .map(|(&w, &x)| i32::from(w) * (i32::from(x) + 128))
+                    .sum::<i32>()
+            );
+        }
+    }
+
+    #[test]
+    fn requant_clamps_in_tflm_order() {
+        let stage = OutputStage {
+            offset: 5,
+            min: 10,
+            max: 3,
+        };
+        let r = Requant::new(&[1 << 30], &[1], stage).unwrap();
+        // An inverted range yields `max`, as std::min(std::max(v, min), max).
+        assert_eq!(r.apply(0, 100), 3);
+        assert_eq!(r.apply(7, -100), 3);
+    }
+}
