@@ -10,9 +10,15 @@ use core::fmt;
 use crate::model::OpCode;
 use crate::schema::BuiltinOperator;
 
+pub mod add;
 pub mod context;
+pub mod dequantize;
 pub mod fixed_point;
+pub mod logistic;
+pub mod pooling;
+pub mod quantize;
 pub mod reshape;
+pub mod softmax;
 pub mod tensor;
 
 pub use context::{InvokeContext, PrepareContext, Stored};
@@ -225,8 +231,16 @@ impl<const N: usize> Resolver for OpResolver<N> {
 /// Every builtin kernel hilt has.
 pub fn all_builtins() -> OpResolver<32> {
     let mut r = OpResolver::new();
-    let table: &[(BuiltinOperator, Registration)] =
-        &[(BuiltinOperator::RESHAPE, reshape::REGISTRATION)];
+    let table: &[(BuiltinOperator, Registration)] = &[
+        (BuiltinOperator::RESHAPE, reshape::REGISTRATION),
+        (BuiltinOperator::ADD, add::REGISTRATION),
+        (BuiltinOperator::AVERAGE_POOL_2D, pooling::AVERAGE_POOL_2D),
+        (BuiltinOperator::MAX_POOL_2D, pooling::MAX_POOL_2D),
+        (BuiltinOperator::SOFTMAX, softmax::REGISTRATION),
+        (BuiltinOperator::LOGISTIC, logistic::REGISTRATION),
+        (BuiltinOperator::QUANTIZE, quantize::REGISTRATION),
+        (BuiltinOperator::DEQUANTIZE, dequantize::REGISTRATION),
+    ];
     for &(op, kernel) in table {
         // 32 entries hold every builtin above.
         let _ = r.add(op, kernel);
