@@ -140,12 +140,25 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
     ctx.store(&data)
 }
 
+/// C's `static_cast<int32_t>(float)` as the reference TFLM (x86-64) runs
+/// it: values outside the `i32` range and NaN become `i32::MIN` (the
+/// "integer indefinite" of `cvttss2si`), and adding the zero point then
+/// wraps. So a huge positive input quantises to the type's minimum, as in
+/// the TFLM outputs hilt is held to.
+#[inline(always)]
+fn float_to_i32_like_x86(x: f32) -> i32 {
+    if (-2_147_483_648.0..2_147_483_648.0).contains(&x) {
+        x as i32
+    } else {
+        i32::MIN
+    }
+}
+
 /// TFLM's `AffineQuantize`: `round(x / scale) + zero_point`, clamped.
 #[inline(always)]
 fn affine_quantize<O: QuantizedInt>(input: &[f32], output: &mut [O], scale: f32, zero_point: i32) {
     for (o, &x) in output.iter_mut().zip(input) {
-        // Out-of-range floats saturate (as on Arm; x86 TFLM wraps to INT_MIN).
-        let q = (libm::roundf(x / scale) as i32).saturating_add(zero_point);
+        let q = float_to_i32_like_x86(libm::roundf(x / scale)).wrapping_add(zero_point);
         *o = O::from_i32(q.clamp(O::MIN, O::MAX));
     }
 }
@@ -237,6 +250,12 @@ mod tests {
         let mut out = [0i8; 6];
         affine_quantize(&[0.25, -0.25, 0.75, 100.0, -100.0, 0.0], &mut out, 0.5, 3);
         assert_eq!(out, [4, 2, 5, 127, -128, 3]);
+        // Beyond i32, TFLM's x86 conversion gives i32::MIN before the zero
+        // point is added (wrapping).
+        affine_quantize(&[3e9, -3e9, f32::NAN, 0.0, 0.0, 0.0], &mut out, 1.0, 0);
+        assert_eq!(out[..3], [-128, -128, -128]);
+        affine_quantize(&[3e9, -3e9, f32::NAN, 0.0, 0.0, 0.0], &mut out, 1.0, -3);
+        assert_eq!(out[..3], [127, 127, 127]);
     }
 
     #[test]
