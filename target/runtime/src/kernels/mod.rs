@@ -10,6 +10,7 @@ use core::fmt;
 use crate::model::OpCode;
 use crate::schema::BuiltinOperator;
 
+pub mod add;
 pub mod context;
 pub mod conv;
 pub mod depthwise_conv;
@@ -17,7 +18,12 @@ pub mod fixed_point;
 pub mod fully_connected;
 pub mod padding;
 pub mod quantized;
+pub mod dequantize;
+pub mod logistic;
+pub mod pooling;
+pub mod quantize;
 pub mod reshape;
+pub mod softmax;
 pub mod tensor;
 
 pub use context::{InvokeContext, PrepareContext, Stored};
@@ -241,6 +247,13 @@ pub fn all_builtins() -> OpResolver<32> {
             BuiltinOperator::DEPTHWISE_CONV_2D,
             depthwise_conv::REGISTRATION,
         ),
+        (BuiltinOperator::ADD, add::REGISTRATION),
+        (BuiltinOperator::AVERAGE_POOL_2D, pooling::AVERAGE_POOL_2D),
+        (BuiltinOperator::MAX_POOL_2D, pooling::MAX_POOL_2D),
+        (BuiltinOperator::SOFTMAX, softmax::REGISTRATION),
+        (BuiltinOperator::LOGISTIC, logistic::REGISTRATION),
+        (BuiltinOperator::QUANTIZE, quantize::REGISTRATION),
+        (BuiltinOperator::DEQUANTIZE, dequantize::REGISTRATION),
     ];
     for &(op, kernel) in table {
         // 32 entries hold every builtin above.
