@@ -13,6 +13,7 @@ use crate::schema::BuiltinOperator;
 pub mod context;
 pub mod fixed_point;
 pub mod reshape;
+pub mod svdf;
 pub mod tensor;
 
 pub use context::{InvokeContext, PrepareContext, Stored};
@@ -225,8 +226,10 @@ impl<const N: usize> Resolver for OpResolver<N> {
 /// Every builtin kernel hilt has.
 pub fn all_builtins() -> OpResolver<32> {
     let mut r = OpResolver::new();
-    let table: &[(BuiltinOperator, Registration)] =
-        &[(BuiltinOperator::RESHAPE, reshape::REGISTRATION)];
+    let table: &[(BuiltinOperator, Registration)] = &[
+        (BuiltinOperator::RESHAPE, reshape::REGISTRATION),
+        (BuiltinOperator::SVDF, svdf::REGISTRATION),
+    ];
     for &(op, kernel) in table {
         // 32 entries hold every builtin above.
         let _ = r.add(op, kernel);
