@@ -162,6 +162,8 @@ pub trait StateElement: bytemuck::Pod + Copy + Into<i32> + 'static {
     const MAX: i32;
     /// `value` clamped to the type's range.
     fn saturate(value: i32) -> Self;
+    /// `Σ a·b`, wrapping.
+    fn dot(a: &[Self], b: &[Self]) -> i32;
 }
 
 impl StateElement for i16 {
@@ -171,6 +173,10 @@ impl StateElement for i16 {
     fn saturate(value: i32) -> Self {
         value.clamp(<Self as StateElement>::MIN, <Self as StateElement>::MAX) as i16
     }
+    #[inline(always)]
+    fn dot(a: &[Self], b: &[Self]) -> i32 {
+        dot::i16_i16(a, b)
+    }
 }
 
 impl StateElement for i8 {
@@ -179,6 +185,12 @@ impl StateElement for i8 {
     #[inline(always)]
     fn saturate(value: i32) -> Self {
         value.clamp(<Self as StateElement>::MIN, <Self as StateElement>::MAX) as i8
+    }
+    #[inline(always)]
+    fn dot(a: &[Self], b: &[Self]) -> i32 {
+        a.iter().zip(b).fold(0i32, |acc, (&x, &y)| {
+            acc.wrapping_add(i32::from(x) * i32::from(y))
+        })
     }
 }
 
@@ -401,12 +413,16 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
     }
 }
 
+/// Longest input row widened on the stack (256 bytes) for the feature
+/// matmul; longer rows take the unwidened loop.
+const WIDE_INPUT: usize = 128;
+
 /// `Σ w·(x − zero_point)` over int8 vectors, wrapping as TFLM's int32
 /// accumulator does on its targets.
 #[inline(always)]
 fn dot_i8_offset(weights: &[i8], x: &[i8], zero_point: i32) -> i32 {
     // Σ w·(x − zp) = Σ w·x − zp·Σ w exactly modulo 2³²; the i8·i8 products
-    // stay in 16 bits, which is what SIMD and DSP multiply-accumulates eat.
+    // stay in 16 bits.
     let mut dot = 0i32;
     let mut weight_sum = 0i32;
     for (&w, &v) in weights.iter().zip(x) {
@@ -416,17 +432,183 @@ fn dot_i8_offset(weights: &[i8], x: &[i8], zero_point: i32) -> i32 {
     dot.wrapping_sub(weight_sum.wrapping_mul(zero_point))
 }
 
+/// `Σ w·x` with the input already offset and widened to i16.
+#[inline(always)]
+fn dot_i8_i16(weights: &[i8], x: &[i16]) -> i32 {
+    dot::i8_i16(weights, x)
+}
+
+/// One batch row's feature activations into each filter's newest column:
+/// `saturate(scale_1(Σ w·(x − zp_in)) + zp_state)`.
+#[inline(always)]
+fn feature_row<T: StateElement>(
+    quant: &SvdfQuantParams,
+    x: &[i8],
+    weights_feature: &[i8],
+    batch_state: &mut [T],
+    memory: usize,
+) {
+    let n_input = x.len();
+    let newest = |dot: i32| {
+        let scaled =
+            multiply_by_quantized_multiplier(dot, quant.scale_1_multiplier, quant.scale_1_shift);
+        T::saturate(scaled.wrapping_add(quant.state_zero_point))
+    };
+    let rows = weights_feature
+        .chunks_exact(n_input)
+        .zip(batch_state.chunks_exact_mut(memory));
+    // x − zp fits in i16 for any int8 zero point.
+    let zp = quant.input_zero_point;
+    if n_input <= WIDE_INPUT && (i32::from(i8::MIN)..=i32::from(i8::MAX)).contains(&zp) {
+        let mut wide = [0i16; WIDE_INPUT];
+        for (d, &v) in wide.iter_mut().zip(x) {
+            *d = (i32::from(v) - zp) as i16;
+        }
+        let wide = &wide[..n_input];
+        for (w, row) in rows {
+            row[memory - 1] = newest(dot_i8_i16(w, wide));
+        }
+    } else {
+        for (w, row) in rows {
+            row[memory - 1] = newest(dot_i8_offset(w, x, zp));
+        }
+    }
+}
+
 /// `Σ w·(s − zero_point)` over one unit's weights_time and state rows.
 #[inline(always)]
 fn dot_state<T: StateElement>(weights: &[T], state: &[T], zero_point: i32) -> i32 {
     if zero_point == 0 {
-        weights.iter().zip(state).fold(0i32, |acc, (&w, &s)| {
-            acc.wrapping_add(w.into().wrapping_mul(s.into()))
-        })
+        T::dot(weights, state)
     } else {
         weights.iter().zip(state).fold(0i32, |acc, (&w, &s)| {
             acc.wrapping_add(w.into().wrapping_mul(s.into().wrapping_sub(zero_point)))
         })
+    }
+}
+
+/// Wrapping int32 dot products. On x86-64 the baseline SSE2 `pmaddwd`
+/// (two i16 products summed into each i32 lane) does 8 or 16 products a
+/// step, which LLVM does not find on its own for i8 weights; elsewhere the
+/// plain loops, which LLVM vectorises or Arm's DSP pass pairs. Lane sums
+/// wrap like the scalar ones, so the results are the same modulo 2³².
+mod dot {
+    /// `Σ a·b` over i8 × i16, plain loop.
+    #[inline(always)]
+    pub(super) fn i8_i16_portable(a: &[i8], b: &[i16]) -> i32 {
+        a.iter().zip(b).fold(0i32, |acc, (&x, &y)| {
+            acc.wrapping_add(i32::from(x) * i32::from(y))
+        })
+    }
+
+    /// `Σ a·b` over i16 × i16, plain loop.
+    #[inline(always)]
+    pub(super) fn i16_i16_portable(a: &[i16], b: &[i16]) -> i32 {
+        a.iter().zip(b).fold(0i32, |acc, (&x, &y)| {
+            acc.wrapping_add(i32::from(x) * i32::from(y))
+        })
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    pub(super) use i8_i16_portable as i8_i16;
+    #[cfg(not(target_arch = "x86_64"))]
+    pub(super) use i16_i16_portable as i16_i16;
+
+    #[cfg(target_arch = "x86_64")]
+    use core::arch::x86_64::{
+        __m128i, _mm_add_epi32, _mm_cvtsi128_si32, _mm_loadu_si128, _mm_madd_epi16,
+        _mm_setzero_si128, _mm_shuffle_epi32, _mm_srai_epi16, _mm_unpackhi_epi8, _mm_unpacklo_epi8,
+    };
+
+    /// The four lanes of `v` added (wrapping, as `paddd` does).
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn lane_sum(v: __m128i) -> i32 {
+        // SAFETY: SSE2 is part of the x86-64 baseline; no memory access.
+        unsafe {
+            let v = _mm_add_epi32(v, _mm_shuffle_epi32::<0b01_00_11_10>(v));
+            let v = _mm_add_epi32(v, _mm_shuffle_epi32::<0b10_11_00_01>(v));
+            _mm_cvtsi128_si32(v)
+        }
+    }
+
+    /// `Σ a·b` over i8 × i16, 16 products a step.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    pub(super) fn i8_i16(a: &[i8], b: &[i16]) -> i32 {
+        let n = a.len().min(b.len());
+        let blocks = n / 16;
+        // SAFETY: SSE2 is part of the x86-64 baseline. Block `k` reads
+        // a[16k..16k + 16] and b[16k..16k + 16], inside both slices since
+        // 16k + 16 ≤ n; unaligned loads accept any address.
+        let head = unsafe {
+            let mut acc = _mm_setzero_si128();
+            for k in 0..blocks {
+                let w = _mm_loadu_si128(a.as_ptr().add(16 * k).cast::<__m128i>());
+                // Bytes doubled into 16-bit lanes, shifted back down: sign-extended.
+                let w_lo = _mm_srai_epi16::<8>(_mm_unpacklo_epi8(w, w));
+                let w_hi = _mm_srai_epi16::<8>(_mm_unpackhi_epi8(w, w));
+                let x_lo = _mm_loadu_si128(b.as_ptr().add(16 * k).cast::<__m128i>());
+                let x_hi = _mm_loadu_si128(b.as_ptr().add(16 * k + 8).cast::<__m128i>());
+                acc = _mm_add_epi32(acc, _mm_madd_epi16(w_lo, x_lo));
+                acc = _mm_add_epi32(acc, _mm_madd_epi16(w_hi, x_hi));
+            }
+            lane_sum(acc)
+        };
+        head.wrapping_add(i8_i16_portable(&a[16 * blocks..n], &b[16 * blocks..n]))
+    }
+
+    /// `Σ a·b` over i16 × i16, 8 products a step.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    pub(super) fn i16_i16(a: &[i16], b: &[i16]) -> i32 {
+        let n = a.len().min(b.len());
+        let blocks = n / 8;
+        // SAFETY: SSE2 is part of the x86-64 baseline. Block `k` reads
+        // a[8k..8k + 8] and b[8k..8k + 8], inside both slices. `pmaddwd`
+        // overflows only for four −32768s, giving −2³¹: the wrapped sum.
+        let head = unsafe {
+            let mut acc = _mm_setzero_si128();
+            for k in 0..blocks {
+                let x = _mm_loadu_si128(a.as_ptr().add(8 * k).cast::<__m128i>());
+                let y = _mm_loadu_si128(b.as_ptr().add(8 * k).cast::<__m128i>());
+                acc = _mm_add_epi32(acc, _mm_madd_epi16(x, y));
+            }
+            lane_sum(acc)
+        };
+        head.wrapping_add(i16_i16_portable(&a[8 * blocks..n], &b[8 * blocks..n]))
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use proptest::prelude::*;
+
+        proptest! {
+            #[test]
+            fn i8_i16_matches_plain_loop(
+                pairs in prop::collection::vec((any::<i8>(), any::<i16>()), 0..80)
+            ) {
+                let (a, b): (Vec<i8>, Vec<i16>) = pairs.into_iter().unzip();
+                prop_assert_eq!(super::i8_i16(&a, &b), super::i8_i16_portable(&a, &b));
+            }
+
+            #[test]
+            fn i16_i16_matches_plain_loop(
+                pairs in prop::collection::vec(
+                    (prop_oneof![any::<i16>(), Just(i16::MIN)], prop_oneof![any::<i16>(), Just(i16::MIN)]),
+                    0..80,
+                )
+            ) {
+                let (a, b): (Vec<i16>, Vec<i16>) = pairs.into_iter().unzip();
+                prop_assert_eq!(super::i16_i16(&a, &b), super::i16_i16_portable(&a, &b));
+            }
+        }
+
+        #[test]
+        fn i16_i16_wraps_like_the_plain_loop() {
+            let a = [i16::MIN; 16];
+            assert_eq!(super::i16_i16(&a, &a), super::i16_i16_portable(&a, &a));
+        }
     }
 }
 
@@ -471,18 +653,7 @@ pub fn eval_integer<T: StateElement>(
             .chunks_exact(n_input)
             .zip(state.chunks_exact_mut(per_batch))
         {
-            for (w, row) in weights_feature
-                .chunks_exact(n_input)
-                .zip(batch_state.chunks_exact_mut(memory))
-            {
-                let dot = dot_i8_offset(w, x, quant.input_zero_point);
-                let scaled = multiply_by_quantized_multiplier(
-                    dot,
-                    quant.scale_1_multiplier,
-                    quant.scale_1_shift,
-                );
-                row[memory - 1] = T::saturate(scaled.wrapping_add(quant.state_zero_point));
-            }
+            feature_row(quant, x, weights_feature, batch_state, memory);
         }
     } else {
         // An empty dot product is 0 for every filter.
