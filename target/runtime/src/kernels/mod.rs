@@ -24,6 +24,7 @@ pub mod pooling;
 pub mod quantize;
 pub mod reshape;
 pub mod softmax;
+pub mod svdf;
 pub mod tensor;
 
 pub use context::{InvokeContext, PrepareContext, Stored};
@@ -254,6 +255,7 @@ pub fn all_builtins() -> OpResolver<32> {
         (BuiltinOperator::LOGISTIC, logistic::REGISTRATION),
         (BuiltinOperator::QUANTIZE, quantize::REGISTRATION),
         (BuiltinOperator::DEQUANTIZE, dequantize::REGISTRATION),
+        (BuiltinOperator::SVDF, svdf::REGISTRATION),
     ];
     for &(op, kernel) in table {
         // 32 entries hold every builtin above.
