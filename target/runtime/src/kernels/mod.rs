@@ -12,6 +12,7 @@ use crate::schema::BuiltinOperator;
 
 pub mod context;
 pub mod fixed_point;
+pub mod lstm;
 pub mod reshape;
 pub mod tensor;
 
@@ -225,8 +226,13 @@ impl<const N: usize> Resolver for OpResolver<N> {
 /// Every builtin kernel hilt has.
 pub fn all_builtins() -> OpResolver<32> {
     let mut r = OpResolver::new();
-    let table: &[(BuiltinOperator, Registration)] =
-        &[(BuiltinOperator::RESHAPE, reshape::REGISTRATION)];
+    let table: &[(BuiltinOperator, Registration)] = &[
+        (BuiltinOperator::RESHAPE, reshape::REGISTRATION),
+        (
+            BuiltinOperator::UNIDIRECTIONAL_SEQUENCE_LSTM,
+            lstm::REGISTRATION,
+        ),
+    ];
     for &(op, kernel) in table {
         // 32 entries hold every builtin above.
         let _ = r.add(op, kernel);
