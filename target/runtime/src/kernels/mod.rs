@@ -22,6 +22,7 @@ pub mod dequantize;
 pub mod logistic;
 pub mod pooling;
 pub mod quantize;
+pub mod lstm;
 pub mod reshape;
 pub mod softmax;
 pub mod svdf;
@@ -256,6 +257,10 @@ pub fn all_builtins() -> OpResolver<32> {
         (BuiltinOperator::QUANTIZE, quantize::REGISTRATION),
         (BuiltinOperator::DEQUANTIZE, dequantize::REGISTRATION),
         (BuiltinOperator::SVDF, svdf::REGISTRATION),
+        (
+            BuiltinOperator::UNIDIRECTIONAL_SEQUENCE_LSTM,
+            lstm::REGISTRATION,
+        ),
     ];
     for &(op, kernel) in table {
         // 32 entries hold every builtin above.
