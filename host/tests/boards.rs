@@ -74,7 +74,11 @@ fn board_in_temp(toml: &str, memory_x: Option<&str>) -> Result<hilt::board::Boar
     // A fresh folder per call: tests run in parallel threads.
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("hilt-boards-{}-{n}-{:x}", std::process::id(), fxhash(toml)));
+    let dir = std::env::temp_dir().join(format!(
+        "hilt-boards-{}-{n}-{:x}",
+        std::process::id(),
+        fxhash(toml)
+    ));
     std::fs::create_dir_all(dir.join("b")).unwrap();
     std::fs::write(dir.join("b.toml"), toml).unwrap();
     if let Some(m) = memory_x {
