@@ -43,6 +43,9 @@ mod imp {
         pub(crate) fn restart(&self) {
             // SAFETY: writing CVR only clears the current value; SysTick is ours alone.
             unsafe { (*SYST::PTR).cvr.write(0) };
+            // CVR reads 0 until the next tick reloads it: start counting
+            // from that reload, with no wrap pending.
+            while SYST::get_current() == 0 {}
             WRAPS.store(0, Ordering::Release);
         }
 
