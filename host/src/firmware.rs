@@ -43,6 +43,8 @@ pub struct FirmwareRequest<'a> {
     pub planner: PlannerKind,
     /// Extra firmware features (fault injection in tests).
     pub features: &'a [String],
+    /// Canary mode (`off`, `bounds`, `buffers`).
+    pub canary: &'a str,
 }
 
 fn fnv(bytes: &[u8], seed: u64) -> u64 {
@@ -51,11 +53,8 @@ fn fnv(bytes: &[u8], seed: u64) -> u64 {
     })
 }
 
-/// Builds (or reuses) the firmware ELF; returns its path. Cargo's own
-/// incremental build decides whether anything changed; each (model, arena,
-/// planner) gets its own build folder so switching scenarios does not
-/// rebuild from scratch, and each board's ELF is copied out under a name
-/// that says what it holds.
+/// Builds (or reuses) the firmware ELF; returns its path, named after the
+/// board and a key over everything that went into it.
 pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, BuildError> {
     let model = std::fs::read(request.model).map_err(|source| BuildError::Io {
         path: request.model.into(),
@@ -79,7 +78,11 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
     let key = format!(
         "{:016x}",
         fnv(
-            format!("{}:{planner}:{extra}", request.arena_size).as_bytes(),
+            format!(
+                "{}:{planner}:{extra}:{}",
+                request.arena_size, request.canary
+            )
+            .as_bytes(),
             fnv(&model, 0)
         )
     );
@@ -88,7 +91,11 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
         features.push(',');
         features.push_str(f);
     }
-    let target_dir = repo.join("build/firmware").join(&key);
+    // One build folder for every firmware: dependencies are built once; a
+    // change of model, arena, planner, canary or features only re-runs the
+    // firmware crate's build script (it declares those inputs), and each
+    // result is copied out under its key before the next build.
+    let target_dir = repo.join("build/firmware/cache");
     let manifest = repo.join("target/firmware/Cargo.toml");
     let output = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
         .current_dir(repo.join("target/firmware"))
@@ -99,6 +106,7 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
         .env("HILT_MODEL", &model_path)
         .env("HILT_ARENA_SIZE", request.arena_size.to_string())
         .env("HILT_PLANNER", planner)
+        .env("HILT_CANARY", request.canary)
         .env("HILT_BOARDS_DIR", repo.join("boards"))
         .output()
         .map_err(BuildError::Spawn)?;

@@ -67,6 +67,7 @@ pub async fn run_jobs(
                     arena_size,
                     planner: j.scenario.planner,
                     features: &j.scenario.firmware_features,
+                    canary: &j.scenario.canary,
                 },
             )
             .map_err(|e| e.to_string())

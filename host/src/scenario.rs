@@ -9,6 +9,7 @@
 //! arena_size = 65536                      # default: the board's
 //! iterations = 1                          # invocations per step
 //! timeout_s = 120                         # per board
+//! canary = "buffers"                     # off | bounds | buffers
 //! firmware_features = []                  # fault injection (tests only)
 //! ```
 //!
@@ -74,6 +75,8 @@ pub struct Scenario {
     pub cases: Vec<CaseData>,
     /// Extra firmware features: fault injection, for the host's own tests.
     pub firmware_features: Vec<String>,
+    /// Guard bands: `off`, `bounds` or `buffers`.
+    pub canary: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -102,6 +105,8 @@ struct RawScenario {
     timeout_s: Option<u64>,
     #[serde(default)]
     firmware_features: Vec<String>,
+    #[serde(default)]
+    canary: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -181,6 +186,14 @@ pub fn load(path: &Path, conformance_dir: &Path) -> Result<Scenario, ScenarioErr
             ));
         }
     };
+    let canary = raw.canary.clone().unwrap_or_else(|| "off".into());
+    if !["off", "bounds", "buffers"].contains(&canary.as_str()) {
+        return Err(invalid(
+            path,
+            "canary",
+            format!("{canary:?}: use off, bounds or buffers"),
+        ));
+    }
     if raw.boards.is_empty() {
         return Err(invalid(path, "boards", "names no board"));
     }
@@ -319,5 +332,6 @@ pub fn load(path: &Path, conformance_dir: &Path) -> Result<Scenario, ScenarioErr
         compare,
         cases,
         firmware_features: raw.firmware_features,
+        canary,
     })
 }
