@@ -45,6 +45,8 @@ pub struct FirmwareRequest<'a> {
     pub features: &'a [String],
     /// Canary mode (`off`, `bounds`, `buffers`).
     pub canary: &'a str,
+    /// Activation buffer alignment.
+    pub align: u32,
 }
 
 fn fnv(bytes: &[u8], seed: u64) -> u64 {
@@ -107,6 +109,7 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
         .env("HILT_ARENA_SIZE", request.arena_size.to_string())
         .env("HILT_PLANNER", planner)
         .env("HILT_CANARY", request.canary)
+        .env("HILT_ALIGN", request.align.to_string())
         .env("HILT_BOARDS_DIR", repo.join("boards"))
         .output()
         .map_err(BuildError::Spawn)?;

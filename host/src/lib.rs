@@ -9,6 +9,7 @@ pub mod board;
 pub mod conformance;
 pub mod elf;
 pub mod firmware;
+pub mod gate;
 pub mod gdbstub;
 pub mod host_run;
 pub mod infer;

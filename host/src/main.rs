@@ -54,6 +54,25 @@ enum Command {
         #[arg(long, default_value = "boards")]
         boards_dir: PathBuf,
     },
+    /// Run scenarios and compare layouts and latencies with the accepted
+    /// snapshots (snapshots/gate); differences leave .snap.new files for
+    /// `cargo insta review`.
+    Gate {
+        /// Scenario files (default: every scenarios/*.toml).
+        scenarios: Vec<PathBuf>,
+        /// Only these boards (a name or a glob).
+        #[arg(long)]
+        board: Option<String>,
+        /// Boards to run at once.
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// The accepted snapshots.
+        #[arg(long, default_value = "snapshots/gate")]
+        snapshots: PathBuf,
+        /// The board definitions folder.
+        #[arg(long, default_value = "boards")]
+        boards_dir: PathBuf,
+    },
     /// List the defined boards.
     Boards {
         /// The board definitions folder.
@@ -182,6 +201,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             jobs,
             boards_dir,
         } => run_scenarios(&scenarios, board.as_deref(), jobs, &boards_dir),
+        Command::Gate {
+            scenarios,
+            board,
+            jobs,
+            snapshots,
+            boards_dir,
+        } => gate_scenarios(&scenarios, board.as_deref(), jobs, &snapshots, &boards_dir),
         Command::Boards { dir } => {
             let boards = hilt::board::load_all(&dir)?;
             println!(
@@ -265,6 +291,135 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
+    }
+}
+
+fn gate_scenarios(
+    paths: &[PathBuf],
+    board_filter: Option<&str>,
+    jobs: Option<usize>,
+    snapshots: &std::path::Path,
+    boards_dir: &std::path::Path,
+) -> anyhow::Result<()> {
+    use hilt::gate::{ModelNames, Verdict, gate_run};
+    let mut paths = paths.to_vec();
+    if paths.is_empty() {
+        for entry in std::fs::read_dir("scenarios")? {
+            let path = entry?.path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                paths.push(path);
+            }
+        }
+        paths.sort();
+    }
+    let (work, names) = jobs_for(&paths, board_filter, boards_dir)?;
+    let tolerance: std::collections::HashMap<String, f64> = work
+        .iter()
+        .map(|j| (j.board.name.clone(), j.board.latency_tolerance_percent))
+        .collect();
+    let repo = std::env::current_dir()?;
+    let parallel =
+        jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let mut verdicts = Vec::new();
+    runtime.block_on(hilt::orchestrate::run_jobs(&repo, work, parallel, |run| {
+        let (ops, tensors) = names.get(&run.scenario).cloned().unwrap_or_default();
+        let names = ModelNames { tensors, ops };
+        let tol = tolerance.get(&run.board).copied().unwrap_or(0.0);
+        let verdict = gate_run(snapshots, run, &names, tol)
+            .unwrap_or_else(|e| Verdict::RunFailed(format!("cannot write snapshot: {e}")));
+        let key = format!("{} @ {}", run.scenario, run.board);
+        match &verdict {
+            Verdict::Unchanged => println!("ok       {key}"),
+            Verdict::New => println!(
+                "NEW      {key}: no accepted snapshot; review the .snap.new (cargo insta review)"
+            ),
+            Verdict::Changed(diffs) => {
+                println!("CHANGED  {key}:");
+                for d in diffs {
+                    println!("           {d}");
+                }
+            }
+            Verdict::RunFailed(m) => println!("FAILED   {key}: {m}"),
+        }
+        verdicts.push(verdict);
+    }));
+    let bad = verdicts
+        .iter()
+        .filter(|v| **v != Verdict::Unchanged)
+        .count();
+    println!(
+        "gate: {} runs, {} unchanged, {bad} to review or fix",
+        verdicts.len(),
+        verdicts.len() - bad
+    );
+    if bad > 0 {
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+/// Operator names and tensor names of a model, for readable output.
+type OpAndTensorNames = (Vec<String>, Vec<String>);
+
+type Work = (
+    Vec<hilt::orchestrate::Job>,
+    std::collections::HashMap<String, OpAndTensorNames>,
+);
+
+fn jobs_for(
+    paths: &[PathBuf],
+    board_filter: Option<&str>,
+    boards_dir: &std::path::Path,
+) -> anyhow::Result<Work> {
+    use hilt::orchestrate::Job;
+    let repo = std::env::current_dir()?;
+    let boards = hilt::board::load_all(boards_dir)?;
+    let conformance = hilt::conformance::locate(&repo);
+    let mut work = Vec::new();
+    let mut names = std::collections::HashMap::new();
+    for path in paths {
+        let scenario = std::sync::Arc::new(hilt::scenario::load(path, &conformance)?);
+        names.insert(scenario.name.clone(), model_names(&scenario.model));
+        let mut chosen: Vec<&hilt::board::Board> = Vec::new();
+        for pattern in &scenario.boards {
+            for b in hilt::board::select(&boards, pattern)? {
+                if !chosen.iter().any(|c| c.name == b.name) {
+                    chosen.push(b);
+                }
+            }
+        }
+        if let Some(filter) = board_filter {
+            chosen.retain(|b| hilt::board::glob_match(filter, &b.name));
+        }
+        for board in chosen {
+            work.push(Job {
+                scenario: scenario.clone(),
+                board: board.clone(),
+            });
+        }
+    }
+    if work.is_empty() {
+        anyhow::bail!(
+            "no (scenario, board) pair to run: check the scenarios' `boards` and --board"
+        );
+    }
+    Ok((work, names))
+}
+
+fn model_names(model: &std::path::Path) -> OpAndTensorNames {
+    let Ok(bytes) = std::fs::read(model) else {
+        return Default::default();
+    };
+    let aligned = hilt::host_run::AlignedBytes::new(&bytes);
+    match hilt_runtime::model::Model::from_bytes(aligned.as_slice()) {
+        Ok(m) => (
+            m.operators().map(|op| op.code.to_string()).collect(),
+            m.tensors().map(|t| t.name.to_string()).collect(),
+        ),
+        Err(_) => Default::default(),
     }
 }
 

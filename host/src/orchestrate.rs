@@ -30,6 +30,7 @@ fn error_run(job: &Job, message: String) -> BoardRun {
         steps: Vec::new(),
         arena: None,
         logs: Vec::new(),
+        plan: Vec::new(),
     }
 }
 
@@ -68,6 +69,7 @@ pub async fn run_jobs(
                     planner: j.scenario.planner,
                     features: &j.scenario.firmware_features,
                     canary: &j.scenario.canary,
+                    align: j.scenario.align,
                 },
             )
             .map_err(|e| e.to_string())
@@ -106,6 +108,7 @@ pub async fn run_jobs(
                 steps: Vec::new(),
                 arena: None,
                 logs: Vec::new(),
+                plan: Vec::new(),
             },
         };
         on_result(&run);

@@ -57,6 +57,27 @@ pub struct BoardRun {
     pub arena: Option<[u32; 4]>,
     /// Firmware log lines.
     pub logs: Vec<String>,
+    /// The arena plan the firmware committed (offsets from the head).
+    pub plan: Vec<PlannedBuffer>,
+}
+
+/// One buffer of the firmware's plan, as the gate snapshots it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlannedBuffer {
+    /// "tensor" or "scratch".
+    pub kind: &'static str,
+    /// Tensor index, or the requesting op for scratch.
+    pub index: u16,
+    /// First step.
+    pub first_step: u16,
+    /// Last step.
+    pub last_step: u16,
+    /// Requested bytes.
+    pub size: u32,
+    /// Alignment.
+    pub align: u32,
+    /// Offset from the head's start.
+    pub offset: u32,
 }
 
 /// A failure while running, before it becomes an [`Outcome::Error`].
@@ -332,6 +353,31 @@ pub fn run_session(
             });
         }
     }
+    // The committed plan, for the layout snapshot.
+    link.send(&Message::PlanRequest, t)?;
+    loop {
+        let done = link.recv(wait, "the arena plan", |m| match m {
+            Message::PlanEntries { entries, .. } => {
+                for e in entries.iter() {
+                    run.plan.push(PlannedBuffer {
+                        kind: if e.kind == 0 { "tensor" } else { "scratch" },
+                        index: e.index,
+                        first_step: e.first_step,
+                        last_step: e.last_step,
+                        size: e.size,
+                        align: e.align,
+                        offset: e.offset,
+                    });
+                }
+                false
+            }
+            Message::Done { request: 0x04 } => true,
+            _ => false,
+        })?;
+        if done {
+            break;
+        }
+    }
     Ok(())
 }
 
@@ -389,6 +435,7 @@ pub fn run_on_qemu(
         steps: Vec::new(),
         arena: None,
         logs: Vec::new(),
+        plan: Vec::new(),
     };
     let result = (|| -> Result<(), RunFailure> {
         let settings = board

@@ -149,6 +149,7 @@ fn killing_qemu_mid_run_ends_in_a_clear_error() {
             planner: scenario.planner,
             features: &scenario.firmware_features,
             canary: &scenario.canary,
+            align: scenario.align,
         },
     )
     .unwrap();

@@ -48,6 +48,13 @@ fn main() {
         Err(_) => number("arena_size"),
     };
     let clock_hz = number("core_clock_hz");
+    let align: u32 = env::var("HILT_ALIGN")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(16);
+    if !align.is_power_of_two() || align > 1 << 20 {
+        panic!("HILT_ALIGN={align}: a power of two up to 1 MiB");
+    }
     let canary = env::var("HILT_CANARY").unwrap_or_else(|_| "off".into());
     if !["off", "bounds", "buffers"].contains(&canary.as_str()) {
         panic!("HILT_CANARY={canary:?}: use off, bounds or buffers");
@@ -97,6 +104,10 @@ fn main() {
     );
     let _ = writeln!(
         config,
+        "/// Activation buffer alignment.\npub const ALIGN: u32 = {align};"
+    );
+    let _ = writeln!(
+        config,
         "/// Core clock, Hz.\npub const CLOCK_HZ: u32 = {clock_hz};"
     );
     let _ = writeln!(
@@ -125,6 +136,7 @@ fn main() {
         "HILT_BOARDS_DIR",
         "HILT_PLANNER",
         "HILT_CANARY",
+        "HILT_ALIGN",
     ] {
         println!("cargo:rerun-if-env-changed={var}");
     }

@@ -445,6 +445,6 @@ fn alloc_options() -> AllocOptions {
     };
     AllocOptions {
         canary,
-        ..AllocOptions::default()
+        align: config::ALIGN,
     }
 }
