@@ -39,7 +39,8 @@ enum Command {
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
     },
-    /// Run scenarios on boards (virtual boards under QEMU) and check the outputs.
+    /// Run scenarios on boards (virtual ones under QEMU, real ones through
+    /// probe-rs) and check the outputs.
     Run {
         /// Scenario files (scenarios/NAME.toml).
         #[arg(required = true)]

@@ -291,3 +291,118 @@ async fn supervise(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(timeout: Duration) -> Job {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut scenario = crate::scenario::load(
+            &repo.join("scenarios/smoke_reshape.toml"),
+            &crate::conformance::locate(&repo),
+        )
+        .unwrap();
+        scenario.timeout = timeout;
+        let board = crate::board::load(&repo.join("boards/nrf52840-dk.toml")).unwrap();
+        Job {
+            scenario: Arc::new(scenario),
+            board,
+        }
+    }
+
+    /// A board thread that reports "flashed" after `flash`, then works
+    /// until `work` has passed or (if it `heeds` it) its kill switch fires,
+    /// as a probe run does at its next memory access.
+    async fn fake_board_thread(
+        job: &Job,
+        flash: Duration,
+        work: Duration,
+        heeds: bool,
+        flash_limit: Duration,
+    ) -> BoardRun {
+        let kill = KillSwitch::default();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let (k, j) = (kill.clone(), job.clone());
+        let handle = tokio::task::spawn_blocking(move || {
+            let start = std::time::Instant::now();
+            while start.elapsed() < flash {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let _ = tx.send(());
+            let mut run = error_run(&j, String::new());
+            run.outcome = Outcome::Passed;
+            while start.elapsed() < flash + work {
+                if heeds && k.fired() {
+                    run.outcome = Outcome::Error("cancelled".into());
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            run
+        });
+        supervise(job, kill, rx, handle, flash_limit).await
+    }
+
+    #[tokio::test]
+    async fn the_scenario_limit_starts_after_flashing() {
+        // Flashing takes longer than the scenario's limit, the run does not.
+        let job = job(Duration::from_millis(300));
+        let run = fake_board_thread(
+            &job,
+            Duration::from_millis(400),
+            Duration::from_millis(100),
+            true,
+            Duration::from_secs(5),
+        )
+        .await;
+        assert_eq!(run.outcome, Outcome::Passed);
+    }
+
+    #[tokio::test]
+    async fn a_hung_run_ends_with_a_timeout_error() {
+        let job = job(Duration::from_millis(200));
+        let run = fake_board_thread(
+            &job,
+            Duration::ZERO,
+            Duration::from_secs(60),
+            true,
+            Duration::from_secs(5),
+        )
+        .await;
+        assert_eq!(run.outcome, Outcome::Error("cancelled".into()));
+        // A thread that finishes "passed" after its limit is overruled.
+        let late = fake_board_thread(
+            &job,
+            Duration::ZERO,
+            Duration::from_millis(400),
+            false,
+            Duration::from_secs(5),
+        )
+        .await;
+        assert_eq!(late.outcome, Outcome::Error("timed out after 200ms".into()));
+    }
+
+    #[tokio::test]
+    async fn a_flash_that_never_ends_is_its_own_error() {
+        let job = job(Duration::from_secs(5));
+        let run = fake_board_thread(
+            &job,
+            Duration::from_millis(500),
+            Duration::from_secs(60),
+            true,
+            Duration::from_millis(100),
+        )
+        .await;
+        assert_eq!(
+            run.outcome,
+            Outcome::Error("opening the probe and flashing did not finish within 100ms".into())
+        );
+    }
+
+    #[test]
+    fn one_lock_per_board_name() {
+        assert!(Arc::ptr_eq(&board_lock("a"), &board_lock("a")));
+        assert!(!Arc::ptr_eq(&board_lock("a"), &board_lock("b")));
+    }
+}

@@ -106,16 +106,14 @@ pub enum ProbeError {
     },
     /// The board's memory regions are not where probe-rs says the chip's are
     /// (the firmware would be linked for memory the chip does not have).
-    #[error("{board}: region {region} {range} is not {kind} of {chip} (probe-rs has {known})")]
+    #[error("{board}: region {region} is not {kind} of {chip} (probe-rs has {known})")]
     Memory {
         /// Board.
         board: String,
         /// Chip.
         chip: String,
-        /// Board region name.
+        /// Board region: name and address range.
         region: String,
-        /// Its address range.
-        range: String,
         /// "flash" or "RAM".
         kind: &'static str,
         /// The chip's regions of that kind.
@@ -156,13 +154,14 @@ pub enum ProbeError {
 /// probe-rs's error messages are short and keep the detail in their
 /// sources: one line with the whole chain says what went wrong.
 fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
+    let mut text = error.to_string().trim_end_matches('.').to_string();
     let mut source = error.source();
     while let Some(s) = source {
         let part = s.to_string();
-        if !text.contains(&part) {
+        let part = part.trim_end_matches('.');
+        if !text.contains(part) {
             text.push_str(": ");
-            text.push_str(&part);
+            text.push_str(part);
         }
         source = s.source();
     }
@@ -276,11 +275,7 @@ pub fn choose_probe<'p>(
 /// Every probe the lister sees (USB enumeration only: no probe is opened,
 /// so this is fast and safe while other boards run).
 pub fn list_probes(lister: &Lister) -> Vec<AttachedProbe> {
-    lister
-        .list_all()
-        .iter()
-        .map(AttachedProbe::from)
-        .collect()
+    lister.list_all().iter().map(AttachedProbe::from).collect()
 }
 
 /// Opens the probe `board`'s selector names.
@@ -352,8 +347,7 @@ pub fn check_chip(board: &Board) -> Result<Target, ProbeError> {
             return Err(ProbeError::Memory {
                 board: board.name.clone(),
                 chip: target.name.clone(),
-                region: region.name.clone(),
-                range: format!("{:#010x}..{end:#010x}", region.origin),
+                region: format!("{} {:#010x}..{end:#010x}", region.name, region.origin),
                 kind,
                 known: ranges
                     .iter()
