@@ -17,6 +17,7 @@ pub mod layout;
 pub mod link;
 pub mod memory;
 pub mod orchestrate;
+pub mod probe;
 pub mod qemu;
 pub mod rtt;
 pub mod runner;

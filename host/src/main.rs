@@ -39,7 +39,8 @@ enum Command {
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
     },
-    /// Run scenarios on boards (virtual boards under QEMU) and check the outputs.
+    /// Run scenarios on boards (virtual ones under QEMU, real ones through
+    /// probe-rs) and check the outputs.
     Run {
         /// Scenario files (scenarios/NAME.toml).
         #[arg(required = true)]
@@ -230,6 +231,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     b.name, runner, b.target, b.arena_size, ram, b.description
                 );
             }
+            print_probes(&boards);
             Ok(())
         }
         Command::Infer {
@@ -485,6 +487,34 @@ fn run_scenarios(
         std::process::exit(1);
     }
     Ok(())
+}
+
+/// The attached probes and the boards each one serves (USB listing only:
+/// no probe is opened, so this stays fast).
+fn print_probes(boards: &[hilt::board::Board]) {
+    let probes = hilt::probe::list_probes(&probe_rs::probe::list::Lister::new());
+    println!();
+    if probes.is_empty() {
+        println!("no probes attached");
+        return;
+    }
+    println!("attached probes:");
+    for p in &probes {
+        let users: Vec<&str> = boards
+            .iter()
+            .filter(|b| {
+                b.probe
+                    .as_ref()
+                    .is_some_and(|s| hilt::probe::selector_matches(s, p))
+            })
+            .map(|b| b.name.as_str())
+            .collect();
+        if users.is_empty() {
+            println!("  {p}  (no board definition names it)");
+        } else {
+            println!("  {p}  -> {}", users.join(", "));
+        }
+    }
 }
 
 fn op_names(model: &std::path::Path) -> Vec<String> {
