@@ -98,6 +98,13 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
     // firmware crate's build script (it declares those inputs), and each
     // result is copied out under its key before the next build.
     let target_dir = repo.join("build/firmware/cache");
+    // Builds share one output folder: hold a lock from the build until the
+    // ELF is copied out, so a concurrent build (another thread or process)
+    // cannot replace it in between.
+    std::fs::create_dir_all(&target_dir).map_err(|source| BuildError::Io { path: target_dir.clone(), source })?;
+    let lock_path = target_dir.join("hilt-build.lock");
+    let lock = std::fs::File::create(&lock_path).map_err(|source| BuildError::Io { path: lock_path.clone(), source })?;
+    lock.lock().map_err(|source| BuildError::Io { path: lock_path.clone(), source })?;
     let manifest = repo.join("target/firmware/Cargo.toml");
     let output = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
         .current_dir(repo.join("target/firmware"))

@@ -637,6 +637,7 @@ pub fn run_on_probe_with(
         steps: Vec::new(),
         arena: None,
         logs: Vec::new(),
+        plan: Vec::new(),
     };
     let start_error = |e: ProbeError| RunFailure::Start(e.to_string());
     let result = (|| -> Result<(), RunFailure> {
