@@ -16,9 +16,7 @@
 
 use super::KernelError;
 use super::context::{PrepareContext, Stored};
-use super::fixed_point::{
-    activation_range_quantized, multiply_by_quantized_multiplier, quantize_multiplier,
-};
+use super::fixed_point::{activation_range_quantized, quantize_multiplier};
 use super::tensor::{Quant, channel_scales, require_quant};
 use crate::model::TensorInfo;
 use crate::schema::{ActivationFunctionType, TensorType};
@@ -253,12 +251,31 @@ impl<'a> Requant<'a> {
     #[inline(always)]
     pub fn apply(&self, c: usize, acc: i32) -> i8 {
         let i = c * self.step;
-        let scaled =
-            multiply_by_quantized_multiplier(acc, self.multiplier[i], i32::from(self.shift[i]));
+        let scaled = scale(acc, self.multiplier[i], i32::from(self.shift[i]));
         let v = scaled.wrapping_add(self.stage.offset);
         // max then min, as TFLM: a range inverted by odd quantisation yields `max`.
         v.max(self.stage.min).min(self.stage.max) as i8
     }
+}
+
+/// TFLM's `MultiplyByQuantizedMultiplier(x, multiplier, shift)` for the
+/// multipliers [`quantize_multiplier`] makes (`0 ≤ multiplier < 2^31`),
+/// without branches:
+/// - `SaturatingRoundingDoublingHighMul(x, m)` is `(x·m + 2^30) >> 31`:
+///   its nudge for negative products, `1 − 2^30`, followed by division
+///   truncating toward zero, is the same floor shift; and it never
+///   saturates, since `m` is never `i32::MIN`;
+/// - `RoundingDivideByPOT(r, e)` (ties away from zero) is
+///   `(r + 2^(e−1) − [r < 0]) >> e` for `e > 0`.
+#[inline(always)]
+pub fn scale(x: i32, multiplier: i32, shift: i32) -> i32 {
+    let left = shift.max(0) as u32;
+    let right = (-shift).max(0) as u32;
+    let x = i64::from(x.wrapping_shl(left));
+    let high = (x * i64::from(multiplier) + (1 << 30)) >> 31;
+    let round = (1i64 << right) >> 1;
+    let negative = i64::from(high < 0) & i64::from(right > 0);
+    ((high + round - negative) >> right) as i32
 }
 
 /// `Σ a·b` with wrapping int32 accumulation.
@@ -345,37 +362,21 @@ pub fn matvec(
 /// `x_offset` is in `-128..=128`, so `x + x_offset` fits 16 bits.
 #[inline]
 pub fn dot4(x: &[i8], x_offset: i32, w: [&[i8]; 4]) -> [i32; 4] {
-    const LANES: usize = 16;
     let n = x.len();
     let (w0, w1, w2, w3) = (&w[0][..n], &w[1][..n], &w[2][..n], &w[3][..n]);
     let off = x_offset as i16;
-    let mut lanes = [[0i32; LANES]; 4];
-    let chunks = n / LANES;
-    for j in 0..chunks {
-        let xs = &x[j * LANES..][..LANES];
-        let mut xo = [0i16; LANES];
-        for i in 0..LANES {
-            xo[i] = i16::from(xs[i]) + off;
-        }
-        let ws = [
-            &w0[j * LANES..][..LANES],
-            &w1[j * LANES..][..LANES],
-            &w2[j * LANES..][..LANES],
-            &w3[j * LANES..][..LANES],
-        ];
-        for (r, wr) in ws.iter().enumerate() {
-            for i in 0..LANES {
-                lanes[r][i] = lanes[r][i].wrapping_add(i32::from(xo[i]) * i32::from(wr[i]));
-            }
-        }
+    // Four plain reductions in one loop: LLVM's loop vectoriser turns each
+    // into 16-bit multiply-adds (pmaddwd on x86) sharing the offset input.
+    let (mut a0, mut a1, mut a2, mut a3) = (0i32, 0i32, 0i32, 0i32);
+    for i in 0..n {
+        // |w · (x + offset)| ≤ 128 · 255 < 2^15: a 16-bit product.
+        let v = i16::from(x[i]) + off;
+        a0 = a0.wrapping_add(i32::from(v * i16::from(w0[i])));
+        a1 = a1.wrapping_add(i32::from(v * i16::from(w1[i])));
+        a2 = a2.wrapping_add(i32::from(v * i16::from(w2[i])));
+        a3 = a3.wrapping_add(i32::from(v * i16::from(w3[i])));
     }
-    let mut acc = [0i32; 4];
-    let tail = chunks * LANES;
-    for (r, wr) in [w0, w1, w2, w3].iter().enumerate() {
-        let head = lanes[r].iter().fold(0i32, |s, &v| s.wrapping_add(v));
-        acc[r] = head.wrapping_add(dot_offset(&wr[tail..], &x[tail..], x_offset));
-    }
-    acc
+    [a0, a1, a2, a3]
 }
 
 #[cfg(test)]
@@ -408,6 +409,56 @@ mod tests {
                     .map(|(&w, &x)| i32::from(w) * (i32::from(x) + 128))
                     .sum::<i32>()
             );
+        }
+    }
+
+    #[test]
+    fn scale_is_tflm_multiply_by_quantized_multiplier() {
+        use crate::kernels::fixed_point::multiply_by_quantized_multiplier as tflm;
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let edges = [
+            i32::MIN,
+            i32::MIN + 1,
+            -(1 << 30),
+            -65_537,
+            -3,
+            -2,
+            -1,
+            0,
+            1,
+            2,
+            3,
+            65_535,
+            1 << 30,
+            i32::MAX,
+        ];
+        let multipliers = [
+            0,
+            1,
+            1 << 30,
+            (1 << 30) + 1,
+            1_518_500_250,
+            i32::MAX - 1,
+            i32::MAX,
+        ];
+        for shift in -31..=30 {
+            for &m in &multipliers {
+                for &x in &edges {
+                    assert_eq!(scale(x, m, shift), tflm(x, m, shift), "{x} {m} {shift}");
+                }
+            }
+            for _ in 0..2000 {
+                let r = next();
+                let x = (r as i32) >> (r >> 59);
+                let m = ((r >> 32) as i32 & i32::MAX) | (1 << 30);
+                assert_eq!(scale(x, m, shift), tflm(x, m, shift), "{x} {m} {shift}");
+            }
         }
     }
 
