@@ -399,8 +399,11 @@ mod tests {
             let got = dot4(&a[..n], 0, [&b[..n], &a[..n], &b[..n], &b[..n]]);
             assert_eq!(got[0], naive(&a[..n], &b[..n]));
             assert_eq!(got[1], naive(&a[..n], &a[..n]));
-            let got = dot4(&a[..n], -128, [&b[..n], &a[..n], &b[..n], &b[..n]]);
-            assert_eq!(got[2], dot_offset(&b[..n], &a[..n], -128));
+            // Input offsets span -127..=128 (int8 zero points).
+            for offset in [128, -127] {
+                let got = dot4(&a[..n], offset, [&b[..n], &a[..n], &b[..n], &b[..n]]);
+                assert_eq!(got[2], dot_offset(&b[..n], &a[..n], offset));
+            }
             assert_eq!(
                 dot_offset(&a[..n], &b[..n], 128),
                 a[..n]
