@@ -149,6 +149,31 @@ impl Geometry {
     }
 }
 
+impl Geometry {
+    /// Calls `f(input, output)` with the offsets of every output pixel of
+    /// a 1×1 window (never padded) and of the input pixel it reads.
+    #[inline(always)]
+    fn for_each_pointwise_pixel(&self, mut f: impl FnMut(usize, usize)) {
+        let (ih, iw, ic) = (
+            self.y.in_size as usize,
+            self.x.in_size as usize,
+            self.in_c as usize,
+        );
+        let (sy, sx) = (self.y.stride as usize, self.x.stride as usize);
+        let oc = self.out_c as usize;
+        let mut out = 0;
+        for b in 0..self.batches as usize {
+            for oy in 0..self.y.out_size as usize {
+                let row = (b * ih + oy * sy) * iw * ic;
+                for ox in 0..self.x.out_size as usize {
+                    f(row + ox * sx * ic, out);
+                    out += oc;
+                }
+            }
+        }
+    }
+}
+
 /// One output pixel's view of the input.
 #[derive(Debug, Clone)]
 pub(crate) struct Window {
@@ -389,8 +414,8 @@ fn conv_i8(
     let x_offset = data.channels.input_offset;
     if is_pointwise(g, groups) {
         let in_c = g.in_c as usize;
-        g.for_each_pixel(|win, o| {
-            let px = &x[win.input_at(g, 0, 0)..][..in_c];
+        g.for_each_pointwise_pixel(|px, o| {
+            let px = &x[px..][..in_c];
             quantized::matvec(px, x_offset, w, bias, 0, requant, &mut out[o..][..out_c]);
         });
         return;
@@ -451,9 +476,8 @@ fn conv_f32(data: &OpData, x: &[f32], w: &[f32], bias: Option<&[f32]>, out: &mut
     let range = (data.float_min, data.float_max);
     if is_pointwise(g, groups) {
         let in_c = g.in_c as usize;
-        g.for_each_pixel(|win, o| {
-            let px = &x[win.input_at(g, 0, 0)..][..in_c];
-            matvec_f32(px, w, bias, range, &mut out[o..][..out_c]);
+        g.for_each_pointwise_pixel(|px, o| {
+            matvec_f32(&x[px..][..in_c], w, bias, range, &mut out[o..][..out_c]);
         });
         return;
     }

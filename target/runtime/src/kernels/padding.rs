@@ -116,6 +116,11 @@ impl Axis {
     #[inline]
     pub fn taps(&self, o: i32) -> Range<i32> {
         let origin = self.origin(o);
+        if self.dilation == 1 {
+            // No division on the common path (it is per output pixel).
+            let end = (self.in_size - origin).clamp(0, self.filter);
+            return (-origin).clamp(0, end)..end;
+        }
         let start = if origin < 0 {
             (-origin + self.dilation - 1) / self.dilation
         } else {

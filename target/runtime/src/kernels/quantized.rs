@@ -40,8 +40,9 @@ pub struct OutputStage {
 pub struct ChannelParams {
     /// Q31 multipliers: one per channel, or one for all.
     pub multiplier: Stored<i32>,
-    /// Their power-of-two exponents (TFLM's `shift`), same length.
-    pub shift: Stored<i8>,
+    /// Their power-of-two exponents (TFLM's `shift`) as `[left, right + 1]`
+    /// with `left = max(shift, 0)`, `right = max(-shift, 0)`: same length.
+    pub shift: Stored<[u8; 2]>,
     /// `-input_zero_point`, in `-127..=128`.
     pub input_offset: i32,
     /// Output zero point and activation clamp.
@@ -128,7 +129,7 @@ pub fn prepare_channels(
         quantize_multiplier(real)
     };
     let multiplier = ctx.store_from_fn(count, |c| multiplier_of(c).0)?;
-    let shift = ctx.store_from_fn(count, |c| multiplier_of(c).1.clamp(-128, 127) as i8)?;
+    let shift = ctx.store_from_fn(count, |c| shift_parts(multiplier_of(c).1))?;
     Ok(ChannelParams {
         multiplier,
         shift,
@@ -212,12 +213,19 @@ pub fn check_activation(activation: ActivationFunctionType) -> Result<(), Kernel
     }
 }
 
+/// TFLM's `shift` as the `[left, right + 1]` pair [`scale_parts`] takes.
+pub fn shift_parts(shift: i32) -> [u8; 2] {
+    // quantize_multiplier keeps shifts within -31..=31.
+    let shift = shift.clamp(-31, 31);
+    [shift.max(0) as u8, ((-shift).max(0) + 1) as u8]
+}
+
 /// The requantisation of one operator at invoke: its multipliers, shifts
 /// and output stage, read from the tail.
 #[derive(Debug, Clone, Copy)]
 pub struct Requant<'a> {
     multiplier: &'a [i32],
-    shift: &'a [i8],
+    shift: &'a [[u8; 2]],
     /// 1 for per-channel arrays, 0 for a single multiplier.
     step: usize,
     stage: OutputStage,
@@ -227,10 +235,15 @@ impl<'a> Requant<'a> {
     /// From stored arrays (of equal length, one or one per channel).
     pub fn new(
         multiplier: &'a [i32],
-        shift: &'a [i8],
+        shift: &'a [[u8; 2]],
         stage: OutputStage,
     ) -> Result<Self, KernelError> {
-        if multiplier.is_empty() || multiplier.len() != shift.len() {
+        if multiplier.is_empty()
+            || multiplier.len() != shift.len()
+            || shift
+                .iter()
+                .any(|&[left, right]| left > 31 || !(1..=32).contains(&right))
+        {
             return Err(KernelError::Internal);
         }
         Ok(Requant {
@@ -241,7 +254,7 @@ impl<'a> Requant<'a> {
         })
     }
 
-    /// Whether channel `c` (and all below it) has a multiplier.
+    /// Whether channels `0..channels` all have a multiplier.
     pub fn covers(&self, channels: usize) -> bool {
         self.step == 0 || self.multiplier.len() >= channels
     }
@@ -251,7 +264,8 @@ impl<'a> Requant<'a> {
     #[inline(always)]
     pub fn apply(&self, c: usize, acc: i32) -> i8 {
         let i = c * self.step;
-        let scaled = scale(acc, self.multiplier[i], i32::from(self.shift[i]));
+        let [left, right] = self.shift[i];
+        let scaled = scale_parts(acc, self.multiplier[i], u32::from(left), u32::from(right));
         let v = scaled.wrapping_add(self.stage.offset);
         // max then min, as TFLM: a range inverted by odd quantisation yields `max`.
         v.max(self.stage.min).min(self.stage.max) as i8
@@ -259,23 +273,28 @@ impl<'a> Requant<'a> {
 }
 
 /// TFLM's `MultiplyByQuantizedMultiplier(x, multiplier, shift)` for the
-/// multipliers [`quantize_multiplier`] makes (`0 ≤ multiplier < 2^31`),
-/// without branches:
-/// - `SaturatingRoundingDoublingHighMul(x, m)` is `(x·m + 2^30) >> 31`:
+/// multipliers [`quantize_multiplier`] makes (`0 ≤ multiplier < 2^31`).
+pub fn scale(x: i32, multiplier: i32, shift: i32) -> i32 {
+    let [left, right] = shift_parts(shift);
+    scale_parts(x, multiplier, u32::from(left), u32::from(right))
+}
+
+/// [`scale`] with the shift split as [`shift_parts`] does, without
+/// branches (`right1 = right + 1`, `1..=32`):
+/// - `SaturatingRoundingDoublingHighMul(x, m)` is `h = (x·m + 2^30) >> 31`:
 ///   its nudge for negative products, `1 − 2^30`, followed by division
 ///   truncating toward zero, is the same floor shift; and it never
 ///   saturates, since `m` is never `i32::MIN`;
-/// - `RoundingDivideByPOT(r, e)` (ties away from zero) is
-///   `(r + 2^(e−1) − [r < 0]) >> e` for `e > 0`.
+/// - `RoundingDivideByPOT(h, e)` (ties away from zero) is
+///   `(2h + 2^e − [h < 0]) >> (e + 1)` for every `e ≥ 0`: for `e ≥ 1` the
+///   `−1` and gemmlowp's `−2` floor alike (an odd numerator is never a
+///   multiple of `2^(e+1)`), and for `e = 0` it is `h`.
 #[inline(always)]
-pub fn scale(x: i32, multiplier: i32, shift: i32) -> i32 {
-    let left = shift.max(0) as u32;
-    let right = (-shift).max(0) as u32;
-    let x = i64::from(x.wrapping_shl(left));
-    let high = (x * i64::from(multiplier) + (1 << 30)) >> 31;
-    let round = (1i64 << right) >> 1;
-    let negative = i64::from(high < 0) & i64::from(right > 0);
-    ((high + round - negative) >> right) as i32
+pub fn scale_parts(x: i32, multiplier: i32, left: u32, right1: u32) -> i32 {
+    let product = i64::from(x.wrapping_shl(left)) * i64::from(multiplier);
+    let high = (product + (1 << 30)) >> 31;
+    let round = 1i64 << (right1 - 1);
+    ((2 * high + round + (high >> 63)) >> right1) as i32
 }
 
 /// `Σ a·b` with wrapping int32 accumulation.
@@ -339,44 +358,145 @@ pub fn matvec(
         return;
     }
     // Four channels at a time share each load (and offsetting) of `x`.
-    let mut rows = weights.chunks_exact(4 * k);
+    let n = out.len();
     let mut c = 0;
-    let mut outs = out.chunks_exact_mut(4);
-    for (block, o) in (&mut rows).zip(&mut outs) {
-        let (w0, rest) = block.split_at(k);
-        let (w1, rest) = rest.split_at(k);
-        let (w2, w3) = rest.split_at(k);
-        let acc = dot4(x, x_offset, [w0, w1, w2, w3]);
-        for i in 0..4 {
-            o[i] = requant.apply(c + i, start(c + i).wrapping_add(acc[i]));
+    while c + 4 <= n {
+        let rows: [&[i8]; 4] = core::array::from_fn(|r| &weights[(c + r) * k..][..k]);
+        let acc = dot4(x, x_offset, rows);
+        for r in 0..4 {
+            out[c + r] = requant.apply(c + r, start(c + r).wrapping_add(acc[r]));
         }
         c += 4;
     }
-    for (w, o) in rows.remainder().chunks_exact(k).zip(outs.into_remainder()) {
-        *o = requant.apply(c, start(c).wrapping_add(dot_offset(w, x, x_offset)));
+    while c < n {
+        let w = &weights[c * k..][..k];
+        out[c] = requant.apply(c, start(c).wrapping_add(dot_offset(w, x, x_offset)));
         c += 1;
     }
 }
 
 /// `Σ w_r·(x + x_offset)` for four weight rows of `x.len()` weights.
 /// `x_offset` is in `-128..=128`, so `x + x_offset` fits 16 bits.
-#[inline]
+#[inline(always)]
 pub fn dot4(x: &[i8], x_offset: i32, w: [&[i8]; 4]) -> [i32; 4] {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    {
+        if x.len() >= 64 {
+            sse2::dot4_long(x, x_offset, w)
+        } else {
+            sse2::dot4(x, x_offset, w)
+        }
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+    {
+        dot4_portable(x, x_offset, w)
+    }
+}
+
+/// [`dot4`] in plain Rust (every target; the reference for the SIMD one).
+#[inline]
+pub fn dot4_portable(x: &[i8], x_offset: i32, w: [&[i8]; 4]) -> [i32; 4] {
     let n = x.len();
     let (w0, w1, w2, w3) = (&w[0][..n], &w[1][..n], &w[2][..n], &w[3][..n]);
     let off = x_offset as i16;
-    // Four plain reductions in one loop: LLVM's loop vectoriser turns each
-    // into 16-bit multiply-adds (pmaddwd on x86) sharing the offset input.
+    // Four plain reductions in one loop sharing the offset input.
     let (mut a0, mut a1, mut a2, mut a3) = (0i32, 0i32, 0i32, 0i32);
     for i in 0..n {
-        // |w · (x + offset)| ≤ 128 · 255 < 2^15: a 16-bit product.
-        let v = i16::from(x[i]) + off;
-        a0 = a0.wrapping_add(i32::from(v * i16::from(w0[i])));
-        a1 = a1.wrapping_add(i32::from(v * i16::from(w1[i])));
-        a2 = a2.wrapping_add(i32::from(v * i16::from(w2[i])));
-        a3 = a3.wrapping_add(i32::from(v * i16::from(w3[i])));
+        let v = i32::from(i16::from(x[i]) + off);
+        a0 = a0.wrapping_add(v * i32::from(w0[i]));
+        a1 = a1.wrapping_add(v * i32::from(w1[i]));
+        a2 = a2.wrapping_add(v * i32::from(w2[i]));
+        a3 = a3.wrapping_add(v * i32::from(w3[i]));
     }
     [a0, a1, a2, a3]
+}
+
+/// SSE2 (x86-64's baseline): LLVM does not find the dense 16-bit
+/// multiply-add (`pmaddwd`) for these sums on its own.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+mod sse2 {
+    use core::arch::x86_64::{
+        __m128i, _mm_add_epi16, _mm_add_epi32, _mm_cvtsi64_si128, _mm_madd_epi16, _mm_set1_epi16,
+        _mm_setzero_si128, _mm_srai_epi16, _mm_unpackhi_epi8, _mm_unpacklo_epi8,
+    };
+
+    /// Sixteen int8 values sign-extended to two vectors of eight i16.
+    #[inline(always)]
+    fn widen(v: &[i8; 16]) -> [__m128i; 2] {
+        let v: __m128i = bytemuck::cast(*v);
+        // SAFETY: SSE2 is enabled for this build (the module's cfg).
+        // Each byte paired with itself, shifted down: its sign extension.
+        unsafe {
+            [
+                _mm_srai_epi16::<8>(_mm_unpacklo_epi8(v, v)),
+                _mm_srai_epi16::<8>(_mm_unpackhi_epi8(v, v)),
+            ]
+        }
+    }
+
+    /// Eight int8 values sign-extended to one vector of eight i16.
+    #[inline(always)]
+    fn widen8(v: &[i8; 8]) -> __m128i {
+        // SAFETY: SSE2 is enabled for this build (the module's cfg).
+        unsafe {
+            let v = _mm_cvtsi64_si128(i64::from_le_bytes(v.map(|b| b as u8)));
+            _mm_srai_epi16::<8>(_mm_unpacklo_epi8(v, v))
+        }
+    }
+
+    /// `acc + a·b` in pairs: eight 16-bit products summed into four lanes.
+    #[inline(always)]
+    fn madd(acc: __m128i, a: __m128i, b: __m128i) -> __m128i {
+        // SAFETY: SSE2 is enabled for this build (the module's cfg).
+        unsafe { _mm_add_epi32(acc, _mm_madd_epi16(a, b)) }
+    }
+
+    #[inline(always)]
+    fn add16(a: __m128i, b: __m128i) -> __m128i {
+        // SAFETY: SSE2 is enabled for this build (the module's cfg).
+        unsafe { _mm_add_epi16(a, b) }
+    }
+
+    /// [`super::dot4`] for rows long enough that a call costs nothing.
+    #[inline(never)]
+    pub(super) fn dot4_long(x: &[i8], x_offset: i32, w: [&[i8]; 4]) -> [i32; 4] {
+        dot4(x, x_offset, w)
+    }
+
+    #[inline(always)]
+    pub(super) fn dot4(x: &[i8], x_offset: i32, w: [&[i8]; 4]) -> [i32; 4] {
+        let n = x.len();
+        let w = [&w[0][..n], &w[1][..n], &w[2][..n], &w[3][..n]];
+        let (xc, _) = x.as_chunks::<16>();
+        let [w0, w1, w2, w3] = w.map(|r| r.as_chunks::<16>().0);
+        // SAFETY: SSE2 is enabled for this build (the module's cfg).
+        let (off, zero) = unsafe { (_mm_set1_epi16(x_offset as i16), _mm_setzero_si128()) };
+        let mut acc = [zero; 4];
+        let rows = xc.iter().zip(w0).zip(w1).zip(w2).zip(w3);
+        for ((((xs, r0), r1), r2), r3) in rows {
+            let [lo, hi] = widen(xs);
+            let (lo, hi) = (add16(lo, off), add16(hi, off));
+            for (a, ws) in acc.iter_mut().zip([r0, r1, r2, r3]) {
+                let [wl, wh] = widen(ws);
+                *a = madd(madd(*a, lo, wl), hi, wh);
+            }
+        }
+        let mut done = xc.len() * 16;
+        if let Some(xs) = x[done..].first_chunk::<8>() {
+            let lo = add16(widen8(xs), off);
+            for (a, r) in acc.iter_mut().zip(w) {
+                if let Some(ws) = r[done..].first_chunk::<8>() {
+                    *a = madd(*a, lo, widen8(ws));
+                }
+            }
+            done += 8;
+        }
+        core::array::from_fn(|r| {
+            let lanes: [i32; 4] = bytemuck::cast(acc[r]);
+            let head = lanes.iter().fold(0i32, |s, &v| s.wrapping_add(v));
+            head.wrapping_add(super::dot_offset(&w[r][done..], &x[done..], x_offset))
+        })
+    }
 }
 
 #[cfg(test)]
@@ -400,8 +520,10 @@ mod tests {
             assert_eq!(got[0], naive(&a[..n], &b[..n]));
             assert_eq!(got[1], naive(&a[..n], &a[..n]));
             // Input offsets span -127..=128 (int8 zero points).
-            for offset in [128, -127] {
-                let got = dot4(&a[..n], offset, [&b[..n], &a[..n], &b[..n], &b[..n]]);
+            for offset in [128, -127, 0, 5] {
+                let rows = [&b[..n], &a[..n], &b[..n], &b[..n]];
+                let got = dot4(&a[..n], offset, rows);
+                assert_eq!(got, dot4_portable(&a[..n], offset, rows));
                 assert_eq!(got[2], dot_offset(&b[..n], &a[..n], offset));
             }
             assert_eq!(
@@ -472,7 +594,8 @@ mod tests {
             min: 10,
             max: 3,
         };
-        let r = Requant::new(&[1 << 30], &[1], stage).unwrap();
+        let shift = [shift_parts(1)];
+        let r = Requant::new(&[1 << 30], &shift, stage).unwrap();
         // An inverted range yields `max`, as std::min(std::max(v, min), max).
         assert_eq!(r.apply(0, 100), 3);
         assert_eq!(r.apply(7, -100), 3);
