@@ -24,7 +24,7 @@
 use core::ops::Range;
 
 use super::fixed_point::activation_range_float;
-use super::fully_connected::{accumulate_f32, accumulate4_f32, activate, matvec_f32};
+use super::fully_connected::{ROWS, accumulate_f32, accumulate_rows_f32, activate, matvec_f32};
 use super::padding::Axis;
 use super::quantized::{self, ChannelParams, ChannelSetup, Requant, ScaleRule};
 use super::tensor::{Dims, expect_type};
@@ -486,26 +486,17 @@ fn conv_f32(data: &OpData, x: &[f32], w: &[f32], bias: Option<&[f32]>, out: &mut
         let out = &mut out[o..][..out_c];
         let mut c = 0;
         if groups == 1 {
-            while c + 4 <= out_c {
-                let ws: [&[f32]; 4] =
+            while c + ROWS <= out_c {
+                let ws: [&[f32]; ROWS] =
                     core::array::from_fn(|i| &w[(c + i) * filter_len..][..filter_len]);
-                let mut t = [0.0f32; 4];
+                let mut t = [0.0f32; ROWS];
                 for_each_run(g, groups, win, 0, |xo, wo, len| {
-                    accumulate4_f32(
-                        &mut t,
-                        &x[xo..][..len],
-                        [
-                            &ws[0][wo..][..len],
-                            &ws[1][wo..][..len],
-                            &ws[2][wo..][..len],
-                            &ws[3][wo..][..len],
-                        ],
-                    );
+                    accumulate_rows_f32(&mut t, &x[xo..][..len], ws.map(|r| &r[wo..][..len]));
                 });
-                for i in 0..4 {
-                    out[c + i] = activate(t[i] + bias_of(c + i), range);
+                for (i, &v) in t.iter().enumerate() {
+                    out[c + i] = activate(v + bias_of(c + i), range);
                 }
-                c += 4;
+                c += ROWS;
             }
         }
         let per_group = out_c / groups;
