@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The test command: set up, then every test suite hilt has.
 # - the workspace's unit, integration, property and doc tests;
-# - the runtime built no_std for every pinned thumb target;
+# - the runtime and protocol built no_std for every pinned thumb target;
+# - the firmware built for every board in boards/;
+# - the QEMU end-to-end tests (qemu-system-arm is installed by setup);
 # - the conformance suite against ../shared/conformance (or
 #   HILT_CONFORMANCE_DIR); it fails when the set is missing only if
 #   HILT_CONFORMANCE_REQUIRED=1, which CI sets.
@@ -16,10 +18,19 @@ ci/setup.sh
 echo "== format"
 cargo fmt --all -- --check
 
-echo "== no_std builds of hilt-runtime"
+echo "== no_std builds of the target crates"
 for t in $(sed -n 's/^targets *= *\[\(.*\)\]/\1/p' rust-toolchain.toml | tr -d '",'); do
-  cargo build --quiet -p hilt-runtime --target "$t"
-  echo "hilt-runtime builds for $t"
+  cargo build --quiet -p hilt-runtime -p hilt-proto --target "$t"
+  echo "hilt-runtime and hilt-proto build for $t"
+done
+
+echo "== firmware for every board"
+for board_file in boards/*.toml; do
+  board="$(basename "$board_file" .toml)"
+  triple="$(sed -n 's/^target *= *"\(.*\)"/\1/p' "$board_file")"
+  (cd target/firmware && CARGO_TARGET_DIR="$REPO/build/firmware/check" \
+    cargo build --quiet --release --target "$triple" --features "board-$board")
+  echo "firmware builds for $board ($triple)"
 done
 
 log="$(mktemp)"

@@ -139,7 +139,10 @@ impl Comparison {
                 let bad: Vec<usize> = (0..n)
                     .filter(|&i| {
                         let (a, b) = (value(got, i), value(want, i));
-                        !((a - b).abs() <= abs + rel * b.abs())
+                        // Written so that NaN on either side counts as a mismatch.
+                        #[allow(clippy::neg_cmp_op_on_partial_ord)]
+                        let outside = !((a - b).abs() <= abs + rel * b.abs());
+                        outside
                     })
                     .collect();
                 let first = *bad.first()?;

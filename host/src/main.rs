@@ -4,6 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use hilt::bench::{bench, render as render_bench};
+use hilt::infer::{InferRequest, infer, output_bytes, output_path, render as render_value};
 use hilt::layout::{LayoutOptions, PlannerKind, layout_file, render_table};
 use hilt::svg::render_svg;
 
@@ -36,6 +38,69 @@ enum Command {
         /// Write to this file instead of standard output.
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
+    },
+    /// Run scenarios on boards (virtual boards under QEMU) and check the outputs.
+    Run {
+        /// Scenario files (scenarios/NAME.toml).
+        #[arg(required = true)]
+        scenarios: Vec<PathBuf>,
+        /// Only these boards (a name or a glob such as 'qemu-*').
+        #[arg(long)]
+        board: Option<String>,
+        /// Boards to run at once (default: the number of CPUs).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// The board definitions folder.
+        #[arg(long, default_value = "boards")]
+        boards_dir: PathBuf,
+    },
+    /// List the defined boards.
+    Boards {
+        /// The board definitions folder.
+        #[arg(long, default_value = "boards")]
+        dir: PathBuf,
+    },
+    /// Run a model once (or --steps N times) on the host.
+    Infer {
+        /// The .tflite model.
+        model: PathBuf,
+        /// Input files (raw little-endian or .npy), one per model input, in
+        /// order; with --steps N, N such sets one after another.
+        #[arg(long = "input", num_args = 1.., required = true)]
+        inputs: Vec<PathBuf>,
+        /// Output files (raw, or .npy by extension), one per model output;
+        /// printed when omitted.
+        #[arg(long = "output", num_args = 1..)]
+        outputs: Vec<PathBuf>,
+        /// Arena bytes.
+        #[arg(long, default_value_t = hilt::host_run::DEFAULT_ARENA)]
+        arena: usize,
+        /// Memory planner.
+        #[arg(long, value_enum, default_value = "greedy")]
+        planner: PlannerKind,
+        /// Invocations on one interpreter (state carries over).
+        #[arg(long, default_value_t = 1)]
+        steps: usize,
+    },
+    /// Time a model's invocations on the host, with a per-op profile.
+    Bench {
+        /// The .tflite model.
+        model: PathBuf,
+        /// Timed invocations.
+        #[arg(long, default_value_t = 200)]
+        iterations: usize,
+        /// Untimed invocations first.
+        #[arg(long, default_value_t = 10)]
+        warmup: usize,
+        /// Arena bytes.
+        #[arg(long, default_value_t = hilt::host_run::DEFAULT_ARENA)]
+        arena: usize,
+        /// Memory planner.
+        #[arg(long, value_enum, default_value = "greedy")]
+        planner: PlannerKind,
+        /// Print JSON instead of the table.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -71,7 +136,7 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {e}");
             ExitCode::FAILURE
         }
     }
@@ -110,6 +175,223 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 None => print!("{text}"),
             }
             Ok(())
+        }
+        Command::Run {
+            scenarios,
+            board,
+            jobs,
+            boards_dir,
+        } => run_scenarios(&scenarios, board.as_deref(), jobs, &boards_dir),
+        Command::Boards { dir } => {
+            let boards = hilt::board::load_all(&dir)?;
+            println!(
+                "{:<20} {:<9} {:<26} {:>10} {:>10}  description",
+                "board", "runner", "target", "arena", "RAM"
+            );
+            for b in &boards {
+                let ram = b
+                    .memory
+                    .iter()
+                    .find(|m| m.name == "RAM")
+                    .map_or(0, |m| m.length);
+                let runner = match b.runner {
+                    hilt::board::RunnerKind::Qemu => "qemu",
+                    hilt::board::RunnerKind::ProbeRs => "probe-rs",
+                    hilt::board::RunnerKind::Uart => "uart",
+                };
+                println!(
+                    "{:<20} {:<9} {:<26} {:>10} {:>10}  {}",
+                    b.name, runner, b.target, b.arena_size, ram, b.description
+                );
+            }
+            Ok(())
+        }
+        Command::Infer {
+            model,
+            inputs,
+            outputs,
+            arena,
+            planner,
+            steps,
+        } => {
+            let request = InferRequest {
+                model,
+                inputs,
+                outputs: outputs.clone(),
+                arena,
+                planner,
+                steps,
+            };
+            let (values, arena_used) = infer(&request)?;
+            if !outputs.is_empty() && outputs.len() != values.iter().filter(|v| v.step == 0).count()
+            {
+                anyhow::bail!(
+                    "{} output files given, the model has {} outputs",
+                    outputs.len(),
+                    values.iter().filter(|v| v.step == 0).count()
+                );
+            }
+            for value in &values {
+                match outputs.get(value.position) {
+                    Some(base) => {
+                        let path = output_path(base, value.step, steps);
+                        std::fs::write(&path, output_bytes(&path, value))
+                            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+                        println!("wrote {}", path.display());
+                    }
+                    None => println!("{}", render_value(value)),
+                }
+            }
+            println!("arena used: {arena_used} bytes");
+            Ok(())
+        }
+        Command::Bench {
+            model,
+            iterations,
+            warmup,
+            arena,
+            planner,
+            json,
+        } => {
+            let report = bench(&model, planner, arena, iterations, warmup)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                let name = model.file_name().map_or_else(
+                    || model.display().to_string(),
+                    |n| n.to_string_lossy().into_owned(),
+                );
+                print!("{}", render_bench(&report, &name, 10));
+            }
+            Ok(())
+        }
+    }
+}
+
+fn run_scenarios(
+    paths: &[PathBuf],
+    board_filter: Option<&str>,
+    jobs: Option<usize>,
+    boards_dir: &std::path::Path,
+) -> anyhow::Result<()> {
+    use hilt::orchestrate::{Job, run_jobs};
+    use hilt::runner::Outcome;
+    let repo = std::env::current_dir()?;
+    let boards = hilt::board::load_all(boards_dir)?;
+    let conformance = hilt::conformance::locate(&repo);
+    let mut work = Vec::new();
+    for path in paths {
+        let scenario = std::sync::Arc::new(hilt::scenario::load(path, &conformance)?);
+        let mut chosen: Vec<&hilt::board::Board> = Vec::new();
+        for pattern in &scenario.boards {
+            for b in hilt::board::select(&boards, pattern)? {
+                if !chosen.iter().any(|c| c.name == b.name) {
+                    chosen.push(b);
+                }
+            }
+        }
+        if let Some(filter) = board_filter {
+            chosen.retain(|b| hilt::board::glob_match(filter, &b.name));
+        }
+        for board in chosen {
+            work.push(Job {
+                scenario: scenario.clone(),
+                board: board.clone(),
+            });
+        }
+    }
+    if work.is_empty() {
+        anyhow::bail!(
+            "no (scenario, board) pair to run: check the scenarios' `boards` and --board"
+        );
+    }
+    let parallel =
+        jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let names: std::collections::HashMap<String, Vec<String>> = work
+        .iter()
+        .map(|j| (j.scenario.name.clone(), op_names(&j.scenario.model)))
+        .collect();
+    let results = runtime.block_on(run_jobs(&repo, work, parallel, |run| {
+        print_run(run, names.get(&run.scenario))
+    }));
+    let failed = results
+        .iter()
+        .filter(|r| r.outcome != Outcome::Passed)
+        .count();
+    println!(
+        "{} board runs: {} passed, {failed} failed",
+        results.len(),
+        results.len() - failed
+    );
+    if failed > 0 {
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+fn op_names(model: &std::path::Path) -> Vec<String> {
+    let Ok(bytes) = std::fs::read(model) else {
+        return Vec::new();
+    };
+    let aligned = hilt::host_run::AlignedBytes::new(&bytes);
+    match hilt_runtime::model::Model::from_bytes(aligned.as_slice()) {
+        Ok(m) => m.operators().map(|op| op.code.to_string()).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn print_run(run: &hilt::runner::BoardRun, ops: Option<&Vec<String>>) {
+    use hilt::runner::Outcome;
+    let status = match &run.outcome {
+        Outcome::Passed => "PASS".to_string(),
+        Outcome::Mismatch(m) => format!("MISMATCH: {m}"),
+        Outcome::Error(e) => format!("ERROR: {e}"),
+    };
+    let cycles = run.steps.first().map_or(String::new(), |s| {
+        format!("   {} cycles", thousands(s.total_cycles))
+    });
+    println!(
+        "{:<20} {:<28} {} ({} steps){cycles}",
+        run.board,
+        run.scenario,
+        status,
+        run.steps.len()
+    );
+    if let Some([capacity, head, tail, used]) = run.arena {
+        println!("    arena: {used} of {capacity} bytes used (head {head}, tail {tail})");
+    }
+    for step in &run.steps {
+        println!(
+            "    {} step {}: {} cycles",
+            step.case,
+            step.step,
+            thousands(step.total_cycles)
+        );
+    }
+    if let Some(step) = run.steps.first() {
+        let mut by_cost: Vec<(usize, u32)> = step.op_cycles.iter().copied().enumerate().collect();
+        by_cost.sort_by_key(|&(_, c)| std::cmp::Reverse(c));
+        for (op, c) in by_cost.iter().take(8) {
+            let name = ops.and_then(|o| o.get(*op)).map_or("?", String::as_str);
+            println!(
+                "      op {op:>3} {name:<30} {:>14} cycles",
+                thousands(u64::from(*c))
+            );
         }
     }
 }

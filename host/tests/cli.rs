@@ -182,3 +182,128 @@ fn bad_input_gives_one_clear_line_and_nonzero_exit() {
         assert!(err.contains(expected), "{args:?}: {err}");
     }
 }
+
+/// x [2,3] int8 → RESHAPE → y [6]: runs with the kernels every build has.
+fn reshape_model() -> Vec<u8> {
+    let mut w = ModelWriter::new();
+    let x = w.input("x", TensorType::INT8, &[2, 3]);
+    let y = w.output("y", TensorType::INT8, &[6]);
+    w.op(BuiltinOperator::RESHAPE, &[Some(x)], &[y], Options::None);
+    w.finish()
+}
+
+#[test]
+fn infer_reads_raw_and_npy_and_writes_outputs() {
+    let model = temp_file("infer.tflite", &reshape_model());
+    let input = temp_file("in.bin", &[1, 2, 3, 0xFE, 5, 6]);
+    let out = hilt(&[
+        "infer",
+        model.to_str().unwrap(),
+        "--input",
+        input.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("[6]: 1 2 3 -2 5 6"),
+        "{}",
+        stdout(&out)
+    );
+
+    let npy = hilt::tensor_file::write_npy(TensorType::INT8, &[2, 3], &[9, 8, 7, 6, 5, 4]).unwrap();
+    let npy_in = temp_file("in.npy", &npy);
+    let npy_out = model.with_file_name("out.npy");
+    let out = hilt(&[
+        "infer",
+        model.to_str().unwrap(),
+        "--input",
+        npy_in.to_str().unwrap(),
+        "--output",
+        npy_out.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let written = hilt::tensor_file::parse_npy(&std::fs::read(&npy_out).unwrap()).unwrap();
+    assert_eq!(written.data, [9, 8, 7, 6, 5, 4]);
+    assert_eq!(written.shape, Some(vec![6]));
+
+    // Two steps on one interpreter: outputs get a step suffix.
+    let raw_out = model.with_file_name("out.bin");
+    let out = hilt(&[
+        "infer",
+        model.to_str().unwrap(),
+        "--steps",
+        "2",
+        "--input",
+        input.to_str().unwrap(),
+        npy_in.to_str().unwrap(),
+        "--output",
+        raw_out.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read(model.with_file_name("out.step1.bin")).unwrap(),
+        [9, 8, 7, 6, 5, 4]
+    );
+}
+
+#[test]
+fn infer_input_errors_name_the_input() {
+    let model = temp_file("infer_err.tflite", &reshape_model());
+    let short = temp_file("short.bin", &[1, 2, 3]);
+    let out = hilt(&[
+        "infer",
+        model.to_str().unwrap(),
+        "--input",
+        short.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("input 0 (x): 3 bytes given, the tensor (INT8 [2, 3]) holds 6"),
+        "{err}"
+    );
+    let npy = hilt::tensor_file::write_npy(TensorType::FLOAT32, &[6], &[0; 24]).unwrap();
+    let wrong_type = temp_file("wrong.npy", &npy);
+    let out = hilt(&[
+        "infer",
+        model.to_str().unwrap(),
+        "--input",
+        wrong_type.to_str().unwrap(),
+    ]);
+    assert!(
+        stderr(&out).contains("the .npy file holds FLOAT32, the tensor is INT8"),
+        "{}",
+        stderr(&out)
+    );
+    let out = hilt(&[
+        "infer",
+        model.to_str().unwrap(),
+        "--input",
+        short.to_str().unwrap(),
+        short.to_str().unwrap(),
+    ]);
+    assert!(
+        stderr(&out).contains("the model has 1 inputs, 2 input files were given"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn bench_reports_times_arena_and_ops() {
+    let model = temp_file("bench.tflite", &reshape_model());
+    let out = hilt(&[
+        "bench",
+        model.to_str().unwrap(),
+        "--iterations",
+        "20",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["iterations"], 20);
+    assert!(v["min_us"].as_f64().unwrap() <= v["median_us"].as_f64().unwrap());
+    assert_eq!(v["arena_head"], 32); // x and y, 6 → 16 bytes each, live together
+    assert_eq!(v["ops"][0]["name"], "RESHAPE");
+    let out = hilt(&["bench", model.to_str().unwrap(), "--iterations", "5"]);
+    assert!(stdout(&out).contains("slowest ops"), "{}", stdout(&out));
+}

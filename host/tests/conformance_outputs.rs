@@ -10,7 +10,6 @@ use std::path::Path;
 use hilt::conformance::{locate, read_manifest, run_model};
 
 #[test]
-#[ignore = "kernels still being written (issue 3): run with --ignored"]
 fn every_model_matches_tflm() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let dir = locate(repo);

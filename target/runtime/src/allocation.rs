@@ -42,6 +42,20 @@ impl TensorSlot {
     /// The tensor's data is not in the arena (constant data in the model, or
     /// a tensor no operator touches).
     pub const NOT_IN_ARENA: u32 = u32::MAX;
+
+    /// Set in `offset` for constant tensors: the rest of `offset` is then
+    /// the data's offset in the model bytes (flash), so kernels reach
+    /// constants without walking the flatbuffer again.
+    pub const IN_MODEL: u32 = 1 << 31;
+
+    /// The data's offset in the model bytes, for constant tensors.
+    pub const fn model_offset(&self) -> Option<u32> {
+        if self.offset != Self::NOT_IN_ARENA && self.offset & Self::IN_MODEL != 0 {
+            Some(self.offset & !Self::IN_MODEL)
+        } else {
+            None
+        }
+    }
 }
 
 /// Settings for [`allocate`].
@@ -246,9 +260,24 @@ impl Staging {
                     bytes: tensor.bytes,
                 }
             } else {
-                TensorSlot {
-                    offset: TensorSlot::NOT_IN_ARENA,
-                    bytes: tensor.bytes,
+                match tensor.constant {
+                    // Where the constant sits in the model bytes (both are slices of one file).
+                    Some(data) => {
+                        let at =
+                            (data.as_ptr() as usize).wrapping_sub(model.bytes().as_ptr() as usize);
+                        let offset = u32::try_from(at)
+                            .ok()
+                            .filter(|&o| o < TensorSlot::IN_MODEL - 1);
+                        TensorSlot {
+                            offset: offset
+                                .map_or(TensorSlot::NOT_IN_ARENA, |o| o | TensorSlot::IN_MODEL),
+                            bytes: tensor.bytes,
+                        }
+                    }
+                    None => TensorSlot {
+                        offset: TensorSlot::NOT_IN_ARENA,
+                        bytes: tensor.bytes,
+                    },
                 }
             };
             let i = tensor.index as usize;
@@ -318,7 +347,8 @@ impl Staging {
             head: head.unwrap_or_else(|| model_lower_bound(model, self.align, extra)),
             head_exact: head.is_some(),
             temp: self.temp_need(extra.len()) as u32,
-            tail: (arena.tail_bytes() as u32).max(tail_need(model, self.align)) + scratch_bytes,
+            // Once scratch slots are in the tail, `tail_bytes` counts them.
+            tail: (arena.tail_bytes() as u32).max(tail_need(model, self.align) + scratch_bytes),
         })
     }
 
@@ -346,6 +376,17 @@ impl Staging {
         let head_start = arena
             .head_start(self.head_align)
             .map_err(AllocError::Arena)?;
+        let tail_start = (arena.capacity() - arena.tail_bytes()) as u64;
+        let needs_if_too_small = match self.too_small(model, arena, Some(0), &[]) {
+            AllocError::ArenaTooSmall(needs) => needs,
+            _ => ArenaNeeds {
+                available: 0,
+                head: 0,
+                head_exact: true,
+                temp: 0,
+                tail: 0,
+            },
+        };
         let tail_bytes = arena.tail_bytes() as u32;
         let temp_bytes = words.end() - self.requests.offset;
         let head = {
@@ -360,6 +401,15 @@ impl Staging {
             // views of these buffers, so the plan is checked, not trusted.
             crate::planner::verify_plan(requests, offsets, head)
                 .map_err(AllocError::InvalidPlan)?;
+            // The head must end before the tail starts; checked before any
+            // `head_start + offset` below can overflow.
+            if u64::from(head_start) + u64::from(head) > tail_start {
+                return Err(AllocError::ArenaTooSmall(ArenaNeeds {
+                    head,
+                    head_exact: true,
+                    ..needs_if_too_small
+                }));
+            }
             report(&ArenaPlan {
                 planner: planner.name(),
                 requests,

@@ -454,7 +454,7 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
         let committed = self.committed()?;
         let slots: &[TensorSlot] = bytemuck_slice(self.arena.bytes(committed.allocation.slots));
         let slot = slots[info.index as usize];
-        if slot.offset == TensorSlot::NOT_IN_ARENA {
+        if slot.offset == TensorSlot::NOT_IN_ARENA || slot.model_offset().is_some() {
             return Err(InterpreterError::NoSuchTensor {
                 position: info.index,
             });

@@ -652,6 +652,14 @@ impl<'a> Model<'a> {
         })
     }
 
+    /// Whether tensor `index` of subgraph 0 is a variable tensor (cheap:
+    /// one field of the flatbuffer, no shape checks).
+    pub fn is_variable(&self, index: u32) -> bool {
+        self.subgraph
+            .tensors()
+            .is_some_and(|t| (index as usize) < t.len() && t.get(index as usize).is_variable())
+    }
+
     /// All tensors of subgraph 0 in index order.
     pub fn tensors(&self) -> impl Iterator<Item = TensorInfo<'a>> + '_ {
         (0..self.tensor_count()).filter_map(|i| self.tensor(i))

@@ -8,6 +8,7 @@ use hilt_runtime::allocation::{AllocOptions, allocate};
 use hilt_runtime::arena::Arena;
 use hilt_runtime::model::Model;
 use hilt_runtime::planner::{Greedy, Linear, MemoryPlanner, Offline, verify_plan};
+use hilt_runtime::request::BufferRequest;
 
 fn check(bytes: &[u8]) {
     let Ok(model) = Model::from_bytes(bytes) else {
@@ -18,19 +19,30 @@ fn check(bytes: &[u8]) {
     if let Some(o) = offline.as_ref() {
         planners.push(o);
     }
+    // As the fuzz target's second pass: a scratch buffer with a stricter
+    // alignment than the tensors moves the head's start (a fuzz finding:
+    // `head_start + offset` overflowed before the head's size was checked).
+    let scratch = [BufferRequest::scratch(0, 0, 64).with_align(256)];
+    let scratch: &[BufferRequest] = if model.operator_count() > 0 {
+        &scratch
+    } else {
+        &[]
+    };
     for planner in planners {
-        let mut memory = vec![0u8; 1 << 20];
-        let mut arena = Arena::new(&mut memory);
-        let _ = allocate(
-            &model,
-            planner,
-            &mut arena,
-            &AllocOptions::default(),
-            &[],
-            |plan| {
-                assert_eq!(verify_plan(plan.requests, plan.offsets, plan.head), Ok(()));
-            },
-        );
+        for extra in [&[][..], scratch] {
+            let mut memory = vec![0u8; 1 << 20];
+            let mut arena = Arena::new(&mut memory);
+            let _ = allocate(
+                &model,
+                planner,
+                &mut arena,
+                &AllocOptions::default(),
+                extra,
+                |plan| {
+                    assert_eq!(verify_plan(plan.requests, plan.offsets, plan.head), Ok(()));
+                },
+            );
+        }
     }
 }
 

@@ -156,5 +156,8 @@ fn allocation_in_an_arena_records_every_tensor() {
             bytes: 8
         }
     );
-    assert_eq!(slots[1].offset, TensorSlot::NOT_IN_ARENA);
+    // Constants stay in the model bytes: the slot records where.
+    let w1 = slots[1].model_offset().expect("constant in the model");
+    let model_w1 = model.tensor(1).unwrap().constant.unwrap();
+    assert_eq!(&bytes[w1 as usize..w1 as usize + 128], model_w1);
 }

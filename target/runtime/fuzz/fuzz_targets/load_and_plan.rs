@@ -13,7 +13,7 @@ use hilt_runtime::model::{Model, element_size};
 use hilt_runtime::planner::{
     Greedy, Linear, MemoryPlanner, OFFLINE_PLAN_METADATA, Offline, find_conflict,
 };
-use hilt_runtime::request::BufferRequest;
+use hilt_runtime::request::{BufferRequest, MAX_ALIGN};
 use hilt_runtime::schema::TensorType;
 use libfuzzer_sys::fuzz_target;
 use std::cell::RefCell;
@@ -44,21 +44,30 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
 
-    MEMORY.with_borrow_mut(|memory| plan_all(data.len(), &model, memory));
+    MEMORY.with_borrow_mut(|memory| {
+        // The arena starts ARENA_SKEW bytes past a 1 MiB boundary, so where
+        // the head starts (and any padding) is the same on every run.
+        let skip = memory.as_ptr().align_offset(MAX_ALIGN as usize) + ARENA_SKEW;
+        plan_all(data.len(), &model, &mut memory[skip..skip + ARENA_BYTES]);
+    });
 });
+
+/// Where the arena starts past a 1 MiB boundary: 16-aligned, not 32-aligned.
+const ARENA_SKEW: usize = 48;
 
 thread_local! {
     /// The arena bytes, allocated once (planning writes before it reads).
-    static MEMORY: RefCell<Vec<u8>> = RefCell::new(vec![0u8; ARENA_BYTES]);
+    static MEMORY: RefCell<Vec<u8>> =
+        RefCell::new(vec![0u8; ARENA_BYTES + MAX_ALIGN as usize + ARENA_SKEW]);
 }
 
 /// Every planner, at the default alignment and at a second one with a scratch buffer.
 fn plan_all(len: usize, model: &Model<'_>, memory: &mut [u8]) {
-    // A second alignment (1..=128) and one scratch buffer, chosen by the
-    // input length so the fuzzer can reach them.
+    // A second tensor alignment (1..=128) and one scratch buffer (alignment
+    // 1..=1 MiB), chosen by the input length so the fuzzer can reach them.
     let alt_align = 1u32 << (len % 8);
-    let scratch =
-        [BufferRequest::scratch(0, 0, 1 + (len % 251) as u32).with_align(alt_align.max(4))];
+    let scratch_align = 1u32 << (len % 21);
+    let scratch = [BufferRequest::scratch(0, 0, 1 + (len % 251) as u32).with_align(scratch_align)];
     for (align, scratch) in [(16, &[][..]), (alt_align, &scratch[..])] {
         let options = AllocOptions { align };
         let l = run(model, &Linear, memory, &options, scratch);
@@ -217,7 +226,9 @@ fn run(
             );
             assert_eq!(allocation.tail_bytes as usize, arena.tail_bytes());
             if end_addr.is_multiple_of(options.align as usize) {
-                let need = tail_need(model, options.align);
+                // Plus the scratch buffers' 8-byte location records, 4-aligned.
+                let need =
+                    tail_need(model, options.align).next_multiple_of(4) + 8 * scratch.len() as u32;
                 assert!(
                     allocation.tail_bytes <= need,
                     "tail {} > tail_need {need}",
@@ -235,6 +246,12 @@ fn run(
                 assert_eq!(Some(needs.head), head, "exact head without a matching plan");
             }
             seen.map(|s| s.head)
+        }
+        Err(AllocError::InvalidPlan(v)) => {
+            panic!(
+                "{}: allocate rejected the planner's own plan: {v:?}",
+                planner.name()
+            )
         }
         Err(e) => {
             // Planner refusals (size overflow, bad offline plan): no plan reported.
@@ -321,6 +338,29 @@ fn check_slots(
         );
         assert!(u64::from(s.offset) + u64::from(s.bytes) <= u64::from(allocation.head.end()));
     }
+    let n_scratch = seen
+        .requests
+        .iter()
+        .filter(|r| r.tensor_index().is_none())
+        .count();
+    let scratch_bytes = arena.bytes(allocation.scratch);
+    assert_eq!(scratch_bytes.len(), n_scratch * size_of::<TensorSlot>());
+    let scratch_plan = seen
+        .requests
+        .iter()
+        .zip(&seen.offsets)
+        .filter(|(r, _)| r.tensor_index().is_none());
+    for (k, (r, &offset)) in scratch_plan.enumerate() {
+        let at = k * size_of::<TensorSlot>();
+        let s = read_slot(&scratch_bytes[at..at + size_of::<TensorSlot>()]);
+        assert_eq!(s.bytes, r.size, "scratch {k}: slot bytes");
+        assert_eq!(
+            u64::from(s.offset),
+            u64::from(seen.head_start) + u64::from(offset),
+            "scratch {k}: slot offset"
+        );
+        assert!(u64::from(s.offset) + u64::from(s.bytes) <= u64::from(allocation.head.end()));
+    }
     let tail_start = capacity - allocation.tail_bytes as usize;
     for t in model.tensors() {
         let s = slot(t.index);
@@ -328,6 +368,18 @@ fn check_slots(
         if t.is_variable && t.constant.is_none() {
             let start = s.offset as usize;
             assert!(start >= tail_start && start + t.bytes as usize <= capacity);
+        } else if let Some(data) = t.constant {
+            // Constants: not in the arena, or (newer runtimes) bit 31 set and
+            // the data's offset in the model bytes in the other bits.
+            if s.offset != TensorSlot::NOT_IN_ARENA {
+                let at = data.as_ptr() as usize - model.bytes().as_ptr() as usize;
+                assert_eq!(
+                    s.offset,
+                    IN_MODEL_BIT | at as u32,
+                    "tensor {}: constant's slot",
+                    t.index
+                );
+            }
         } else if !planned[t.index as usize] {
             assert_eq!(
                 s.offset,
@@ -338,6 +390,9 @@ fn check_slots(
         }
     }
 }
+
+/// `TensorSlot::offset` bit that marks a constant's offset in the model bytes.
+const IN_MODEL_BIT: u32 = 1 << 31;
 
 fn read_slot(b: &[u8]) -> TensorSlot {
     TensorSlot {

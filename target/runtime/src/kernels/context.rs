@@ -302,22 +302,29 @@ impl<'i, 'm> InvokeContext<'i, 'm> {
     }
 
     /// Input `position`, read-only (constants come from the model bytes).
+    /// Costs a slot lookup: where each tensor's data lies was recorded at
+    /// allocation, so nothing is re-read from the flatbuffer here.
     pub fn input(&self, position: usize) -> Result<Tensor<'i, 'm>, KernelError> {
         let index = self.tensor_index(position, false)?;
-        let info = self.model.tensor(index).ok_or(KernelError::MissingInput {
-            position: position as u32,
-        })?;
-        let data = match info.constant {
-            Some(data) => data,
-            None => {
-                let slot = self.slots[index as usize];
-                if slot.offset == TensorSlot::NOT_IN_ARENA {
-                    return Err(KernelError::Internal);
-                }
-                self.region_bytes(slot.offset, slot.bytes)?
+        let slot = *self
+            .slots
+            .get(index as usize)
+            .ok_or(KernelError::Internal)?;
+        let data = match slot.model_offset() {
+            Some(offset) => {
+                let bytes = self.model.bytes();
+                bytes
+                    .get(offset as usize..offset as usize + slot.bytes as usize)
+                    .ok_or(KernelError::Internal)?
             }
+            None if slot.offset == TensorSlot::NOT_IN_ARENA => return Err(KernelError::Internal),
+            None => self.region_bytes(slot.offset, slot.bytes)?,
         };
-        Ok(Tensor { info, data })
+        Ok(Tensor {
+            index,
+            data,
+            model: self.model,
+        })
     }
 
     /// Input `position`, or `None` when the model omits it.
@@ -330,9 +337,11 @@ impl<'i, 'm> InvokeContext<'i, 'm> {
 
     fn mutable(&self, position: usize, output: bool) -> Result<TensorMut<'i, 'm>, KernelError> {
         let index = self.tensor_index(position, output)?;
-        let info = self.model.tensor(index).ok_or(KernelError::Internal)?;
-        let slot = self.slots[index as usize];
-        if slot.offset == TensorSlot::NOT_IN_ARENA {
+        let slot = *self
+            .slots
+            .get(index as usize)
+            .ok_or(KernelError::Internal)?;
+        if slot.offset == TensorSlot::NOT_IN_ARENA || slot.model_offset().is_some() {
             return Err(KernelError::Internal);
         }
         let limit = if output { 32 } else { 64 };
@@ -345,8 +354,9 @@ impl<'i, 'm> InvokeContext<'i, 'm> {
             position as u32
         })?;
         Ok(TensorMut {
-            info,
+            index,
             data: self.region_bytes_mut(slot.offset, slot.bytes)?,
+            model: self.model,
         })
     }
 
@@ -358,7 +368,7 @@ impl<'i, 'm> InvokeContext<'i, 'm> {
     /// Variable-tensor input `position` (SVDF/LSTM state), writable once per invoke.
     pub fn variable(&self, position: usize) -> Result<TensorMut<'i, 'm>, KernelError> {
         let index = self.tensor_index(position, false)?;
-        if !self.model.tensor(index).is_some_and(|t| t.is_variable) {
+        if !self.model.is_variable(index) {
             return Err(KernelError::NotVariable {
                 position: position as u32,
             });

@@ -10,14 +10,22 @@ use core::fmt;
 use crate::model::OpCode;
 use crate::schema::BuiltinOperator;
 
+pub mod add;
 pub mod context;
 pub mod conv;
 pub mod depthwise_conv;
+pub mod dequantize;
 pub mod fixed_point;
 pub mod fully_connected;
+pub mod logistic;
+pub mod lstm;
 pub mod padding;
+pub mod pooling;
+pub mod quantize;
 pub mod quantized;
 pub mod reshape;
+pub mod softmax;
+pub mod svdf;
 pub mod tensor;
 
 pub use context::{InvokeContext, PrepareContext, Stored};
@@ -240,6 +248,18 @@ pub fn all_builtins() -> OpResolver<32> {
         (
             BuiltinOperator::DEPTHWISE_CONV_2D,
             depthwise_conv::REGISTRATION,
+        ),
+        (BuiltinOperator::ADD, add::REGISTRATION),
+        (BuiltinOperator::AVERAGE_POOL_2D, pooling::AVERAGE_POOL_2D),
+        (BuiltinOperator::MAX_POOL_2D, pooling::MAX_POOL_2D),
+        (BuiltinOperator::SOFTMAX, softmax::REGISTRATION),
+        (BuiltinOperator::LOGISTIC, logistic::REGISTRATION),
+        (BuiltinOperator::QUANTIZE, quantize::REGISTRATION),
+        (BuiltinOperator::DEQUANTIZE, dequantize::REGISTRATION),
+        (BuiltinOperator::SVDF, svdf::REGISTRATION),
+        (
+            BuiltinOperator::UNIDIRECTIONAL_SEQUENCE_LSTM,
+            lstm::REGISTRATION,
         ),
     ];
     for &(op, kernel) in table {

@@ -3,7 +3,7 @@
 use bytemuck::Pod;
 
 use super::KernelError;
-use crate::model::TensorInfo;
+use crate::model::{Model, TensorInfo};
 use crate::schema::TensorType;
 
 /// Most dimensions a kernel handles.
@@ -144,33 +144,63 @@ fn cast_mut<T: Pod>(index: u32, data: &mut [u8]) -> Result<&mut [T], KernelError
 }
 
 /// A read-only tensor during invoke.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct Tensor<'i, 'm> {
-    /// The model's description.
-    pub info: TensorInfo<'m>,
+    /// Tensor index in subgraph 0.
+    pub index: u32,
     /// The bytes.
     pub data: &'i [u8],
+    pub(crate) model: &'i Model<'m>,
 }
 
-impl<'i> Tensor<'i, '_> {
+impl core::fmt::Debug for Tensor<'_, '_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Tensor")
+            .field("index", &self.index)
+            .field("bytes", &self.data.len())
+            .finish()
+    }
+}
+
+impl<'i, 'm> Tensor<'i, 'm> {
     /// The data as elements of `T` (an error if misaligned).
     pub fn values<T: Pod>(&self) -> Result<&'i [T], KernelError> {
-        cast(self.info.index, self.data)
+        cast(self.index, self.data)
+    }
+
+    /// The model's description (re-read from the flatbuffer: prepare-time
+    /// use, not for inner loops).
+    pub fn info(&self) -> Option<TensorInfo<'m>> {
+        self.model.tensor(self.index)
     }
 }
 
 /// A writable tensor during invoke.
-#[derive(Debug)]
 pub struct TensorMut<'i, 'm> {
-    /// The model's description.
-    pub info: TensorInfo<'m>,
+    /// Tensor index in subgraph 0.
+    pub index: u32,
     /// The bytes.
     pub data: &'i mut [u8],
+    pub(crate) model: &'i Model<'m>,
 }
 
-impl<'i> TensorMut<'i, '_> {
+impl core::fmt::Debug for TensorMut<'_, '_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("TensorMut")
+            .field("index", &self.index)
+            .field("bytes", &self.data.len())
+            .finish()
+    }
+}
+
+impl<'i, 'm> TensorMut<'i, 'm> {
     /// The data as elements of `T` (an error if misaligned).
     pub fn values<T: Pod>(self) -> Result<&'i mut [T], KernelError> {
-        cast_mut(self.info.index, self.data)
+        cast_mut(self.index, self.data)
+    }
+
+    /// The model's description (see [`Tensor::info`]).
+    pub fn info(&self) -> Option<TensorInfo<'m>> {
+        self.model.tensor(self.index)
     }
 }

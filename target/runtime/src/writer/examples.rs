@@ -30,9 +30,28 @@ impl Lcg {
 /// Every example model, with its file name.
 pub fn all() -> Vec<(&'static str, Vec<u8>)> {
     vec![
+        ("reshape_int8.tflite", reshape_int8()),
         ("seed_fc_float.tflite", seed_fc_float()),
         ("tiny_convnet_int8.tflite", tiny_convnet_int8()),
     ]
+}
+
+/// The smallest model every build can run: int8 [4, 16] → RESHAPE → [64].
+/// The firmware smoke test uses it, since it needs no arithmetic kernel.
+pub fn reshape_int8() -> Vec<u8> {
+    let mut w = ModelWriter::new();
+    let x = w.input("x", T::INT8, &[4, 16]);
+    let shape = w.constant("shape", T::INT32, &[1], &i32_bytes(&[64]));
+    let y = w.output("y", T::INT8, &[64]);
+    w.op(
+        Op::RESHAPE,
+        &[Some(x), Some(shape)],
+        &[y],
+        Options::Reshape {
+            new_shape: vec![64],
+        },
+    );
+    w.finish()
 }
 
 /// The seed example: input 4 floats → FC 8 → ReLU → FC 2.

@@ -118,6 +118,17 @@ pub enum Options {
         /// Fused activation.
         activation: fb::ActivationFunctionType,
     },
+    /// UNIDIRECTIONAL_SEQUENCE_LSTM.
+    UnidirectionalSequenceLstm {
+        /// The cell gate's activation (and the hidden state's), usually TANH.
+        activation: fb::ActivationFunctionType,
+        /// Cell state clip (0 = none).
+        cell_clip: f32,
+        /// Projection clip (0 = none).
+        proj_clip: f32,
+        /// Input is `[time, batch, features]` rather than `[batch, time, features]`.
+        time_major: bool,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -587,6 +598,25 @@ fn write_op<'b>(b: &mut FlatBufferBuilder<'b>, op: &OpDef) -> WIPOffset<fb::Oper
             (
                 K::SVDFOptions,
                 Some(fb::SVDFOptions::create(b, &args).as_union_value()),
+            )
+        }
+        Options::UnidirectionalSequenceLstm {
+            activation,
+            cell_clip,
+            proj_clip,
+            time_major,
+        } => {
+            let args = fb::UnidirectionalSequenceLSTMOptionsArgs {
+                fused_activation_function: *activation,
+                cell_clip: *cell_clip,
+                proj_clip: *proj_clip,
+                time_major: *time_major,
+                asymmetric_quantize_inputs: false,
+                diagonal_recurrent_tensors: false,
+            };
+            (
+                K::UnidirectionalSequenceLSTMOptions,
+                Some(fb::UnidirectionalSequenceLSTMOptions::create(b, &args).as_union_value()),
             )
         }
     };

@@ -1,0 +1,514 @@
+//! Board definitions: `boards/NAME.toml` (+ `boards/NAME/memory.x`), parsed
+//! into a raw form and then validated, so every mistake is reported with the
+//! file and field at fault.
+//!
+//! ```toml
+//! name = "qemu-mps2-an386"
+//! description = "Arm MPS2 AN386 (Cortex-M4F) under QEMU"
+//! target = "thumbv7em-none-eabihf"
+//! features = ["mps2-an386"]
+//! runner = "qemu"            # qemu | probe-rs | uart
+//! transport = "rtt"          # rtt | uart
+//! arena_size = 262144
+//! core_clock_hz = 25000000
+//! memory = [
+//!   { name = "FLASH", origin = 0x00000000, length = 0x400000 },
+//!   { name = "RAM", origin = 0x20000000, length = 0x400000 },
+//! ]
+//! [qemu]
+//! machine = "mps2-an386"
+//! cpu = "cortex-m4"
+//! icount_shift = 0
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// How a board is driven.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunnerKind {
+    /// A virtual board: `qemu-system-arm`, memory through its gdbstub.
+    Qemu,
+    /// A real board through a debug probe.
+    ProbeRs,
+    /// A real board over a serial port (flashed elsewhere).
+    Uart,
+}
+
+/// How messages travel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Transport {
+    /// SEGGER RTT buffers in target RAM.
+    Rtt,
+    /// A UART.
+    Uart,
+}
+
+/// A memory region of the board.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryRegion {
+    /// Linker name (`FLASH`, `RAM`, ...).
+    pub name: String,
+    /// Start address.
+    pub origin: u64,
+    /// Bytes.
+    pub length: u64,
+}
+
+/// QEMU settings of a virtual board.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct QemuSettings {
+    /// `-M` machine.
+    pub machine: String,
+    /// `-cpu`.
+    pub cpu: String,
+    /// `-icount shift=N`: instructions are counted deterministically.
+    #[serde(default)]
+    pub icount_shift: u8,
+}
+
+/// A probe selector `VID:PID[:SERIAL]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProbeSelector {
+    /// USB vendor id.
+    pub vid: u16,
+    /// USB product id.
+    pub pid: u16,
+    /// Serial number, when several identical probes are attached.
+    pub serial: Option<String>,
+}
+
+impl fmt::Display for ProbeSelector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:04x}:{:04x}", self.vid, self.pid)?;
+        if let Some(s) = &self.serial {
+            write!(f, ":{s}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::str::FromStr for ProbeSelector {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let mut parts = s.splitn(3, ':');
+        let hex = |p: Option<&str>, what: &str| -> Result<u16, String> {
+            let p = p
+                .filter(|p| !p.is_empty())
+                .ok_or_else(|| format!("{what} missing in {s:?} (want VID:PID[:SERIAL])"))?;
+            u16::from_str_radix(p, 16)
+                .map_err(|_| format!("{what} {p:?} is not a 16-bit hex number"))
+        };
+        let vid = hex(parts.next(), "vendor id")?;
+        let pid = hex(parts.next(), "product id")?;
+        let serial = parts.next().map(str::to_string);
+        if serial.as_deref() == Some("") {
+            return Err(format!("empty serial number in {s:?}"));
+        }
+        Ok(ProbeSelector { vid, pid, serial })
+    }
+}
+
+/// The file as written (unvalidated).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBoard {
+    name: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    chip: Option<String>,
+    #[serde(default)]
+    probe: Option<String>,
+    target: String,
+    #[serde(default)]
+    features: Vec<String>,
+    runner: RunnerKind,
+    transport: Transport,
+    arena_size: u64,
+    core_clock_hz: u64,
+    memory: Vec<MemoryRegion>,
+    #[serde(default)]
+    qemu: Option<QemuSettings>,
+    #[serde(default)]
+    serial_port: Option<String>,
+    #[serde(default)]
+    latency_tolerance_percent: Option<f64>,
+}
+
+/// A validated board definition.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Board {
+    /// Name (the file's stem).
+    pub name: String,
+    /// One line for people.
+    pub description: String,
+    /// probe-rs chip name (real boards).
+    pub chip: Option<String>,
+    /// Probe selector (probe-rs boards).
+    pub probe: Option<ProbeSelector>,
+    /// Rust target triple.
+    pub target: String,
+    /// Firmware cargo features.
+    pub features: Vec<String>,
+    /// Runner.
+    pub runner: RunnerKind,
+    /// Transport.
+    pub transport: Transport,
+    /// Arena bytes the firmware reserves.
+    pub arena_size: u64,
+    /// Core clock, Hz.
+    pub core_clock_hz: u64,
+    /// Memory regions.
+    pub memory: Vec<MemoryRegion>,
+    /// QEMU settings (qemu boards).
+    pub qemu: Option<QemuSettings>,
+    /// Serial device (uart boards).
+    pub serial_port: Option<String>,
+    /// Allowed latency drift in snapshots, percent (0 = exact, as on QEMU).
+    pub latency_tolerance_percent: f64,
+    /// The linker script.
+    pub memory_x: PathBuf,
+}
+
+/// Rust targets the firmware builds for.
+pub const KNOWN_TARGETS: [&str; 4] = [
+    "thumbv6m-none-eabi",
+    "thumbv7em-none-eabihf",
+    "thumbv7em-none-eabi",
+    "thumbv8m.main-none-eabihf",
+];
+
+/// What is wrong with a board definition.
+#[derive(Debug, thiserror::Error)]
+pub enum BoardError {
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Read {
+        /// File.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// TOML syntax or a field of the wrong type/unknown field.
+    #[error("{path}: {message}")]
+    Parse {
+        /// File.
+        path: PathBuf,
+        /// The parser's message (with line and column).
+        message: String,
+    },
+    /// A field with a value that cannot work.
+    #[error("{path}: field `{field}`: {problem}")]
+    Invalid {
+        /// File.
+        path: PathBuf,
+        /// Field.
+        field: &'static str,
+        /// Why.
+        problem: String,
+    },
+    /// No board of that name.
+    #[error("unknown board {name:?}; defined boards: {known}")]
+    Unknown {
+        /// Name asked for.
+        name: String,
+        /// The defined ones.
+        known: String,
+    },
+}
+
+fn invalid(path: &Path, field: &'static str, problem: impl Into<String>) -> BoardError {
+    BoardError::Invalid {
+        path: path.to_path_buf(),
+        field,
+        problem: problem.into(),
+    }
+}
+
+/// Reads and validates `path` (`boards/NAME.toml`).
+pub fn load(path: &Path) -> Result<Board, BoardError> {
+    let text = std::fs::read_to_string(path).map_err(|source| BoardError::Read {
+        path: path.into(),
+        source,
+    })?;
+    let raw: RawBoard = toml::from_str(&text).map_err(|e| BoardError::Parse {
+        path: path.into(),
+        message: e.to_string().lines().collect::<Vec<_>>().join(" "),
+    })?;
+    validate(path, raw)
+}
+
+fn validate(path: &Path, raw: RawBoard) -> Result<Board, BoardError> {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if raw.name != stem {
+        return Err(invalid(
+            path,
+            "name",
+            format!("{:?} differs from the file name {stem:?}", raw.name),
+        ));
+    }
+    if !KNOWN_TARGETS.contains(&raw.target.as_str()) {
+        return Err(invalid(
+            path,
+            "target",
+            format!(
+                "{:?} is not one of {}",
+                raw.target,
+                KNOWN_TARGETS.join(", ")
+            ),
+        ));
+    }
+    if raw.chip.as_deref().is_some_and(|c| c.trim().is_empty()) {
+        return Err(invalid(path, "chip", "empty"));
+    }
+    let probe = raw
+        .probe
+        .as_deref()
+        .map(str::parse::<ProbeSelector>)
+        .transpose()
+        .map_err(|e| invalid(path, "probe", e))?;
+    match raw.runner {
+        RunnerKind::Qemu if raw.qemu.is_none() => {
+            return Err(invalid(
+                path,
+                "qemu",
+                "a qemu board needs a [qemu] table (machine, cpu)",
+            ));
+        }
+        RunnerKind::Qemu if raw.transport != Transport::Rtt => {
+            return Err(invalid(path, "transport", "qemu boards talk over rtt"));
+        }
+        RunnerKind::ProbeRs if probe.is_none() => {
+            return Err(invalid(
+                path,
+                "probe",
+                "a probe-rs board needs a probe selector VID:PID[:SERIAL]",
+            ));
+        }
+        RunnerKind::ProbeRs if raw.chip.is_none() => {
+            return Err(invalid(
+                path,
+                "chip",
+                "a probe-rs board needs its probe-rs chip name",
+            ));
+        }
+        RunnerKind::Uart if raw.serial_port.is_none() => {
+            return Err(invalid(
+                path,
+                "serial_port",
+                "a uart board needs a serial port",
+            ));
+        }
+        _ => {}
+    }
+    if raw.core_clock_hz == 0 {
+        return Err(invalid(path, "core_clock_hz", "must be above 0"));
+    }
+    let mut names = BTreeMap::new();
+    for region in &raw.memory {
+        if region.length == 0 {
+            return Err(invalid(
+                path,
+                "memory",
+                format!("region {} is empty", region.name),
+            ));
+        }
+        if names.insert(region.name.clone(), region).is_some() {
+            return Err(invalid(
+                path,
+                "memory",
+                format!("region {} is defined twice", region.name),
+            ));
+        }
+    }
+    for (i, a) in raw.memory.iter().enumerate() {
+        for b in &raw.memory[i + 1..] {
+            if a.origin < b.origin + b.length && b.origin < a.origin + a.length {
+                return Err(invalid(
+                    path,
+                    "memory",
+                    format!("regions {} and {} overlap", a.name, b.name),
+                ));
+            }
+        }
+    }
+    let ram = names
+        .get("RAM")
+        .ok_or_else(|| invalid(path, "memory", "no region named RAM"))?;
+    if !names.contains_key("FLASH") {
+        return Err(invalid(path, "memory", "no region named FLASH"));
+    }
+    if raw.arena_size == 0 || raw.arena_size >= ram.length {
+        return Err(invalid(
+            path,
+            "arena_size",
+            format!(
+                "{} bytes does not fit in RAM ({} bytes, which also holds stack and RTT buffers)",
+                raw.arena_size, ram.length
+            ),
+        ));
+    }
+    let memory_x = path.with_extension("").join("memory.x");
+    check_memory_x(path, &memory_x, &raw.memory)?;
+    let tolerance = raw
+        .latency_tolerance_percent
+        .unwrap_or(if raw.runner == RunnerKind::Qemu {
+            0.0
+        } else {
+            2.0
+        });
+    if !(0.0..=100.0).contains(&tolerance) {
+        return Err(invalid(
+            path,
+            "latency_tolerance_percent",
+            "must be between 0 and 100",
+        ));
+    }
+    Ok(Board {
+        name: raw.name,
+        description: raw.description,
+        chip: raw.chip,
+        probe,
+        target: raw.target,
+        features: raw.features,
+        runner: raw.runner,
+        transport: raw.transport,
+        arena_size: raw.arena_size,
+        core_clock_hz: raw.core_clock_hz,
+        memory: raw.memory,
+        qemu: raw.qemu,
+        serial_port: raw.serial_port,
+        latency_tolerance_percent: tolerance,
+        memory_x,
+    })
+}
+
+/// The linker script must exist and state the same regions as the TOML.
+fn check_memory_x(
+    path: &Path,
+    memory_x: &Path,
+    regions: &[MemoryRegion],
+) -> Result<(), BoardError> {
+    let text = std::fs::read_to_string(memory_x)
+        .map_err(|e| invalid(path, "memory", format!("{}: {e}", memory_x.display())))?;
+    for region in regions {
+        let line = text
+            .lines()
+            .find(|l| {
+                l.trim_start().starts_with(&format!("{} ", region.name))
+                    || l.trim_start().starts_with(&format!("{}:", region.name))
+                    || l.trim_start().starts_with(&format!("{} (", region.name))
+            })
+            .ok_or_else(|| {
+                invalid(
+                    path,
+                    "memory",
+                    format!("{} has no {} region", memory_x.display(), region.name),
+                )
+            })?;
+        let number = |key: &str| -> Option<u64> {
+            let at = line.find(key)? + key.len();
+            let rest = line[at..].trim_start().trim_start_matches('=').trim_start();
+            let token: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric())
+                .collect();
+            parse_number(&token)
+        };
+        let (origin, length) = (number("ORIGIN"), number("LENGTH"));
+        if origin != Some(region.origin) || length != Some(region.length) {
+            return Err(invalid(
+                path,
+                "memory",
+                format!(
+                    "{} region {} is {:?}/{:?} there but {:#x}/{:#x} in the TOML",
+                    memory_x.display(),
+                    region.name,
+                    origin,
+                    length,
+                    region.origin,
+                    region.length
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `0x…`, decimal, or with a `K`/`M` suffix, as linker scripts write them.
+fn parse_number(token: &str) -> Option<u64> {
+    let (digits, scale) = match token.chars().last()? {
+        'K' | 'k' => (&token[..token.len() - 1], 1024),
+        'M' | 'm' => (&token[..token.len() - 1], 1024 * 1024),
+        _ => (token, 1),
+    };
+    let value = match digits
+        .strip_prefix("0x")
+        .or_else(|| digits.strip_prefix("0X"))
+    {
+        Some(hex) => u64::from_str_radix(hex, 16).ok()?,
+        None => digits.parse().ok()?,
+    };
+    Some(value * scale)
+}
+
+/// Every board in `dir`, sorted by name; the first invalid one is an error.
+pub fn load_all(dir: &Path) -> Result<Vec<Board>, BoardError> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|source| BoardError::Read {
+            path: dir.into(),
+            source,
+        })?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    paths.sort();
+    paths.iter().map(|p| load(p)).collect()
+}
+
+/// The boards whose names match `pattern` (a name or a glob with `*`/`?`).
+pub fn select<'b>(boards: &'b [Board], pattern: &str) -> Result<Vec<&'b Board>, BoardError> {
+    let chosen: Vec<&Board> = boards
+        .iter()
+        .filter(|b| glob_match(pattern, &b.name))
+        .collect();
+    if chosen.is_empty() {
+        return Err(BoardError::Unknown {
+            name: pattern.to_string(),
+            known: boards
+                .iter()
+                .map(|b| b.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
+    Ok(chosen)
+}
+
+/// Shell-style matching with `*` and `?`.
+pub fn glob_match(pattern: &str, name: &str) -> bool {
+    fn go(p: &[char], n: &[char]) -> bool {
+        match (p.first(), n.first()) {
+            (None, None) => true,
+            (Some('*'), _) => go(&p[1..], n) || (!n.is_empty() && go(p, &n[1..])),
+            (Some('?'), Some(_)) => go(&p[1..], &n[1..]),
+            (Some(a), Some(b)) if a == b => go(&p[1..], &n[1..]),
+            _ => false,
+        }
+    }
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    go(&p, &n)
+}

@@ -1,0 +1,78 @@
+//! What the host needs from a firmware ELF: where the RTT control block and
+//! the arena are, and which board the ELF was built for.
+
+use std::path::{Path, PathBuf};
+
+use object::{Object, ObjectSection, ObjectSymbol};
+
+/// Facts read from a firmware ELF.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FirmwareImage {
+    /// The file.
+    pub path: PathBuf,
+    /// `_SEGGER_RTT`.
+    pub rtt_address: u32,
+    /// `__hilt_arena_start` .. `__hilt_arena_end`.
+    pub arena: (u32, u32),
+    /// The board recorded in `.hilt_meta`.
+    pub board: String,
+}
+
+/// Why an ELF cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ElfError {
+    /// Unreadable.
+    #[error("{path}: {source}")]
+    Read {
+        /// File.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Not an ELF, or not one of ours.
+    #[error("{path}: {problem}")]
+    NotFirmware {
+        /// File.
+        path: PathBuf,
+        /// What is missing.
+        problem: String,
+    },
+}
+
+/// Reads the facts from `path`.
+pub fn inspect(path: &Path) -> Result<FirmwareImage, ElfError> {
+    let data = std::fs::read(path).map_err(|source| ElfError::Read {
+        path: path.into(),
+        source,
+    })?;
+    let not = |problem: String| ElfError::NotFirmware {
+        path: path.into(),
+        problem,
+    };
+    let file = object::File::parse(&*data).map_err(|e| not(format!("not an ELF file: {e}")))?;
+    let symbol = |name: &str| {
+        file.symbols()
+            .find(|s| s.name() == Ok(name))
+            .map(|s| s.address() as u32)
+            .ok_or_else(|| not(format!("no `{name}` symbol (not a hilt firmware?)")))
+    };
+    let rtt_address = symbol("_SEGGER_RTT")?;
+    let arena = (symbol("__hilt_arena_start")?, symbol("__hilt_arena_end")?);
+    let meta = file
+        .section_by_name(".hilt_meta")
+        .and_then(|s| s.data().ok())
+        .ok_or_else(|| not("no .hilt_meta section".into()))?;
+    let text = String::from_utf8_lossy(meta);
+    let board = text
+        .trim_end_matches('\0')
+        .strip_prefix("hilt-meta:1;")
+        .and_then(|rest| rest.split(';').find_map(|kv| kv.strip_prefix("board=")))
+        .ok_or_else(|| not(format!("unreadable .hilt_meta {text:?}")))?
+        .to_string();
+    Ok(FirmwareImage {
+        path: path.into(),
+        rtt_address,
+        arena,
+        board,
+    })
+}

@@ -1,0 +1,140 @@
+//! Builds the firmware for a (board, model) pair, cached under `build/`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::board::Board;
+use crate::layout::PlannerKind;
+
+/// A firmware build that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// cargo could not be started.
+    #[error("cannot run cargo: {0}")]
+    Spawn(std::io::Error),
+    /// The build failed.
+    #[error("firmware build for {board} failed:\n{output}")]
+    Failed {
+        /// Board.
+        board: String,
+        /// The tail of cargo's output.
+        output: String,
+    },
+    /// A file could not be read or copied.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// What to build.
+#[derive(Debug, Clone)]
+pub struct FirmwareRequest<'a> {
+    /// The board.
+    pub board: &'a Board,
+    /// The model to embed.
+    pub model: &'a Path,
+    /// Arena bytes.
+    pub arena_size: u64,
+    /// Planner.
+    pub planner: PlannerKind,
+    /// Extra firmware features (fault injection in tests).
+    pub features: &'a [String],
+}
+
+fn fnv(bytes: &[u8], seed: u64) -> u64 {
+    bytes.iter().fold(seed ^ 0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Builds (or reuses) the firmware ELF; returns its path. Cargo's own
+/// incremental build decides whether anything changed; each (model, arena,
+/// planner) gets its own build folder so switching scenarios does not
+/// rebuild from scratch, and each board's ELF is copied out under a name
+/// that says what it holds.
+pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, BuildError> {
+    let model = std::fs::read(request.model).map_err(|source| BuildError::Io {
+        path: request.model.into(),
+        source,
+    })?;
+    // cargo runs the build script in the firmware's folder: paths must be absolute.
+    let model_path = std::fs::canonicalize(request.model).map_err(|source| BuildError::Io {
+        path: request.model.into(),
+        source,
+    })?;
+    let repo = &std::fs::canonicalize(repo).map_err(|source| BuildError::Io {
+        path: repo.into(),
+        source,
+    })?;
+    let planner = match request.planner {
+        PlannerKind::Linear => "linear",
+        PlannerKind::Greedy => "greedy",
+        PlannerKind::Offline => "offline",
+    };
+    let extra = request.features.join(",");
+    let key = format!(
+        "{:016x}",
+        fnv(
+            format!("{}:{planner}:{extra}", request.arena_size).as_bytes(),
+            fnv(&model, 0)
+        )
+    );
+    let mut features = format!("board-{}", request.board.name);
+    for f in request.features {
+        features.push(',');
+        features.push_str(f);
+    }
+    let target_dir = repo.join("build/firmware").join(&key);
+    let manifest = repo.join("target/firmware/Cargo.toml");
+    let output = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .current_dir(repo.join("target/firmware"))
+        .args(["build", "--release", "--quiet", "--manifest-path"])
+        .arg(&manifest)
+        .args(["--target", &request.board.target, "--features", &features])
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .env("HILT_MODEL", &model_path)
+        .env("HILT_ARENA_SIZE", request.arena_size.to_string())
+        .env("HILT_PLANNER", planner)
+        .env("HILT_BOARDS_DIR", repo.join("boards"))
+        .output()
+        .map_err(BuildError::Spawn)?;
+    if !output.status.success() {
+        // The compiler's or build script's own words, without backtraces.
+        let text = String::from_utf8_lossy(&output.stderr);
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| {
+                let t = l.trim_start();
+                !(t.is_empty()
+                    || t.starts_with("at ")
+                    || t.chars().next().is_some_and(|c| c.is_ascii_digit())
+                    || t.starts_with("note:")
+                    || t.starts_with("stack backtrace"))
+            })
+            .collect();
+        let tail = &lines[lines.len().saturating_sub(12)..];
+        return Err(BuildError::Failed {
+            board: request.board.name.clone(),
+            output: tail.join("\n"),
+        });
+    }
+    let built = target_dir
+        .join(&request.board.target)
+        .join("release/hilt-firmware");
+    let elf = repo
+        .join("build/firmware/elves")
+        .join(format!("{}-{key}.elf", request.board.name));
+    std::fs::create_dir_all(elf.parent().unwrap_or(repo)).map_err(|source| BuildError::Io {
+        path: elf.clone(),
+        source,
+    })?;
+    std::fs::copy(&built, &elf).map_err(|source| BuildError::Io {
+        path: built.clone(),
+        source,
+    })?;
+    Ok(elf)
+}

@@ -1,0 +1,270 @@
+//! A client for QEMU's gdbstub (GDB remote serial protocol over TCP), just
+//! enough to stop the core, read and write memory and let it run again.
+//!
+//! Packets are `$data#cc` (cc = modulo-256 sum of the data, in hex), each
+//! acknowledged with `+`; a lone 0x03 byte interrupts a running target,
+//! which answers with a stop reply (`S05`/`T05…`).
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use crate::memory::{MemoryError, TargetMemory};
+
+/// Largest memory transfer per packet (QEMU accepts more; this keeps
+/// packets small).
+const CHUNK: usize = 1024;
+
+/// A connected gdbstub.
+#[derive(Debug)]
+pub struct GdbClient {
+    stream: TcpStream,
+    running: bool,
+    timeout: Duration,
+    pending: Vec<u8>,
+}
+
+fn io_error(e: &std::io::Error, timeout: Duration) -> MemoryError {
+    match e.kind() {
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+            MemoryError::Timeout(timeout)
+        }
+        _ => MemoryError::Disconnected(e.to_string()),
+    }
+}
+
+fn checksum(data: &[u8]) -> u8 {
+    data.iter().fold(0u8, |a, &b| a.wrapping_add(b))
+}
+
+impl GdbClient {
+    /// Connects (retrying until `timeout`, as QEMU may still be starting).
+    /// QEMU stops the guest while a debugger attaches; the client starts
+    /// in the stopped state.
+    pub fn connect(addr: SocketAddr, timeout: Duration) -> Result<Self, MemoryError> {
+        let deadline = Instant::now() + timeout;
+        let stream = loop {
+            match TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
+                Ok(s) => break s,
+                Err(e) if Instant::now() < deadline => {
+                    let _ = e;
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => {
+                    return Err(MemoryError::Disconnected(format!(
+                        "cannot connect to gdbstub at {addr}: {e}"
+                    )));
+                }
+            }
+        };
+        stream
+            .set_nodelay(true)
+            .map_err(|e| io_error(&e, timeout))?;
+        stream
+            .set_read_timeout(Some(timeout))
+            .map_err(|e| io_error(&e, timeout))?;
+        let mut client = GdbClient {
+            stream,
+            running: false,
+            timeout,
+            pending: Vec::new(),
+        };
+        // Ask why the target stopped: confirms the protocol works.
+        client.send_packet(b"?")?;
+        let reply = client.read_packet()?;
+        if !(reply.starts_with(b"S") || reply.starts_with(b"T")) {
+            return Err(MemoryError::Garbled(format!(
+                "unexpected stop reply {:?}",
+                String::from_utf8_lossy(&reply)
+            )));
+        }
+        Ok(client)
+    }
+
+    fn read_byte(&mut self) -> Result<u8, MemoryError> {
+        if !self.pending.is_empty() {
+            return Ok(self.pending.remove(0));
+        }
+        let mut b = [0u8; 1];
+        match self.stream.read(&mut b) {
+            Ok(0) => Err(MemoryError::Disconnected(
+                "gdbstub closed the connection (target exited?)".into(),
+            )),
+            Ok(_) => Ok(b[0]),
+            Err(e) => Err(io_error(&e, self.timeout)),
+        }
+    }
+
+    fn send_packet(&mut self, data: &[u8]) -> Result<(), MemoryError> {
+        let mut packet = Vec::with_capacity(data.len() + 4);
+        packet.push(b'$');
+        packet.extend_from_slice(data);
+        packet.extend_from_slice(format!("#{:02x}", checksum(data)).as_bytes());
+        for _attempt in 0..3 {
+            self.stream
+                .write_all(&packet)
+                .map_err(|e| io_error(&e, self.timeout))?;
+            match self.read_byte()? {
+                b'+' => return Ok(()),
+                b'-' => continue,
+                other => {
+                    // A packet arrived where an ack was expected: keep it.
+                    self.pending.push(other);
+                    return Ok(());
+                }
+            }
+        }
+        Err(MemoryError::Garbled(
+            "gdbstub rejected a packet three times".into(),
+        ))
+    }
+
+    /// Reads one packet's data, acknowledging it.
+    fn read_packet(&mut self) -> Result<Vec<u8>, MemoryError> {
+        loop {
+            match self.read_byte()? {
+                b'$' => break,
+                b'+' | b'-' => continue,
+                other => {
+                    return Err(MemoryError::Garbled(format!(
+                        "unexpected byte {other:#04x} outside a packet"
+                    )));
+                }
+            }
+        }
+        let mut data = Vec::new();
+        loop {
+            match self.read_byte()? {
+                b'#' => break,
+                b'}' => data.push(self.read_byte()? ^ 0x20),
+                b => data.push(b),
+            }
+        }
+        let hi = self.read_byte()?;
+        let lo = self.read_byte()?;
+        let want = u8::from_str_radix(std::str::from_utf8(&[hi, lo]).unwrap_or("zz"), 16)
+            .map_err(|_| MemoryError::Garbled("bad packet checksum digits".into()))?;
+        if want != checksum(&data) {
+            self.stream
+                .write_all(b"-")
+                .map_err(|e| io_error(&e, self.timeout))?;
+            return Err(MemoryError::Garbled("packet checksum mismatch".into()));
+        }
+        self.stream
+            .write_all(b"+")
+            .map_err(|e| io_error(&e, self.timeout))?;
+        Ok(data)
+    }
+
+    fn expect_ok(&mut self, what: &str, addr: u32, len: usize) -> Result<Vec<u8>, MemoryError> {
+        let reply = self.read_packet()?;
+        if reply.first() == Some(&b'E') {
+            return Err(MemoryError::Refused {
+                addr,
+                len,
+                reason: format!("{what}: {}", String::from_utf8_lossy(&reply)),
+            });
+        }
+        Ok(reply)
+    }
+
+    /// Whether the core is running.
+    pub fn is_running(&self) -> bool {
+        self.running
+    }
+
+    /// Stops the core (interrupt, then wait for the stop reply).
+    pub fn halt(&mut self) -> Result<(), MemoryError> {
+        if !self.running {
+            return Ok(());
+        }
+        self.stream
+            .write_all(&[0x03])
+            .map_err(|e| io_error(&e, self.timeout))?;
+        let reply = self.read_packet()?;
+        if reply.starts_with(b"W") || reply.starts_with(b"X") {
+            return Err(MemoryError::Disconnected(format!(
+                "the target exited ({})",
+                String::from_utf8_lossy(&reply)
+            )));
+        }
+        self.running = false;
+        Ok(())
+    }
+
+    /// Lets the core run.
+    pub fn cont(&mut self) -> Result<(), MemoryError> {
+        if self.running {
+            return Ok(());
+        }
+        self.send_packet(b"c")?;
+        self.running = true;
+        Ok(())
+    }
+}
+
+fn hex(data: &[u8]) -> String {
+    data.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &[u8]) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    text.chunks_exact(2)
+        .map(|p| u8::from_str_radix(std::str::from_utf8(p).ok()?, 16).ok())
+        .collect()
+}
+
+impl TargetMemory for GdbClient {
+    fn read(&mut self, addr: u32, buf: &mut [u8]) -> Result<(), MemoryError> {
+        let was_running = self.running;
+        self.halt()?;
+        for (i, chunk) in buf.chunks_mut(CHUNK).enumerate() {
+            let at = addr + (i * CHUNK) as u32;
+            self.send_packet(format!("m{at:x},{:x}", chunk.len()).as_bytes())?;
+            let reply = self.expect_ok("read", at, chunk.len())?;
+            let bytes = unhex(&reply)
+                .filter(|b| b.len() == chunk.len())
+                .ok_or_else(|| {
+                    MemoryError::Garbled(format!(
+                        "memory read reply {:?}",
+                        String::from_utf8_lossy(&reply)
+                    ))
+                })?;
+            chunk.copy_from_slice(&bytes);
+        }
+        if was_running {
+            self.cont()?;
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, addr: u32, data: &[u8]) -> Result<(), MemoryError> {
+        let was_running = self.running;
+        self.halt()?;
+        for (i, chunk) in data.chunks(CHUNK).enumerate() {
+            let at = addr + (i * CHUNK) as u32;
+            self.send_packet(format!("M{at:x},{:x}:{}", chunk.len(), hex(chunk)).as_bytes())?;
+            let reply = self.expect_ok("write", at, chunk.len())?;
+            if reply != b"OK" {
+                return Err(MemoryError::Garbled(format!(
+                    "memory write reply {:?}",
+                    String::from_utf8_lossy(&reply)
+                )));
+            }
+        }
+        if was_running {
+            self.cont()?;
+        }
+        Ok(())
+    }
+
+    fn pause(&mut self) -> Result<(), MemoryError> {
+        self.halt()
+    }
+
+    fn resume(&mut self) -> Result<(), MemoryError> {
+        self.cont()
+    }
+}

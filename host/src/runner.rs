@@ -1,0 +1,426 @@
+//! Runs a scenario on one board: boot or flash, stream the inputs, invoke,
+//! read the results and compare them. Blocking (probe and gdbstub I/O);
+//! the orchestrator runs it on a blocking thread per board.
+
+use std::time::Duration;
+
+use hilt_proto::{ErrorCode, MAX_CHUNK, Message, PROTOCOL_VERSION};
+use serde::Serialize;
+
+use crate::board::{Board, RunnerKind};
+use crate::elf::FirmwareImage;
+use crate::link::{Link, LinkError};
+use crate::memory::TargetMemory;
+use crate::qemu::Qemu;
+use crate::rtt::Rtt;
+use crate::scenario::Scenario;
+
+/// The result of one step (one invocation's outputs).
+#[derive(Debug, Clone, Serialize)]
+pub struct StepResult {
+    /// Case name.
+    pub case: String,
+    /// Step index.
+    pub step: usize,
+    /// Cycles of the last invocation of this step.
+    pub total_cycles: u64,
+    /// Per-op cycles of the last invocation.
+    pub op_cycles: Vec<u32>,
+    /// `None` when every output matched, else what differed.
+    pub mismatch: Option<String>,
+}
+
+/// How a board run ended.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(tag = "status", content = "message", rename_all = "snake_case")]
+pub enum Outcome {
+    /// Every output of every step matched.
+    Passed,
+    /// Ran, but some output differed.
+    Mismatch(String),
+    /// Could not run to the end (build, boot, timeout, crash, garbled link).
+    Error(String),
+}
+
+/// Everything one (scenario, board) run produced.
+#[derive(Debug, Clone, Serialize)]
+pub struct BoardRun {
+    /// Scenario name.
+    pub scenario: String,
+    /// Board name.
+    pub board: String,
+    /// Result.
+    pub outcome: Outcome,
+    /// Per-step results (kept even when a later step failed).
+    pub steps: Vec<StepResult>,
+    /// Arena figures reported by the firmware: capacity, head, tail, used.
+    pub arena: Option<[u32; 4]>,
+    /// Firmware log lines.
+    pub logs: Vec<String>,
+}
+
+/// A failure while running, before it becomes an [`Outcome::Error`].
+#[derive(Debug, thiserror::Error)]
+pub enum RunFailure {
+    /// Starting the board failed.
+    #[error("{0}")]
+    Start(String),
+    /// The protocol session failed.
+    #[error(transparent)]
+    Link(#[from] LinkError),
+    /// The firmware reported an error.
+    #[error("firmware error {code} (op {op}, detail {detail})")]
+    Target {
+        /// Error code name.
+        code: String,
+        /// Operator.
+        op: u16,
+        /// Detail.
+        detail: u32,
+    },
+    /// The firmware is not the one expected.
+    #[error("{0}")]
+    WrongFirmware(String),
+}
+
+fn code_name(code: ErrorCode) -> String {
+    match code {
+        ErrorCode::BAD_FRAME => "BAD_FRAME".into(),
+        ErrorCode::UNSUPPORTED => "UNSUPPORTED".into(),
+        ErrorCode::BAD_INPUT => "BAD_INPUT".into(),
+        ErrorCode::MODEL => "MODEL".into(),
+        ErrorCode::ALLOCATE => "ALLOCATE".into(),
+        ErrorCode::KERNEL => "KERNEL".into(),
+        ErrorCode::CANARY => "CANARY".into(),
+        ErrorCode(other) => format!("#{other}"),
+    }
+}
+
+/// Drives a session: hello, then each case's steps.
+pub fn run_session(
+    link: &mut Link<'_>,
+    board: &Board,
+    scenario: &Scenario,
+    model_crc: u32,
+    run: &mut BoardRun,
+) -> Result<(), RunFailure> {
+    let t = Duration::from_secs(30).min(scenario.timeout);
+    link.send(&Message::HelloRequest, t)?;
+    // Errors the firmware hit at start-up arrive before its Hello.
+    let mut startup_error = None;
+    loop {
+        let hello = link.recv(scenario.timeout, "Hello", |m| match m {
+            Message::Hello(h) => Some(Ok((
+                h.protocol,
+                h.board.to_string(),
+                h.model_hash,
+                h.outputs,
+            ))),
+            Message::Error(e) => Some(Err(*e)),
+            _ => None,
+        })?;
+        match hello {
+            Some(Ok((protocol, name, hash, _outputs))) => {
+                if protocol != PROTOCOL_VERSION {
+                    return Err(RunFailure::WrongFirmware(format!(
+                        "firmware speaks protocol {protocol}, the host {PROTOCOL_VERSION}"
+                    )));
+                }
+                if name != board.name {
+                    return Err(RunFailure::WrongFirmware(format!(
+                        "firmware was built for {name}, not {}",
+                        board.name
+                    )));
+                }
+                if hash != model_crc {
+                    return Err(RunFailure::WrongFirmware(format!(
+                        "firmware embeds a different model (CRC {hash:#010x}, expected {model_crc:#010x})"
+                    )));
+                }
+                break;
+            }
+            Some(Err(e)) => startup_error = Some(e),
+            None => {}
+        }
+    }
+    if let Some(e) = startup_error {
+        return Err(target_error(link, e));
+    }
+    let wait = scenario.timeout;
+    for (case_index, case) in scenario.cases.iter().enumerate() {
+        if case_index > 0 {
+            link.send(&Message::ResetState, t)?;
+            expect_done(link, wait, 0x05)?;
+        }
+        for (s, step) in case.steps.iter().enumerate() {
+            for (input, bytes) in step.inputs.iter().enumerate() {
+                for (c, chunk) in bytes.chunks(MAX_CHUNK).enumerate() {
+                    let offset = (c * MAX_CHUNK) as u32;
+                    link.send(
+                        &Message::LoadInput {
+                            input: input as u8,
+                            offset,
+                            chunk,
+                        },
+                        t,
+                    )?;
+                    let ack = link.recv(wait, "InputAck", |m| match m {
+                        Message::InputAck { .. } => Ok(()),
+                        Message::Error(e) => Err(*e),
+                        _ => Ok(()),
+                    })?;
+                    ack.map_err(|e| target_error(link, e))?;
+                }
+            }
+            link.send(
+                &Message::Invoke {
+                    count: scenario.iterations,
+                },
+                t,
+            )?;
+            let mut outputs: Vec<Vec<u8>> = vec![Vec::new(); step.expected.len()];
+            let mut total_cycles = 0;
+            let mut op_cycles: Vec<u32> = Vec::new();
+            loop {
+                enum Got {
+                    Done,
+                    Fail(hilt_proto::TargetError),
+                    Other,
+                }
+                let got = link.recv(wait, "the results of Invoke", |m| match m {
+                    Message::Timing {
+                        total_cycles: c, ..
+                    } => {
+                        total_cycles = *c;
+                        Got::Other
+                    }
+                    Message::OpCycles { first_op, cycles } => {
+                        let first = usize::from(*first_op);
+                        if op_cycles.len() < first + cycles.len() {
+                            op_cycles.resize(first + cycles.len(), 0);
+                        }
+                        for (i, c) in cycles.iter().enumerate() {
+                            op_cycles[first + i] = c;
+                        }
+                        Got::Other
+                    }
+                    Message::OutputChunk {
+                        output,
+                        offset,
+                        total,
+                        chunk,
+                    } => {
+                        if let Some(buf) = outputs.get_mut(usize::from(*output)) {
+                            buf.resize(*total as usize, 0);
+                            let end = (*offset as usize + chunk.len()).min(buf.len());
+                            let start = (*offset as usize).min(end);
+                            buf[start..end].copy_from_slice(&chunk[..end - start]);
+                        }
+                        Got::Other
+                    }
+                    Message::ArenaUsage {
+                        capacity,
+                        head,
+                        tail,
+                        used,
+                    } => {
+                        run.arena = Some([*capacity, *head, *tail, *used]);
+                        Got::Other
+                    }
+                    Message::Done { request: 0x03 } => Got::Done,
+                    Message::Error(e) => Got::Fail(*e),
+                    _ => Got::Other,
+                })?;
+                match got {
+                    Got::Done => break,
+                    Got::Fail(e) => return Err(target_error(link, e)),
+                    Got::Other => {}
+                }
+            }
+            let mismatch =
+                outputs
+                    .iter()
+                    .zip(&step.expected)
+                    .enumerate()
+                    .find_map(|(o, (got, want))| {
+                        scenario
+                            .compare
+                            .check(got, want)
+                            .map(|p| format!("output {o}: {p}"))
+                    });
+            let scale = cycle_scale(board);
+            let total_cycles = (total_cycles as f64 * scale).round() as u64;
+            let op_cycles = op_cycles
+                .iter()
+                .map(|&c| (f64::from(c) * scale).round() as u32)
+                .collect();
+            run.steps.push(StepResult {
+                case: case.name.clone(),
+                step: s,
+                total_cycles,
+                op_cycles,
+                mismatch,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Counts per firmware tick. Real cores count cycles (DWT): 1. Under QEMU
+/// the firmware counts SysTick ticks at the board clock while QEMU's
+/// `-icount shift=N` executes one instruction per 2^N ns, so a tick is
+/// `10^9 / clock / 2^N` instructions (40 on MPS2 at 25 MHz with N = 0, as
+/// TFLM's own Cortex-M4 figures are counted): reported "cycles" on QEMU are
+/// instructions.
+pub fn cycle_scale(board: &Board) -> f64 {
+    match (&board.runner, &board.qemu) {
+        (RunnerKind::Qemu, Some(q)) => {
+            1e9 / board.core_clock_hz as f64 / f64::from(1u32 << q.icount_shift)
+        }
+        _ => 1.0,
+    }
+}
+
+fn expect_done(link: &mut Link<'_>, wait: Duration, request: u8) -> Result<(), RunFailure> {
+    loop {
+        let r = link.recv(wait, "Done", |m| match m {
+            Message::Done { request: r } if *r == request => Some(Ok(())),
+            Message::Error(e) => Some(Err(*e)),
+            _ => None,
+        })?;
+        match r {
+            Some(Ok(())) => return Ok(()),
+            Some(Err(e)) => return Err(target_error(link, e)),
+            None => {}
+        }
+    }
+}
+
+fn target_error(link: &Link<'_>, e: hilt_proto::TargetError) -> RunFailure {
+    let _ = link;
+    RunFailure::Target {
+        code: code_name(e.code),
+        op: e.op,
+        detail: e.detail,
+    }
+}
+
+/// Runs `scenario` on a QEMU board with the firmware `image`.
+pub fn run_on_qemu(
+    board: &Board,
+    scenario: &Scenario,
+    image: &FirmwareImage,
+    model_crc: u32,
+    kill: &KillSwitch,
+) -> BoardRun {
+    let mut run = BoardRun {
+        scenario: scenario.name.clone(),
+        board: board.name.clone(),
+        outcome: Outcome::Passed,
+        steps: Vec::new(),
+        arena: None,
+        logs: Vec::new(),
+    };
+    let result = (|| -> Result<(), RunFailure> {
+        let settings = board
+            .qemu
+            .as_ref()
+            .ok_or_else(|| RunFailure::Start("board has no [qemu] settings".into()))?;
+        if board.runner != RunnerKind::Qemu {
+            return Err(RunFailure::Start(format!(
+                "{} is not a qemu board",
+                board.name
+            )));
+        }
+        if image.board != board.name {
+            return Err(RunFailure::WrongFirmware(format!(
+                "{} was built for {}, not {}",
+                image.path.display(),
+                image.board,
+                board.name
+            )));
+        }
+        let mut qemu =
+            Qemu::start(settings, &image.path).map_err(|e| RunFailure::Start(e.to_string()))?;
+        kill.arm(qemu.pid());
+        let mut gdb = qemu
+            .connect(Duration::from_secs(10))
+            .map_err(|e| RunFailure::Start(e.to_string()))?;
+        let rtt = Rtt::attach(
+            &mut gdb as &mut dyn TargetMemory,
+            image.rtt_address,
+            Duration::from_secs(20),
+        )
+        .map_err(|e| RunFailure::Link(LinkError::Rtt(e)))?;
+        let mut link = Link::new(&mut gdb, rtt);
+        let session = run_session(&mut link, board, scenario, model_crc, &mut run);
+        run.logs.append(&mut link.logs);
+        drop(link);
+        drop(gdb);
+        drop(qemu);
+        kill.disarm();
+        session
+    })();
+    if let Err(e) = result {
+        let mut message = e.to_string();
+        if kill.fired() {
+            message = format!("timed out after {:?} ({message})", scenario.timeout);
+        }
+        if let Some(last) = run.logs.last() {
+            message.push_str(&format!("; firmware said: {last}"));
+        }
+        run.outcome = Outcome::Error(message);
+    } else if let Some(bad) = run.steps.iter().find(|s| s.mismatch.is_some()) {
+        run.outcome = Outcome::Mismatch(format!(
+            "{} step {}: {}",
+            bad.case,
+            bad.step,
+            bad.mismatch.as_deref().unwrap_or_default()
+        ));
+    }
+    run
+}
+
+/// Lets the orchestrator end a hung board run from another thread: it
+/// kills the board's QEMU, which makes every pending gdbstub read fail.
+#[derive(Debug, Default, Clone)]
+pub struct KillSwitch {
+    inner: std::sync::Arc<std::sync::Mutex<(Option<u32>, bool)>>,
+}
+
+impl KillSwitch {
+    fn arm(&self, pid: u32) {
+        if let Ok(mut g) = self.inner.lock() {
+            g.0 = Some(pid);
+        }
+    }
+
+    fn disarm(&self) {
+        if let Ok(mut g) = self.inner.lock() {
+            g.0 = None;
+        }
+    }
+
+    /// Kills the process, if one is running.
+    pub fn fire(&self) {
+        if let Ok(mut g) = self.inner.lock() {
+            if let Some(pid) = g.0.take() {
+                let _ = std::process::Command::new("kill")
+                    .arg("-9")
+                    .arg(pid.to_string())
+                    .status();
+            }
+            g.1 = true;
+        }
+    }
+
+    /// The process id while a board runs (tests kill it from outside).
+    pub fn pid(&self) -> Option<u32> {
+        self.inner.lock().ok().and_then(|g| g.0)
+    }
+
+    /// Whether [`fire`](Self::fire) was called.
+    pub fn fired(&self) -> bool {
+        self.inner.lock().map(|g| g.1).unwrap_or(false)
+    }
+}

@@ -1,0 +1,188 @@
+//! Board definitions: the shipped ones are valid, and each kind of mistake
+//! is reported with the file and field at fault.
+
+use std::path::{Path, PathBuf};
+
+use hilt::board::{BoardError, RunnerKind, glob_match, load, load_all, select};
+
+fn boards_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../boards")
+}
+
+#[test]
+fn shipped_boards_are_valid() {
+    let boards = load_all(&boards_dir()).unwrap();
+    let names: Vec<&str> = boards.iter().map(|b| b.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "nrf52840-dk",
+            "nrf5340-dk",
+            "nucleo-h743zi",
+            "qemu-mps2-an386",
+            "qemu-mps2-an500",
+            "qemu-netduinoplus2",
+            "stm32f746g-disco"
+        ]
+    );
+    let virtual_boards = select(&boards, "qemu-*").unwrap();
+    assert_eq!(virtual_boards.len(), 3);
+    assert!(
+        virtual_boards
+            .iter()
+            .all(|b| b.runner == RunnerKind::Qemu && b.latency_tolerance_percent == 0.0)
+    );
+    let netduino = boards
+        .iter()
+        .find(|b| b.name == "qemu-netduinoplus2")
+        .unwrap();
+    assert_eq!(netduino.memory[1].length, 128 * 1024);
+    let nrf53 = boards.iter().find(|b| b.name == "nrf5340-dk").unwrap();
+    assert_eq!(nrf53.target, "thumbv8m.main-none-eabihf");
+    assert_eq!(nrf53.probe.as_ref().unwrap().to_string(), "1366:1051");
+}
+
+#[test]
+fn unknown_board_lists_the_known_ones() {
+    let boards = load_all(&boards_dir()).unwrap();
+    let err = select(&boards, "stm32f4-nope").unwrap_err();
+    assert!(matches!(err, BoardError::Unknown { .. }));
+    assert!(err.to_string().contains("qemu-mps2-an386"), "{err}");
+    assert!(glob_match("nrf5*-dk", "nrf5340-dk"));
+    assert!(!glob_match("nrf5?-dk", "nrf5340-dk"));
+}
+
+const GOOD: &str = r#"
+name = "b"
+target = "thumbv7em-none-eabihf"
+runner = "qemu"
+transport = "rtt"
+arena_size = 1024
+core_clock_hz = 1000
+memory = [
+  { name = "FLASH", origin = 0x0, length = 0x10000 },
+  { name = "RAM", origin = 0x20000000, length = 0x8000 },
+]
+[qemu]
+machine = "mps2-an386"
+cpu = "cortex-m4"
+"#;
+
+const MEMORY_X: &str = "MEMORY\n{\n  FLASH : ORIGIN = 0x00000000, LENGTH = 64K\n  RAM : ORIGIN = 0x20000000, LENGTH = 32K\n}\n";
+
+fn board_in_temp(toml: &str, memory_x: Option<&str>) -> Result<hilt::board::Board, BoardError> {
+    // A fresh folder per call: tests run in parallel threads.
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!(
+        "hilt-boards-{}-{n}-{:x}",
+        std::process::id(),
+        fxhash(toml)
+    ));
+    std::fs::create_dir_all(dir.join("b")).unwrap();
+    std::fs::write(dir.join("b.toml"), toml).unwrap();
+    if let Some(m) = memory_x {
+        std::fs::write(dir.join("b/memory.x"), m).unwrap();
+    }
+    load(&dir.join("b.toml"))
+}
+
+fn fxhash(s: &str) -> u64 {
+    s.bytes().fold(0xcbf29ce484222325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100000001b3)
+    })
+}
+
+fn problem(toml: &str) -> String {
+    board_in_temp(toml, Some(MEMORY_X)).unwrap_err().to_string()
+}
+
+#[test]
+fn a_minimal_board_loads() {
+    let board = board_in_temp(GOOD, Some(MEMORY_X)).unwrap();
+    assert_eq!(board.arena_size, 1024);
+}
+
+#[test]
+fn mistakes_name_the_field() {
+    let cases = [
+        (
+            GOOD.replace("name = \"b\"", "name = \"c\""),
+            "field `name`: \"c\" differs from the file name \"b\"",
+        ),
+        (
+            GOOD.replace("thumbv7em-none-eabihf", "riscv32imc-unknown-none-elf"),
+            "field `target`",
+        ),
+        (
+            GOOD.replace("runner = \"qemu\"", "runner = \"jtag\""),
+            "unknown variant `jtag`",
+        ),
+        (
+            GOOD.replace("arena_size = 1024", "arena_size = 40000"),
+            "field `arena_size`: 40000 bytes does not fit in RAM",
+        ),
+        (
+            GOOD.replace("arena_size = 1024", "arena_size = 1024\ncolour = \"red\""),
+            "unknown field `colour`",
+        ),
+        (
+            GOOD.replace("origin = 0x20000000", "origin = 0x8000"),
+            "field `memory`: regions FLASH and RAM overlap",
+        ),
+        (
+            GOOD.split("[qemu]").next().unwrap().to_string(),
+            "field `qemu`: a qemu board needs a [qemu] table",
+        ),
+        (
+            GOOD.replace(
+                "runner = \"qemu\"",
+                "runner = \"probe-rs\"\nprobe = \"0483\"\nchip = \"STM32F405RGTx\"",
+            ),
+            "field `probe`: product id missing",
+        ),
+        (
+            GOOD.replace(
+                "runner = \"qemu\"",
+                "runner = \"probe-rs\"\nprobe = \"0483:zz\"\nchip = \"STM32F405RGTx\"",
+            ),
+            "product id \"zz\" is not a 16-bit hex number",
+        ),
+        (
+            GOOD.replace(
+                "runner = \"qemu\"",
+                "runner = \"probe-rs\"\nprobe = \"0483:374b\"",
+            ),
+            "field `chip`",
+        ),
+        (
+            GOOD.replace("runner = \"qemu\"", "runner = \"uart\""),
+            "field `serial_port`",
+        ),
+        (
+            GOOD.replace("arena_size = 1024", "arena_size = \"big\""),
+            "invalid type",
+        ),
+    ];
+    for (toml, expected) in cases {
+        let message = problem(&toml);
+        assert!(
+            message.contains(expected),
+            "expected {expected:?} in {message:?}"
+        );
+        assert!(message.contains("b.toml"), "{message}");
+    }
+}
+
+#[test]
+fn memory_x_must_agree_with_the_toml() {
+    let missing = board_in_temp(GOOD, None).unwrap_err().to_string();
+    assert!(missing.contains("memory.x"), "{missing}");
+    let wrong = board_in_temp(GOOD, Some(&MEMORY_X.replace("32K", "16K")))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        wrong.contains("region RAM is Some(536870912)/Some(16384) there but 0x20000000/0x8000"),
+        "{wrong}"
+    );
+}

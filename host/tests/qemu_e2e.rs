@@ -1,0 +1,187 @@
+//! End to end on virtual boards: real firmware under QEMU, the host talking
+//! to it through the gdbstub and RTT.
+//!
+//! Needs `qemu-system-arm` and the thumb targets (`ci/setup.sh` installs
+//! both). Without them the tests say so and pass, unless
+//! `HILT_QEMU_REQUIRED=1` (as in `.ci/run`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hilt::board::load_all;
+use hilt::orchestrate::{Job, run_jobs};
+use hilt::runner::{KillSwitch, Outcome, run_on_qemu};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn qemu_available() -> bool {
+    let ok = Command::new("qemu-system-arm")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        let required = std::env::var("HILT_QEMU_REQUIRED").is_ok_and(|v| v == "1");
+        assert!(
+            !required,
+            "qemu-system-arm is required (HILT_QEMU_REQUIRED=1) but missing: run ci/setup.sh"
+        );
+        eprintln!(
+            "qemu-system-arm not installed: QEMU end-to-end tests skipped (ci/setup.sh installs it)"
+        );
+    }
+    ok
+}
+
+fn hilt(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_hilt"))
+        .current_dir(repo())
+        .args(args)
+        .output()
+        .expect("run hilt")
+}
+
+fn scenario(path: &str) -> Arc<hilt::scenario::Scenario> {
+    Arc::new(hilt::scenario::load(&repo().join(path), &hilt::conformance::locate(&repo())).unwrap())
+}
+
+fn cycles_lines(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .filter(|l| l.contains("cycles"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn smoke_scenario_passes_on_every_virtual_board_with_repeatable_cycles() {
+    if !qemu_available() {
+        return;
+    }
+    let first = hilt(&["run", "scenarios/smoke_reshape.toml"]);
+    let out = String::from_utf8_lossy(&first.stdout).into_owned();
+    assert!(
+        first.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    for board in ["qemu-mps2-an386", "qemu-mps2-an500", "qemu-netduinoplus2"] {
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with(board) && l.contains("PASS")),
+            "{board} did not pass:\n{out}"
+        );
+    }
+    assert!(out.contains("3 board runs: 3 passed, 0 failed"), "{out}");
+    let second = hilt(&["run", "scenarios/smoke_reshape.toml"]);
+    let again = String::from_utf8_lossy(&second.stdout).into_owned();
+    let (mut a, mut b) = (cycles_lines(&out), cycles_lines(&again));
+    a.sort();
+    b.sort();
+    assert!(!a.is_empty());
+    assert_eq!(a, b, "cycle counts differ between two runs under -icount");
+}
+
+#[test]
+fn a_hung_board_and_a_garbled_frame_fail_alone_and_others_keep_their_results() {
+    if !qemu_available() {
+        return;
+    }
+    let boards = load_all(&repo().join("boards")).unwrap();
+    let board = |name: &str| boards.iter().find(|b| b.name == name).unwrap().clone();
+    let jobs = vec![
+        Job {
+            scenario: scenario("scenarios/smoke_reshape.toml"),
+            board: board("qemu-netduinoplus2"),
+        },
+        Job {
+            scenario: scenario("host/tests/fixtures/hang.toml"),
+            board: board("qemu-mps2-an386"),
+        },
+        Job {
+            scenario: scenario("host/tests/fixtures/corrupt.toml"),
+            board: board("qemu-mps2-an500"),
+        },
+    ];
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mut seen = Vec::new();
+    let results = runtime.block_on(run_jobs(&repo(), jobs, 3, |r| seen.push(r.board.clone())));
+    assert_eq!(seen.len(), 3);
+    let by = |s: &str| results.iter().find(|r| r.scenario == s).unwrap();
+    assert_eq!(by("smoke_reshape").outcome, Outcome::Passed);
+    match &by("hang").outcome {
+        Outcome::Error(m) => assert!(m.contains("timed out after 15s"), "{m}"),
+        other => panic!("hang: {other:?}"),
+    }
+    match &by("corrupt").outcome {
+        Outcome::Error(m) => assert!(
+            m.contains("garbled frame from the target: CRC mismatch"),
+            "{m}"
+        ),
+        other => panic!("corrupt: {other:?}"),
+    }
+}
+
+#[test]
+fn killing_qemu_mid_run_ends_in_a_clear_error() {
+    if !qemu_available() {
+        return;
+    }
+    let boards = load_all(&repo().join("boards")).unwrap();
+    let board = boards
+        .iter()
+        .find(|b| b.name == "qemu-mps2-an386")
+        .unwrap()
+        .clone();
+    let scenario = scenario("host/tests/fixtures/hang.toml");
+    let elf = hilt::firmware::build(
+        &repo(),
+        &hilt::firmware::FirmwareRequest {
+            board: &board,
+            model: &scenario.model,
+            arena_size: board.arena_size,
+            planner: scenario.planner,
+            features: &scenario.firmware_features,
+        },
+    )
+    .unwrap();
+    let image = hilt::elf::inspect(&elf).unwrap();
+    let crc = {
+        let bytes = std::fs::read(&scenario.model).unwrap();
+        let mut crc = !0u32;
+        for b in bytes {
+            crc ^= u32::from(b);
+            for _ in 0..8 {
+                crc = (crc >> 1) ^ (0xEDB8_8320 & (crc & 1).wrapping_neg());
+            }
+        }
+        !crc
+    };
+    let kill = KillSwitch::default();
+    let k = kill.clone();
+    let handle = std::thread::spawn(move || run_on_qemu(&board, &scenario, &image, crc, &k));
+    let pid = loop {
+        if let Some(pid) = kill.pid() {
+            break pid;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Let it get as far as the (hanging) invoke, then kill QEMU from outside.
+    std::thread::sleep(Duration::from_secs(2));
+    Command::new("kill")
+        .arg("-9")
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    let run = handle.join().unwrap();
+    match run.outcome {
+        Outcome::Error(m) => assert!(m.contains("connection to the target lost"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}

@@ -1,0 +1,50 @@
+//! A tiny bump allocator. hilt-runtime needs no heap, but the flatbuffers
+//! verifier builds an error trace (a `Vec`) when it *rejects* a model; this
+//! gives that rare path somewhere to go instead of a link error. It never
+//! frees; out of space returns null, which ends in the panic handler.
+
+use core::alloc::{GlobalAlloc, Layout};
+use core::cell::UnsafeCell;
+use core::sync::atomic::{AtomicUsize, Ordering};
+
+const SIZE: usize = 2048;
+
+struct Bump {
+    memory: UnsafeCell<[u8; SIZE]>,
+    next: AtomicUsize,
+}
+
+// SAFETY: allocation hands out disjoint ranges (atomic bump pointer).
+unsafe impl Sync for Bump {}
+
+// SAFETY: every returned pointer is inside `memory`, aligned as asked, and
+// never handed out twice.
+unsafe impl GlobalAlloc for Bump {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let base = self.memory.get() as usize;
+        let mut current = self.next.load(Ordering::Relaxed);
+        loop {
+            let start = (base + current).next_multiple_of(layout.align()) - base;
+            let end = start + layout.size();
+            if end > SIZE {
+                return core::ptr::null_mut();
+            }
+            match self
+                .next
+                .compare_exchange(current, end, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                // SAFETY: `start < SIZE`, inside the array.
+                Ok(_) => return unsafe { (self.memory.get() as *mut u8).add(start) },
+                Err(now) => current = now,
+            }
+        }
+    }
+
+    unsafe fn dealloc(&self, _ptr: *mut u8, _layout: Layout) {}
+}
+
+#[global_allocator]
+static HEAP: Bump = Bump {
+    memory: UnsafeCell::new([0; SIZE]),
+    next: AtomicUsize::new(0),
+};

@@ -1,0 +1,586 @@
+//! The messages, and their byte layout (little-endian, tag first).
+
+use crate::ProtoError;
+
+/// What went wrong on the target, as a code the host can match on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ErrorCode(pub u16);
+
+impl ErrorCode {
+    /// A frame from the host could not be decoded.
+    pub const BAD_FRAME: ErrorCode = ErrorCode(1);
+    /// A request the firmware does not serve.
+    pub const UNSUPPORTED: ErrorCode = ErrorCode(2);
+    /// An input index or offset out of range.
+    pub const BAD_INPUT: ErrorCode = ErrorCode(3);
+    /// The model failed verification.
+    pub const MODEL: ErrorCode = ErrorCode(4);
+    /// Allocation failed (arena too small, plan invalid).
+    pub const ALLOCATE: ErrorCode = ErrorCode(5);
+    /// A kernel failed (`op` names the operator).
+    pub const KERNEL: ErrorCode = ErrorCode(6);
+    /// An arena guard band was damaged.
+    pub const CANARY: ErrorCode = ErrorCode(7);
+}
+
+/// A typed error from the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct TargetError {
+    /// What kind.
+    pub code: ErrorCode,
+    /// The operator involved, or `u16::MAX`.
+    pub op: u16,
+    /// Code-specific detail (a sub-code, an address, a byte count).
+    pub detail: u32,
+}
+
+/// The target introduces itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hello<'a> {
+    /// [`crate::PROTOCOL_VERSION`] of the firmware.
+    pub protocol: u16,
+    /// Firmware version (major, minor, patch).
+    pub firmware: [u8; 3],
+    /// The board the firmware was built for.
+    pub board: &'a str,
+    /// CRC-32 of the embedded model.
+    pub model_hash: u32,
+    /// Arena bytes.
+    pub arena_size: u32,
+    /// Model inputs.
+    pub inputs: u8,
+    /// Model outputs.
+    pub outputs: u8,
+    /// Core clock, Hz.
+    pub clock_hz: u32,
+}
+
+/// One planned buffer, as sent by the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct PlanEntry {
+    /// 0 = tensor, 1 = scratch.
+    pub kind: u8,
+    /// Tensor index (or requesting op for scratch).
+    pub index: u16,
+    /// First step.
+    pub first_step: u16,
+    /// Last step.
+    pub last_step: u16,
+    /// Requested bytes.
+    pub size: u32,
+    /// Alignment.
+    pub align: u32,
+    /// Offset from the head.
+    pub offset: u32,
+}
+
+impl PlanEntry {
+    const BYTES: usize = 19;
+
+    fn write(&self, w: &mut Writer<'_>) -> Result<(), ProtoError> {
+        w.u8(self.kind)?;
+        w.u16(self.index)?;
+        w.u16(self.first_step)?;
+        w.u16(self.last_step)?;
+        w.u32(self.size)?;
+        w.u32(self.align)?;
+        w.u32(self.offset)
+    }
+
+    fn read(r: &mut Reader<'_>) -> Option<Self> {
+        Some(PlanEntry {
+            kind: r.u8()?,
+            index: r.u16()?,
+            first_step: r.u16()?,
+            last_step: r.u16()?,
+            size: r.u32()?,
+            align: r.u32()?,
+            offset: r.u32()?,
+        })
+    }
+}
+
+/// A run of plan entries, read lazily from the frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlanEntries<'a>(&'a [u8]);
+
+impl<'a> PlanEntries<'a> {
+    /// Entries to send.
+    pub fn encode_into(
+        entries: &[PlanEntry],
+        out: &'a mut [u8],
+    ) -> Result<PlanEntries<'a>, ProtoError> {
+        let mut w = Writer { buf: out, at: 0 };
+        for e in entries {
+            e.write(&mut w)?;
+        }
+        let len = w.at;
+        Ok(PlanEntries(&out[..len]))
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.0.len() / PlanEntry::BYTES
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The entries.
+    pub fn iter(&self) -> impl Iterator<Item = PlanEntry> + 'a {
+        let bytes = self.0;
+        bytes
+            .chunks_exact(PlanEntry::BYTES)
+            .filter_map(|c| PlanEntry::read(&mut Reader { buf: c, at: 0 }))
+    }
+}
+
+/// Per-op cycle counts, read lazily from the frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cycles<'a>(&'a [u8]);
+
+impl<'a> Cycles<'a> {
+    /// Counts to send (as little-endian bytes in `out`).
+    pub fn encode_into(cycles: &[u32], out: &'a mut [u8]) -> Result<Cycles<'a>, ProtoError> {
+        let bytes = out
+            .get_mut(..4 * cycles.len())
+            .ok_or(ProtoError::BufferTooSmall)?;
+        for (c, v) in bytes.chunks_exact_mut(4).zip(cycles) {
+            c.copy_from_slice(&v.to_le_bytes());
+        }
+        Ok(Cycles(bytes))
+    }
+
+    /// Number of counts.
+    pub fn len(&self) -> usize {
+        self.0.len() / 4
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The counts.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + 'a {
+        self.0
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+    }
+}
+
+/// Every message of protocol version 1. Tags below 0x80 go host → target,
+/// the rest target → host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Message<'a> {
+    /// Host: who are you? (answered by [`Message::Hello`]).
+    HelloRequest,
+    /// Host: bytes `offset..offset+chunk.len()` of model input `input`.
+    LoadInput {
+        /// Input position.
+        input: u8,
+        /// Byte offset in the tensor.
+        offset: u32,
+        /// The bytes.
+        chunk: &'a [u8],
+    },
+    /// Host: run the model `count` times, then send results.
+    Invoke {
+        /// Invocations.
+        count: u32,
+    },
+    /// Host: send the arena plan.
+    PlanRequest,
+    /// Host: reset variable tensors.
+    ResetState,
+    /// Target: introduction.
+    Hello(Hello<'a>),
+    /// Target: input bytes received so far.
+    InputAck {
+        /// Input position.
+        input: u8,
+        /// Bytes of it received in total.
+        received: u32,
+    },
+    /// Target: part of output `output`.
+    OutputChunk {
+        /// Output position.
+        output: u8,
+        /// Byte offset.
+        offset: u32,
+        /// The output's total size.
+        total: u32,
+        /// The bytes.
+        chunk: &'a [u8],
+    },
+    /// Target: cycle count of the last invocation.
+    Timing {
+        /// Invocations so far.
+        invocation: u32,
+        /// Cycles of the whole invoke.
+        total_cycles: u64,
+        /// Operators (per-op counts follow in `OpCycles`).
+        ops: u16,
+    },
+    /// Target: per-op cycles, from `first_op` on.
+    OpCycles {
+        /// First operator of the run.
+        first_op: u16,
+        /// Their counts.
+        cycles: Cycles<'a>,
+    },
+    /// Target: arena figures.
+    ArenaUsage {
+        /// Arena bytes.
+        capacity: u32,
+        /// Planned head.
+        head: u32,
+        /// Persistent tail.
+        tail: u32,
+        /// High-water mark.
+        used: u32,
+    },
+    /// Target: plan entries from `first` on.
+    PlanEntries {
+        /// Index of the first entry.
+        first: u16,
+        /// Total entries in the plan.
+        total: u16,
+        /// The entries.
+        entries: PlanEntries<'a>,
+    },
+    /// Target: the request with this tag is complete.
+    Done {
+        /// The request's tag.
+        request: u8,
+    },
+    /// Target: a typed error.
+    Error(TargetError),
+    /// Target: a log line.
+    Log(&'a str),
+}
+
+mod tag {
+    pub(super) const HELLO_REQUEST: u8 = 0x01;
+    pub(super) const LOAD_INPUT: u8 = 0x02;
+    pub(super) const INVOKE: u8 = 0x03;
+    pub(super) const PLAN_REQUEST: u8 = 0x04;
+    pub(super) const RESET_STATE: u8 = 0x05;
+    pub(super) const HELLO: u8 = 0x81;
+    pub(super) const INPUT_ACK: u8 = 0x82;
+    pub(super) const OUTPUT_CHUNK: u8 = 0x83;
+    pub(super) const TIMING: u8 = 0x84;
+    pub(super) const OP_CYCLES: u8 = 0x85;
+    pub(super) const ARENA_USAGE: u8 = 0x86;
+    pub(super) const PLAN_ENTRIES: u8 = 0x87;
+    pub(super) const DONE: u8 = 0x88;
+    pub(super) const ERROR: u8 = 0x8F;
+    pub(super) const LOG: u8 = 0x90;
+}
+
+pub(crate) struct Writer<'b> {
+    pub(crate) buf: &'b mut [u8],
+    pub(crate) at: usize,
+}
+
+impl Writer<'_> {
+    fn bytes(&mut self, b: &[u8]) -> Result<(), ProtoError> {
+        let end = self.at + b.len();
+        self.buf
+            .get_mut(self.at..end)
+            .ok_or(ProtoError::BufferTooSmall)?
+            .copy_from_slice(b);
+        self.at = end;
+        Ok(())
+    }
+    fn u8(&mut self, v: u8) -> Result<(), ProtoError> {
+        self.bytes(&[v])
+    }
+    fn u16(&mut self, v: u16) -> Result<(), ProtoError> {
+        self.bytes(&v.to_le_bytes())
+    }
+    fn u32(&mut self, v: u32) -> Result<(), ProtoError> {
+        self.bytes(&v.to_le_bytes())
+    }
+    fn u64(&mut self, v: u64) -> Result<(), ProtoError> {
+        self.bytes(&v.to_le_bytes())
+    }
+    /// A length-prefixed (u16) byte string.
+    fn blob(&mut self, b: &[u8]) -> Result<(), ProtoError> {
+        self.u16(u16::try_from(b.len()).map_err(|_| ProtoError::BufferTooSmall)?)?;
+        self.bytes(b)
+    }
+}
+
+struct Reader<'a> {
+    buf: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
+        let b = self.buf.get(self.at..self.at + n)?;
+        self.at += n;
+        Some(b)
+    }
+    fn u8(&mut self) -> Option<u8> {
+        Some(self.bytes(1)?[0])
+    }
+    fn u16(&mut self) -> Option<u16> {
+        let b = self.bytes(2)?;
+        Some(u16::from_le_bytes([b[0], b[1]]))
+    }
+    fn u32(&mut self) -> Option<u32> {
+        let b = self.bytes(4)?;
+        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    fn u64(&mut self) -> Option<u64> {
+        let b = self.bytes(8)?;
+        Some(u64::from_le_bytes([
+            b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
+        ]))
+    }
+    fn blob(&mut self) -> Option<&'a [u8]> {
+        let n = usize::from(self.u16()?);
+        self.bytes(n)
+    }
+    fn done(&self) -> bool {
+        self.at == self.buf.len()
+    }
+}
+
+impl<'a> Message<'a> {
+    /// The message's tag byte.
+    pub fn tag(&self) -> u8 {
+        match self {
+            Message::HelloRequest => tag::HELLO_REQUEST,
+            Message::LoadInput { .. } => tag::LOAD_INPUT,
+            Message::Invoke { .. } => tag::INVOKE,
+            Message::PlanRequest => tag::PLAN_REQUEST,
+            Message::ResetState => tag::RESET_STATE,
+            Message::Hello(_) => tag::HELLO,
+            Message::InputAck { .. } => tag::INPUT_ACK,
+            Message::OutputChunk { .. } => tag::OUTPUT_CHUNK,
+            Message::Timing { .. } => tag::TIMING,
+            Message::OpCycles { .. } => tag::OP_CYCLES,
+            Message::ArenaUsage { .. } => tag::ARENA_USAGE,
+            Message::PlanEntries { .. } => tag::PLAN_ENTRIES,
+            Message::Done { .. } => tag::DONE,
+            Message::Error(_) => tag::ERROR,
+            Message::Log(_) => tag::LOG,
+        }
+    }
+
+    /// Writes tag and payload (unframed) into `out`; returns the length.
+    pub fn write(&self, out: &mut [u8]) -> Result<usize, ProtoError> {
+        let mut w = Writer { buf: out, at: 0 };
+        w.u8(self.tag())?;
+        match *self {
+            Message::HelloRequest | Message::PlanRequest | Message::ResetState => {}
+            Message::LoadInput {
+                input,
+                offset,
+                chunk,
+            } => {
+                w.u8(input)?;
+                w.u32(offset)?;
+                w.blob(chunk)?;
+            }
+            Message::Invoke { count } => w.u32(count)?,
+            Message::Hello(h) => {
+                w.u16(h.protocol)?;
+                w.bytes(&h.firmware)?;
+                w.blob(h.board.as_bytes())?;
+                w.u32(h.model_hash)?;
+                w.u32(h.arena_size)?;
+                w.u8(h.inputs)?;
+                w.u8(h.outputs)?;
+                w.u32(h.clock_hz)?;
+            }
+            Message::InputAck { input, received } => {
+                w.u8(input)?;
+                w.u32(received)?;
+            }
+            Message::OutputChunk {
+                output,
+                offset,
+                total,
+                chunk,
+            } => {
+                w.u8(output)?;
+                w.u32(offset)?;
+                w.u32(total)?;
+                w.blob(chunk)?;
+            }
+            Message::Timing {
+                invocation,
+                total_cycles,
+                ops,
+            } => {
+                w.u32(invocation)?;
+                w.u64(total_cycles)?;
+                w.u16(ops)?;
+            }
+            Message::OpCycles { first_op, cycles } => {
+                w.u16(first_op)?;
+                w.blob(cycles.0)?;
+            }
+            Message::ArenaUsage {
+                capacity,
+                head,
+                tail,
+                used,
+            } => {
+                w.u32(capacity)?;
+                w.u32(head)?;
+                w.u32(tail)?;
+                w.u32(used)?;
+            }
+            Message::PlanEntries {
+                first,
+                total,
+                entries,
+            } => {
+                w.u16(first)?;
+                w.u16(total)?;
+                w.blob(entries.0)?;
+            }
+            Message::Done { request } => w.u8(request)?,
+            Message::Error(e) => {
+                w.u16(e.code.0)?;
+                w.u16(e.op)?;
+                w.u32(e.detail)?;
+            }
+            Message::Log(text) => w.blob(text.as_bytes())?,
+        }
+        Ok(w.at)
+    }
+
+    /// Reads a message from tag and payload (unframed).
+    pub fn read(bytes: &'a [u8]) -> Result<Self, ProtoError> {
+        let (&t, payload) = bytes.split_first().ok_or(ProtoError::Truncated)?;
+        let mut r = Reader {
+            buf: payload,
+            at: 0,
+        };
+        let bad = ProtoError::BadLength { tag: t };
+        let message = (|| -> Option<Message<'a>> {
+            Some(match t {
+                tag::HELLO_REQUEST => Message::HelloRequest,
+                tag::PLAN_REQUEST => Message::PlanRequest,
+                tag::RESET_STATE => Message::ResetState,
+                tag::LOAD_INPUT => Message::LoadInput {
+                    input: r.u8()?,
+                    offset: r.u32()?,
+                    chunk: r.blob()?,
+                },
+                tag::INVOKE => Message::Invoke { count: r.u32()? },
+                tag::HELLO => {
+                    let protocol = r.u16()?;
+                    let f = r.bytes(3)?;
+                    let board = r.blob()?;
+                    let board = core::str::from_utf8(board).ok()?;
+                    Message::Hello(Hello {
+                        protocol,
+                        firmware: [f[0], f[1], f[2]],
+                        board,
+                        model_hash: r.u32()?,
+                        arena_size: r.u32()?,
+                        inputs: r.u8()?,
+                        outputs: r.u8()?,
+                        clock_hz: r.u32()?,
+                    })
+                }
+                tag::INPUT_ACK => Message::InputAck {
+                    input: r.u8()?,
+                    received: r.u32()?,
+                },
+                tag::OUTPUT_CHUNK => Message::OutputChunk {
+                    output: r.u8()?,
+                    offset: r.u32()?,
+                    total: r.u32()?,
+                    chunk: r.blob()?,
+                },
+                tag::TIMING => Message::Timing {
+                    invocation: r.u32()?,
+                    total_cycles: r.u64()?,
+                    ops: r.u16()?,
+                },
+                tag::OP_CYCLES => {
+                    let first_op = r.u16()?;
+                    let bytes = r.blob()?;
+                    if bytes.len() % 4 != 0 {
+                        return None;
+                    }
+                    Message::OpCycles {
+                        first_op,
+                        cycles: Cycles(bytes),
+                    }
+                }
+                tag::ARENA_USAGE => Message::ArenaUsage {
+                    capacity: r.u32()?,
+                    head: r.u32()?,
+                    tail: r.u32()?,
+                    used: r.u32()?,
+                },
+                tag::PLAN_ENTRIES => {
+                    let first = r.u16()?;
+                    let total = r.u16()?;
+                    let bytes = r.blob()?;
+                    if bytes.len() % PlanEntry::BYTES != 0 {
+                        return None;
+                    }
+                    Message::PlanEntries {
+                        first,
+                        total,
+                        entries: PlanEntries(bytes),
+                    }
+                }
+                tag::DONE => Message::Done { request: r.u8()? },
+                tag::ERROR => Message::Error(TargetError {
+                    code: ErrorCode(r.u16()?),
+                    op: r.u16()?,
+                    detail: r.u32()?,
+                }),
+                tag::LOG => Message::Log(core::str::from_utf8(r.blob()?).ok()?),
+                _ => return None,
+            })
+        })();
+        let known = matches!(t, 0x01..=0x05 | 0x81..=0x88 | 0x8F | 0x90);
+        match message {
+            Some(m) if r.done() => Ok(m),
+            _ if !known => Err(ProtoError::UnknownTag(t)),
+            Some(_) | None => {
+                // A text field that failed UTF-8 is reported as such.
+                if matches!(t, tag::LOG | tag::HELLO) && payload.len() >= 2 && !text_ok(t, payload)
+                {
+                    Err(ProtoError::BadText)
+                } else {
+                    Err(bad)
+                }
+            }
+        }
+    }
+}
+
+/// Whether the text field of a `Log` or `Hello` payload is valid UTF-8
+/// (used only to pick the error to report).
+fn text_ok(t: u8, payload: &[u8]) -> bool {
+    let mut r = Reader {
+        buf: payload,
+        at: 0,
+    };
+    if t == tag::HELLO && r.bytes(5).is_none() {
+        return true;
+    }
+    match r.blob() {
+        Some(text) => core::str::from_utf8(text).is_ok(),
+        None => true,
+    }
+}

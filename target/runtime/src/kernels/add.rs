@@ -1,0 +1,437 @@
+//! ADD: element-wise sum with NumPy-style broadcasting, float32 and int8,
+//! bit-exact with TFLM's reference kernels.
+//!
+//! int8 follows TFLM's `AddFunc`: both inputs are offset by their zero
+//! points, shifted left by 20 bits, scaled by their own multipliers (each
+//! input's scale over twice the larger input scale), summed, and the sum
+//! scaled by the output multiplier — every multiplier computed once in
+//! prepare.
+//!
+//! Broadcasting covers any shapes TFLM's `BroadcastAdd4DSlow` accepts (up to
+//! six dimensions; each input dimension equals the output's or is 1).
+//! Prepare folds the shapes into as few runs as possible (a same-shape add
+//! becomes one flat loop, a scalar or per-channel operand a strided one), so
+//! invoke's inner loops are long and branch-free.
+
+use bytemuck::{Pod, Zeroable};
+
+use super::fixed_point::{
+    activation_range_quantized, multiply_by_quantized_multiplier_smaller_than_one,
+    quantize_multiplier_smaller_than_one_exp,
+};
+use super::tensor::{Dims, MAX_RANK, require_quant};
+use super::{InvokeContext, KernelError, PrepareContext, Registration};
+use crate::schema::{ActivationFunctionType, TensorType};
+
+/// The ADD kernel.
+pub const REGISTRATION: Registration = Registration {
+    name: "ADD",
+    prepare,
+    invoke,
+};
+
+const KIND_FLOAT32: u32 = 0;
+const KIND_INT8: u32 = 1;
+
+/// An element-wise walk over broadcast operands: `rank` runs (outermost
+/// first) of `extent` output elements, each operand advancing by its stride
+/// (0 where it is broadcast).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Pod, Zeroable)]
+pub(crate) struct Broadcast {
+    pub(crate) rank: u32,
+    pub(crate) extent: [u32; MAX_RANK],
+    pub(crate) stride1: [u32; MAX_RANK],
+    pub(crate) stride2: [u32; MAX_RANK],
+    /// Elements each operand and the output hold.
+    pub(crate) len1: u32,
+    pub(crate) len2: u32,
+    pub(crate) len_out: u32,
+}
+
+impl Broadcast {
+    /// The walk for `a + b → out`, or `None` when the shapes do not broadcast
+    /// to `out`.
+    pub(crate) fn new(a: &Dims, b: &Dims, out: &Dims) -> Option<Self> {
+        let rank = out.rank();
+        if a.rank() > rank || b.rank() > rank {
+            return None;
+        }
+        // Dimension `d` of a shape right-aligned to `rank` dimensions.
+        let aligned = |s: &Dims, d: usize| -> i32 {
+            let pad = rank - s.rank();
+            if d < pad { 1 } else { s.get(d - pad) }
+        };
+        let mut walk = Broadcast::default();
+        // (extent, a broadcast, b broadcast) runs, outermost first.
+        let mut runs = [(1u64, false, false); MAX_RANK];
+        let mut n = 0;
+        for d in 0..rank {
+            let (o, x, y) = (out.get(d), aligned(a, d), aligned(b, d));
+            if o < 0 || (x != o && x != 1) || (y != o && y != 1) || o != x.max(y) {
+                // A zero-size output must still come from zero-size inputs.
+                if !(o == 0 && (x == 0 || x == 1) && (y == 0 || y == 1)) {
+                    return None;
+                }
+            }
+            if o == 1 {
+                continue;
+            }
+            let key = (x == 1, y == 1);
+            if n > 0 && (runs[n - 1].1, runs[n - 1].2) == key {
+                runs[n - 1].0 *= o as u64;
+            } else {
+                runs[n] = (o as u64, key.0, key.1);
+                n += 1;
+            }
+        }
+        if n == 0 {
+            runs[0] = (1, false, false);
+            n = 1;
+        }
+        let (mut acc1, mut acc2) = (1u64, 1u64);
+        for i in (0..n).rev() {
+            let (extent, bcast1, bcast2) = runs[i];
+            walk.extent[i] = u32::try_from(extent).ok()?;
+            walk.stride1[i] = if bcast1 { 0 } else { u32::try_from(acc1).ok()? };
+            walk.stride2[i] = if bcast2 { 0 } else { u32::try_from(acc2).ok()? };
+            if !bcast1 {
+                acc1 *= extent;
+            }
+            if !bcast2 {
+                acc2 *= extent;
+            }
+        }
+        walk.rank = n as u32;
+        walk.len1 = u32::try_from(a.elements()).ok()?;
+        walk.len2 = u32::try_from(b.elements()).ok()?;
+        walk.len_out = u32::try_from(out.elements()).ok()?;
+        // The strides must cover each operand exactly once per broadcast.
+        let expected = |acc: u64, len: u32| acc == u64::from(len) || walk.len_out == 0;
+        (expected(acc1, walk.len1) && expected(acc2, walk.len2)).then_some(walk)
+    }
+
+    /// Calls `f(a[i], b[j])` for every output element in order, writing
+    /// `out`. Slices must have the lengths the walk was built for.
+    #[inline(always)]
+    pub(crate) fn run<T: Copy, U>(
+        &self,
+        a: &[T],
+        b: &[T],
+        out: &mut [U],
+        f: impl Fn(T, T) -> U,
+    ) -> Result<(), KernelError> {
+        if a.len() != self.len1 as usize
+            || b.len() != self.len2 as usize
+            || out.len() != self.len_out as usize
+        {
+            return Err(KernelError::Internal);
+        }
+        if out.is_empty() {
+            return Ok(());
+        }
+        let rank = self.rank as usize;
+        let last = rank - 1;
+        let inner = self.extent[last] as usize;
+        let (s1, s2) = (self.stride1[last] as usize, self.stride2[last] as usize);
+        let mut index = [0u32; MAX_RANK];
+        let (mut i1, mut i2) = (0usize, 0usize);
+        for chunk in out.chunks_exact_mut(inner) {
+            match (s1, s2) {
+                (1, 1) => {
+                    for ((o, &x), &y) in chunk
+                        .iter_mut()
+                        .zip(&a[i1..i1 + inner])
+                        .zip(&b[i2..i2 + inner])
+                    {
+                        *o = f(x, y);
+                    }
+                }
+                (0, 1) => {
+                    let x = a[i1];
+                    for (o, &y) in chunk.iter_mut().zip(&b[i2..i2 + inner]) {
+                        *o = f(x, y);
+                    }
+                }
+                (1, 0) => {
+                    let y = b[i2];
+                    for (o, &x) in chunk.iter_mut().zip(&a[i1..i1 + inner]) {
+                        *o = f(x, y);
+                    }
+                }
+                _ => {
+                    // Only a one-element run has both operands broadcast.
+                    let (x, y) = (a[i1], b[i2]);
+                    for o in chunk.iter_mut() {
+                        *o = f(x, y);
+                    }
+                }
+            }
+            // Advance the outer runs like an odometer.
+            let mut d = last;
+            while d > 0 {
+                d -= 1;
+                index[d] += 1;
+                i1 += self.stride1[d] as usize;
+                i2 += self.stride2[d] as usize;
+                if index[d] < self.extent[d] {
+                    break;
+                }
+                i1 -= (self.stride1[d] * self.extent[d]) as usize;
+                i2 -= (self.stride2[d] * self.extent[d]) as usize;
+                index[d] = 0;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// int8 parameters: TFLM's `OpDataAdd`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Pod, Zeroable)]
+struct QuantizedAdd {
+    input1_offset: i32,
+    input2_offset: i32,
+    output_offset: i32,
+    left_shift: i32,
+    input1_multiplier: i32,
+    input1_shift: i32,
+    input2_multiplier: i32,
+    input2_shift: i32,
+    output_multiplier: i32,
+    output_shift: i32,
+    activation_min: i32,
+    activation_max: i32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
+struct AddData {
+    kind: u32,
+    activation_min_f32: f32,
+    activation_max_f32: f32,
+    quantized: QuantizedAdd,
+    walk: Broadcast,
+}
+
+/// TFLM's float activation range (`CalculateActivationRange`): unbounded
+/// sides are the finite float limits, so an infinite sum clamps to them.
+pub(crate) fn float_activation_range(activation: ActivationFunctionType) -> (f32, f32) {
+    match activation {
+        ActivationFunctionType::RELU => (0.0, f32::MAX),
+        ActivationFunctionType::RELU6 => (0.0, 6.0),
+        ActivationFunctionType::RELU_N1_TO_1 => (-1.0, 1.0),
+        _ => (f32::MIN, f32::MAX),
+    }
+}
+
+fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
+    let input1 = ctx.input(0)?;
+    let input2 = ctx.input(1)?;
+    let output = ctx.output(0)?;
+    let activation = ctx
+        .op()
+        .raw()
+        .builtin_options_as_add_options()
+        .map_or(ActivationFunctionType::NONE, |o| {
+            o.fused_activation_function()
+        });
+    for t in [&input1, &input2] {
+        if t.dtype != output.dtype {
+            return Err(KernelError::UnsupportedType {
+                tensor: t.index,
+                dtype: t.dtype.0,
+            });
+        }
+    }
+    let walk = Broadcast::new(
+        &Dims::of(&input1)?,
+        &Dims::of(&input2)?,
+        &Dims::of(&output)?,
+    )
+    .ok_or(KernelError::ShapeMismatch {
+        tensor: output.index,
+    })?;
+    let mut data = AddData {
+        kind: KIND_FLOAT32,
+        activation_min_f32: 0.0,
+        activation_max_f32: 0.0,
+        quantized: QuantizedAdd::default(),
+        walk,
+    };
+    match output.dtype {
+        TensorType::FLOAT32 => {
+            let (lo, hi) = float_activation_range(activation);
+            data.activation_min_f32 = lo;
+            data.activation_max_f32 = hi;
+        }
+        TensorType::INT8 => {
+            let q1 = require_quant(&input1)?;
+            let q2 = require_quant(&input2)?;
+            let qo = require_quant(&output)?;
+            let bad = |what| KernelError::UnsupportedParameter { what };
+            let left_shift = 20;
+            let twice_max_input_scale = 2.0 * f64::from(q1.scale.max(q2.scale));
+            let real_input1 = f64::from(q1.scale) / twice_max_input_scale;
+            let real_input2 = f64::from(q2.scale) / twice_max_input_scale;
+            let real_output =
+                twice_max_input_scale / (f64::from(1 << left_shift) * f64::from(qo.scale));
+            let (input1_multiplier, input1_shift) =
+                quantize_multiplier_smaller_than_one_exp(real_input1)
+                    .ok_or(bad("ADD input 1 scale"))?;
+            let (input2_multiplier, input2_shift) =
+                quantize_multiplier_smaller_than_one_exp(real_input2)
+                    .ok_or(bad("ADD input 2 scale"))?;
+            let (output_multiplier, output_shift) =
+                quantize_multiplier_smaller_than_one_exp(real_output)
+                    .ok_or(bad("ADD output scale"))?;
+            // Zero points must be int8 values (TFLM's CheckArithmeticParams),
+            // which also keeps the shifted inputs inside 32 bits.
+            for (t, q) in [(&input1, q1), (&input2, q2), (&output, qo)] {
+                if !(-128..=127).contains(&q.zero_point) {
+                    return Err(KernelError::MissingQuantization { tensor: t.index });
+                }
+            }
+            let (activation_min, activation_max) =
+                activation_range_quantized(activation, qo.scale, qo.zero_point, -128, 127);
+            data.kind = KIND_INT8;
+            data.quantized = QuantizedAdd {
+                input1_offset: -q1.zero_point,
+                input2_offset: -q2.zero_point,
+                output_offset: qo.zero_point,
+                left_shift,
+                input1_multiplier,
+                input1_shift,
+                input2_multiplier,
+                input2_shift,
+                output_multiplier,
+                output_shift,
+                activation_min,
+                activation_max,
+            };
+        }
+        other => {
+            return Err(KernelError::UnsupportedType {
+                tensor: output.index,
+                dtype: other.0,
+            });
+        }
+    }
+    ctx.store(&data)
+}
+
+/// One int8 sum, exactly TFLM's `AddFunc`.
+#[inline(always)]
+fn add_int8(x: i8, y: i8, p: &QuantizedAdd) -> i8 {
+    let shifted1 = (i32::from(x) + p.input1_offset) << p.left_shift;
+    let shifted2 = (i32::from(y) + p.input2_offset) << p.left_shift;
+    let scaled1 = multiply_by_quantized_multiplier_smaller_than_one(
+        shifted1,
+        p.input1_multiplier,
+        p.input1_shift,
+    );
+    let scaled2 = multiply_by_quantized_multiplier_smaller_than_one(
+        shifted2,
+        p.input2_multiplier,
+        p.input2_shift,
+    );
+    let raw = multiply_by_quantized_multiplier_smaller_than_one(
+        scaled1 + scaled2,
+        p.output_multiplier,
+        p.output_shift,
+    ) + p.output_offset;
+    raw.clamp(p.activation_min, p.activation_max) as i8
+}
+
+fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
+    let data: &AddData = ctx.op_data()?;
+    let input1 = ctx.input(0)?;
+    let input2 = ctx.input(1)?;
+    let output = ctx.output(0)?;
+    match data.kind {
+        KIND_FLOAT32 => {
+            let (lo, hi) = (data.activation_min_f32, data.activation_max_f32);
+            data.walk.run(
+                input1.values::<f32>()?,
+                input2.values::<f32>()?,
+                output.values::<f32>()?,
+                // TFLM: min(max(x, lo), hi).
+                |x, y| {
+                    let s = x + y;
+                    let s = if s < lo { lo } else { s };
+                    if hi < s { hi } else { s }
+                },
+            )
+        }
+        KIND_INT8 => {
+            let p = data.quantized;
+            data.walk.run(
+                input1.values::<i8>()?,
+                input2.values::<i8>()?,
+                output.values::<i8>()?,
+                |x, y| add_int8(x, y, &p),
+            )
+        }
+        _ => Err(KernelError::Internal),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn walk(a: &[i32], b: &[i32], out: &[i32]) -> Option<Broadcast> {
+        Broadcast::new(
+            &Dims::from_slice(a),
+            &Dims::from_slice(b),
+            &Dims::from_slice(out),
+        )
+    }
+
+    #[test]
+    fn same_shapes_fold_into_one_run() {
+        let w = walk(&[1, 4, 4, 8], &[1, 4, 4, 8], &[1, 4, 4, 8]).unwrap();
+        assert_eq!(w.rank, 1);
+        assert_eq!((w.extent[0], w.stride1[0], w.stride2[0]), (128, 1, 1));
+    }
+
+    #[test]
+    fn scalar_and_channel_operands() {
+        let w = walk(&[1, 4, 4, 8], &[1], &[1, 4, 4, 8]).unwrap();
+        assert_eq!(
+            (w.rank, w.extent[0], w.stride1[0], w.stride2[0]),
+            (1, 128, 1, 0)
+        );
+        let w = walk(&[2, 3, 8], &[8], &[2, 3, 8]).unwrap();
+        assert_eq!(w.rank, 2);
+        assert_eq!(w.extent[..2], [6, 8]);
+        assert_eq!(w.stride1[..2], [8, 1]);
+        assert_eq!(w.stride2[..2], [0, 1]);
+    }
+
+    #[test]
+    fn both_sides_broadcast() {
+        // [2,1,3] + [1,4,1] → [2,4,3]
+        let w = walk(&[2, 1, 3], &[1, 4, 1], &[2, 4, 3]).unwrap();
+        let a: Vec<i32> = (0..6).collect();
+        let b: Vec<i32> = (0..4).map(|v| v * 100).collect();
+        let mut out = vec![0; 24];
+        w.run(&a, &b, &mut out, |x, y| x + y).unwrap();
+        let mut want = Vec::new();
+        for i in 0..2 {
+            for &bj in &b {
+                for k in 0..3 {
+                    want.push(a[i * 3 + k] + bj);
+                }
+            }
+        }
+        assert_eq!(out, want);
+    }
+
+    #[test]
+    fn incompatible_shapes_are_refused() {
+        assert!(walk(&[2, 3], &[3, 3], &[2, 3]).is_none());
+        assert!(walk(&[2, 3], &[3], &[4, 3]).is_none());
+        assert!(walk(&[1, 2, 3], &[3], &[2, 3]).is_none());
+    }
+}

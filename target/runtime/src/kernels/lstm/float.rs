@@ -1,0 +1,274 @@
+//! The float32 LSTM: TFLM's `EvalLstm<float, float, float, float>`, rounding
+//! for rounding, one cell at a time.
+
+use super::super::KernelError;
+use super::params::LstmShape;
+use super::{GATE_CELL, GATE_FORGET, GATE_INPUT, GATE_OUTPUT, LstmWeights};
+
+/// `std::max(x, lowest)` then `std::min(·, max)`: TFLM's
+/// `ActivationFunctionWithMinMax` for "no activation", which turns ±inf into
+/// ±`f32::MAX` and keeps NaN.
+#[inline(always)]
+pub(super) fn clamp_to_finite(x: f32) -> f32 {
+    let x = if x < f32::MIN { f32::MIN } else { x };
+    if f32::MAX < x { f32::MAX } else { x }
+}
+
+/// `2^(i/32)` as bits, minus `i << 47`: the table of ARM's
+/// optimized-routines `expf` (the `expf` of glibc ≥ 2.27 and newlib ≥ 3.0).
+const EXP2_TABLE: [u64; 32] = [
+    0x3ff0000000000000,
+    0x3fefd9b0d3158574,
+    0x3fefb5586cf9890f,
+    0x3fef9301d0125b51,
+    0x3fef72b83c7d517b,
+    0x3fef54873168b9aa,
+    0x3fef387a6e756238,
+    0x3fef1e9df51fdee1,
+    0x3fef06fe0a31b715,
+    0x3feef1a7373aa9cb,
+    0x3feedea64c123422,
+    0x3feece086061892d,
+    0x3feebfdad5362a27,
+    0x3feeb42b569d4f82,
+    0x3feeab07dd485429,
+    0x3feea47eb03a5585,
+    0x3feea09e667f3bcd,
+    0x3fee9f75e8ec5f74,
+    0x3feea11473eb0187,
+    0x3feea589994cce13,
+    0x3feeace5422aa0db,
+    0x3feeb737b0cdc5e5,
+    0x3feec49182a3f090,
+    0x3feed503b23e255d,
+    0x3feee89f995ad3ad,
+    0x3feeff76f2fb5e47,
+    0x3fef199bdd85529c,
+    0x3fef3720dcef9069,
+    0x3fef5818dcfba487,
+    0x3fef7c97337b9b5f,
+    0x3fefa4afa2a490da,
+    0x3fefd0765b6e4540,
+];
+
+/// `e^x` rounded as the C libraries TFLM runs on round it: ARM's
+/// optimized-routines algorithm (glibc ≥ 2.27, newlib ≥ 3.0), evaluated in
+/// `f64` from a 32-entry table and a cubic. The `libm` crate's `expf` is an
+/// older algorithm that differs in the last bit for about 1% of inputs.
+pub fn expf(x: f32) -> f32 {
+    const N: f64 = 32.0;
+    let abstop = (x.to_bits() >> 20) & 0x7ff;
+    if abstop >= (88.0f32.to_bits() >> 20) {
+        if x == f32::NEG_INFINITY {
+            return 0.0;
+        }
+        if abstop >= (f32::INFINITY.to_bits() >> 20) {
+            return x + x;
+        }
+        // log(2^128) and log(2^-150).
+        if x > f32::from_bits(0x42b1_7217) {
+            return f32::INFINITY;
+        }
+        if x < f32::from_bits(0xc2cf_f1b4) {
+            return 0.0;
+        }
+    }
+    // x·N/ln2 = k + r, |r| ≤ 1/2, k rounded to even by the shift trick.
+    let inv_ln2_n = f64::from_bits(0x3ff7_1547_652b_82fe) * N;
+    let shift = f64::from_bits(0x4338_0000_0000_0000);
+    let z = inv_ln2_n * f64::from(x);
+    let kd = z + shift;
+    let ki = kd.to_bits();
+    let r = z - (kd - shift);
+    // e^x = 2^(k/N) · 2^(r/N) ≈ s · (c0·r³ + c1·r² + c2·r + 1).
+    let t = EXP2_TABLE[(ki % 32) as usize].wrapping_add(ki << 47);
+    let s = f64::from_bits(t);
+    let c0 = f64::from_bits(0x3fac_6af8_4b91_2394) / (N * N * N);
+    let c1 = f64::from_bits(0x3fce_bfce_50fa_c4f3) / (N * N);
+    let c2 = f64::from_bits(0x3fe6_2e42_ff0c_52d6) / N;
+    let y = (c0 * r + c1) * (r * r) + (c2 * r + 1.0);
+    (y * s) as f32
+}
+
+/// `tanh(x)` as fdlibm's `tanhf` computes it (glibc's and newlib's): from
+/// `expm1f(±2|x|)`, split at |x| = 1. The `libm` crate's `tanhf` (musl's)
+/// splits elsewhere and differs in the last bit for about 1% of inputs.
+pub fn tanhf(x: f32) -> f32 {
+    let bits = x.to_bits();
+    let abs_bits = bits & 0x7fff_ffff;
+    let negative = bits >> 31 != 0;
+    if abs_bits >= 0x7f80_0000 {
+        // ±1 for ±inf, NaN for NaN.
+        return if negative {
+            1.0 / x - 1.0
+        } else {
+            1.0 / x + 1.0
+        };
+    }
+    let z = if abs_bits < 0x41b0_0000 {
+        // |x| < 22.
+        if abs_bits == 0 {
+            return x;
+        }
+        if abs_bits < 0x2400_0000 {
+            // |x| < 2^-55: tanh(x) = x.
+            return x * (1.0 + x);
+        }
+        if abs_bits >= 0x3f80_0000 {
+            let t = libm::expm1f(2.0 * x.abs());
+            1.0 - 2.0 / (t + 2.0)
+        } else {
+            let t = libm::expm1f(-2.0 * x.abs());
+            -t / (t + 2.0)
+        }
+    } else {
+        1.0 - 1.0e-30
+    };
+    if negative { -z } else { z }
+}
+
+/// TFLM's reference float logistic: exact formula between the cut-offs,
+/// `exp(x)` below, 1 above.
+#[inline(always)]
+pub fn sigmoid_f32(x: f32) -> f32 {
+    const CUTOFF_UPPER: f32 = 16.619_047;
+    const CUTOFF_LOWER: f32 = -9.0;
+    if x > CUTOFF_UPPER {
+        1.0
+    } else if x < CUTOFF_LOWER {
+        expf(x)
+    } else {
+        1.0 / (1.0 + expf(-x))
+    }
+}
+
+/// `std::max(std::min(clip, x), -clip)` (NaN becomes `clip`, as in TFLM).
+#[inline(always)]
+pub(super) fn clip_f32(x: f32, clip: f32) -> f32 {
+    let x = if x < clip { x } else { clip };
+    if x < -clip { -clip } else { x }
+}
+
+/// `Σ a·b` from 0.0 in order, as TFLM's float FC loop adds.
+#[inline(always)]
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).fold(0.0f32, |acc, (&x, &w)| acc + x * w)
+}
+
+/// A gate's pre-activation: the input FC (with bias) plus the recurrent FC
+/// (bias 0.0), each through the FC's min/max clamp.
+#[inline(always)]
+fn pre_activation(w_in: &[f32], x: &[f32], bias: f32, w_rec: &[f32], h: &[f32]) -> f32 {
+    let from_input = clamp_to_finite(dot(x, w_in) + bias);
+    let from_hidden = clamp_to_finite(dot(h, w_rec) + 0.0);
+    from_input + from_hidden
+}
+
+/// One float LSTM invoke over every time step; `hidden` and `cell` are
+/// updated in place. Same structure as
+/// [`eval_integer`](super::eval_integer): no scratch memory.
+#[allow(clippy::too_many_arguments)]
+pub fn eval_float(
+    shape: &LstmShape,
+    cell_clip: f32,
+    weights: &LstmWeights<'_, f32, f32>,
+    input: &[f32],
+    hidden: &mut [f32],
+    cell: &mut [f32],
+    output: &mut [f32],
+) -> Result<(), KernelError> {
+    if !shape.fits(
+        input.len(),
+        &weights.lengths(),
+        &weights.bias_lengths(),
+        hidden.len(),
+        cell.len(),
+        output.len(),
+    ) {
+        return Err(KernelError::Internal);
+    }
+    let n_input = shape.input_size as usize;
+    let n_state = shape.state_size as usize;
+    if n_state == 0 {
+        return Ok(());
+    }
+    let clip_cell = cell_clip > 0.0;
+    for step in shape.steps() {
+        let len = step.rows * n_state;
+        let out_rows = &mut output[step.output..step.output + len];
+        let h_rows = &mut hidden[step.state..step.state + len];
+        let c_rows = &mut cell[step.state..step.state + len];
+        for r in 0..step.rows {
+            let x = &input[step.input + r * n_input..][..n_input];
+            let h = &h_rows[r * n_state..][..n_state];
+            let c_row = &mut c_rows[r * n_state..][..n_state];
+            let out = &mut out_rows[r * n_state..][..n_state];
+            for (j, (c, o)) in c_row.iter_mut().zip(out.iter_mut()).enumerate() {
+                let pre = |g: usize| {
+                    pre_activation(
+                        &weights.input[g][j * n_input..][..n_input],
+                        x,
+                        weights.bias[g][j],
+                        &weights.recurrent[g][j * n_state..][..n_state],
+                        h,
+                    )
+                };
+                let forget = sigmoid_f32(pre(GATE_FORGET));
+                let input_gate = sigmoid_f32(pre(GATE_INPUT));
+                let cell_gate = tanhf(pre(GATE_CELL));
+                let output_gate = sigmoid_f32(pre(GATE_OUTPUT));
+
+                let mut new_cell =
+                    clamp_to_finite(forget * *c) + clamp_to_finite(input_gate * cell_gate);
+                if clip_cell {
+                    new_cell = clip_f32(new_cell, cell_clip);
+                }
+                *c = new_cell;
+                *o = clamp_to_finite(tanhf(new_cell) * output_gate);
+            }
+        }
+        h_rows.copy_from_slice(out_rows);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exp2_table_is_two_to_the_i_over_32() {
+        for (i, &entry) in EXP2_TABLE.iter().enumerate() {
+            let exact = libm::exp2(i as f64 / 32.0).to_bits();
+            assert_eq!(entry, exact.wrapping_sub((i as u64) << 47), "{i}");
+        }
+    }
+
+    /// Within an ulp of the exact functions (bit-exactness with the C
+    /// libraries was checked against glibc 2.36 over every 13th float:
+    /// `expf` identical everywhere, `tanhf` but for a handful of inputs where
+    /// the `libm` crate's `expm1f` differs).
+    #[test]
+    fn close_to_the_real_functions() {
+        let mut bits = 0u32;
+        while bits < 0xffff_0000 {
+            let x = f32::from_bits(bits);
+            bits += 4099;
+            if !x.is_finite() || x.abs() > 80.0 {
+                continue;
+            }
+            let e = f64::from(expf(x));
+            let want = libm::exp(f64::from(x));
+            assert!((e - want).abs() <= want * 1.2e-7, "exp {x}");
+            let t = f64::from(tanhf(x));
+            let want = libm::tanh(f64::from(x));
+            assert!((t - want).abs() <= want.abs() * 2.4e-7 + 1e-45, "tanh {x}");
+        }
+        assert_eq!(expf(f32::NEG_INFINITY), 0.0);
+        assert_eq!(expf(100.0), f32::INFINITY);
+        assert_eq!(expf(-200.0), 0.0);
+        assert_eq!(tanhf(f32::INFINITY), 1.0);
+        assert_eq!(tanhf(-30.0), -1.0);
+        assert!(expf(f32::NAN).is_nan() && tanhf(f32::NAN).is_nan());
+    }
+}

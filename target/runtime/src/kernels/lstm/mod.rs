@@ -1,0 +1,383 @@
+//! UNIDIRECTIONAL_SEQUENCE_LSTM: a standard (Keras) LSTM layer run over a
+//! sequence, its hidden and cell state kept in variable tensors between
+//! invokes.
+//!
+//! Inputs, as TFLite numbers them (24, optional ones `-1`): `0` input
+//! `[batch, time, features]` (or `[time, batch, features]` when
+//! `time_major`); `1..=4` input → {input, forget, cell, output} gate weights
+//! `[cells, features]`; `5..=8` hidden → gate ("recurrent") weights `[cells,
+//! cells]`; `12..=15` gate biases `[cells]`; `18` hidden state and `19` cell
+//! state `[batch, cells]`, both variable tensors. Output: the hidden state
+//! after every step, `[batch, time, cells]`. Peephole (`9..=11`),
+//! projection (`16`, `17`) and layer-norm (`20..=23`) inputs must be
+//! omitted, as TFLM micro requires. Per time step and cell:
+//!
+//! ```text
+//! f = σ(W_f·x + R_f·h + b_f)    i = σ(W_i·x + R_i·h + b_i)
+//! g = tanh(W_c·x + R_c·h + b_c)  o = σ(W_o·x + R_o·h + b_o)
+//! c = clip(f·c + i·g)           h = o·tanh(c)
+//! ```
+//!
+//! `act` is the options' activation, which must be TANH (TFLM's gate code
+//! also knows sigmoid, but the schema cannot name it for this op).
+//!
+//! Two paths, as TFLM micro has (its `lstm_eval.h`):
+//! - **Integer**: int8 input, hidden state and output, int16 cell state
+//!   (a power-of-two scale), int8 weights, int32 biases. Each gate's two FCs
+//!   go to int16 in Q3.12 with multipliers TFLM's prepare computes
+//!   (`input·weight / 2^-12`, the product in `f32`); the gates use TFLM's
+//!   int16 table sigmoid/tanh ([`logistic_int16`], [`tanh_int16`]); the
+//!   products are rescaled with TFLM's elementwise Mul.
+//! - **Float32**, with TFLM's reference logistic (cut-offs at −9 and
+//!   16.62) and the FC/Mul min/max clamps.
+//!
+//! TFLM requests four scratch buffers of `batch · cells` cell-state
+//! elements (gate outputs and the recurrent FC). hilt requests none: every
+//! stage after the FCs is elementwise, so each cell runs its four gates and
+//! its state update together and its new hidden value goes straight into
+//! this step's slice of the output; once every cell has read the old hidden
+//! state, the slice is copied into it (TFLM copies the other way, same
+//! result). [`reference`](mod@reference) is TFLM's algorithm stage by stage with its
+//! buffers; the tests hold the kernels to it and to TFLM's own outputs.
+//!
+//! [`logistic_int16`]: super::fixed_point::logistic_int16
+//! [`tanh_int16`]: super::fixed_point::tanh_int16
+
+mod float;
+mod integer;
+mod params;
+pub mod reference;
+
+pub use float::{eval_float, expf, sigmoid_f32, tanhf};
+pub use integer::eval_integer;
+pub use params::{GateQuant, LstmQuantParams, LstmScales, LstmShape, Step};
+
+use super::tensor::{Dims, expect_type, require_quant};
+use super::{InvokeContext, KernelError, PrepareContext, Registration};
+use crate::model::TensorInfo;
+use crate::schema::{ActivationFunctionType, TensorType};
+
+/// The UNIDIRECTIONAL_SEQUENCE_LSTM kernel.
+pub const REGISTRATION: Registration = Registration {
+    name: "UNIDIRECTIONAL_SEQUENCE_LSTM",
+    prepare,
+    invoke,
+};
+
+/// Gates per cell.
+pub const GATES: usize = 4;
+/// Index of the input gate in per-gate arrays (tensor order).
+pub const GATE_INPUT: usize = 0;
+/// The forget gate.
+pub const GATE_FORGET: usize = 1;
+/// The cell gate.
+pub const GATE_CELL: usize = 2;
+/// The output gate.
+pub const GATE_OUTPUT: usize = 3;
+
+const INPUT: usize = 0;
+/// Input → gate weights are inputs `1..=4`, hidden → gate `5..=8`.
+const INPUT_WEIGHTS: usize = 1;
+const RECURRENT_WEIGHTS: usize = 5;
+const PEEPHOLE: [usize; 3] = [9, 10, 11];
+const BIASES: usize = 12;
+const PROJECTION: [usize; 2] = [16, 17];
+const HIDDEN_STATE: usize = 18;
+const CELL_STATE: usize = 19;
+const LAYER_NORM: [usize; 4] = [20, 21, 22, 23];
+const INPUT_COUNT: usize = 24;
+
+/// The constant tensors of one LSTM, per gate in tensor order.
+#[derive(Debug, Clone, Copy)]
+pub struct LstmWeights<'a, W, B> {
+    /// Input → gate weights, `[cells, features]` row-major.
+    pub input: [&'a [W]; GATES],
+    /// Hidden → gate weights, `[cells, cells]`.
+    pub recurrent: [&'a [W]; GATES],
+    /// Gate biases, `[cells]`.
+    pub bias: [&'a [B]; GATES],
+}
+
+impl<W, B> LstmWeights<'_, W, B> {
+    fn lengths(&self) -> [usize; 2 * GATES] {
+        let mut lengths = [0; 2 * GATES];
+        for g in 0..GATES {
+            lengths[g] = self.input[g].len();
+            lengths[GATES + g] = self.recurrent[g].len();
+        }
+        lengths
+    }
+
+    fn bias_lengths(&self) -> [usize; GATES] {
+        self.bias.map(<[B]>::len)
+    }
+}
+
+const KIND_FLOAT: u32 = 0;
+const KIND_INT8: u32 = 1;
+
+/// What prepare keeps for invoke (192 bytes in the tail).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+struct OpData {
+    kind: u32,
+    shape: LstmShape,
+    /// The float path's cell clip (0 = none).
+    cell_clip: f32,
+    quant: LstmQuantParams,
+}
+
+fn shape_error(info: &TensorInfo<'_>) -> KernelError {
+    KernelError::ShapeMismatch { tensor: info.index }
+}
+
+fn dims_of_rank(info: &TensorInfo<'_>, rank: usize) -> Result<Dims, KernelError> {
+    let dims = Dims::of(info)?;
+    if dims.rank() != rank {
+        return Err(KernelError::UnsupportedRank {
+            tensor: info.index,
+            rank: dims.rank() as u32,
+        });
+    }
+    if dims.as_slice().iter().any(|&d| d < 0) {
+        return Err(shape_error(info));
+    }
+    Ok(dims)
+}
+
+/// A per-tensor scale and zero point (per-channel weights are refused:
+/// TFLM's LSTM reads only the first channel's multiplier).
+fn per_tensor(info: &TensorInfo<'_>) -> Result<(f32, i32), KernelError> {
+    let q = require_quant(info)?;
+    if super::tensor::channel_scales(info).is_some_and(|s| s.len() > 1) {
+        return Err(KernelError::UnsupportedParameter {
+            what: "LSTM weights must be quantised per tensor",
+        });
+    }
+    Ok((q.scale, q.zero_point))
+}
+
+fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
+    let options = ctx
+        .op()
+        .raw()
+        .builtin_options_as_unidirectional_sequence_lstmoptions()
+        .ok_or(KernelError::MissingOptions)?;
+    if ctx.input_count() != INPUT_COUNT {
+        return Err(KernelError::UnsupportedParameter {
+            what: "UNIDIRECTIONAL_SEQUENCE_LSTM takes 24 inputs (optional ones -1)",
+        });
+    }
+    if ctx.output_count() != 1 {
+        return Err(KernelError::UnsupportedParameter {
+            what: "UNIDIRECTIONAL_SEQUENCE_LSTM has one output",
+        });
+    }
+    for position in PEEPHOLE.into_iter().chain(PROJECTION).chain(LAYER_NORM) {
+        if ctx.optional_input(position).is_some() {
+            return Err(KernelError::UnsupportedParameter {
+                what: "LSTM peephole, projection and layer norm are not supported (as in TFLM)",
+            });
+        }
+    }
+    let input = ctx.input(INPUT)?;
+    let input_weights: [TensorInfo<'_>; GATES] = [
+        ctx.input(INPUT_WEIGHTS)?,
+        ctx.input(INPUT_WEIGHTS + 1)?,
+        ctx.input(INPUT_WEIGHTS + 2)?,
+        ctx.input(INPUT_WEIGHTS + 3)?,
+    ];
+    let recurrent_weights: [TensorInfo<'_>; GATES] = [
+        ctx.input(RECURRENT_WEIGHTS)?,
+        ctx.input(RECURRENT_WEIGHTS + 1)?,
+        ctx.input(RECURRENT_WEIGHTS + 2)?,
+        ctx.input(RECURRENT_WEIGHTS + 3)?,
+    ];
+    let biases: [TensorInfo<'_>; GATES] = [
+        ctx.input(BIASES)?,
+        ctx.input(BIASES + 1)?,
+        ctx.input(BIASES + 2)?,
+        ctx.input(BIASES + 3)?,
+    ];
+    let hidden = ctx.input(HIDDEN_STATE)?;
+    let cell = ctx.input(CELL_STATE)?;
+    let output = ctx.output(0)?;
+    for (state, position) in [(&hidden, HIDDEN_STATE), (&cell, CELL_STATE)] {
+        if !state.is_variable || state.constant.is_some() {
+            return Err(KernelError::NotVariable {
+                position: position as u32,
+            });
+        }
+    }
+
+    // Sizes, as TFLM's CreateLstmSizeInfo and ValidateTensorSize.
+    let time_major = options.time_major();
+    let in_dims = dims_of_rank(&input, 3)?;
+    let (batch, time_steps) = if time_major {
+        (in_dims.get(1), in_dims.get(0))
+    } else {
+        (in_dims.get(0), in_dims.get(1))
+    };
+    let input_size = in_dims.get(2);
+    let state_size = dims_of_rank(&hidden, 2)?.get(1);
+    for w in &input_weights {
+        if dims_of_rank(w, 2)?.as_slice() != [state_size, input_size] {
+            return Err(shape_error(w));
+        }
+    }
+    for w in &recurrent_weights {
+        if dims_of_rank(w, 2)?.as_slice() != [state_size, state_size] {
+            return Err(shape_error(w));
+        }
+    }
+    for b in &biases {
+        if dims_of_rank(b, 1)?.get(0) != state_size {
+            return Err(shape_error(b));
+        }
+    }
+    let state_elements = batch as usize * state_size as usize;
+    if Dims::of(&hidden)?.elements() != state_elements {
+        return Err(shape_error(&hidden));
+    }
+    if Dims::of(&cell)?.elements() != state_elements {
+        return Err(shape_error(&cell));
+    }
+    let out_dims = dims_of_rank(&output, 3)?;
+    if out_dims.as_slice() != [in_dims.get(0), in_dims.get(1), state_size] {
+        return Err(shape_error(&output));
+    }
+    let shape = LstmShape {
+        batch: batch as u32,
+        time_steps: time_steps as u32,
+        input_size: input_size as u32,
+        state_size: state_size as u32,
+        time_major: u32::from(time_major),
+    };
+
+    // TFLM's gate code knows sigmoid and tanh, but a model's options can
+    // only name tanh (the schema has no sigmoid activation).
+    if options.fused_activation_function() != ActivationFunctionType::TANH {
+        return Err(KernelError::UnsupportedParameter {
+            what: "LSTM activation must be TANH",
+        });
+    }
+
+    // Types: the hidden state feeds the recurrent FCs, so it has the
+    // input's type; so has the output. All weights share one type, all
+    // biases another.
+    expect_type(&hidden, &[input.dtype])?;
+    expect_type(&output, &[input.dtype])?;
+    let (weight_type, bias_type, cell_type) = match input.dtype {
+        TensorType::FLOAT32 => (
+            TensorType::FLOAT32,
+            TensorType::FLOAT32,
+            TensorType::FLOAT32,
+        ),
+        TensorType::INT8 => (TensorType::INT8, TensorType::INT32, TensorType::INT16),
+        other => {
+            return Err(KernelError::UnsupportedType {
+                tensor: input.index,
+                dtype: other.0,
+            });
+        }
+    };
+    for w in input_weights.iter().chain(&recurrent_weights) {
+        expect_type(w, &[weight_type])?;
+    }
+    for b in &biases {
+        expect_type(b, &[bias_type])?;
+    }
+    expect_type(&cell, &[cell_type])?;
+
+    let cell_clip = options.cell_clip();
+    let data = if input.dtype == TensorType::FLOAT32 {
+        OpData {
+            kind: KIND_FLOAT,
+            shape,
+            cell_clip,
+            quant: LstmQuantParams::default(),
+        }
+    } else {
+        let mut w_in = [(0.0, 0); GATES];
+        let mut w_rec = [(0.0, 0); GATES];
+        for g in 0..GATES {
+            w_in[g] = per_tensor(&input_weights[g])?;
+            w_rec[g] = per_tensor(&recurrent_weights[g])?;
+        }
+        let scales = LstmScales {
+            input: per_tensor(&input)?,
+            hidden: per_tensor(&hidden)?,
+            cell: per_tensor(&cell)?.0,
+            input_weights: w_in,
+            recurrent_weights: w_rec,
+            cell_clip,
+        };
+        if !(scales.input.0 > 0.0 && scales.hidden.0 > 0.0 && scales.cell > 0.0) {
+            return Err(KernelError::UnsupportedParameter {
+                what: "LSTM scales must be positive",
+            });
+        }
+        OpData {
+            kind: KIND_INT8,
+            shape,
+            cell_clip,
+            quant: LstmQuantParams::from_scales(&scales),
+        }
+    };
+    ctx.store(&data)
+}
+
+fn gate_inputs<'i, T: bytemuck::Pod>(
+    ctx: &InvokeContext<'i, '_>,
+    first: usize,
+) -> Result<[&'i [T]; GATES], KernelError> {
+    Ok([
+        ctx.input(first)?.values()?,
+        ctx.input(first + 1)?.values()?,
+        ctx.input(first + 2)?.values()?,
+        ctx.input(first + 3)?.values()?,
+    ])
+}
+
+fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
+    let data: OpData = *ctx.op_data()?;
+    let input = ctx.input(INPUT)?;
+    let hidden = ctx.variable(HIDDEN_STATE)?;
+    let cell = ctx.variable(CELL_STATE)?;
+    let output = ctx.output(0)?;
+    match data.kind {
+        KIND_INT8 => {
+            let weights = LstmWeights {
+                input: gate_inputs(ctx, INPUT_WEIGHTS)?,
+                recurrent: gate_inputs(ctx, RECURRENT_WEIGHTS)?,
+                bias: gate_inputs(ctx, BIASES)?,
+            };
+            eval_integer(
+                &data.shape,
+                &data.quant,
+                &weights,
+                input.values()?,
+                hidden.values()?,
+                cell.values()?,
+                output.values()?,
+            )
+        }
+        KIND_FLOAT => {
+            let weights = LstmWeights {
+                input: gate_inputs(ctx, INPUT_WEIGHTS)?,
+                recurrent: gate_inputs(ctx, RECURRENT_WEIGHTS)?,
+                bias: gate_inputs(ctx, BIASES)?,
+            };
+            eval_float(
+                &data.shape,
+                data.cell_clip,
+                &weights,
+                input.values()?,
+                hidden.values()?,
+                cell.values()?,
+                output.values()?,
+            )
+        }
+        _ => Err(KernelError::Internal),
+    }
+}

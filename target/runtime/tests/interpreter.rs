@@ -1,0 +1,240 @@
+//! Interpreter set-up and run errors, and the arena it needs.
+
+use hilt_runtime::allocation::{AllocError, AllocOptions};
+use hilt_runtime::interpreter::{Clock, Interpreter, InterpreterError, OpName};
+use hilt_runtime::kernels::{KernelError, OpResolver, all_builtins};
+use hilt_runtime::model::Model;
+use hilt_runtime::planner::{Greedy, Linear};
+use hilt_runtime::schema::{BuiltinOperator, TensorType};
+use hilt_runtime::writer::{ModelWriter, Options, i32_bytes};
+
+/// x [2,3] → RESHAPE → y [6] → RESHAPE → z [3,2]
+fn reshape_chain() -> Vec<u8> {
+    let mut w = ModelWriter::new();
+    let x = w.input("x", TensorType::INT8, &[2, 3]);
+    let s1 = w.constant("s1", TensorType::INT32, &[1], &i32_bytes(&[6]));
+    let y = w.tensor("y", TensorType::INT8, &[6]);
+    let s2 = w.constant("s2", TensorType::INT32, &[2], &i32_bytes(&[3, 2]));
+    let z = w.output("z", TensorType::INT8, &[3, 2]);
+    w.op(
+        BuiltinOperator::RESHAPE,
+        &[Some(x), Some(s1)],
+        &[y],
+        Options::None,
+    );
+    w.op(
+        BuiltinOperator::RESHAPE,
+        &[Some(y), Some(s2)],
+        &[z],
+        Options::None,
+    );
+    w.finish()
+}
+
+fn used_bytes(bytes: &[u8]) -> usize {
+    let model = Model::from_bytes(bytes).unwrap();
+    let resolver = all_builtins();
+    let mut arena = vec![0u8; 4096];
+    let mut interpreter = Interpreter::new(model, &resolver, &mut arena);
+    interpreter
+        .allocate(&Greedy, &AllocOptions::default())
+        .unwrap();
+    interpreter.arena_used_bytes()
+}
+
+#[test]
+fn runs_and_keeps_results() {
+    let bytes = reshape_chain();
+    let model = Model::from_bytes(&bytes).unwrap();
+    let resolver = all_builtins();
+    let mut arena = vec![0u8; 4096];
+    let mut interpreter = Interpreter::new(model, &resolver, &mut arena);
+    assert_eq!(interpreter.invoke(), Err(InterpreterError::NotAllocated));
+    interpreter
+        .allocate(&Linear, &AllocOptions::default())
+        .unwrap();
+    interpreter
+        .input_mut(0)
+        .unwrap()
+        .copy_from_slice(&[1, 2, 3, 4, 5, 6]);
+    interpreter.invoke().unwrap();
+    assert_eq!(interpreter.output(0).unwrap(), &[1, 2, 3, 4, 5, 6]);
+    assert_eq!(
+        interpreter.output(1),
+        Err(InterpreterError::NoSuchTensor { position: 1 })
+    );
+}
+
+#[test]
+fn profile_counts_every_op() {
+    struct Ticks(std::cell::Cell<u64>);
+    impl Clock for Ticks {
+        fn now(&self) -> u64 {
+            self.0.set(self.0.get() + 5);
+            self.0.get()
+        }
+    }
+    let bytes = reshape_chain();
+    let model = Model::from_bytes(&bytes).unwrap();
+    let resolver = all_builtins();
+    let mut arena = vec![0u8; 4096];
+    let mut interpreter = Interpreter::new(model, &resolver, &mut arena);
+    interpreter
+        .allocate(&Greedy, &AllocOptions::default())
+        .unwrap();
+    let mut per_op = [0u64; 2];
+    interpreter
+        .invoke_profiled(&Ticks(std::cell::Cell::new(0)), &mut per_op)
+        .unwrap();
+    assert_eq!(per_op, [5, 5]);
+}
+
+#[test]
+fn unsupported_operator_is_named() {
+    let mut w = ModelWriter::new();
+    let x = w.input("x", TensorType::FLOAT32, &[4]);
+    let y = w.output("y", TensorType::FLOAT32, &[4]);
+    w.op(BuiltinOperator::RELU, &[Some(x)], &[y], Options::None);
+    let bytes = w.finish();
+    let model = Model::from_bytes(&bytes).unwrap();
+    let resolver: OpResolver<4> = OpResolver::new();
+    let mut arena = vec![0u8; 1024];
+    let mut interpreter = Interpreter::new(model, &resolver, &mut arena);
+    let err = interpreter
+        .allocate(&Greedy, &AllocOptions::default())
+        .unwrap_err();
+    assert_eq!(
+        err,
+        InterpreterError::UnsupportedOperator {
+            op: 0,
+            code: OpName::Builtin(BuiltinOperator::RELU.0)
+        }
+    );
+    assert_eq!(err.to_string(), "operator 0 (RELU) is not supported");
+}
+
+#[test]
+fn missing_input_and_shape_mismatch_come_from_prepare() {
+    let mut w = ModelWriter::new();
+    w.input("x", TensorType::INT8, &[4]);
+    w.output("y", TensorType::INT8, &[4]);
+    w.op_raw(0, &[-1], &[1]);
+    // op_raw registers ADD at opcode 0; give the resolver RESHAPE under ADD's code.
+    let bytes = w.finish();
+    let model = Model::from_bytes(&bytes).unwrap();
+    let mut resolver: OpResolver<2> = OpResolver::new();
+    resolver
+        .add(
+            BuiltinOperator::ADD,
+            hilt_runtime::kernels::reshape::REGISTRATION,
+        )
+        .unwrap();
+    let mut arena = vec![0u8; 1024];
+    let mut interpreter = Interpreter::new(model, &resolver, &mut arena);
+    let err = interpreter
+        .allocate(&Greedy, &AllocOptions::default())
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        InterpreterError::Kernel {
+            op: 0,
+            error: KernelError::MissingInput { position: 0 },
+            ..
+        }
+    ));
+
+    let mut w = ModelWriter::new();
+    let x = w.input("x", TensorType::INT8, &[2, 3]);
+    let y = w.output("y", TensorType::INT8, &[7]);
+    w.op(BuiltinOperator::RESHAPE, &[Some(x)], &[y], Options::None);
+    let bytes = w.finish();
+    let model = Model::from_bytes(&bytes).unwrap();
+    let resolver = all_builtins();
+    let mut arena = vec![0u8; 1024];
+    let mut interpreter = Interpreter::new(model, &resolver, &mut arena);
+    let err = interpreter
+        .allocate(&Greedy, &AllocOptions::default())
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        InterpreterError::Kernel {
+            op: 0,
+            error: KernelError::ShapeMismatch { tensor: 1 },
+            ..
+        }
+    ));
+}
+
+#[test]
+fn in_place_operators_are_refused() {
+    let mut w = ModelWriter::new();
+    let x = w.input("x", TensorType::INT8, &[4]);
+    w.mark_output(x);
+    w.op(BuiltinOperator::RESHAPE, &[Some(x)], &[x], Options::None);
+    let bytes = w.finish();
+    let model = Model::from_bytes(&bytes).unwrap();
+    let resolver = all_builtins();
+    let mut arena = vec![0u8; 1024];
+    let mut interpreter = Interpreter::new(model, &resolver, &mut arena);
+    assert_eq!(
+        interpreter
+            .allocate(&Greedy, &AllocOptions::default())
+            .unwrap_err(),
+        InterpreterError::Aliasing { op: 0, tensor: 0 }
+    );
+}
+
+#[test]
+fn arena_one_byte_too_small_is_an_error_not_a_panic() {
+    let bytes = reshape_chain();
+    let needed = used_bytes(&bytes);
+    let model = Model::from_bytes(&bytes).unwrap();
+    let resolver = all_builtins();
+    #[repr(align(16))]
+    struct Aligned([u8; 4096]);
+    let mut memory = Aligned([0; 4096]);
+    {
+        let mut interpreter = Interpreter::new(model, &resolver, &mut memory.0[..needed]);
+        interpreter
+            .allocate(&Greedy, &AllocOptions::default())
+            .unwrap();
+    }
+    let mut interpreter = Interpreter::new(model, &resolver, &mut memory.0[..needed - 1]);
+    let err = interpreter
+        .allocate(&Greedy, &AllocOptions::default())
+        .unwrap_err();
+    assert!(
+        matches!(err, InterpreterError::Alloc(AllocError::ArenaTooSmall(_))),
+        "{err:?}"
+    );
+    // A failed allocate leaves nothing half-usable.
+    assert_eq!(interpreter.invoke(), Err(InterpreterError::NotAllocated));
+}
+
+#[test]
+fn variables_reset_to_their_zero_point() {
+    let mut w = ModelWriter::new();
+    let x = w.input("x", TensorType::INT8, &[4]);
+    let state = w.variable("state", TensorType::INT8, &[4]);
+    w.quantize(state, 0.5, -7);
+    let y = w.output("y", TensorType::INT8, &[4]);
+    // The state is read by an op; RESHAPE ignores its second input.
+    w.op(
+        BuiltinOperator::RESHAPE,
+        &[Some(x), Some(state)],
+        &[y],
+        Options::None,
+    );
+    let bytes = w.finish();
+    let model = Model::from_bytes(&bytes).unwrap();
+    let resolver = all_builtins();
+    let mut arena = vec![0xAAu8; 2048];
+    let mut interpreter = Interpreter::new(model, &resolver, &mut arena);
+    let allocation = interpreter
+        .allocate(&Greedy, &AllocOptions::default())
+        .unwrap();
+    assert!(allocation.tail_bytes >= 4);
+    interpreter.reset().unwrap();
+    // The four state bytes hold -7 somewhere in the tail.
+    assert!(arena.windows(4).any(|w| w == [(-7i8) as u8; 4]));
+}

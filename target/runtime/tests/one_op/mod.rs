@@ -1,0 +1,192 @@
+//! One-operator models for kernel tests: build them with the writer, run
+//! them through the interpreter, and generate deterministic inputs.
+#![allow(dead_code, unreachable_pub)]
+
+use hilt_runtime::interpreter::{Interpreter, InterpreterError};
+use hilt_runtime::kernels::all_builtins;
+use hilt_runtime::model::Model;
+use hilt_runtime::planner::Greedy;
+use hilt_runtime::schema::{
+    ActivationFunctionType as Act, BuiltinOperator as Op, Padding, TensorType as T,
+};
+use hilt_runtime::writer::{ModelWriter, Options};
+
+/// A quantised or float tensor type for a one-op model.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ty {
+    pub dtype: T,
+    /// (scale, zero point) for quantised types.
+    pub quant: Option<(f32, i64)>,
+}
+
+pub const F32: Ty = Ty {
+    dtype: T::FLOAT32,
+    quant: None,
+};
+
+pub fn q(dtype: T, scale: f32, zero_point: i64) -> Ty {
+    Ty {
+        dtype,
+        quant: Some((scale, zero_point)),
+    }
+}
+
+pub fn i8q(scale: f32, zero_point: i64) -> Ty {
+    q(T::INT8, scale, zero_point)
+}
+
+pub fn i16q(scale: f32, zero_point: i64) -> Ty {
+    q(T::INT16, scale, zero_point)
+}
+
+/// Bytes per element.
+pub fn element_size(dtype: T) -> usize {
+    match dtype {
+        T::INT8 | T::UINT8 => 1,
+        T::INT16 => 2,
+        _ => 4,
+    }
+}
+
+/// A model with one operator: `inputs` are model inputs, `output` the model
+/// output.
+pub fn single_op(
+    op: Op,
+    inputs: &[(Ty, &[i32])],
+    output: (Ty, &[i32]),
+    options: Options,
+) -> Vec<u8> {
+    let mut w = ModelWriter::new();
+    let mut ids = Vec::new();
+    for (i, (ty, shape)) in inputs.iter().enumerate() {
+        let t = w.input(&format!("input{i}"), ty.dtype, shape);
+        if let Some((s, z)) = ty.quant {
+            w.quantize(t, s, z);
+        }
+        ids.push(Some(t));
+    }
+    let out = w.output("output", output.0.dtype, output.1);
+    if let Some((s, z)) = output.0.quant {
+        w.quantize(out, s, z);
+    }
+    w.op(op, &ids, &[out], options);
+    w.finish()
+}
+
+pub fn add_options(activation: Act) -> Options {
+    Options::Add { activation }
+}
+
+pub fn pool_options(
+    padding: Padding,
+    stride: (i32, i32),
+    filter: (i32, i32),
+    activation: Act,
+) -> Options {
+    Options::Pool2D {
+        padding,
+        stride,
+        filter,
+        activation,
+    }
+}
+
+/// 16-aligned copy of `bytes`, as a model sits in flash.
+pub fn aligned(bytes: &[u8]) -> Vec<u128> {
+    let mut words = vec![0u128; bytes.len().div_ceil(16)];
+    bytemuck::cast_slice_mut::<u128, u8>(&mut words)[..bytes.len()].copy_from_slice(bytes);
+    words
+}
+
+/// Runs `model` once on `inputs` (raw little-endian bytes) and returns every
+/// output's bytes.
+pub fn run(model: &[u8], inputs: &[&[u8]]) -> Result<Vec<Vec<u8>>, InterpreterError> {
+    let words = aligned(model);
+    let bytes = &bytemuck::cast_slice::<u128, u8>(&words)[..model.len()];
+    let model = Model::from_bytes(bytes).expect("valid model");
+    let resolver = all_builtins();
+    let mut arena = vec![0u128; 1 << 16];
+    let arena = bytemuck::cast_slice_mut::<u128, u8>(&mut arena);
+    let mut interpreter = Interpreter::new(model, &resolver, arena);
+    interpreter.allocate(&Greedy, &Default::default())?;
+    for (i, data) in inputs.iter().enumerate() {
+        let slot = interpreter.input_mut(i)?;
+        assert_eq!(slot.len(), data.len(), "input {i} size");
+        slot.copy_from_slice(data);
+    }
+    interpreter.invoke()?;
+    (0..interpreter.output_count())
+        .map(|i| interpreter.output(i).map(<[u8]>::to_vec))
+        .collect()
+}
+
+/// SplitMix64: deterministic inputs without a dependency.
+#[derive(Debug, Clone)]
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [lo, hi).
+    pub fn f32_in(&mut self, lo: f32, hi: f32) -> f32 {
+        let unit = (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
+        lo + (hi - lo) * unit
+    }
+
+    /// `n` random elements of `dtype` as bytes; floats uniform in [lo, hi).
+    pub fn tensor(&mut self, dtype: T, n: usize, lo: f32, hi: f32) -> Vec<u8> {
+        match dtype {
+            T::FLOAT32 => (0..n)
+                .flat_map(|_| self.f32_in(lo, hi).to_le_bytes())
+                .collect(),
+            T::INT8 => (0..n).map(|_| self.next_u64() as u8).collect(),
+            T::INT16 => (0..n)
+                .flat_map(|_| (self.next_u64() as i16).to_le_bytes())
+                .collect(),
+            T::INT32 => (0..n)
+                .flat_map(|_| {
+                    // Mostly moderate values, some extremes.
+                    let v = self.next_u64();
+                    let x = (v as i32) >> (v >> 59);
+                    x.to_le_bytes()
+                })
+                .collect(),
+            other => panic!("no generator for {other:?}"),
+        }
+    }
+}
+
+pub fn elements(shape: &[i32]) -> usize {
+    shape.iter().map(|&d| d as usize).product()
+}
+
+pub fn f32s(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+pub fn i16s(bytes: &[u8]) -> Vec<i16> {
+    bytes
+        .chunks_exact(2)
+        .map(|c| i16::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+pub fn i32s(bytes: &[u8]) -> Vec<i32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+pub fn i8s(bytes: &[u8]) -> Vec<i8> {
+    bytes.iter().map(|&b| b as i8).collect()
+}
