@@ -411,6 +411,43 @@ pub fn dot4_portable(x: &[i8], x_offset: i32, w: [&[i8]; 4]) -> [i32; 4] {
     [a0, a1, a2, a3]
 }
 
+/// `Σ w_r·x` for four weight rows, `x` already offset into 16 bits (an
+/// im2col patch: `x + input_offset`, padded taps 0).
+#[inline(always)]
+pub fn dot4_i16(x: &[i16], w: [&[i8]; 4]) -> [i32; 4] {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    {
+        sse2::dot4_i16(x, w)
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+    {
+        dot4_i16_portable(x, w)
+    }
+}
+
+/// [`dot4_i16`] in plain Rust.
+#[inline]
+pub fn dot4_i16_portable(x: &[i16], w: [&[i8]; 4]) -> [i32; 4] {
+    let n = x.len();
+    let w = w.map(|r| &r[..n]);
+    let mut acc = [0i32; 4];
+    for i in 0..n {
+        let v = i32::from(x[i]);
+        for r in 0..4 {
+            acc[r] = acc[r].wrapping_add(v * i32::from(w[r][i]));
+        }
+    }
+    acc
+}
+
+/// `Σ w·x` for one row, `x` as in [`dot4_i16`].
+#[inline]
+pub fn dot_i16(x: &[i16], w: &[i8]) -> i32 {
+    x.iter().zip(w).fold(0i32, |acc, (&v, &wv)| {
+        acc.wrapping_add(i32::from(v) * i32::from(wv))
+    })
+}
+
 /// SSE2 (x86-64's baseline): LLVM does not find the dense 16-bit
 /// multiply-add (`pmaddwd`) for these sums on its own.
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
@@ -455,6 +492,39 @@ mod sse2 {
     fn add16(a: __m128i, b: __m128i) -> __m128i {
         // SAFETY: SSE2 is enabled for this build (the module's cfg).
         unsafe { _mm_add_epi16(a, b) }
+    }
+
+    /// [`super::dot4_i16`].
+    #[inline(always)]
+    pub(super) fn dot4_i16(x: &[i16], w: [&[i8]; 4]) -> [i32; 4] {
+        let n = x.len();
+        let w = [&w[0][..n], &w[1][..n], &w[2][..n], &w[3][..n]];
+        let (xc, _) = x.as_chunks::<16>();
+        let [w0, w1, w2, w3] = w.map(|r| r.as_chunks::<16>().0);
+        // SAFETY: SSE2 is enabled for this build (the module's cfg).
+        let mut acc = [unsafe { _mm_setzero_si128() }; 4];
+        for ((((xs, r0), r1), r2), r3) in xc.iter().zip(w0).zip(w1).zip(w2).zip(w3) {
+            let [lo, hi]: [__m128i; 2] = bytemuck::cast(*xs);
+            for (a, ws) in acc.iter_mut().zip([r0, r1, r2, r3]) {
+                let [wl, wh] = widen(ws);
+                *a = madd(madd(*a, lo, wl), hi, wh);
+            }
+        }
+        let mut done = xc.len() * 16;
+        if let Some(xs) = x[done..].first_chunk::<8>() {
+            let lo: __m128i = bytemuck::cast(*xs);
+            for (a, r) in acc.iter_mut().zip(w) {
+                if let Some(ws) = r[done..].first_chunk::<8>() {
+                    *a = madd(*a, lo, widen8(ws));
+                }
+            }
+            done += 8;
+        }
+        core::array::from_fn(|r| {
+            let lanes: [i32; 4] = bytemuck::cast(acc[r]);
+            let head = lanes.iter().fold(0i32, |s, &v| s.wrapping_add(v));
+            head.wrapping_add(super::dot_i16(&x[done..], &w[r][done..]))
+        })
     }
 
     /// [`super::dot4`] for rows long enough that a call costs nothing.
@@ -520,6 +590,14 @@ mod tests {
             assert_eq!(got[0], naive(&a[..n], &b[..n]));
             assert_eq!(got[1], naive(&a[..n], &a[..n]));
             // Input offsets span -127..=128 (int8 zero points).
+            let shifted: Vec<i16> = a[..n].iter().map(|&v| i16::from(v) - 7).collect();
+            let rows = [&b[..n], &a[..n], &b[..n], &b[..n]];
+            assert_eq!(dot4_i16(&shifted, rows), dot4_portable(&a[..n], -7, rows));
+            assert_eq!(
+                dot4_i16_portable(&shifted, rows),
+                dot4_portable(&a[..n], -7, rows)
+            );
+            assert_eq!(dot_i16(&shifted, &b[..n]), dot_offset(&b[..n], &a[..n], -7));
             for offset in [128, -127, 0, 5] {
                 let rows = [&b[..n], &a[..n], &b[..n], &b[..n]];
                 let got = dot4(&a[..n], offset, rows);
