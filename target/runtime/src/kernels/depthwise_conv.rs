@@ -251,51 +251,58 @@ fn product<const OFFSET: bool>(w: i8, x: i8, offset: i16) -> i32 {
     i32::from(i16::from(w) * x)
 }
 
+/// What the int8 inner loops read: input, weights, input offset.
+#[derive(Clone, Copy)]
+struct Operands<'a> {
+    x: &'a [i8],
+    w: &'a [i8],
+    /// `-input_zero_point`, in `-127..=128` (prepare checks the zero point).
+    x_offset: i16,
+}
+
 /// One block of `N` channels of one pixel with multiplier 1: a fixed
-/// length, so the sums stay in registers across the taps.
+/// length, so the sums stay in registers across the taps. Interior windows
+/// (`OFFSET` false) start from the folded bias and add plain `w·x`.
 #[inline(always)]
 fn block_m1<const N: usize, const OFFSET: bool>(
     g: &Geometry,
     win: &Window,
-    x: &[i8],
-    w: &[i8],
+    ops: Operands<'_>,
     c0: usize,
-    offset: i16,
     acc: &mut [i32; N],
 ) {
     let (fw, out_c) = (g.x.filter as usize, g.out_c as usize);
     for fy in win.rows.clone() {
         for fx in win.cols.clone() {
-            let xs = x[win.input_at(g, fy, fx) + c0..].first_chunk::<N>();
-            let ws = w[(fy as usize * fw + fx as usize) * out_c + c0..].first_chunk::<N>();
+            let xs = ops.x[win.input_at(g, fy, fx) + c0..].first_chunk::<N>();
+            let ws = ops.w[(fy as usize * fw + fx as usize) * out_c + c0..].first_chunk::<N>();
             if let (Some(xs), Some(ws)) = (xs, ws) {
                 for i in 0..N {
-                    acc[i] = acc[i].wrapping_add(product::<OFFSET>(ws[i], xs[i], offset));
+                    acc[i] = acc[i].wrapping_add(product::<OFFSET>(ws[i], xs[i], ops.x_offset));
                 }
             }
         }
     }
 }
 
-/// Output channels `c0..c0 + N` of one pixel with multiplier 1, requantised.
+/// Output channels `c0..c0 + N` of one pixel with multiplier 1, summed from
+/// `start` and requantised into `out`.
 #[inline(always)]
 fn channels_m1<const N: usize>(
     g: &Geometry,
     win: &Window,
-    x: &[i8],
-    w: &[i8],
+    ops: Operands<'_>,
     c0: usize,
     start: &[i32],
-    x_offset: i16,
     requant: &Requant<'_>,
     out: &mut [i8],
 ) {
     let mut acc = [0i32; N];
     acc.copy_from_slice(&start[..N]);
     if is_interior(g, win) {
-        block_m1::<N, false>(g, win, x, w, c0, 0, &mut acc);
+        block_m1::<N, false>(g, win, ops, c0, &mut acc);
     } else {
-        block_m1::<N, true>(g, win, x, w, c0, x_offset, &mut acc);
+        block_m1::<N, true>(g, win, ops, c0, &mut acc);
     }
     for (i, &a) in acc.iter().enumerate() {
         out[c0 + i] = requant.apply(c0 + i, a);
@@ -314,8 +321,12 @@ fn depthwise_i8(
     let (in_c, out_c) = (g.in_c as usize, g.out_c as usize);
     let m = data.multiplier as usize;
     let fw = g.x.filter as usize;
-    // -128..=128 (prepare checks the zero point).
-    let x_offset = data.channels.input_offset as i16;
+    let ops = Operands {
+        x,
+        w,
+        x_offset: data.channels.input_offset as i16,
+    };
+    let x_offset = ops.x_offset;
     let zeros = [0i32; BLOCK];
     g.for_each_pixel(|win, o| {
         let out = &mut out[o..][..out_c];
@@ -332,12 +343,12 @@ fn depthwise_i8(
         if m == 1 {
             while c0 + BLOCK <= out_c {
                 let s = start(c0, BLOCK);
-                channels_m1::<BLOCK>(g, win, x, w, c0, s, x_offset, requant, out);
+                channels_m1::<BLOCK>(g, win, ops, c0, s, requant, out);
                 c0 += BLOCK;
             }
             while c0 + BLOCK / 2 <= out_c {
                 let s = start(c0, BLOCK / 2);
-                channels_m1::<{ BLOCK / 2 }>(g, win, x, w, c0, s, x_offset, requant, out);
+                channels_m1::<{ BLOCK / 2 }>(g, win, ops, c0, s, requant, out);
                 c0 += BLOCK / 2;
             }
         }
