@@ -38,7 +38,8 @@ pub const REGISTRATION: Registration = Registration {
 const KIND_FLOAT: u32 = 0;
 const KIND_INT8: u32 = 1;
 
-/// Channels accumulated side by side (a stack array of this many sums).
+/// Channels accumulated side by side, tap after tap (a stack array of this
+/// many sums; 16 fills x86-64's SSE registers).
 const BLOCK: usize = 16;
 
 #[repr(C)]

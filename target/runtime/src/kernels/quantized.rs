@@ -291,10 +291,36 @@ pub fn scale(x: i32, multiplier: i32, shift: i32) -> i32 {
 ///   multiple of `2^(e+1)`), and for `e = 0` it is `h`.
 #[inline(always)]
 pub fn scale_parts(x: i32, multiplier: i32, left: u32, right1: u32) -> i32 {
+    #[cfg(target_pointer_width = "64")]
+    {
+        scale_parts_wide(x, multiplier, left, right1)
+    }
+    #[cfg(not(target_pointer_width = "64"))]
+    {
+        scale_parts_narrow(x, multiplier, left, right1)
+    }
+}
+
+/// [`scale_parts`] in 64-bit arithmetic (cheap on 64-bit cores).
+#[inline(always)]
+pub fn scale_parts_wide(x: i32, multiplier: i32, left: u32, right1: u32) -> i32 {
     let product = i64::from(x.wrapping_shl(left)) * i64::from(multiplier);
     let high = (product + (1 << 30)) >> 31;
     let round = 1i64 << (right1 - 1);
     ((2 * high + round + (high >> 63)) >> right1) as i32
+}
+
+/// [`scale_parts`] for 32-bit cores: one 32×32→64 multiply, then gemmlowp's
+/// `RoundingDivideByPOT` in 32 bits (`h` always fits: `|x·m| < 2^62`), so no
+/// 64-bit variable shift.
+#[inline(always)]
+pub fn scale_parts_narrow(x: i32, multiplier: i32, left: u32, right1: u32) -> i32 {
+    let product = i64::from(x.wrapping_shl(left)) * i64::from(multiplier);
+    let high = ((product + (1 << 30)) >> 31) as i32;
+    let e = right1 - 1;
+    let mask = ((1u32 << e) - 1) as i32;
+    let threshold = (mask >> 1) + i32::from(high < 0);
+    (high >> e) + i32::from((high & mask) > threshold)
 }
 
 /// `Σ a·b` with wrapping int32 accumulation.
@@ -361,8 +387,11 @@ pub fn matvec(
     let n = out.len();
     let mut c = 0;
     while c + 4 <= n {
-        let rows: [&[i8]; 4] = core::array::from_fn(|r| &weights[(c + r) * k..][..k]);
-        let acc = dot4(x, x_offset, rows);
+        let block = &weights[c * k..][..4 * k];
+        let (w0, rest) = block.split_at(k);
+        let (w1, rest) = rest.split_at(k);
+        let (w2, w3) = rest.split_at(k);
+        let acc = dot4(x, x_offset, [w0, w1, w2, w3]);
         for r in 0..4 {
             out[c + r] = requant.apply(c + r, start(c + r).wrapping_add(acc[r]));
         }
@@ -387,7 +416,14 @@ pub fn dot4(x: &[i8], x_offset: i32, w: [&[i8]; 4]) -> [i32; 4] {
             sse2::dot4(x, x_offset, w)
         }
     }
-    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+    #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+    {
+        dsp::dot4(x, x_offset, w)
+    }
+    #[cfg(not(any(
+        all(target_arch = "x86_64", target_feature = "sse2"),
+        all(target_arch = "arm", feature = "arm-dsp")
+    )))]
     {
         dot4_portable(x, x_offset, w)
     }
@@ -569,6 +605,134 @@ mod sse2 {
     }
 }
 
+/// The Cortex-M DSP extension (feature `arm-dsp`: Cortex-M4, M7, and M33/M55
+/// cores built with it): two 16-bit multiply-adds per instruction.
+///
+/// Four int8 values load as one word; `SXTB16` sign-extends bytes 0 and 2
+/// into two halfwords and, rotated by 8, bytes 1 and 3; `SADD16` adds the
+/// input offset to both; `SMLAD` adds both products to an accumulator. The
+/// weights pair up the same way, so every product meets its partner.
+///
+/// Off the target (tests), the instructions are emulated bit for bit.
+#[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
+mod dsp {
+    /// `SXTB16 rd, rm`: bytes 0 and 2, sign-extended into halfwords.
+    #[inline(always)]
+    fn sxtb16(v: u32) -> u32 {
+        #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+        {
+            let r: u32;
+            // SAFETY: a register-only DSP instruction (the feature promises
+            // the core has it); no memory, stack or flags are touched.
+            unsafe {
+                core::arch::asm!("sxtb16 {r}, {v}", r = lateout(reg) r, v = in(reg) v,
+                    options(pure, nomem, nostack, preserves_flags));
+            }
+            r
+        }
+        #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
+        {
+            let lo = u32::from(v as u8 as i8 as i16 as u16);
+            let hi = u32::from((v >> 16) as u8 as i8 as i16 as u16);
+            lo | (hi << 16)
+        }
+    }
+
+    /// `SADD16`: halfword-wise wrapping addition.
+    #[inline(always)]
+    fn sadd16(a: u32, b: u32) -> u32 {
+        #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+        {
+            let r: u32;
+            // SAFETY: a register-only DSP instruction; it sets the GE flags,
+            // which nothing here reads (so `preserves_flags` is not claimed).
+            unsafe {
+                core::arch::asm!("sadd16 {r}, {a}, {b}", r = lateout(reg) r, a = in(reg) a,
+                    b = in(reg) b, options(pure, nomem, nostack));
+            }
+            r
+        }
+        #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
+        {
+            let lo = (a as u16).wrapping_add(b as u16);
+            let hi = ((a >> 16) as u16).wrapping_add((b >> 16) as u16);
+            u32::from(lo) | (u32::from(hi) << 16)
+        }
+    }
+
+    /// `SMLAD`: `acc + lo(a)·lo(b) + hi(a)·hi(b)`, signed halfwords,
+    /// wrapping (the Q flag it may set is never read).
+    #[inline(always)]
+    fn smlad(a: u32, b: u32, acc: i32) -> i32 {
+        #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+        {
+            let r: i32;
+            // SAFETY: a register-only DSP instruction; it may set the sticky
+            // Q flag, which nothing reads.
+            unsafe {
+                core::arch::asm!("smlad {r}, {a}, {b}, {c}", r = lateout(reg) r, a = in(reg) a,
+                    b = in(reg) b, c = in(reg) acc, options(pure, nomem, nostack));
+            }
+            r
+        }
+        #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
+        {
+            let lo = i32::from(a as i16) * i32::from(b as i16);
+            let hi = i32::from((a >> 16) as i16) * i32::from((b >> 16) as i16);
+            acc.wrapping_add(lo).wrapping_add(hi)
+        }
+    }
+
+    /// `SXTB16 rd, rm, ROR #8`: bytes 1 and 3, sign-extended into halfwords.
+    #[inline(always)]
+    fn sxtb16_ror8(v: u32) -> u32 {
+        #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+        {
+            let r: u32;
+            // SAFETY: as `sxtb16`.
+            unsafe {
+                core::arch::asm!("sxtb16 {r}, {v}, ror #8", r = lateout(reg) r, v = in(reg) v,
+                    options(pure, nomem, nostack, preserves_flags));
+            }
+            r
+        }
+        #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
+        {
+            sxtb16(v.rotate_right(8))
+        }
+    }
+
+    /// Four int8 values as the two halfword pairs (bytes 0, 2 and 1, 3).
+    #[inline(always)]
+    fn pairs(v: &[i8; 4]) -> (u32, u32) {
+        let word = u32::from_le_bytes(v.map(|b| b as u8));
+        (sxtb16(word), sxtb16_ror8(word))
+    }
+
+    #[inline(always)]
+    pub(super) fn dot4(x: &[i8], x_offset: i32, w: [&[i8]; 4]) -> [i32; 4] {
+        let n = x.len();
+        let w = [&w[0][..n], &w[1][..n], &w[2][..n], &w[3][..n]];
+        // -127..=128 in both halfwords; x + offset stays within ±255.
+        let off = u32::from(x_offset as i16 as u16) * 0x0001_0001;
+        let (xc, _) = x.as_chunks::<4>();
+        let [w0, w1, w2, w3] = w.map(|r| r.as_chunks::<4>().0);
+        let mut acc = [0i32; 4];
+        for ((((xs, r0), r1), r2), r3) in xc.iter().zip(w0).zip(w1).zip(w2).zip(w3) {
+            let (x02, x13) = pairs(xs);
+            let (x02, x13) = (sadd16(x02, off), sadd16(x13, off));
+            for (a, ws) in acc.iter_mut().zip([r0, r1, r2, r3]) {
+                let (w02, w13) = pairs(ws);
+                *a = smlad(x13, w13, smlad(x02, w02, *a));
+            }
+        }
+        let done = xc.len() * 4;
+        core::array::from_fn(|r| {
+            acc[r].wrapping_add(super::dot_offset(&w[r][done..], &x[done..], x_offset))
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -600,6 +764,10 @@ mod tests {
             assert_eq!(dot_i16(&shifted, &b[..n]), dot_offset(&b[..n], &a[..n], -7));
             for offset in [128, -127, 0, 5] {
                 let rows = [&b[..n], &a[..n], &b[..n], &b[..n]];
+                assert_eq!(
+                    dsp::dot4(&a[..n], offset, rows),
+                    dot4_portable(&a[..n], offset, rows)
+                );
                 let got = dot4(&a[..n], offset, rows);
                 assert_eq!(got, dot4_portable(&a[..n], offset, rows));
                 assert_eq!(got[2], dot_offset(&b[..n], &a[..n], offset));
@@ -654,6 +822,10 @@ mod tests {
             for &m in &multipliers {
                 for &x in &edges {
                     assert_eq!(scale(x, m, shift), tflm(x, m, shift), "{x} {m} {shift}");
+                    let [l, r] = shift_parts(shift);
+                    let (l, r) = (u32::from(l), u32::from(r));
+                    assert_eq!(scale_parts_narrow(x, m, l, r), tflm(x, m, shift));
+                    assert_eq!(scale_parts_wide(x, m, l, r), tflm(x, m, shift));
                 }
             }
             for _ in 0..2000 {
@@ -661,6 +833,9 @@ mod tests {
                 let x = (r as i32) >> (r >> 59);
                 let m = ((r >> 32) as i32 & i32::MAX) | (1 << 30);
                 assert_eq!(scale(x, m, shift), tflm(x, m, shift), "{x} {m} {shift}");
+                let [l, rr] = shift_parts(shift);
+                let narrow = scale_parts_narrow(x, m, u32::from(l), u32::from(rr));
+                assert_eq!(narrow, tflm(x, m, shift), "{x} {m} {shift}");
             }
         }
     }
