@@ -323,30 +323,6 @@ pub fn scale_parts_narrow(x: i32, multiplier: i32, left: u32, right1: u32) -> i3
     (high >> e) + i32::from((high & mask) > threshold)
 }
 
-/// `Σ a·b` with wrapping int32 accumulation.
-#[inline]
-pub fn dot(a: &[i8], b: &[i8]) -> i32 {
-    // Lane-wise partial sums in a fixed-size array let LLVM keep them in
-    // vector registers; integer addition is associative, so the result is
-    // exactly the sequential sum.
-    const LANES: usize = 16;
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[..n], &b[..n]);
-    let mut lanes = [0i32; LANES];
-    let mut ca = a.chunks_exact(LANES);
-    let mut cb = b.chunks_exact(LANES);
-    for (x, y) in (&mut ca).zip(&mut cb) {
-        for i in 0..LANES {
-            lanes[i] = lanes[i].wrapping_add(i32::from(x[i]) * i32::from(y[i]));
-        }
-    }
-    let mut acc = lanes.iter().fold(0i32, |s, &v| s.wrapping_add(v));
-    for (&x, &y) in ca.remainder().iter().zip(cb.remainder()) {
-        acc = acc.wrapping_add(i32::from(x) * i32::from(y));
-    }
-    acc
-}
-
 /// `Σ w·(x + offset)`: TFLM's formula, for windows that skip padded taps.
 #[inline]
 pub fn dot_offset(w: &[i8], x: &[i8], offset: i32) -> i32 {
@@ -749,7 +725,6 @@ mod tests {
         let a: Vec<i8> = (0..77).map(|i| ((i * 37 + 11) % 256) as u8 as i8).collect();
         let b: Vec<i8> = (0..77).map(|i| ((i * 91 + 5) % 256) as u8 as i8).collect();
         for n in 0..77 {
-            assert_eq!(dot(&a[..n], &b[..n]), naive(&a[..n], &b[..n]));
             let got = dot4(&a[..n], 0, [&b[..n], &a[..n], &b[..n], &b[..n]]);
             assert_eq!(got[0], naive(&a[..n], &b[..n]));
             assert_eq!(got[1], naive(&a[..n], &a[..n]));
