@@ -5,7 +5,8 @@
 //! points, shifted left by 20 bits, scaled by their own multipliers (each
 //! input's scale over twice the larger input scale), summed, and the sum
 //! scaled by the output multiplier — every multiplier computed once in
-//! prepare.
+//! prepare. A scaled input depends only on the input byte, so large adds
+//! tabulate both inputs' 256 values on the stack first and look them up.
 //!
 //! Broadcasting covers any shapes TFLM's `BroadcastAdd4DSlow` accepts (up to
 //! six dimensions; each input dimension equals the output's or is 1).
@@ -320,27 +321,57 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
     ctx.store(&data)
 }
 
+/// One input's contribution to an int8 sum: offset, shifted left and scaled
+/// by its multiplier (the first half of TFLM's `AddFunc`).
+#[inline(always)]
+fn scale_input(x: i8, offset: i32, left_shift: i32, multiplier: i32, shift: i32) -> i32 {
+    multiply_by_quantized_multiplier_smaller_than_one(
+        (i32::from(x) + offset) << left_shift,
+        multiplier,
+        shift,
+    )
+}
+
+/// The sum of two scaled inputs to an int8 output (the rest of `AddFunc`).
+#[inline(always)]
+fn finish_int8(sum: i32, p: &QuantizedAdd) -> i8 {
+    let raw =
+        multiply_by_quantized_multiplier_smaller_than_one(sum, p.output_multiplier, p.output_shift)
+            + p.output_offset;
+    raw.clamp(p.activation_min, p.activation_max) as i8
+}
+
 /// One int8 sum, exactly TFLM's `AddFunc`.
 #[inline(always)]
 fn add_int8(x: i8, y: i8, p: &QuantizedAdd) -> i8 {
-    let shifted1 = (i32::from(x) + p.input1_offset) << p.left_shift;
-    let shifted2 = (i32::from(y) + p.input2_offset) << p.left_shift;
-    let scaled1 = multiply_by_quantized_multiplier_smaller_than_one(
-        shifted1,
+    let scaled1 = scale_input(
+        x,
+        p.input1_offset,
+        p.left_shift,
         p.input1_multiplier,
         p.input1_shift,
     );
-    let scaled2 = multiply_by_quantized_multiplier_smaller_than_one(
-        shifted2,
+    let scaled2 = scale_input(
+        y,
+        p.input2_offset,
+        p.left_shift,
         p.input2_multiplier,
         p.input2_shift,
     );
-    let raw = multiply_by_quantized_multiplier_smaller_than_one(
-        scaled1 + scaled2,
-        p.output_multiplier,
-        p.output_shift,
-    ) + p.output_offset;
-    raw.clamp(p.activation_min, p.activation_max) as i8
+    finish_int8(scaled1 + scaled2, p)
+}
+
+/// Outputs from which invoke tabulates each input's 256 scaled values
+/// (2 KiB of stack, no arena) instead of scaling every element: two of the
+/// three requantisations per element become lookups.
+const TABLE_MIN_ELEMENTS: u32 = 1024;
+
+fn scaled_table(offset: i32, left_shift: i32, multiplier: i32, shift: i32) -> [i32; 256] {
+    let mut table = [0i32; 256];
+    for (i, t) in table.iter_mut().enumerate() {
+        *t = scale_input(i as u8 as i8, offset, left_shift, multiplier, shift);
+    }
+    table
 }
 
 fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
@@ -365,12 +396,30 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
         }
         KIND_INT8 => {
             let p = data.quantized;
-            data.walk.run(
+            let (a, b, out) = (
                 input1.values::<i8>()?,
                 input2.values::<i8>()?,
                 output.values::<i8>()?,
-                |x, y| add_int8(x, y, &p),
-            )
+            );
+            if data.walk.len_out >= TABLE_MIN_ELEMENTS {
+                let t1 = scaled_table(
+                    p.input1_offset,
+                    p.left_shift,
+                    p.input1_multiplier,
+                    p.input1_shift,
+                );
+                let t2 = scaled_table(
+                    p.input2_offset,
+                    p.left_shift,
+                    p.input2_multiplier,
+                    p.input2_shift,
+                );
+                data.walk.run(a, b, out, |x, y| {
+                    finish_int8(t1[x as u8 as usize] + t2[y as u8 as usize], &p)
+                })
+            } else {
+                data.walk.run(a, b, out, |x, y| add_int8(x, y, &p))
+            }
         }
         _ => Err(KernelError::Internal),
     }
