@@ -14,6 +14,7 @@ pub mod add;
 pub mod context;
 pub mod dequantize;
 pub mod fixed_point;
+pub mod float_math;
 pub mod logistic;
 pub mod pooling;
 pub mod quantize;
