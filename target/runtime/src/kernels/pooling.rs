@@ -134,6 +134,21 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>, is_max: bool) -> Result<(), Ker
     }
     let (in_h, in_w) = (in_dims.get(1), in_dims.get(2));
     let (out_h, out_w) = (out_dims.get(1), out_dims.get(2));
+    // Window arithmetic (here and per pixel at invoke) stays within i32.
+    let fits = |image: i32, stride: i32, filter: i32, out: i32| {
+        let (image, stride, filter, out) = (
+            i64::from(image),
+            i64::from(stride),
+            i64::from(filter),
+            i64::from(out),
+        );
+        (image + stride + filter).max(out * stride + filter + image) < i64::from(i32::MAX)
+    };
+    if !fits(in_h, stride_h, filter_h, out_h) || !fits(in_w, stride_w, filter_w, out_w) {
+        return Err(KernelError::UnsupportedParameter {
+            what: "pool geometry too large",
+        });
+    }
     let padding = options.padding();
     // TFLM pads for the output size the options imply, then walks the
     // output tensor's own shape.
