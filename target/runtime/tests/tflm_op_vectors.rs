@@ -87,6 +87,10 @@ fn add_cases(rng: &mut Rng, out: &mut Vec<Case>) {
         // Large enough for invoke's lookup tables.
         ("add_i8_large", i8q(0.06, 9), &[1, 32, 32, 3], i8q(0.045, -17), &[1, 32, 32, 3], i8q(0.08, -2), &[1, 32, 32, 3], Act::NONE),
         ("add_i8_large_bcast", i8q(0.02, -100), &[1, 16, 16, 8], i8q(0.3, 50), &[8], i8q(0.31, 0), &[1, 16, 16, 8], Act::RELU),
+        ("add_i16", i16q(1e-3, 0), &[2, 30], i16q(3e-3, 0), &[2, 30], i16q(2.5e-3, 0), &[2, 30], Act::NONE),
+        ("add_i16_zp_relu", i16q(1e-3, 17), &[4, 5], i16q(4e-4, -300), &[5], i16q(1e-3, -5), &[4, 5], Act::RELU),
+        ("add_i32", q(T::INT32, 0.0, 0), &[3, 7], q(T::INT32, 0.0, 0), &[3, 7], q(T::INT32, 0.0, 0), &[3, 7], Act::NONE),
+        ("add_i32_bcast_relu", q(T::INT32, 0.0, 0), &[3, 7], q(T::INT32, 0.0, 0), &[1], q(T::INT32, 0.0, 0), &[3, 7], Act::RELU),
     ];
     for &(name, a, sa, b, sb, o, so, act) in specs {
         let data = inputs(rng, &[(a, sa), (b, sb)], -4.0, 4.0);
