@@ -645,6 +645,10 @@ pub fn eval_integer<T: StateElement>(
     let n_input = shape.input_size as usize;
     let memory = shape.memory as usize;
     let per_batch = shape.filters as usize * memory;
+    if per_batch == 0 {
+        // No filters: no state and no output.
+        return Ok(());
+    }
     let per_unit = shape.rank as usize * memory;
     let units = shape.units();
 
@@ -757,6 +761,10 @@ pub fn eval_float(
     let n_input = shape.input_size as usize;
     let memory = shape.memory as usize;
     let per_batch = shape.filters as usize * memory;
+    if per_batch == 0 {
+        // No filters: no state and no output.
+        return Ok(());
+    }
     let units = shape.units();
 
     if !state.is_empty() {
