@@ -23,8 +23,14 @@ use crate::cycles::Counter;
 
 /// Most operators a model may have for per-op cycle counts.
 const MAX_OPS: usize = 256;
+const EMPTY_ENTRY: PlanEntry =
+    PlanEntry { kind: 0, index: 0, first_step: 0, last_step: 0, size: 0, align: 0, offset: 0 };
+
+/// The arena plan as committed, kept for `PlanRequest`.
+static mut PLAN: [PlanEntry; MAX_PLAN] = [EMPTY_ENTRY; MAX_PLAN];
+
 /// Most plan entries kept for `PlanRequest`.
-const MAX_PLAN: usize = 512;
+const MAX_PLAN: usize = 384;
 
 static mut PANIC_LOG: Option<UpChannel> = None;
 
@@ -187,15 +193,10 @@ pub(crate) fn run(
         }
     };
     let resolver: OpResolver<32> = all_builtins();
-    let mut plan = [PlanEntry {
-        kind: 0,
-        index: 0,
-        first_step: 0,
-        last_step: 0,
-        size: 0,
-        align: 0,
-        offset: 0,
-    }; MAX_PLAN];
+    // The plan copy lives in .bss, not on the stack: on a 128 KiB part the
+    // stack is what is left after the arena, and must stay small.
+    // SAFETY: `run` is entered once and never returns; this is the only reference.
+    let plan: &mut [PlanEntry; MAX_PLAN] = unsafe { &mut *(&raw mut PLAN) };
     let mut plan_len = 0usize;
     let mut interpreter = model.map(|m| Interpreter::new(m, &resolver, arena));
     let mut ready = false;
