@@ -4,6 +4,7 @@
 # - the runtime and protocol built no_std for every pinned thumb target;
 # - the firmware built for every board in boards/;
 # - the QEMU end-to-end tests (qemu-system-arm is installed by setup);
+# - `hilt gate` over the shipped scenarios on the virtual boards;
 # - the conformance suite against ../shared/conformance (or
 #   HILT_CONFORMANCE_DIR); it fails when the set is missing only if
 #   HILT_CONFORMANCE_REQUIRED=1, which CI sets.
@@ -42,6 +43,16 @@ cargo test -p hilt --test conformance -- --nocapture 2>&1 | tee -a "$log" || sta
 
 echo "== workspace tests"
 cargo test --workspace --no-fail-fast 2>&1 | tee -a "$log" || status=1
+
+echo "== regression gate: shipped scenarios on the virtual boards vs snapshots/gate"
+cargo build --quiet --release -p hilt
+if [ -f "${HILT_CONFORMANCE_DIR:-$REPO/../shared/conformance}/manifest.json" ]; then
+  build/release/hilt gate || status=1
+elif [ "${HILT_CONFORMANCE_REQUIRED:-0}" = 1 ]; then
+  echo "conformance set missing: the gate's shipped scenarios need it"; status=1
+else
+  build/release/hilt gate scenarios/smoke_reshape.toml scenarios/tiny_convnet_int8.toml || status=1
+fi
 
 # One closing line over every cargo test run above.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
