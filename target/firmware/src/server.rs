@@ -23,8 +23,15 @@ use crate::cycles::Counter;
 
 /// Most operators a model may have for per-op cycle counts.
 const MAX_OPS: usize = 256;
-const EMPTY_ENTRY: PlanEntry =
-    PlanEntry { kind: 0, index: 0, first_step: 0, last_step: 0, size: 0, align: 0, offset: 0 };
+const EMPTY_ENTRY: PlanEntry = PlanEntry {
+    kind: 0,
+    index: 0,
+    first_step: 0,
+    last_step: 0,
+    size: 0,
+    align: 0,
+    offset: 0,
+};
 
 /// The arena plan as committed, kept for `PlanRequest`.
 static mut PLAN: [PlanEntry; MAX_PLAN] = [EMPTY_ENTRY; MAX_PLAN];

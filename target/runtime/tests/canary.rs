@@ -120,4 +120,3 @@ fn an_overrun_past_the_head_is_caught_in_bounds_mode() {
         other => panic!("{other:?}"),
     }
 }
-
