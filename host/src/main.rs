@@ -53,6 +53,14 @@ enum Command {
         /// The board definitions folder.
         #[arg(long, default_value = "boards")]
         boards_dir: PathBuf,
+        /// Write junit.xml, summary.json and report.html here, updated as
+        /// each board finishes.
+        #[arg(long, default_value = "build/reports")]
+        report_dir: PathBuf,
+        /// Run only this host's share, I of N (1-based), of the sorted
+        /// (scenario, board) pairs: N hosts with 1/N .. N/N run each once.
+        #[arg(long, value_name = "I/N")]
+        shard: Option<hilt::shard::Shard>,
     },
     /// List the defined boards.
     Boards {
@@ -181,7 +189,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             board,
             jobs,
             boards_dir,
-        } => run_scenarios(&scenarios, board.as_deref(), jobs, &boards_dir),
+            report_dir,
+            shard,
+        } => run_scenarios(
+            &scenarios,
+            board.as_deref(),
+            jobs,
+            &boards_dir,
+            &RunReporting { report_dir, shard },
+        ),
         Command::Boards { dir } => {
             let boards = hilt::board::load_all(&dir)?;
             println!(
@@ -273,8 +289,9 @@ fn run_scenarios(
     board_filter: Option<&str>,
     jobs: Option<usize>,
     boards_dir: &std::path::Path,
+    reporting: &RunReporting,
 ) -> anyhow::Result<()> {
-    use hilt::orchestrate::{Job, run_jobs};
+    use hilt::orchestrate::{Job, run_jobs_timed};
     use hilt::runner::Outcome;
     let repo = std::env::current_dir()?;
     let boards = hilt::board::load_all(boards_dir)?;
@@ -305,6 +322,7 @@ fn run_scenarios(
             "no (scenario, board) pair to run: check the scenarios' `boards` and --board"
         );
     }
+    let (work, mut reports) = reporting.start(work)?;
     let parallel =
         jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -314,9 +332,17 @@ fn run_scenarios(
         .iter()
         .map(|j| (j.scenario.name.clone(), op_names(&j.scenario.model)))
         .collect();
-    let results = runtime.block_on(run_jobs(&repo, work, parallel, |run| {
-        print_run(run, names.get(&run.scenario))
+    let results = runtime.block_on(run_jobs_timed(&repo, work, parallel, |run, wall| {
+        print_run(run, names.get(&run.scenario));
+        if let Err(e) = reports.record(run, wall) {
+            eprintln!("warning: {e}");
+        }
     }));
+    reports.write()?;
+    println!(
+        "reports: {}",
+        reports.dir().join(hilt::report::HTML_FILE).display()
+    );
     let failed = results
         .iter()
         .filter(|r| r.outcome != Outcome::Passed)
@@ -330,6 +356,38 @@ fn run_scenarios(
         std::process::exit(1);
     }
     Ok(())
+}
+
+/// Where `hilt run` writes its reports and which share of the pairs it runs.
+struct RunReporting {
+    report_dir: PathBuf,
+    shard: Option<hilt::shard::Shard>,
+}
+
+impl RunReporting {
+    /// Keeps this shard's jobs and opens the report folder (failing before
+    /// any board runs when it cannot be written).
+    fn start(
+        &self,
+        work: Vec<hilt::orchestrate::Job>,
+    ) -> anyhow::Result<(Vec<hilt::orchestrate::Job>, hilt::report::ReportWriter)> {
+        let mut title = "hilt run".to_string();
+        let work = match self.shard {
+            Some(shard) => {
+                let all = work.len();
+                let part = shard.select(work, |j| (j.scenario.name.clone(), j.board.name.clone()));
+                println!(
+                    "shard {shard}: {} of {all} (scenario, board) pairs",
+                    part.len()
+                );
+                title.push_str(&format!(" (shard {shard})"));
+                part
+            }
+            None => work,
+        };
+        let reports = hilt::report::ReportWriter::for_jobs(&self.report_dir, &title, &work)?;
+        Ok((work, reports))
+    }
 }
 
 fn op_names(model: &std::path::Path) -> Vec<String> {
