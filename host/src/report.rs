@@ -388,8 +388,10 @@ fn thousands(n: u64) -> String {
     out
 }
 
+/// Seconds with three decimals. Never negative, not even `-0.000` (an empty
+/// `f64` sum is -0.0), which JUnit readers reject.
 fn seconds(value: f64) -> String {
-    format!("{:.3}", value.max(0.0))
+    format!("{:.3}", if value > 0.0 { value } else { 0.0 })
 }
 
 fn op_name(context: Option<&ScenarioContext>, op: usize) -> &str {
@@ -609,7 +611,9 @@ main { padding: 16px 24px; }
 .error .message { background: #fff8f0; border-color: #ffd8b5; }
 .panels { display: grid; grid-template-columns: repeat(auto-fit, minmax(420px, 1fr)); gap: 16px; margin-top: 8px; }
 .panel h3 { font-size: 14px; margin: 4px 0 6px; }
-.panel svg { width: 100%; height: auto; border: 1px solid #d0d7de; }
+.picture { max-width: 960px; }
+.picture svg { width: 100%; height: auto; border: 1px solid #d0d7de; }
+.picture h3 { font-size: 14px; margin: 12px 0 6px; }
 .arena { position: relative; height: 18px; background: #eaeef2; border-radius: 3px; overflow: hidden; margin: 4px 0 2px; }
 .arena .head { position: absolute; left: 0; top: 0; bottom: 0; background: #4c78a8; min-width: 2px; }
 .arena .tail { position: absolute; right: 0; top: 0; bottom: 0; background: #f58518; min-width: 2px; }
@@ -705,7 +709,7 @@ fn op_bars(run: &BoardRun, context: Option<&ScenarioContext>) -> String {
         s.push_str(r#"<p class="none">The firmware reported no per-op figures.</p>"#);
         return s;
     }
-    s.push_str(r#"<div class="ops"><span class="idx head-row">op</span><span class="head-row">name</span><span class="head-row">cycles, scaled to the largest</span><span class="cyc head-row">cycles</span><span class="pct head-row">share</span>"#);
+    s.push_str(r#"<div class="ops"><span class="idx head-row">op</span><span class="head-row">name</span><span class="head-row">relative to the largest</span><span class="cyc head-row">cycles</span><span class="pct head-row">share</span>"#);
     s.push('\n');
     for (op, &cycles) in step.op_cycles.iter().enumerate() {
         let name = op_name(context, op);
@@ -782,9 +786,6 @@ fn run_card(run: &TimedRun, context: Option<&ScenarioContext>) -> String {
     s.push_str("<div class=\"panels\">\n<div class=\"panel\">\n<h3>Arena (reported by the firmware)</h3>\n");
     s.push_str(&arena_bar(r));
     s.push('\n');
-    s.push_str(&arena_picture(context));
-    s.push_str("</div>\n<div class=\"panel\">\n");
-    s.push_str(&op_bars(r, context));
     if r.steps.len() > 1 || r.steps.iter().any(|st| st.mismatch.is_some()) {
         s.push_str("<h3>Steps</h3><table class=\"steps\"><tr><th>case</th><th>step</th><th>cycles</th><th>outputs</th></tr>\n");
         for step in &r.steps {
@@ -801,19 +802,27 @@ fn run_card(run: &TimedRun, context: Option<&ScenarioContext>) -> String {
         }
         s.push_str("</table>\n");
     }
-    s.push_str("</div>\n</div>\n");
-    let _ = writeln!(
-        s,
-        "<details{}><summary>Firmware log ({} line{})</summary><pre class=\"log\">{}</pre></details>",
-        if r.outcome == Outcome::Passed {
-            ""
-        } else {
-            " open"
-        },
-        r.logs.len(),
-        if r.logs.len() == 1 { "" } else { "s" },
-        escape_text(&r.logs.join("\n"))
-    );
+    s.push_str("</div>\n<div class=\"panel\">\n");
+    s.push_str(&op_bars(r, context));
+    s.push_str("</div>\n</div>\n<div class=\"picture\">\n");
+    s.push_str(&arena_picture(context));
+    s.push_str("</div>\n");
+    if r.logs.is_empty() {
+        s.push_str("<p class=\"none\">No firmware log lines.</p>\n");
+    } else {
+        let _ = writeln!(
+            s,
+            "<details{}><summary>Firmware log ({} line{})</summary><pre class=\"log\">{}</pre></details>",
+            if r.outcome == Outcome::Passed {
+                ""
+            } else {
+                " open"
+            },
+            r.logs.len(),
+            if r.logs.len() == 1 { "" } else { "s" },
+            escape_text(&r.logs.join("\n"))
+        );
+    }
     s.push_str("</section>\n");
     s
 }
