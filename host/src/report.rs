@@ -102,11 +102,25 @@ impl ScenarioContext {
         ScenarioContext {
             name: scenario.name.clone(),
             description: scenario.description.clone(),
-            model: scenario.model.clone(),
+            model: readable_path(&scenario.model),
             op_names: op_names(&scenario.model),
             layout: layout_file(&scenario.model, &options).map_err(|e| e.to_string()),
         }
     }
+}
+
+/// `path` without `..` detours, relative to the current folder when inside
+/// it: reports are read on other machines, where this host's absolute
+/// paths mean nothing.
+fn readable_path(path: &Path) -> PathBuf {
+    let Ok(full) = std::fs::canonicalize(path) else {
+        return path.to_path_buf();
+    };
+    std::env::current_dir()
+        .and_then(std::fs::canonicalize)
+        .ok()
+        .and_then(|here| full.strip_prefix(here).ok().map(Path::to_path_buf))
+        .unwrap_or(full)
 }
 
 /// The model's operator names in execution order, empty when it cannot be
@@ -611,19 +625,19 @@ main { padding: 16px 24px; }
 .error .message { background: #fff8f0; border-color: #ffd8b5; }
 .panels { display: grid; grid-template-columns: repeat(auto-fit, minmax(420px, 1fr)); gap: 16px; margin-top: 8px; }
 .panel h3 { font-size: 14px; margin: 4px 0 6px; }
-.picture { max-width: 960px; }
+.picture { max-width: 760px; }
 .picture svg { width: 100%; height: auto; border: 1px solid #d0d7de; }
 .picture h3 { font-size: 14px; margin: 12px 0 6px; }
 .arena { position: relative; height: 18px; background: #eaeef2; border-radius: 3px; overflow: hidden; margin: 4px 0 2px; }
 .arena .head { position: absolute; left: 0; top: 0; bottom: 0; background: #4c78a8; min-width: 2px; }
-.arena .tail { position: absolute; right: 0; top: 0; bottom: 0; background: #f58518; min-width: 2px; }
+.arena .tail { position: absolute; right: 0; top: 0; bottom: 0; background: #8e6bbf; min-width: 2px; }
 .legend span { display: inline-block; width: 10px; height: 10px; margin: 0 4px 0 10px; vertical-align: -1px; }
 .ops { display: grid; grid-template-columns: 2.6em minmax(6em, 13em) 1fr 6.5em 3.6em; gap: 2px 8px; align-items: center; font-size: 12.5px; }
 .ops .idx, .ops .cyc, .ops .pct { text-align: right; font-variant-numeric: tabular-nums; }
 .ops .name { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; font-family: ui-monospace, monospace; }
 .ops .track { background: #eaeef2; height: 12px; border-radius: 2px; }
 .ops .bar { background: #4c78a8; height: 12px; border-radius: 2px; min-width: 1px; }
-.ops .bar.top { background: #e45756; }
+.ops .bar.top { background: #1d3f66; }
 .ops .head-row { color: #57606a; font-weight: 600; }
 table.steps { border-collapse: collapse; font-size: 12.5px; }
 table.steps td, table.steps th { border-bottom: 1px solid #eaeef2; padding: 2px 10px 2px 0; text-align: left; }
@@ -675,7 +689,7 @@ fn arena_bar(run: &BoardRun) -> String {
     };
     format!(
         r##"<div class="arena" title="head {head} B, tail {tail} B of {capacity} B"><div class="head" style="width:{:.2}%"></div><div class="tail" style="width:{:.2}%"></div></div>
-<div class="meta legend">{} of {} B used ({:.1} %)<span style="background:#4c78a8"></span>head {} B<span style="background:#f58518"></span>tail {} B</div>"##,
+<div class="meta legend">{} of {} B used ({:.1} %)<span style="background:#4c78a8"></span>head {} B<span style="background:#8e6bbf"></span>tail {} B</div>"##,
         pct(head),
         pct(tail),
         thousands(u64::from(used)),
@@ -852,8 +866,13 @@ pub fn html(report: &RunReport) -> String {
         totals.pairs
     );
     s.push_str("<div class=\"chips\">");
+    let errors = if totals.errors == 1 {
+        "error"
+    } else {
+        "errors"
+    };
     for (count, class, word) in [
-        (totals.errors, "error", "error"),
+        (totals.errors, "error", errors),
         (totals.mismatched, "mismatch", "mismatched"),
         (totals.passed, "pass", "passed"),
         (totals.pending, "pending", "not finished"),
