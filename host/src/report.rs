@@ -855,13 +855,18 @@ pub fn html(report: &RunReport) -> String {
     );
     let _ = writeln!(
         s,
-        r#"<p class="meta">Started {} UTC{} · {} s so far · {} of {} board runs finished</p>"#,
+        r#"<p class="meta">Started {} UTC{} · {} s {} · {} of {} board runs finished</p>"#,
         utc_timestamp(report.started).replace('T', " "),
         report
             .hostname
             .as_deref()
             .map_or(String::new(), |h| format!(" on {}", escape(h))),
         seconds(report.elapsed.as_secs_f64()),
+        if report.pending.is_empty() {
+            "in all"
+        } else {
+            "so far"
+        },
         report.runs.len(),
         totals.pairs
     );
