@@ -43,6 +43,10 @@ pub struct FirmwareRequest<'a> {
     pub planner: PlannerKind,
     /// Extra firmware features (fault injection in tests).
     pub features: &'a [String],
+    /// Canary mode (`off`, `bounds`, `buffers`).
+    pub canary: &'a str,
+    /// Activation buffer alignment.
+    pub align: u32,
 }
 
 fn fnv(bytes: &[u8], seed: u64) -> u64 {
@@ -51,11 +55,8 @@ fn fnv(bytes: &[u8], seed: u64) -> u64 {
     })
 }
 
-/// Builds (or reuses) the firmware ELF; returns its path. Cargo's own
-/// incremental build decides whether anything changed; each (model, arena,
-/// planner) gets its own build folder so switching scenarios does not
-/// rebuild from scratch, and each board's ELF is copied out under a name
-/// that says what it holds.
+/// Builds (or reuses) the firmware ELF; returns its path, named after the
+/// board and a key over everything that went into it.
 pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, BuildError> {
     let model = std::fs::read(request.model).map_err(|source| BuildError::Io {
         path: request.model.into(),
@@ -79,7 +80,11 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
     let key = format!(
         "{:016x}",
         fnv(
-            format!("{}:{planner}:{extra}", request.arena_size).as_bytes(),
+            format!(
+                "{}:{planner}:{extra}:{}",
+                request.arena_size, request.canary
+            )
+            .as_bytes(),
             fnv(&model, 0)
         )
     );
@@ -88,7 +93,18 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
         features.push(',');
         features.push_str(f);
     }
-    let target_dir = repo.join("build/firmware").join(&key);
+    // One build folder for every firmware: dependencies are built once; a
+    // change of model, arena, planner, canary or features only re-runs the
+    // firmware crate's build script (it declares those inputs), and each
+    // result is copied out under its key before the next build.
+    let target_dir = repo.join("build/firmware/cache");
+    // Builds share one output folder: hold a lock from the build until the
+    // ELF is copied out, so a concurrent build (another thread or process)
+    // cannot replace it in between.
+    std::fs::create_dir_all(&target_dir).map_err(|source| BuildError::Io { path: target_dir.clone(), source })?;
+    let lock_path = target_dir.join("hilt-build.lock");
+    let lock = std::fs::File::create(&lock_path).map_err(|source| BuildError::Io { path: lock_path.clone(), source })?;
+    lock.lock().map_err(|source| BuildError::Io { path: lock_path.clone(), source })?;
     let manifest = repo.join("target/firmware/Cargo.toml");
     let output = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
         .current_dir(repo.join("target/firmware"))
@@ -99,6 +115,8 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
         .env("HILT_MODEL", &model_path)
         .env("HILT_ARENA_SIZE", request.arena_size.to_string())
         .env("HILT_PLANNER", planner)
+        .env("HILT_CANARY", request.canary)
+        .env("HILT_ALIGN", request.align.to_string())
         .env("HILT_BOARDS_DIR", repo.join("boards"))
         .output()
         .map_err(BuildError::Spawn)?;

@@ -206,7 +206,10 @@ fn plan_in_arena(
     let skip = backing.as_ptr().align_offset(MAX_ALIGN as usize);
     let mut arena = Arena::new(&mut backing[skip..skip + size]);
     let mut report = None;
-    let options = AllocOptions { align };
+    let options = AllocOptions {
+        align,
+        ..AllocOptions::default()
+    };
     let allocation = allocate(model, planner, &mut arena, &options, &[], |plan| {
         report = Some(rows(model, plan));
     })

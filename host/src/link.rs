@@ -118,6 +118,16 @@ impl<'m> Link<'m> {
         result
     }
 
+    /// Reads target memory (the core is paused for it if need be).
+    pub fn read_memory(&mut self, addr: u32, len: usize) -> Result<Vec<u8>, LinkError> {
+        let mut buf = vec![0u8; len];
+        self.mem.pause().map_err(RttError::from)?;
+        let read = self.mem.read(addr, &mut buf);
+        self.mem.resume().map_err(RttError::from)?;
+        read.map_err(RttError::from)?;
+        Ok(buf)
+    }
+
     /// Waits for the next message and hands it to `f`; `Log` messages are
     /// collected, not returned.
     pub fn recv<T>(

@@ -39,7 +39,8 @@ enum Command {
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
     },
-    /// Run scenarios on boards (virtual boards under QEMU) and check the outputs.
+    /// Run scenarios on boards (virtual ones under QEMU, real ones through
+    /// probe-rs) and check the outputs.
     Run {
         /// Scenario files (scenarios/NAME.toml).
         #[arg(required = true)]
@@ -59,6 +60,33 @@ enum Command {
         report_dir: PathBuf,
         /// Run only this host's share, I of N (1-based), of the sorted
         /// (scenario, board) pairs: N hosts with 1/N .. N/N run each once.
+        #[arg(long, value_name = "I/N")]
+        shard: Option<hilt::shard::Shard>,
+    },
+    /// Run scenarios and compare layouts and latencies with the accepted
+    /// snapshots (snapshots/gate); differences leave .snap.new files for
+    /// `cargo insta review`.
+    Gate {
+        /// Scenario files (default: every scenarios/*.toml).
+        scenarios: Vec<PathBuf>,
+        /// Only these boards (a name or a glob).
+        #[arg(long)]
+        board: Option<String>,
+        /// Boards to run at once.
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// The accepted snapshots.
+        #[arg(long, default_value = "snapshots/gate")]
+        snapshots: PathBuf,
+        /// The board definitions folder.
+        #[arg(long, default_value = "boards")]
+        boards_dir: PathBuf,
+        /// Write junit.xml, summary.json and report.html here (a changed
+        /// snapshot is a failed test case), updated as each board finishes.
+        #[arg(long, default_value = "build/reports/gate")]
+        report_dir: PathBuf,
+        /// Gate only this host's share, I of N (1-based), of the sorted
+        /// (scenario, board) pairs.
         #[arg(long, value_name = "I/N")]
         shard: Option<hilt::shard::Shard>,
     },
@@ -198,6 +226,22 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             &boards_dir,
             &RunReporting { report_dir, shard },
         ),
+        Command::Gate {
+            scenarios,
+            board,
+            jobs,
+            snapshots,
+            boards_dir,
+            report_dir,
+            shard,
+        } => gate_scenarios(
+            &scenarios,
+            board.as_deref(),
+            jobs,
+            &snapshots,
+            &boards_dir,
+            &RunReporting { report_dir, shard },
+        ),
         Command::Boards { dir } => {
             let boards = hilt::board::load_all(&dir)?;
             println!(
@@ -220,6 +264,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     b.name, runner, b.target, b.arena_size, ram, b.description
                 );
             }
+            print_probes(&boards);
             Ok(())
         }
         Command::Infer {
@@ -284,6 +329,141 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
+fn gate_scenarios(
+    paths: &[PathBuf],
+    board_filter: Option<&str>,
+    jobs: Option<usize>,
+    snapshots: &std::path::Path,
+    boards_dir: &std::path::Path,
+    reporting: &RunReporting,
+) -> anyhow::Result<()> {
+    use hilt::gate::{ModelNames, Verdict, gate_run};
+    let mut paths = paths.to_vec();
+    if paths.is_empty() {
+        for entry in std::fs::read_dir("scenarios")? {
+            let path = entry?.path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                paths.push(path);
+            }
+        }
+        paths.sort();
+    }
+    let (work, names) = jobs_for(&paths, board_filter, boards_dir)?;
+    let (work, mut reports) = reporting.start("hilt gate", work)?;
+    let tolerance: std::collections::HashMap<String, f64> = work
+        .iter()
+        .map(|j| (j.board.name.clone(), j.board.latency_tolerance_percent))
+        .collect();
+    let repo = std::env::current_dir()?;
+    let parallel =
+        jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let mut verdicts = Vec::new();
+    runtime.block_on(hilt::orchestrate::run_jobs_timed(&repo, work, parallel, |run, wall| {
+        let (ops, tensors) = names.get(&run.scenario).cloned().unwrap_or_default();
+        let names = ModelNames { tensors, ops };
+        let tol = tolerance.get(&run.board).copied().unwrap_or(0.0);
+        let verdict = gate_run(snapshots, run, &names, tol)
+            .unwrap_or_else(|e| Verdict::RunFailed(format!("cannot write snapshot: {e}")));
+        let key = format!("{} @ {}", run.scenario, run.board);
+        match &verdict {
+            Verdict::Unchanged => println!("ok       {key}"),
+            Verdict::New => println!(
+                "NEW      {key}: no accepted snapshot; review the .snap.new (cargo insta review)"
+            ),
+            Verdict::Changed(diffs) => {
+                println!("CHANGED  {key}:");
+                for d in diffs {
+                    println!("           {d}");
+                }
+            }
+            Verdict::RunFailed(m) => println!("FAILED   {key}: {m}"),
+        }
+        if let Err(e) = reports.record(&hilt::report::gated(run, &verdict), wall) {
+            eprintln!("warning: {e}");
+        }
+        verdicts.push(verdict);
+    }));
+    println!("reports: {}", reports.finish()?.display());
+    let bad = verdicts
+        .iter()
+        .filter(|v| **v != Verdict::Unchanged)
+        .count();
+    println!(
+        "gate: {} runs, {} unchanged, {bad} to review or fix",
+        verdicts.len(),
+        verdicts.len() - bad
+    );
+    if bad > 0 {
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+/// Operator names and tensor names of a model, for readable output.
+type OpAndTensorNames = (Vec<String>, Vec<String>);
+
+type Work = (
+    Vec<hilt::orchestrate::Job>,
+    std::collections::HashMap<String, OpAndTensorNames>,
+);
+
+fn jobs_for(
+    paths: &[PathBuf],
+    board_filter: Option<&str>,
+    boards_dir: &std::path::Path,
+) -> anyhow::Result<Work> {
+    use hilt::orchestrate::Job;
+    let repo = std::env::current_dir()?;
+    let boards = hilt::board::load_all(boards_dir)?;
+    let conformance = hilt::conformance::locate(&repo);
+    let mut work = Vec::new();
+    let mut names = std::collections::HashMap::new();
+    for path in paths {
+        let scenario = std::sync::Arc::new(hilt::scenario::load(path, &conformance)?);
+        names.insert(scenario.name.clone(), model_names(&scenario.model));
+        let mut chosen: Vec<&hilt::board::Board> = Vec::new();
+        for pattern in &scenario.boards {
+            for b in hilt::board::select(&boards, pattern)? {
+                if !chosen.iter().any(|c| c.name == b.name) {
+                    chosen.push(b);
+                }
+            }
+        }
+        if let Some(filter) = board_filter {
+            chosen.retain(|b| hilt::board::glob_match(filter, &b.name));
+        }
+        for board in chosen {
+            work.push(Job {
+                scenario: scenario.clone(),
+                board: board.clone(),
+            });
+        }
+    }
+    if work.is_empty() {
+        anyhow::bail!(
+            "no (scenario, board) pair to run: check the scenarios' `boards` and --board"
+        );
+    }
+    Ok((work, names))
+}
+
+fn model_names(model: &std::path::Path) -> OpAndTensorNames {
+    let Ok(bytes) = std::fs::read(model) else {
+        return Default::default();
+    };
+    let aligned = hilt::host_run::AlignedBytes::new(&bytes);
+    match hilt_runtime::model::Model::from_bytes(aligned.as_slice()) {
+        Ok(m) => (
+            m.operators().map(|op| op.code.to_string()).collect(),
+            m.tensors().map(|t| t.name.to_string()).collect(),
+        ),
+        Err(_) => Default::default(),
+    }
+}
+
 fn run_scenarios(
     paths: &[PathBuf],
     board_filter: Option<&str>,
@@ -322,7 +502,7 @@ fn run_scenarios(
             "no (scenario, board) pair to run: check the scenarios' `boards` and --board"
         );
     }
-    let (work, mut reports) = reporting.start(work)?;
+    let (work, mut reports) = reporting.start("hilt run", work)?;
     let parallel =
         jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -338,11 +518,7 @@ fn run_scenarios(
             eprintln!("warning: {e}");
         }
     }));
-    reports.write()?;
-    println!(
-        "reports: {}",
-        reports.dir().join(hilt::report::HTML_FILE).display()
-    );
+    println!("reports: {}", reports.finish()?.display());
     let failed = results
         .iter()
         .filter(|r| r.outcome != Outcome::Passed)
@@ -358,7 +534,8 @@ fn run_scenarios(
     Ok(())
 }
 
-/// Where `hilt run` writes its reports and which share of the pairs it runs.
+/// Where `hilt run` and `hilt gate` write their reports and which share of
+/// the pairs they run.
 struct RunReporting {
     report_dir: PathBuf,
     shard: Option<hilt::shard::Shard>,
@@ -369,9 +546,10 @@ impl RunReporting {
     /// any board runs when it cannot be written).
     fn start(
         &self,
+        command: &str,
         work: Vec<hilt::orchestrate::Job>,
     ) -> anyhow::Result<(Vec<hilt::orchestrate::Job>, hilt::report::ReportWriter)> {
-        let mut title = "hilt run".to_string();
+        let mut title = command.to_string();
         let work = match self.shard {
             Some(shard) => {
                 let all = work.len();
@@ -387,6 +565,34 @@ impl RunReporting {
         };
         let reports = hilt::report::ReportWriter::for_jobs(&self.report_dir, &title, &work)?;
         Ok((work, reports))
+    }
+}
+
+/// The attached probes and the boards each one serves (USB listing only:
+/// no probe is opened, so this stays fast).
+fn print_probes(boards: &[hilt::board::Board]) {
+    let probes = hilt::probe::list_probes(&probe_rs::probe::list::Lister::new());
+    println!();
+    if probes.is_empty() {
+        println!("no probes attached");
+        return;
+    }
+    println!("attached probes:");
+    for p in &probes {
+        let users: Vec<&str> = boards
+            .iter()
+            .filter(|b| {
+                b.probe
+                    .as_ref()
+                    .is_some_and(|s| hilt::probe::selector_matches(s, p))
+            })
+            .map(|b| b.name.as_str())
+            .collect();
+        if users.is_empty() {
+            println!("  {p}  (no board definition names it)");
+        } else {
+            println!("  {p}  -> {}", users.join(", "));
+        }
     }
 }
 

@@ -2,16 +2,34 @@
 //! boards concurrently on blocking threads, each under its own time limit.
 //! One board's failure or hang never loses another board's results: results
 //! are handed out as each board finishes.
+//!
+//! A real (probe-rs) board is one piece of hardware: runs on it take the
+//! board's lock ([`board_lock`]) first, so two scenarios never flash or
+//! drive one board at once; QEMU boards are a fresh process per run and
+//! need no lock.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use tokio::sync::OwnedMutexGuard;
+
 use crate::board::{Board, RunnerKind};
-use crate::elf;
+use crate::elf::{self, FirmwareImage};
 use crate::firmware::{self, FirmwareRequest};
+use crate::probe::run_on_probe;
 use crate::runner::{BoardRun, KillSwitch, Outcome, run_on_qemu};
 use crate::scenario::Scenario;
+
+/// How long opening the probe, attaching and flashing may take before a
+/// probe-rs run is given up; the scenario's own time limit starts after it,
+/// as it starts right after boot on QEMU.
+pub const FLASH_LIMIT: Duration = Duration::from_secs(300);
+
+/// How long a timed-out board thread gets to notice and hand back what it
+/// had.
+const GRACE: Duration = Duration::from_secs(30);
 
 /// One (scenario, board) pair to run.
 #[derive(Debug, Clone)]
@@ -30,6 +48,7 @@ fn error_run(job: &Job, message: String) -> BoardRun {
         steps: Vec::new(),
         arena: None,
         logs: Vec::new(),
+        plan: Vec::new(),
     }
 }
 
@@ -57,14 +76,14 @@ pub async fn run_jobs(
 }
 
 /// [`run_jobs`], also handing `on_result` the wall time the board took:
-/// from its turn to run (not its wait for a free slot) to its result, or
-/// the firmware build's time when the build failed. Reports need it;
-/// [`BoardRun`] stays what the board produced.
+/// from its turn to run (not its wait for its board or a free slot) to its
+/// result, or the firmware build's time when the build failed. Reports need
+/// it; [`BoardRun`] stays what the board produced.
 pub async fn run_jobs_timed(
     repo: &Path,
     jobs: Vec<Job>,
     parallel: usize,
-    mut on_result: impl FnMut(&BoardRun, Duration),
+    on_result: impl FnMut(&BoardRun, Duration),
 ) -> Vec<BoardRun> {
     let mut built: Vec<(Job, Result<PathBuf, String>, Duration)> = Vec::new();
     for job in jobs {
@@ -81,6 +100,8 @@ pub async fn run_jobs_timed(
                     arena_size,
                     planner: j.scenario.planner,
                     features: &j.scenario.firmware_features,
+                    canary: &j.scenario.canary,
+                    align: j.scenario.align,
                 },
             )
             .map_err(|e| e.to_string())
@@ -90,6 +111,54 @@ pub async fn run_jobs_timed(
         built.push((job, elf, build_started.elapsed()));
     }
 
+    run_built_timed(built, parallel, on_result).await
+}
+
+/// The board lock of `name`: one per board name for the whole process, so
+/// every run (of any scenario, from any task) that drives that board waits
+/// for the one before it.
+pub fn board_lock(name: &str) -> Arc<tokio::sync::Mutex<()>> {
+    static LOCKS: OnceLock<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> = OnceLock::new();
+    let mut locks = LOCKS
+        .get_or_init(Default::default)
+        .lock()
+        // A panic elsewhere while holding the map cannot leave it half
+        // written (insert is the only change): keep using it.
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    locks.entry(name.to_string()).or_default().clone()
+}
+
+/// Takes `board`'s lock if it is real hardware (see [`board_lock`]).
+async fn lock_if_real(board: &Board) -> Option<OwnedMutexGuard<()>> {
+    match board.runner {
+        RunnerKind::ProbeRs => Some(board_lock(&board.name).lock_owned().await),
+        RunnerKind::Qemu | RunnerKind::Uart => None,
+    }
+}
+
+/// Runs jobs whose firmware is built (or whose build failed, given as the
+/// error text), up to `parallel` boards at once. A job waits for its board's
+/// lock before it takes one of the `parallel` places, so jobs queued on one
+/// real board never hold places other boards could use.
+pub async fn run_built(
+    built: Vec<(Job, Result<PathBuf, String>)>,
+    parallel: usize,
+    mut on_result: impl FnMut(&BoardRun),
+) -> Vec<BoardRun> {
+    let built = built
+        .into_iter()
+        .map(|(job, elf)| (job, elf, Duration::ZERO))
+        .collect();
+    run_built_timed(built, parallel, |run, _| on_result(run)).await
+}
+
+/// [`run_built`] with wall times, as [`run_jobs_timed`] hands them out; a
+/// failed build reports the build time given beside it.
+pub async fn run_built_timed(
+    built: Vec<(Job, Result<PathBuf, String>, Duration)>,
+    parallel: usize,
+    mut on_result: impl FnMut(&BoardRun, Duration),
+) -> Vec<BoardRun> {
     let semaphore = Arc::new(tokio::sync::Semaphore::new(parallel.max(1)));
     let mut tasks = tokio::task::JoinSet::new();
     let mut results = Vec::new();
@@ -105,9 +174,10 @@ pub async fn run_jobs_timed(
         };
         let semaphore = semaphore.clone();
         tasks.spawn(async move {
+            let board = lock_if_real(&job.board).await;
             let _permit = semaphore.acquire_owned().await;
             let started = Instant::now();
-            let run = run_one(job, elf).await;
+            let run = run_one(job, elf, board).await;
             (run, started.elapsed())
         });
     }
@@ -122,6 +192,7 @@ pub async fn run_jobs_timed(
                     steps: Vec::new(),
                     arena: None,
                     logs: Vec::new(),
+                    plan: Vec::new(),
                 },
                 Duration::ZERO,
             ),
@@ -132,7 +203,7 @@ pub async fn run_jobs_timed(
     results
 }
 
-async fn run_one(job: Job, elf: PathBuf) -> BoardRun {
+async fn run_one(job: Job, elf: PathBuf, board: Option<OwnedMutexGuard<()>>) -> BoardRun {
     let image = match elf::inspect(&elf) {
         Ok(i) => i,
         Err(e) => return error_run(&job, e.to_string()),
@@ -141,14 +212,17 @@ async fn run_one(job: Job, elf: PathBuf) -> BoardRun {
         Ok(bytes) => crc32(&bytes),
         Err(e) => return error_run(&job, format!("{}: {e}", job.scenario.model.display())),
     };
-    if job.board.runner != RunnerKind::Qemu {
-        return error_run(
-            &job,
-            format!(
-                "{}: only qemu boards can run on this host (no probe-rs runner for {:?} yet)",
-                job.board.name, job.board.runner
-            ),
-        );
+    match job.board.runner {
+        RunnerKind::Qemu => {}
+        RunnerKind::ProbeRs => {
+            return run_probe_job(job, image, model_crc, board, FLASH_LIMIT).await;
+        }
+        RunnerKind::Uart => {
+            return error_run(
+                &job,
+                format!("{}: uart boards have no runner yet", job.board.name),
+            );
+        }
     }
     let kill = KillSwitch::default();
     let limit = job.scenario.timeout;
@@ -172,5 +246,200 @@ async fn run_one(job: Job, elf: PathBuf) -> BoardRun {
                 _ => error_run(&job, format!("timed out after {limit:?} and did not stop")),
             }
         }
+    }
+}
+
+/// A probe-rs run on a blocking thread that holds the board's lock until it
+/// really ends (even past a timeout: the probe is still in use until then).
+/// Two limits: `flash_limit` up to the firmware being on the board, then the
+/// scenario's own from there. On either, the run's [`KillSwitch`] fires, the
+/// thread's next memory access fails and the run ends with what it had.
+async fn run_probe_job(
+    job: Job,
+    image: FirmwareImage,
+    model_crc: u32,
+    board: Option<OwnedMutexGuard<()>>,
+    flash_limit: Duration,
+) -> BoardRun {
+    let kill = KillSwitch::default();
+    let (flashed_tx, flashed_rx) = tokio::sync::oneshot::channel::<()>();
+    let (j, k) = (job.clone(), kill.clone());
+    let handle = tokio::task::spawn_blocking(move || {
+        let _board = board;
+        run_on_probe(&j.board, &j.scenario, &image, model_crc, &k, move || {
+            let _ = flashed_tx.send(());
+        })
+    });
+    supervise(&job, kill, flashed_rx, handle, flash_limit).await
+}
+
+/// Waits for a board thread under the two limits of [`run_probe_job`].
+async fn supervise(
+    job: &Job,
+    kill: KillSwitch,
+    flashed: tokio::sync::oneshot::Receiver<()>,
+    mut handle: tokio::task::JoinHandle<BoardRun>,
+    flash_limit: Duration,
+) -> BoardRun {
+    let joined = |r: Result<BoardRun, tokio::task::JoinError>| {
+        r.unwrap_or_else(|e| error_run(job, format!("board thread failed: {e}")))
+    };
+    // Phase 1: until flashed (or the thread ends early, e.g. no probe).
+    tokio::select! {
+        r = &mut handle => return joined(r),
+        _ = flashed => {}
+        _ = tokio::time::sleep(flash_limit) => {
+            kill.fire();
+            return match tokio::time::timeout(GRACE, handle).await {
+                Ok(r) => {
+                    // What the thread said after its cancellation is an
+                    // echo of it; the cause is the limit.
+                    let mut run = joined(r);
+                    run.outcome = Outcome::Error(format!(
+                        "opening the probe and flashing did not finish within {flash_limit:?}"
+                    ));
+                    run
+                }
+                Err(_) => error_run(
+                    job,
+                    format!(
+                        "opening the probe and flashing did not finish within {flash_limit:?} and did not stop"
+                    ),
+                ),
+            };
+        }
+    }
+    // Phase 2: the scenario's limit, as on QEMU.
+    let limit = job.scenario.timeout;
+    match tokio::time::timeout(limit, &mut handle).await {
+        Ok(r) => joined(r),
+        Err(_) => {
+            kill.fire();
+            match tokio::time::timeout(GRACE, handle).await {
+                Ok(r) => {
+                    let mut run = joined(r);
+                    if run.outcome == Outcome::Passed {
+                        run.outcome = Outcome::Error(format!("timed out after {limit:?}"));
+                    }
+                    run
+                }
+                Err(_) => error_run(job, format!("timed out after {limit:?} and did not stop")),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(timeout: Duration) -> Job {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut scenario = crate::scenario::load(
+            &repo.join("scenarios/smoke_reshape.toml"),
+            &crate::conformance::locate(&repo),
+        )
+        .unwrap();
+        scenario.timeout = timeout;
+        let board = crate::board::load(&repo.join("boards/nrf52840-dk.toml")).unwrap();
+        Job {
+            scenario: Arc::new(scenario),
+            board,
+        }
+    }
+
+    /// A board thread that reports "flashed" after `flash`, then works
+    /// until `work` has passed or (if it `heeds` it) its kill switch fires,
+    /// as a probe run does at its next memory access.
+    async fn fake_board_thread(
+        job: &Job,
+        flash: Duration,
+        work: Duration,
+        heeds: bool,
+        flash_limit: Duration,
+    ) -> BoardRun {
+        let kill = KillSwitch::default();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let (k, j) = (kill.clone(), job.clone());
+        let handle = tokio::task::spawn_blocking(move || {
+            let start = std::time::Instant::now();
+            while start.elapsed() < flash {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let _ = tx.send(());
+            let mut run = error_run(&j, String::new());
+            run.outcome = Outcome::Passed;
+            while start.elapsed() < flash + work {
+                if heeds && k.fired() {
+                    run.outcome = Outcome::Error("cancelled".into());
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            run
+        });
+        supervise(job, kill, rx, handle, flash_limit).await
+    }
+
+    #[tokio::test]
+    async fn the_scenario_limit_starts_after_flashing() {
+        // Flashing takes longer than the scenario's limit, the run does not.
+        let job = job(Duration::from_millis(300));
+        let run = fake_board_thread(
+            &job,
+            Duration::from_millis(400),
+            Duration::from_millis(100),
+            true,
+            Duration::from_secs(5),
+        )
+        .await;
+        assert_eq!(run.outcome, Outcome::Passed);
+    }
+
+    #[tokio::test]
+    async fn a_hung_run_ends_with_a_timeout_error() {
+        let job = job(Duration::from_millis(200));
+        let run = fake_board_thread(
+            &job,
+            Duration::ZERO,
+            Duration::from_secs(60),
+            true,
+            Duration::from_secs(5),
+        )
+        .await;
+        assert_eq!(run.outcome, Outcome::Error("cancelled".into()));
+        // A thread that finishes "passed" after its limit is overruled.
+        let late = fake_board_thread(
+            &job,
+            Duration::ZERO,
+            Duration::from_millis(400),
+            false,
+            Duration::from_secs(5),
+        )
+        .await;
+        assert_eq!(late.outcome, Outcome::Error("timed out after 200ms".into()));
+    }
+
+    #[tokio::test]
+    async fn a_flash_that_never_ends_is_its_own_error() {
+        let job = job(Duration::from_secs(5));
+        let run = fake_board_thread(
+            &job,
+            Duration::from_millis(500),
+            Duration::from_secs(60),
+            true,
+            Duration::from_millis(100),
+        )
+        .await;
+        assert_eq!(
+            run.outcome,
+            Outcome::Error("opening the probe and flashing did not finish within 100ms".into())
+        );
+    }
+
+    #[test]
+    fn one_lock_per_board_name() {
+        assert!(Arc::ptr_eq(&board_lock("a"), &board_lock("a")));
+        assert!(!Arc::ptr_eq(&board_lock("a"), &board_lock("b")));
     }
 }

@@ -8,7 +8,7 @@
 //! #     -> Result<(), hilt::report::ReportError> {
 //! let mut reports = hilt::report::ReportWriter::for_jobs("build/reports".as_ref(), "hilt run", jobs)?;
 //! reports.record(run, Duration::from_secs(3))?; // after every board
-//! reports.write()?; // once more at the end, with the final elapsed time
+//! let page = reports.finish()?; // once more at the end, with the final elapsed time
 //! # Ok(()) }
 //! ```
 //!
@@ -39,7 +39,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
-use crate::layout::{LayoutOptions, LayoutReport, layout_file};
+use crate::gate::Verdict;
+use crate::layout::{BufferRow, LayoutOptions, LayoutReport, layout_file};
 use crate::orchestrate::Job;
 use crate::runner::{BoardRun, Outcome};
 use crate::scenario::Scenario;
@@ -87,6 +88,9 @@ pub struct ScenarioContext {
     pub model: PathBuf,
     /// Operator names in execution order (empty when the model is unreadable).
     pub op_names: Vec<String>,
+    /// Tensor names by index (empty when the model is unreadable): they
+    /// label the buffers of the plan a board reports.
+    pub tensor_names: Vec<String>,
     /// The host's plan of the model's arena with the scenario's planner
     /// (the same planner code the firmware runs), or why there is none.
     pub layout: Result<LayoutReport, String>,
@@ -104,6 +108,7 @@ impl ScenarioContext {
             description: scenario.description.clone(),
             model: readable_path(&scenario.model),
             op_names: op_names(&scenario.model),
+            tensor_names: tensor_names(&scenario.model),
             layout: layout_file(&scenario.model, &options).map_err(|e| e.to_string()),
         }
     }
@@ -132,6 +137,18 @@ pub fn op_names(model: &Path) -> Vec<String> {
     let aligned = crate::host_run::AlignedBytes::new(&bytes);
     match hilt_runtime::model::Model::from_bytes(aligned.as_slice()) {
         Ok(m) => m.operators().map(|op| op.code.to_string()).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// The model's tensor names by index, empty when it cannot be read.
+pub fn tensor_names(model: &Path) -> Vec<String> {
+    let Ok(bytes) = std::fs::read(model) else {
+        return Vec::new();
+    };
+    let aligned = crate::host_run::AlignedBytes::new(&bytes);
+    match hilt_runtime::model::Model::from_bytes(aligned.as_slice()) {
+        Ok(m) => m.tensors().map(|t| t.name.to_string()).collect(),
         Err(_) => Vec::new(),
     }
 }
@@ -295,6 +312,13 @@ impl ReportWriter {
         write_atomic(&self.dir.join(HTML_FILE), &html(&self.report))
     }
 
+    /// Writes the final files (with the whole run's elapsed time) and
+    /// returns the HTML page's path, for the user to open.
+    pub fn finish(&mut self) -> Result<PathBuf, ReportError> {
+        self.write()?;
+        Ok(self.dir.join(HTML_FILE))
+    }
+
     /// The report as it stands.
     pub fn report(&self) -> &RunReport {
         &self.report
@@ -304,6 +328,29 @@ impl ReportWriter {
     pub fn dir(&self) -> &Path {
         &self.dir
     }
+}
+
+/// `run` as `hilt gate` judged it, for the reports: a changed or missing
+/// snapshot fails its test case as a wrong output would (CI then shows
+/// what moved), and a snapshot that could not be written is an error.
+pub fn gated(run: &BoardRun, verdict: &Verdict) -> BoardRun {
+    let mut judged = run.clone();
+    if judged.outcome == Outcome::Passed {
+        match verdict {
+            Verdict::Unchanged => {}
+            Verdict::New => {
+                judged.outcome = Outcome::Mismatch(
+                    "no accepted snapshot: review the .snap.new (cargo insta review)".into(),
+                );
+            }
+            Verdict::Changed(diffs) => {
+                judged.outcome =
+                    Outcome::Mismatch(format!("snapshot changed: {}", diffs.join("; ")));
+            }
+            Verdict::RunFailed(message) => judged.outcome = Outcome::Error(message.clone()),
+        }
+    }
+    judged
 }
 
 /// Writes `text` to a temporary file beside `path`, flushes it to disk and
@@ -745,27 +792,115 @@ fn op_bars(run: &BoardRun, context: Option<&ScenarioContext>) -> String {
     s
 }
 
-fn arena_picture(context: Option<&ScenarioContext>) -> String {
-    let Some(context) = context else {
-        return r#"<p class="none">No arena plan: the scenario is unknown.</p>"#.into();
-    };
-    match &context.layout {
-        Ok(layout) => {
-            let model = context.model.file_name().map_or_else(
-                || context.model.display().to_string(),
+/// Bytes a buffer takes in the arena: its size rounded up to its alignment,
+/// `None` when a (garbled) figure overflows.
+fn padded_end(b: &BufferRow) -> Option<u32> {
+    let align = b.align.max(1);
+    b.size
+        .checked_next_multiple_of(align)
+        .and_then(|padded| b.offset.checked_add(padded))
+}
+
+/// The plan the board committed, as a layout the arena picture draws; `None`
+/// when the firmware sent none. Rows whose figures cannot be drawn (zero
+/// alignment, offsets past 4 GiB: a garbled report) are left out rather
+/// than trusted.
+fn board_layout(run: &BoardRun, context: Option<&ScenarioContext>) -> Option<LayoutReport> {
+    let buffers: Vec<BufferRow> = run
+        .plan
+        .iter()
+        .map(|b| {
+            let tensor = (b.kind == "tensor").then_some(u32::from(b.index));
+            let name = match tensor {
+                Some(t) => context
+                    .and_then(|c| c.tensor_names.get(t as usize))
+                    .filter(|n| !n.is_empty())
+                    .cloned()
+                    .unwrap_or_else(|| format!("tensor {t}")),
+                None => format!("scratch(op {})", b.index),
+            };
+            BufferRow {
+                kind: b.kind,
+                tensor,
+                name,
+                first_step: u32::from(b.first_step),
+                last_step: u32::from(b.last_step.max(b.first_step)),
+                size: b.size,
+                align: b.align.max(1),
+                offset: b.offset,
+            }
+        })
+        .filter(|b| padded_end(b).is_some())
+        .collect();
+    if buffers.is_empty() {
+        return None;
+    }
+    let end = buffers.iter().filter_map(padded_end).max().unwrap_or(0);
+    let steps = buffers.iter().map(|b| b.last_step + 1).max().unwrap_or(0);
+    let lower_bound = (0..steps)
+        .map(|step| {
+            buffers
+                .iter()
+                .filter(|b| b.first_step <= step && step <= b.last_step)
+                .map(|b| u64::from(b.size.next_multiple_of(b.align)))
+                .sum::<u64>()
+        })
+        .max()
+        .unwrap_or(0)
+        .min(u64::from(u32::MAX)) as u32;
+    let (head, tail) = run.arena.map_or((end, 0), |a| (a[1].max(end), a[2]));
+    Some(LayoutReport {
+        planner: context
+            .and_then(|c| c.layout.as_ref().ok())
+            .map_or("board's", |l| l.planner),
+        head,
+        tail,
+        total: head.saturating_add(tail),
+        lower_bound,
+        buffers,
+    })
+}
+
+/// The arena over time: the plan the board committed when it reported one,
+/// else the host's plan of the same model with the same planner.
+fn arena_picture(run: &BoardRun, context: Option<&ScenarioContext>) -> String {
+    let model = context.map_or_else(
+        || run.scenario.clone(),
+        |c| {
+            c.model.file_name().map_or_else(
+                || c.model.display().to_string(),
                 |n| n.to_string_lossy().into_owned(),
-            );
-            format!(
-                "<h3>Arena plan over time (host plan: head {} B, tail {} B)</h3>\n{}",
-                thousands(u64::from(layout.head)),
-                thousands(u64::from(layout.tail)),
-                render_svg(layout, &model)
             )
-        }
-        Err(why) => format!(
+        },
+    );
+    let host = context.map(|c| &c.layout);
+    if let Some(board) = board_layout(run, context) {
+        let agreement = match host {
+            Some(Ok(h)) if h.head == board.head => " — the host plans the same head".to_string(),
+            Some(Ok(h)) => format!(
+                " — the host plans a head of {} B",
+                thousands(u64::from(h.head))
+            ),
+            _ => String::new(),
+        };
+        return format!(
+            "<h3>Arena plan over time, as the board committed it (head {} B{agreement})</h3>\n{}",
+            thousands(u64::from(board.head)),
+            render_svg(&board, &format!("{model} on {}", run.board))
+        );
+    }
+    match host {
+        Some(Ok(layout)) => format!(
+            "<h3>Arena plan over time (host plan: head {} B, tail {} B; the board sent none)</h3>\n{}",
+            thousands(u64::from(layout.head)),
+            thousands(u64::from(layout.tail)),
+            render_svg(layout, &model)
+        ),
+        Some(Err(why)) => format!(
             r#"<h3>Arena plan</h3><p class="none">No plan: {}</p>"#,
             escape(why)
         ),
+        None => r#"<p class="none">No arena plan: the scenario is unknown.</p>"#.into(),
     }
 }
 
@@ -819,7 +954,7 @@ fn run_card(run: &TimedRun, context: Option<&ScenarioContext>) -> String {
     s.push_str("</div>\n<div class=\"panel\">\n");
     s.push_str(&op_bars(r, context));
     s.push_str("</div>\n</div>\n<div class=\"picture\">\n");
-    s.push_str(&arena_picture(context));
+    s.push_str(&arena_picture(r, context));
     s.push_str("</div>\n");
     if r.logs.is_empty() {
         s.push_str("<p class=\"none\">No firmware log lines.</p>\n");
@@ -934,7 +1069,7 @@ pub fn html(report: &RunReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::StepResult;
+    use crate::runner::{PlannedBuffer, StepResult};
 
     fn run(scenario: &str, board: &str, outcome: Outcome) -> BoardRun {
         BoardRun {
@@ -950,6 +1085,7 @@ mod tests {
             }],
             arena: Some([4096, 1024, 64, 1088]),
             logs: vec!["booted".into()],
+            plan: Vec::new(),
         }
     }
 
@@ -1056,6 +1192,95 @@ mod tests {
         }
         // Bars are scaled to the largest op.
         assert!(page.contains("width:100.00%") && page.contains("width:25.00%"));
+    }
+
+    fn planned(index: u16, steps: (u16, u16), size: u32, align: u32, offset: u32) -> PlannedBuffer {
+        PlannedBuffer {
+            kind: "tensor",
+            index,
+            first_step: steps.0,
+            last_step: steps.1,
+            size,
+            align,
+            offset,
+        }
+    }
+
+    #[test]
+    fn the_picture_draws_the_plan_the_board_committed_with_tensor_names() {
+        let mut r = run("s", "a", Outcome::Passed);
+        r.plan = vec![
+            planned(0, (0, 1), 100, 16, 0),
+            planned(1, (1, 2), 64, 16, 112),
+        ];
+        let context = ScenarioContext {
+            name: "s".into(),
+            description: String::new(),
+            model: "m.tflite".into(),
+            op_names: Vec::new(),
+            tensor_names: vec!["input".into(), "conv/out".into()],
+            layout: Err("not planned".into()),
+        };
+        let layout = board_layout(&r, Some(&context)).unwrap();
+        assert_eq!(layout.buffers[1].name, "conv/out");
+        // Step 1 holds both: 112 + 64 bytes.
+        assert_eq!(layout.lower_bound, 176);
+        let picture = arena_picture(&r, Some(&context));
+        assert!(
+            picture.contains("as the board committed it (head 1,024 B)"),
+            "{picture}"
+        );
+        assert!(picture.contains("<svg") && picture.contains("conv/out"));
+    }
+
+    #[test]
+    fn a_garbled_plan_is_left_out_not_drawn_or_trusted() {
+        let mut r = run("s", "a", Outcome::Passed);
+        r.plan = vec![
+            planned(0, (3, 1), 100, 0, 0),
+            planned(1, (0, 0), u32::MAX, 16, 0),
+            planned(2, (0, 0), 16, 16, u32::MAX - 4),
+        ];
+        // Zero alignment counts as 1 and a reversed life as one step; the
+        // rows whose end passes 4 GiB are dropped.
+        let layout = board_layout(&r, None).unwrap();
+        assert_eq!(layout.buffers.len(), 1);
+        assert_eq!(
+            (layout.buffers[0].align, layout.buffers[0].last_step),
+            (1, 3)
+        );
+        let _ = arena_picture(&r, None);
+        r.plan = vec![planned(1, (0, 0), u32::MAX, 16, 0)];
+        assert!(board_layout(&r, None).is_none());
+        assert!(arena_picture(&r, None).contains("scenario is unknown"));
+    }
+
+    #[test]
+    fn a_gate_verdict_other_than_unchanged_fails_the_test_case() {
+        let passed = run("s", "a", Outcome::Passed);
+        assert_eq!(gated(&passed, &Verdict::Unchanged).outcome, Outcome::Passed);
+        assert!(matches!(
+            gated(&passed, &Verdict::New).outcome,
+            Outcome::Mismatch(m) if m.starts_with("no accepted snapshot")
+        ));
+        assert_eq!(
+            gated(
+                &passed,
+                &Verdict::Changed(vec!["op 3: +12%".into(), "head".into()])
+            )
+            .outcome,
+            Outcome::Mismatch("snapshot changed: op 3: +12%; head".into())
+        );
+        assert_eq!(
+            gated(&passed, &Verdict::RunFailed("cannot write".into())).outcome,
+            Outcome::Error("cannot write".into())
+        );
+        // A run that failed keeps its own outcome.
+        let failed = run("s", "a", Outcome::Error("timed out".into()));
+        assert_eq!(
+            gated(&failed, &Verdict::RunFailed("timed out".into())).outcome,
+            Outcome::Error("timed out".into())
+        );
     }
 
     #[test]

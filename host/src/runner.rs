@@ -57,6 +57,27 @@ pub struct BoardRun {
     pub arena: Option<[u32; 4]>,
     /// Firmware log lines.
     pub logs: Vec<String>,
+    /// The arena plan the firmware committed (offsets from the head).
+    pub plan: Vec<PlannedBuffer>,
+}
+
+/// One buffer of the firmware's plan, as the gate snapshots it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlannedBuffer {
+    /// "tensor" or "scratch".
+    pub kind: &'static str,
+    /// Tensor index, or the requesting op for scratch.
+    pub index: u16,
+    /// First step.
+    pub first_step: u16,
+    /// Last step.
+    pub last_step: u16,
+    /// Requested bytes.
+    pub size: u32,
+    /// Alignment.
+    pub align: u32,
+    /// Offset from the head's start.
+    pub offset: u32,
 }
 
 /// A failure while running, before it becomes an [`Outcome::Error`].
@@ -81,6 +102,48 @@ pub enum RunFailure {
     /// The firmware is not the one expected.
     #[error("{0}")]
     WrongFirmware(String),
+    /// A guard band was found damaged (by the firmware or by the host).
+    #[error("canary: {0}")]
+    Canary(String),
+}
+
+/// Guard bands the firmware announced, checked by the host through memory reads.
+#[derive(Debug, Clone, Copy)]
+struct Guards {
+    len: u16,
+    addresses: [u32; 4],
+}
+
+const GUARD_NAMES: [&str; 4] = [
+    "the arena's start guard",
+    "the guard after the head",
+    "the guard before the tail",
+    "the arena's end guard",
+];
+
+fn owner_name(owner: u8, index: u32) -> String {
+    match owner {
+        0..=3 => GUARD_NAMES[owner as usize].to_string(),
+        4 => format!("the guard after tensor {index}"),
+        5 => format!("the guard after op {index}'s scratch buffer"),
+        other => format!("guard kind {other}"),
+    }
+}
+
+/// The host's own check: reads every section guard from target memory, so
+/// a firmware whose checker is itself broken is still caught.
+fn host_check_guards(link: &mut Link<'_>, guards: &Guards, when: &str) -> Result<(), RunFailure> {
+    for (i, &address) in guards.addresses.iter().enumerate() {
+        let bytes = link.read_memory(address, usize::from(guards.len))?;
+        if let Some((first, count)) = hilt_runtime::canary::damage(&bytes) {
+            return Err(RunFailure::Canary(format!(
+                "host check {when}: {} was overwritten at {:#010x} ({count} bytes hit)",
+                GUARD_NAMES[i],
+                address + first as u32
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn code_name(code: ErrorCode) -> String {
@@ -146,6 +209,23 @@ pub fn run_session(
     if let Some(e) = startup_error {
         return Err(target_error(link, e));
     }
+    // A ready firmware describes its guard bands next (an unready one sends its error).
+    let guards = link.recv(t, "the guard description", |m| match m {
+        Message::Guards {
+            mode,
+            len,
+            addresses,
+        } => Ok((*mode != 0).then_some(Guards {
+            len: *len,
+            addresses: *addresses,
+        })),
+        Message::Error(e) => Err(*e),
+        _ => Ok(None),
+    })?;
+    let guards = guards.map_err(|e| target_error(link, e))?;
+    if let Some(g) = &guards {
+        host_check_guards(link, g, "before the first invoke")?;
+    }
     let wait = scenario.timeout;
     for (case_index, case) in scenario.cases.iter().enumerate() {
         if case_index > 0 {
@@ -185,6 +265,7 @@ pub fn run_session(
                 enum Got {
                     Done,
                     Fail(hilt_proto::TargetError),
+                    Canary(String),
                     Other,
                 }
                 let got = link.recv(wait, "the results of Invoke", |m| match m {
@@ -227,15 +308,24 @@ pub fn run_session(
                         run.arena = Some([*capacity, *head, *tail, *used]);
                         Got::Other
                     }
+                    Message::CanaryFault { owner, index, address, bytes_hit, op } => Got::Canary(format!(
+                        "firmware check: {} was overwritten at {address:#010x} ({bytes_hit} bytes hit){}",
+                        owner_name(*owner, *index),
+                        if *op == u16::MAX { String::new() } else { format!(", after op {op}") }
+                    )),
                     Message::Done { request: 0x03 } => Got::Done,
                     Message::Error(e) => Got::Fail(*e),
                     _ => Got::Other,
                 })?;
                 match got {
+                    Got::Canary(text) => return Err(RunFailure::Canary(text)),
                     Got::Done => break,
                     Got::Fail(e) => return Err(target_error(link, e)),
                     Got::Other => {}
                 }
+            }
+            if let Some(g) = &guards {
+                host_check_guards(link, g, &format!("after {} step {s}", case.name))?;
             }
             let mismatch =
                 outputs
@@ -261,6 +351,31 @@ pub fn run_session(
                 op_cycles,
                 mismatch,
             });
+        }
+    }
+    // The committed plan, for the layout snapshot.
+    link.send(&Message::PlanRequest, t)?;
+    loop {
+        let done = link.recv(wait, "the arena plan", |m| match m {
+            Message::PlanEntries { entries, .. } => {
+                for e in entries.iter() {
+                    run.plan.push(PlannedBuffer {
+                        kind: if e.kind == 0 { "tensor" } else { "scratch" },
+                        index: e.index,
+                        first_step: e.first_step,
+                        last_step: e.last_step,
+                        size: e.size,
+                        align: e.align,
+                        offset: e.offset,
+                    });
+                }
+                false
+            }
+            Message::Done { request: 0x04 } => true,
+            _ => false,
+        })?;
+        if done {
+            break;
         }
     }
     Ok(())
@@ -320,6 +435,7 @@ pub fn run_on_qemu(
         steps: Vec::new(),
         arena: None,
         logs: Vec::new(),
+        plan: Vec::new(),
     };
     let result = (|| -> Result<(), RunFailure> {
         let settings = board
@@ -366,7 +482,8 @@ pub fn run_on_qemu(
         if kill.fired() {
             message = format!("timed out after {:?} ({message})", scenario.timeout);
         }
-        if let Some(last) = run.logs.last() {
+        // The firmware's last words, unless it only introduced itself.
+        if let Some(last) = run.logs.last().filter(|l| !l.starts_with("hilt firmware:")) {
             message.push_str(&format!("; firmware said: {last}"));
         }
         run.outcome = Outcome::Error(message);

@@ -9,6 +9,8 @@
 //! arena_size = 65536                      # default: the board's
 //! iterations = 1                          # invocations per step
 //! timeout_s = 120                         # per board
+//! canary = "buffers"                     # off | bounds | buffers
+//! align = 16                              # activation buffer alignment
 //! firmware_features = []                  # fault injection (tests only)
 //! ```
 //!
@@ -18,6 +20,7 @@
 //! ```toml
 //! model = "models/tiny.tflite"            # relative to scenarios/
 //! compare = "exact"                       # or "float: |a-b| <= 1e-5 + 1e-4*|b|"
+//! expected_from_host = false              # true: expected = the host runtime's outputs
 //! [[steps]]
 //! inputs = ["data/in0.bin"]
 //! expected = ["data/out0.bin"]
@@ -74,6 +77,10 @@ pub struct Scenario {
     pub cases: Vec<CaseData>,
     /// Extra firmware features: fault injection, for the host's own tests.
     pub firmware_features: Vec<String>,
+    /// Guard bands: `off`, `bounds` or `buffers`.
+    pub canary: String,
+    /// Alignment of every activation buffer.
+    pub align: u32,
 }
 
 #[derive(Debug, Deserialize)]
@@ -102,12 +109,19 @@ struct RawScenario {
     timeout_s: Option<u64>,
     #[serde(default)]
     firmware_features: Vec<String>,
+    #[serde(default)]
+    canary: Option<String>,
+    #[serde(default)]
+    align: Option<u32>,
+    #[serde(default)]
+    expected_from_host: bool,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawStep {
     inputs: Vec<String>,
+    #[serde(default)]
     expected: Vec<String>,
 }
 
@@ -181,6 +195,22 @@ pub fn load(path: &Path, conformance_dir: &Path) -> Result<Scenario, ScenarioErr
             ));
         }
     };
+    let canary = raw.canary.clone().unwrap_or_else(|| "off".into());
+    if !["off", "bounds", "buffers"].contains(&canary.as_str()) {
+        return Err(invalid(
+            path,
+            "canary",
+            format!("{canary:?}: use off, bounds or buffers"),
+        ));
+    }
+    let align = raw.align.unwrap_or(16);
+    if !align.is_power_of_two() || align > 1 << 20 {
+        return Err(invalid(
+            path,
+            "align",
+            format!("{align}: a power of two up to 1 MiB"),
+        ));
+    }
     if raw.boards.is_empty() {
         return Err(invalid(path, "boards", "names no board"));
     }
@@ -287,6 +317,18 @@ pub fn load(path: &Path, conformance_dir: &Path) -> Result<Scenario, ScenarioErr
                     "a `model` scenario needs at least one [[steps]]",
                 ));
             }
+            if raw.expected_from_host {
+                // The host runs the same runtime on the same inputs: the
+                // firmware must agree with it byte for byte.
+                expected_on_host(&base.join(model), &mut steps)
+                    .map_err(|e| invalid(path, "expected_from_host", e))?;
+            } else if steps.iter().any(|s| s.expected.is_empty()) {
+                return Err(invalid(
+                    path,
+                    "steps",
+                    "every step needs `expected` files (or set expected_from_host = true)",
+                ));
+            }
             (
                 base.join(model),
                 compare,
@@ -319,5 +361,35 @@ pub fn load(path: &Path, conformance_dir: &Path) -> Result<Scenario, ScenarioErr
         compare,
         cases,
         firmware_features: raw.firmware_features,
+        canary,
+        align,
     })
+}
+
+/// Fills every step's expected outputs by running the model on the host
+/// (one interpreter for all steps, as on the board).
+fn expected_on_host(model: &Path, steps: &mut [StepData]) -> Result<(), String> {
+    use crate::host_run::{
+        AlignedBytes, DEFAULT_ARENA, interpreter, read_model, set_input, verify,
+    };
+    let bytes = read_model(model).map_err(|e| e.to_string())?;
+    let m = verify(model, &bytes).map_err(|e| e.to_string())?;
+    let mut arena = AlignedBytes::zeroed(DEFAULT_ARENA);
+    let mut interp =
+        interpreter(m, &hilt_runtime::planner::Greedy, &mut arena).map_err(|e| e.to_string())?;
+    for step in steps {
+        for (i, input) in step.inputs.iter().enumerate() {
+            set_input(&mut interp, i, input).map_err(|e| e.to_string())?;
+        }
+        interp.invoke().map_err(|e| e.to_string())?;
+        step.expected = (0..interp.output_count())
+            .map(|o| {
+                interp
+                    .output(o)
+                    .map(<[u8]>::to_vec)
+                    .map_err(|e| e.to_string())
+            })
+            .collect::<Result<_, _>>()?;
+    }
+    Ok(())
 }

@@ -148,6 +148,8 @@ fn killing_qemu_mid_run_ends_in_a_clear_error() {
             arena_size: board.arena_size,
             planner: scenario.planner,
             features: &scenario.firmware_features,
+            canary: &scenario.canary,
+            align: scenario.align,
         },
     )
     .unwrap();

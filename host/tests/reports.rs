@@ -1,6 +1,6 @@
 //! Run reports: the JUnit file against the schema CI systems read, files
 //! rewritten whole after every board, and `hilt run --report-dir --shard`
-//! end to end.
+//! and `hilt gate --report-dir` end to end.
 //!
 //! The schema checks need `xmllint` (Debian's `libxml2-utils`, which
 //! `ci/setup.sh` installs); without it they say so and pass, unless
@@ -104,6 +104,7 @@ fn runs() -> Vec<BoardRun> {
             steps: vec![step("case0", 0, None)],
             arena: Some([2_097_152, 128, 44, 172]),
             logs: vec!["hilt firmware up".into(), nasty.into()],
+            plan: Vec::new(),
         },
         BoardRun {
             scenario: "smoke_reshape".into(),
@@ -115,6 +116,7 @@ fn runs() -> Vec<BoardRun> {
             ],
             arena: Some([2_097_152, 128, 44, 172]),
             logs: Vec::new(),
+            plan: Vec::new(),
         },
         BoardRun {
             scenario: "other & <odd> name".into(),
@@ -123,6 +125,7 @@ fn runs() -> Vec<BoardRun> {
             steps: Vec::new(),
             arena: None,
             logs: vec![nasty.into()],
+            plan: Vec::new(),
         },
     ]
 }
@@ -351,6 +354,53 @@ fn hilt_run_with_a_shard_runs_its_share_and_reports_it() {
     assert!(html.contains("qemu-mps2-an500") && html.contains(">RESHAPE<"));
     if xmllint_available() {
         validate(&dir.join(JUNIT_FILE)).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn hilt_gate_reports_a_missing_snapshot_as_a_failed_test_case() {
+    if !qemu_available() {
+        return;
+    }
+    let dir = temp_dir("gate");
+    let snapshots = dir.join("snapshots");
+    let reports = dir.join("reports");
+    std::fs::create_dir_all(&snapshots).unwrap();
+    let r = repo();
+    let scenario = dir.join("gated.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "model = \"{}\"\nboards = [\"qemu-mps2-an386\"]\ntimeout_s = 120\ncompare = \"exact\"\nexpected_from_host = true\n[[steps]]\ninputs = [\"{d}\"]\nexpected = [\"{d}\"]\n",
+            r.join("scenarios/models/tiny_convnet_int8.tflite").display(),
+            d = r.join("scenarios/data/tiny_convnet_in.bin").display(),
+        ),
+    )
+    .unwrap();
+    let out = hilt(&[
+        "gate",
+        scenario.to_str().unwrap(),
+        "--snapshots",
+        snapshots.to_str().unwrap(),
+        "--report-dir",
+        reports.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success() && stdout.contains("NEW"), "{stdout}");
+    let s = summary(&reports);
+    assert_eq!(s["title"], "hilt gate");
+    assert_eq!(s["totals"]["mismatched"], 1, "{s}");
+    let xml = std::fs::read_to_string(reports.join(JUNIT_FILE)).unwrap();
+    assert!(
+        xml.contains(r#"<failure message="no accepted snapshot: review the .snap.new"#),
+        "{xml}"
+    );
+    // The page draws the plan the board committed.
+    let html = std::fs::read_to_string(reports.join(HTML_FILE)).unwrap();
+    assert!(html.contains("as the board committed it"), "no board plan");
+    if xmllint_available() {
+        validate(&reports.join(JUNIT_FILE)).unwrap_or_else(|e| panic!("{e}"));
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

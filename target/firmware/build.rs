@@ -4,7 +4,7 @@
 //! Environment: `HILT_MODEL` (the .tflite to embed; default: the repo's
 //! seed model), `HILT_ARENA_SIZE` (bytes; default: the board's
 //! `arena_size`), `HILT_PLANNER` (`linear`, `greedy` or `offline`; default
-//! greedy), `HILT_BOARDS_DIR` (default: the repo's `boards/`).
+//! greedy), `HILT_CANARY` (`off`, `bounds`, `buffers`), `HILT_BOARDS_DIR` (default: the repo's `boards/`).
 
 use std::env;
 use std::fmt::Write as _;
@@ -48,6 +48,17 @@ fn main() {
         Err(_) => number("arena_size"),
     };
     let clock_hz = number("core_clock_hz");
+    let align: u32 = env::var("HILT_ALIGN")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(16);
+    if !align.is_power_of_two() || align > 1 << 20 {
+        panic!("HILT_ALIGN={align}: a power of two up to 1 MiB");
+    }
+    let canary = env::var("HILT_CANARY").unwrap_or_else(|_| "off".into());
+    if !["off", "bounds", "buffers"].contains(&canary.as_str()) {
+        panic!("HILT_CANARY={canary:?}: use off, bounds or buffers");
+    }
     let planner = env::var("HILT_PLANNER").unwrap_or_else(|_| "greedy".into());
     if !["linear", "greedy", "offline"].contains(&planner.as_str()) {
         panic!("HILT_PLANNER={planner:?}: use linear, greedy or offline");
@@ -89,6 +100,14 @@ fn main() {
     );
     let _ = writeln!(
         config,
+        "/// Canary mode.\npub const CANARY: &str = {canary:?};"
+    );
+    let _ = writeln!(
+        config,
+        "/// Activation buffer alignment.\npub const ALIGN: u32 = {align};"
+    );
+    let _ = writeln!(
+        config,
         "/// Core clock, Hz.\npub const CLOCK_HZ: u32 = {clock_hz};"
     );
     let _ = writeln!(
@@ -116,6 +135,8 @@ fn main() {
         "HILT_ARENA_SIZE",
         "HILT_BOARDS_DIR",
         "HILT_PLANNER",
+        "HILT_CANARY",
+        "HILT_ALIGN",
     ] {
         println!("cargo:rerun-if-env-changed={var}");
     }

@@ -9,6 +9,7 @@
 extern crate alloc;
 
 mod cycles;
+mod faults;
 mod heap;
 mod server;
 

@@ -9,9 +9,11 @@ use hilt_proto::{
     TargetError, decode_frame, encode_frame,
 };
 use hilt_runtime::allocation::AllocOptions;
+use hilt_runtime::canary::{CanaryMode, GUARD_BYTES, GuardOwner};
 use hilt_runtime::interpreter::{Interpreter, InterpreterError};
 use hilt_runtime::kernels::{OpResolver, all_builtins};
 use hilt_runtime::model::Model;
+#[cfg_attr(feature = "fault-misplan", allow(unused_imports))]
 use hilt_runtime::planner::{Greedy, Linear, MemoryPlanner, Offline};
 use hilt_runtime::request::BufferOwner;
 use rtt_target::{DownChannel, UpChannel};
@@ -80,6 +82,8 @@ impl core::fmt::Write for Line {
 
 struct Link {
     up: UpChannel,
+    /// Address of the arena's first byte (canary offsets are relative to it).
+    arena_base: u32,
     frame: [u8; MAX_FRAME],
     #[cfg(feature = "fault-corrupt-frame")]
     corrupted: bool,
@@ -117,6 +121,24 @@ fn interpreter_error(link: &mut Link, e: InterpreterError) {
             (ErrorCode::KERNEL, op as u16)
         }
         InterpreterError::Alloc(_) => (ErrorCode::ALLOCATE, u16::MAX),
+        InterpreterError::Canary(fault) => {
+            let (owner, index) = match fault.owner {
+                GuardOwner::ArenaStart => (0, 0),
+                GuardOwner::HeadEnd => (1, 0),
+                GuardOwner::TailStart => (2, 0),
+                GuardOwner::ArenaEnd => (3, 0),
+                GuardOwner::Tensor(t) => (4, t),
+                GuardOwner::Scratch(op) => (5, op),
+            };
+            link.send(&Message::CanaryFault {
+                owner,
+                index,
+                address: link.arena_base + fault.offset,
+                bytes_hit: fault.bytes_hit,
+                op: fault.op.map_or(u16::MAX, |o| o as u16),
+            });
+            (ErrorCode::CANARY, fault.op.map_or(u16::MAX, |o| o as u16))
+        }
         _ => (ErrorCode::UNSUPPORTED, u16::MAX),
     };
     let mut line = Line::default();
@@ -137,6 +159,7 @@ pub(crate) fn run(
     unsafe { *(&raw mut PANIC_LOG) = Some(log) };
     let mut link = Link {
         up,
+        arena_base: arena.as_ptr() as u32,
         frame: [0; MAX_FRAME],
         #[cfg(feature = "fault-corrupt-frame")]
         corrupted: false,
@@ -176,7 +199,11 @@ pub(crate) fn run(
     let mut plan_len = 0usize;
     let mut interpreter = model.map(|m| Interpreter::new(m, &resolver, arena));
     let mut ready = false;
+    #[cfg_attr(feature = "fault-misplan", allow(unused_variables))]
     let offline = model.and_then(|m| Offline::from_model(&m).ok());
+    #[cfg(feature = "fault-misplan")]
+    let planner: Option<&dyn MemoryPlanner> = Some(&crate::faults::Misplan);
+    #[cfg(not(feature = "fault-misplan"))]
     let planner: Option<&dyn MemoryPlanner> = match config::PLANNER {
         "linear" => Some(&Linear),
         "offline" => offline.as_ref().map(|o| o as &dyn MemoryPlanner),
@@ -192,7 +219,7 @@ pub(crate) fn run(
         link.log(&line);
     }
     if let (Some(interp), Some(planner)) = (interpreter.as_mut(), planner) {
-        let result = interp.allocate_with_report(planner, &AllocOptions::default(), |p| {
+        let result = interp.allocate_with_report(planner, &alloc_options(), |p| {
             for (r, &offset) in p.requests.iter().zip(p.offsets) {
                 if plan_len == MAX_PLAN {
                     break;
@@ -214,7 +241,11 @@ pub(crate) fn run(
             }
         });
         match result {
-            Ok(_) => ready = true,
+            Ok(_) => {
+                ready = true;
+                #[cfg(feature = "fault-overrun")]
+                interp.inject_overrun(0, 8);
+            }
             Err(e) => interpreter_error(&mut link, e),
         }
     }
@@ -253,6 +284,20 @@ pub(crate) fn run(
                         outputs,
                         clock_hz: config::CLOCK_HZ,
                     }));
+                    if let Some(a) = interpreter.as_ref().and_then(|i| i.allocation().ok()) {
+                        let g = a.guards;
+                        let mode = match g.mode {
+                            CanaryMode::Off => 0,
+                            CanaryMode::Bounds => 1,
+                            CanaryMode::Buffers => 2,
+                        };
+                        let base = link.arena_base;
+                        link.send(&Message::Guards {
+                            mode,
+                            len: GUARD_BYTES as u16,
+                            addresses: g.regions.map(|r| base + r.offset),
+                        });
+                    }
                     if !ready {
                         link.error(
                             if model.is_none() {
@@ -299,12 +344,19 @@ pub(crate) fn run(
                     let mut failed = false;
                     for _ in 0..count.max(1) {
                         per_op[..ops.min(MAX_OPS)].fill(0);
+                        #[cfg(feature = "fault-stack-overflow")]
+                        crate::faults::grow_stack_into_arena();
                         counter.restart();
                         let start = counter.now();
                         let result =
                             interp.invoke_profiled(&counter, &mut per_op[..ops.min(MAX_OPS)]);
                         let total = counter.now() - start;
                         invocations += 1;
+                        #[cfg(feature = "fault-blind-checker")]
+                        let result = match result {
+                            Err(InterpreterError::Canary(_)) => Ok(()),
+                            other => other,
+                        };
                         if let Err(e) = result {
                             interpreter_error(&mut link, e);
                             failed = true;
@@ -381,5 +433,18 @@ pub(crate) fn run(
                 _ => link.error(ErrorCode::UNSUPPORTED, u16::MAX, u32::from(tag)),
             }
         }
+    }
+}
+
+/// Allocation options from the build: canary mode (`HILT_CANARY`).
+fn alloc_options() -> AllocOptions {
+    let canary = match config::CANARY {
+        "bounds" => CanaryMode::Bounds,
+        "buffers" => CanaryMode::Buffers,
+        _ => CanaryMode::Off,
+    };
+    AllocOptions {
+        canary,
+        align: config::ALIGN,
     }
 }

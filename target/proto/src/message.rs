@@ -260,6 +260,29 @@ pub enum Message<'a> {
         /// The request's tag.
         request: u8,
     },
+    /// Target: where the arena's section guard bands are, so the host can
+    /// check them itself by reading memory.
+    Guards {
+        /// 0 = off, 1 = bounds, 2 = buffers.
+        mode: u8,
+        /// Guard length in bytes.
+        len: u16,
+        /// Addresses of the arena start, head end, tail start and arena end guards.
+        addresses: [u32; 4],
+    },
+    /// Target: a damaged guard band.
+    CanaryFault {
+        /// 0 arena start, 1 head end, 2 tail start, 3 arena end, 4 tensor, 5 scratch.
+        owner: u8,
+        /// Tensor index (owner 4) or requesting op (owner 5).
+        index: u32,
+        /// Address of the first damaged byte.
+        address: u32,
+        /// Guard bytes that differ.
+        bytes_hit: u32,
+        /// The op that ran last (`u16::MAX`: none).
+        op: u16,
+    },
     /// Target: a typed error.
     Error(TargetError),
     /// Target: a log line.
@@ -280,6 +303,8 @@ mod tag {
     pub(super) const ARENA_USAGE: u8 = 0x86;
     pub(super) const PLAN_ENTRIES: u8 = 0x87;
     pub(super) const DONE: u8 = 0x88;
+    pub(super) const GUARDS: u8 = 0x89;
+    pub(super) const CANARY_FAULT: u8 = 0x8A;
     pub(super) const ERROR: u8 = 0x8F;
     pub(super) const LOG: u8 = 0x90;
 }
@@ -372,6 +397,8 @@ impl<'a> Message<'a> {
             Message::ArenaUsage { .. } => tag::ARENA_USAGE,
             Message::PlanEntries { .. } => tag::PLAN_ENTRIES,
             Message::Done { .. } => tag::DONE,
+            Message::Guards { .. } => tag::GUARDS,
+            Message::CanaryFault { .. } => tag::CANARY_FAULT,
             Message::Error(_) => tag::ERROR,
             Message::Log(_) => tag::LOG,
         }
@@ -452,6 +479,30 @@ impl<'a> Message<'a> {
                 w.blob(entries.0)?;
             }
             Message::Done { request } => w.u8(request)?,
+            Message::Guards {
+                mode,
+                len,
+                addresses,
+            } => {
+                w.u8(mode)?;
+                w.u16(len)?;
+                for a in addresses {
+                    w.u32(a)?;
+                }
+            }
+            Message::CanaryFault {
+                owner,
+                index,
+                address,
+                bytes_hit,
+                op,
+            } => {
+                w.u8(owner)?;
+                w.u32(index)?;
+                w.u32(address)?;
+                w.u32(bytes_hit)?;
+                w.u16(op)?;
+            }
             Message::Error(e) => {
                 w.u16(e.code.0)?;
                 w.u16(e.op)?;
@@ -543,6 +594,18 @@ impl<'a> Message<'a> {
                     }
                 }
                 tag::DONE => Message::Done { request: r.u8()? },
+                tag::GUARDS => Message::Guards {
+                    mode: r.u8()?,
+                    len: r.u16()?,
+                    addresses: [r.u32()?, r.u32()?, r.u32()?, r.u32()?],
+                },
+                tag::CANARY_FAULT => Message::CanaryFault {
+                    owner: r.u8()?,
+                    index: r.u32()?,
+                    address: r.u32()?,
+                    bytes_hit: r.u32()?,
+                    op: r.u16()?,
+                },
                 tag::ERROR => Message::Error(TargetError {
                     code: ErrorCode(r.u16()?),
                     op: r.u16()?,
@@ -552,7 +615,7 @@ impl<'a> Message<'a> {
                 _ => return None,
             })
         })();
-        let known = matches!(t, 0x01..=0x05 | 0x81..=0x88 | 0x8F | 0x90);
+        let known = matches!(t, 0x01..=0x05 | 0x81..=0x8A | 0x8F | 0x90);
         match message {
             Some(m) if r.done() => Ok(m),
             _ if !known => Err(ProtoError::UnknownTag(t)),

@@ -101,6 +101,18 @@ fn every_message_round_trips() {
             entries: plan,
         },
         Message::Done { request: 0x03 },
+        Message::Guards {
+            mode: 2,
+            len: 16,
+            addresses: [0x2000_0000, 0x2000_1000, 0x2010_0000, 0x201F_FFF0],
+        },
+        Message::CanaryFault {
+            owner: 4,
+            index: 7,
+            address: 0x2000_0123,
+            bytes_hit: 3,
+            op: 2,
+        },
         Message::Error(TargetError {
             code: ErrorCode::KERNEL,
             op: 4,

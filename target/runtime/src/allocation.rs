@@ -21,6 +21,7 @@ use core::fmt;
 use bytemuck::{Pod, Zeroable};
 
 use crate::arena::{Arena, ArenaError, Region};
+use crate::canary::{self, BufferGuard, CanaryMode, GUARD_BYTES, SectionGuards};
 use crate::liveness;
 use crate::model::Model;
 use crate::planner::{MemoryPlanner, PlanError};
@@ -63,12 +64,15 @@ impl TensorSlot {
 pub struct AllocOptions {
     /// Alignment of every activation tensor (a power of two up to 1 MiB).
     pub align: u32,
+    /// Guard bands to reserve and check.
+    pub canary: CanaryMode,
 }
 
 impl Default for AllocOptions {
     fn default() -> Self {
         AllocOptions {
             align: DEFAULT_ALIGN,
+            canary: CanaryMode::Off,
         }
     }
 }
@@ -111,6 +115,8 @@ pub struct Allocation {
     pub temp_bytes: u32,
     /// The arena's high-water mark: what this model needs at this address.
     pub used_bytes: u32,
+    /// Where the guard bands are.
+    pub guards: SectionGuards,
 }
 
 /// Bytes each section needs, stated when the arena is too small.
@@ -215,6 +221,8 @@ pub struct Staging {
     align: u32,
     head_align: u32,
     workspace_per_request: usize,
+    canary: CanaryMode,
+    end_guard: Region,
 }
 
 impl Staging {
@@ -240,7 +248,16 @@ impl Staging {
             head_align: align,
             // Planners' workspace grows linearly with the request count.
             workspace_per_request: planner.workspace_words(1),
+            canary: options.canary,
+            end_guard: Region::default(),
         };
+        // The arena's last bytes: a stack growing down into the arena, or a
+        // tail allocation running past its end, hits this guard first.
+        if options.canary != CanaryMode::Off {
+            staging.end_guard = arena
+                .alloc_persistent(GUARD_BYTES as usize, 1)
+                .map_err(|_| staging.too_small(model, arena, None, &[]))?;
+        }
 
         // Tail: one slot per tensor, then the variable tensors' state.
         let n_tensors = model.tensor_count() as usize;
@@ -293,6 +310,12 @@ impl Staging {
             .map_err(|_| staging.too_small(model, arena, None, &[]))?;
         let requests: &mut [BufferRequest] = cast_mut(arena.bytes_mut(staging.requests));
         liveness::tensor_requests(model, align, requests);
+        if options.canary == CanaryMode::Buffers {
+            // Every buffer is planned with its guard band after it.
+            for r in requests.iter_mut() {
+                r.size = r.size.saturating_add(GUARD_BYTES);
+            }
+        }
         Ok(staging)
     }
 
@@ -309,6 +332,10 @@ impl Staging {
         arena: &mut Arena<'_>,
         request: BufferRequest,
     ) -> Result<u32, AllocError> {
+        let mut request = request;
+        if self.canary == CanaryMode::Buffers {
+            request.size = request.size.saturating_add(GUARD_BYTES);
+        }
         if request.padded_size().is_none() {
             return Err(AllocError::InvalidAlignment {
                 align: request.align,
@@ -363,6 +390,11 @@ impl Staging {
     ) -> Result<Allocation, AllocError> {
         let count = self.tensor_requests + self.scratch_requests;
         let workspace_words = planner.workspace_words(count);
+        let guard = if self.canary == CanaryMode::Off {
+            0
+        } else {
+            GUARD_BYTES
+        };
         // Scratch locations are persistent: kernels look them up at invoke.
         let scratch_offsets = arena
             .alloc_persistent(
@@ -370,11 +402,30 @@ impl Staging {
                 align_of::<TensorSlot>() as u32,
             )
             .map_err(|_| self.too_small(model, arena, None, &[]))?;
+        let buffer_table = if self.canary == CanaryMode::Buffers {
+            arena
+                .alloc_persistent(
+                    size_of::<BufferGuard>() * count,
+                    align_of::<BufferGuard>() as u32,
+                )
+                .map_err(|_| self.too_small(model, arena, None, &[]))?
+        } else {
+            Region::default()
+        };
+        // The tail's lowest bytes: the guard between head and tail.
+        let tail_guard = if guard > 0 {
+            arena
+                .alloc_persistent(guard as usize, 1)
+                .map_err(|_| self.too_small(model, arena, None, &[]))?
+        } else {
+            Region::default()
+        };
         let words = arena
             .alloc_temp(4 * (workspace_words + count), 4)
             .map_err(|_| self.too_small(model, arena, None, &[]))?;
+        // The head starts after the arena's start guard, aligned for its buffers.
         let head_start = arena
-            .head_start(self.head_align)
+            .aligned_offset(guard, self.head_align)
             .map_err(AllocError::Arena)?;
         let tail_start = (arena.capacity() - arena.tail_bytes()) as u64;
         let needs_if_too_small = match self.too_small(model, arena, Some(0), &[]) {
@@ -390,8 +441,20 @@ impl Staging {
         let tail_bytes = arena.tail_bytes() as u32;
         let temp_bytes = words.end() - self.requests.offset;
         let head = {
-            let [request_bytes, word_bytes, slot_bytes, scratch_bytes] = arena
-                .regions_mut([self.requests, words, self.slots, scratch_offsets])
+            let [
+                request_bytes,
+                word_bytes,
+                slot_bytes,
+                scratch_bytes,
+                table_bytes,
+            ] = arena
+                .regions_mut([
+                    self.requests,
+                    words,
+                    self.slots,
+                    scratch_offsets,
+                    buffer_table,
+                ])
                 .ok_or(AllocError::Arena(ArenaError::TempInUse))?;
             let requests: &[BufferRequest] = cast_mut(request_bytes);
             let words: &mut [u32] = cast_mut(word_bytes);
@@ -401,9 +464,9 @@ impl Staging {
             // views of these buffers, so the plan is checked, not trusted.
             crate::planner::verify_plan(requests, offsets, head)
                 .map_err(AllocError::InvalidPlan)?;
-            // The head must end before the tail starts; checked before any
-            // `head_start + offset` below can overflow.
-            if u64::from(head_start) + u64::from(head) > tail_start {
+            // The head (and its end guard) must end before the tail starts;
+            // checked before any `head_start + offset` below can overflow.
+            if u64::from(head_start) + u64::from(head) + u64::from(guard) > tail_start {
                 return Err(AllocError::ArenaTooSmall(ArenaNeeds {
                     head,
                     head_exact: true,
@@ -422,36 +485,80 @@ impl Staging {
             });
             let slots: &mut [TensorSlot] = cast_mut(slot_bytes);
             let scratch: &mut [TensorSlot] = cast_mut(scratch_bytes);
-            for (request, &offset) in requests.iter().zip(offsets.iter()) {
-                match request.owner() {
-                    BufferOwner::Tensor(t) => slots[t as usize].offset = head_start + offset,
-                    BufferOwner::Scratch { .. } => {}
-                }
-            }
-            let scratch_plan = requests[self.tensor_requests..]
-                .iter()
-                .zip(&offsets[self.tensor_requests..]);
-            for (slot, (request, &offset)) in scratch.iter_mut().zip(scratch_plan) {
-                *slot = TensorSlot {
-                    offset: head_start + offset,
-                    bytes: request.size,
+            let table: &mut [BufferGuard] = cast_mut(table_bytes);
+            // In `Buffers` mode each request carries its guard: the data is
+            // the first `size - guard` bytes, the guard the rest.
+            let buffer_guard = if self.canary == CanaryMode::Buffers {
+                GUARD_BYTES
+            } else {
+                0
+            };
+            for (i, (request, &offset)) in requests.iter().zip(offsets.iter()).enumerate() {
+                let start = head_start + offset;
+                let data = request.size - buffer_guard;
+                let owner = match request.owner() {
+                    BufferOwner::Tensor(t) => {
+                        slots[t as usize].offset = start;
+                        t
+                    }
+                    BufferOwner::Scratch { op, .. } => {
+                        scratch[i - self.tensor_requests] = TensorSlot {
+                            offset: start,
+                            bytes: data,
+                        };
+                        BufferGuard::SCRATCH | op
+                    }
                 };
+                if let Some(entry) = table.get_mut(i) {
+                    *entry = BufferGuard {
+                        offset: start + data,
+                        owner,
+                        first_step: request.first_step,
+                        last_step: request.live_until(),
+                    };
+                }
             }
             head
         };
 
         // Commit the head over the released temp memory.
         arena.reset_temp();
-        let head_region = arena
-            .commit_head(head as usize, self.head_align)
+        arena
+            .commit_head_at(head_start as usize, (head + guard) as usize)
             .map_err(|_| self.too_small(model, arena, Some(head), &[]))?;
+        let mut guards = SectionGuards {
+            mode: self.canary,
+            buffer_table,
+            ..SectionGuards::default()
+        };
+        if guard > 0 {
+            guards.regions = [
+                Region {
+                    offset: head_start - guard,
+                    len: guard,
+                },
+                Region {
+                    offset: head_start + head,
+                    len: guard,
+                },
+                tail_guard,
+                self.end_guard,
+            ];
+            for region in guards.regions {
+                canary::fill(arena.bytes_mut(region));
+            }
+        }
         Ok(Allocation {
             slots: self.slots,
             scratch: scratch_offsets,
-            head: head_region,
-            tail_bytes,
+            head: Region {
+                offset: head_start,
+                len: head,
+            },
+            tail_bytes: arena.tail_bytes() as u32,
             temp_bytes,
             used_bytes: arena.used_bytes() as u32,
+            guards,
         })
     }
 }

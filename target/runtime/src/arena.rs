@@ -273,6 +273,29 @@ impl<'a> Arena<'a> {
         Ok(self.head)
     }
 
+    /// Commits the head as `[start, start + size)`; bytes below `start`
+    /// (alignment padding, a guard band) count as used. Temp memory must
+    /// have been released.
+    pub fn commit_head_at(&mut self, start: usize, size: usize) -> Result<Region, ArenaError> {
+        if self.low != self.head.end() as usize {
+            return Err(ArenaError::TempInUse);
+        }
+        let end = start.checked_add(size).filter(|&e| e <= self.high);
+        let end = end.ok_or(self.out_of_memory(Section::Head, size))?;
+        self.head = Region {
+            offset: start as u32,
+            len: size as u32,
+        };
+        self.low = end;
+        self.note_peak();
+        Ok(self.head)
+    }
+
+    /// The first `align`-aligned offset at or after `from`.
+    pub fn aligned_offset(&self, from: u32, align: u32) -> Result<u32, ArenaError> {
+        Ok(self.aligned_from(from as usize, check_align(align)?) as u32)
+    }
+
     /// The bytes of `region`.
     pub fn bytes(&self, region: Region) -> &[u8] {
         &self.bytes[region.offset as usize..region.end() as usize]

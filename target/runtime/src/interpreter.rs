@@ -33,6 +33,7 @@ use crate::allocation::{
     AllocError, AllocOptions, Allocation, ArenaPlan, Staging, TensorSlot, cast_mut,
 };
 use crate::arena::{Arena, Region};
+use crate::canary::{self, BufferGuard, CanaryFault, CanaryMode, GUARD_BYTES, SectionGuards};
 use crate::kernels::context::OpRecord;
 use crate::kernels::{InvokeContext, KernelError, PrepareContext, Resolver};
 use crate::model::{Model, OpCode, TensorInfo};
@@ -101,6 +102,8 @@ pub enum InterpreterError {
     },
     /// Arena or planning failure.
     Alloc(AllocError),
+    /// A guard band was overwritten: an overrun (see [`crate::canary`]).
+    Canary(CanaryFault),
     /// A model input/output position that does not exist.
     NoSuchTensor {
         /// The position asked for.
@@ -125,6 +128,7 @@ impl fmt::Display for InterpreterError {
                 )
             }
             InterpreterError::Alloc(e) => write!(f, "{e}"),
+            InterpreterError::Canary(fault) => write!(f, "canary: {fault}"),
             InterpreterError::NoSuchTensor { position } => {
                 write!(f, "the model has no tensor at position {position}")
             }
@@ -159,6 +163,8 @@ pub struct Interpreter<'m, 'a, 'r> {
     resolver: &'r dyn Resolver,
     arena: Arena<'a>,
     committed: Option<Committed>,
+    #[cfg(feature = "fault-injection")]
+    overrun: Option<(u32, u32)>,
 }
 
 impl fmt::Debug for Interpreter<'_, '_, '_> {
@@ -179,6 +185,8 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
             resolver,
             arena: Arena::new(arena),
             committed: None,
+            #[cfg(feature = "fault-injection")]
+            overrun: None,
         }
     }
 
@@ -322,7 +330,8 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
         // slots) were carved by the allocator inside the arena and are never
         // written after commit; kernels only get views of the head, of
         // variable tensors and of their own op data, all disjoint from them.
-        let (slots, records, scratch) = unsafe {
+        let guards = committed.allocation.guards;
+        let (slots, records, scratch, table) = unsafe {
             let view = |r: Region| {
                 core::slice::from_raw_parts(base.add(r.offset as usize), r.len as usize)
             };
@@ -330,9 +339,21 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                 bytemuck_slice::<TensorSlot>(view(committed.allocation.slots)),
                 bytemuck_slice::<OpRecord>(view(committed.records)),
                 bytemuck_slice::<TensorSlot>(view(committed.allocation.scratch)),
+                bytemuck_slice::<BufferGuard>(view(guards.buffer_table)),
             )
         };
+        let guard_bytes = |offset: u32| {
+            // SAFETY: guard bands lie inside the arena (planned with their
+            // buffers) and no kernel view exists between two ops.
+            unsafe {
+                core::slice::from_raw_parts_mut(base.add(offset as usize), GUARD_BYTES as usize)
+            }
+        };
         for op in model.operators() {
+            // Buffers first written by this op get fresh guards.
+            for g in table.iter().filter(|g| g.first_step == op.index) {
+                canary::fill(guard_bytes(g.offset));
+            }
             let record = records[op.index as usize];
             let code = OpName::from(op.code);
             let kernel = self
@@ -359,6 +380,62 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                 && let Some(slot) = per_op.get_mut(op.index as usize)
             {
                 *slot += clock.now().saturating_sub(start);
+            }
+            #[cfg(feature = "fault-injection")]
+            if let Some((fault_op, bytes)) = self.overrun
+                && fault_op == op.index
+                && let Some(out) = op.outputs().next().flatten()
+                && let Some(slot) = slots.get(out as usize)
+            {
+                let end = (slot.offset + slot.bytes) as usize;
+                for i in 0..(bytes as usize).min(len.saturating_sub(end)) {
+                    // SAFETY: inside the arena; this is the injected bug itself.
+                    unsafe { *base.add(end + i) = !canary::pattern(i) };
+                }
+            }
+            // Every buffer live now owns its guard: any damage is this op's.
+            for g in table
+                .iter()
+                .filter(|g| g.first_step <= op.index && op.index <= g.last_step)
+            {
+                if let Some((first, count)) = canary::damage(guard_bytes(g.offset)) {
+                    return Err(InterpreterError::Canary(CanaryFault {
+                        owner: g.owner(),
+                        offset: g.offset + first as u32,
+                        bytes_hit: count as u32,
+                        op: Some(op.index),
+                    }));
+                }
+            }
+        }
+        if guards.mode != CanaryMode::Off {
+            self.check_canaries(model.operator_count().checked_sub(1))?;
+        }
+        Ok(())
+    }
+
+    /// Test builds only: after op `op` runs, write `bytes` bytes just past
+    /// the end of its first output, as a buggy kernel would.
+    #[cfg(feature = "fault-injection")]
+    pub fn inject_overrun(&mut self, op: u32, bytes: u32) {
+        self.overrun = Some((op, bytes));
+    }
+
+    /// Checks the section guards (arena start and end, head end, tail
+    /// start); `last_op` is reported as the op that ran last.
+    pub fn check_canaries(&self, last_op: Option<u32>) -> Result<(), InterpreterError> {
+        let guards = self.committed()?.allocation.guards;
+        if guards.mode == CanaryMode::Off {
+            return Ok(());
+        }
+        for (region, owner) in guards.regions.iter().zip(SectionGuards::OWNERS) {
+            if let Some((first, count)) = canary::damage(self.arena.bytes(*region)) {
+                return Err(InterpreterError::Canary(CanaryFault {
+                    owner,
+                    offset: region.offset + first as u32,
+                    bytes_hit: count as u32,
+                    op: last_op,
+                }));
             }
         }
         Ok(())

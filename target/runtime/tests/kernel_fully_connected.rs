@@ -199,7 +199,7 @@ fn check_int8(c: &Case) {
         );
         (Q::channels(scales, 0), rq, 0)
     } else {
-        let zp = if c.seed % 3 == 0 {
+        let zp = if c.seed.is_multiple_of(3) {
             lcg.i32_in(-5, 5)
         } else {
             0

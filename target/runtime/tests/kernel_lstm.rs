@@ -1029,3 +1029,59 @@ fn export_conformance_layers() {
         .unwrap();
     }
 }
+
+/// CPU time of this thread (a shared machine's load does not count).
+fn thread_cpu_seconds() -> f64 {
+    #[repr(C)]
+    struct Timespec {
+        sec: i64,
+        nsec: i64,
+    }
+    unsafe extern "C" {
+        fn clock_gettime(clock: i32, ts: *mut Timespec) -> i32;
+    }
+    const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
+    let mut ts = Timespec { sec: 0, nsec: 0 };
+    // SAFETY: a valid pointer to a timespec-shaped struct (64-bit Linux).
+    unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.sec as f64 + ts.nsec as f64 * 1e-9
+}
+
+/// Median CPU time per invoke of the conformance models' LSTM layers (run with
+/// `--release -- --ignored --nocapture`; compare with TFLM timed the same
+/// way on the same machine, see `tests/tflm/lstm_goldens.py --time`).
+#[test]
+#[ignore = "timing: run in release"]
+fn time_conformance_layers() {
+    let Some(dir) = conformance_dir() else {
+        return;
+    };
+    for name in CONFORMANCE {
+        let source = std::fs::read(dir.join(format!("models/{name}.tflite"))).unwrap();
+        let layers = lstm_layers(&source);
+        let model = Model::from_bytes(&layers).unwrap();
+        let resolver = all_builtins();
+        let mut arena = vec![0u8; 1 << 16];
+        let mut interpreter = Interpreter::new(model, &resolver, &mut arena);
+        interpreter
+            .allocate(&Greedy, &AllocOptions::default())
+            .unwrap();
+        let input =
+            std::fs::read(dir.join(format!("cases/{name}/case0_step0_input0.bin"))).unwrap();
+        interpreter.input_mut(0).unwrap().copy_from_slice(&input);
+        let mut samples = Vec::new();
+        for _ in 0..15 {
+            let start = thread_cpu_seconds();
+            for _ in 0..200 {
+                interpreter.invoke().unwrap();
+            }
+            samples.push((thread_cpu_seconds() - start) / 200.0 * 1e6);
+        }
+        samples.sort_by(f64::total_cmp);
+        println!(
+            "{name}: {:.2} us per invoke, arena {} B",
+            samples[samples.len() / 2],
+            interpreter.arena_used_bytes()
+        );
+    }
+}

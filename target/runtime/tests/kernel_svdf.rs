@@ -1035,3 +1035,70 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn empty_shapes_do_nothing() {
+    let quant = unit_spec().quant();
+    for (batch, input_size, filters) in [(1, 3, 0), (0, 3, 2), (1, 0, 2), (0, 0, 0)] {
+        let shape = SvdfShape {
+            batch,
+            input_size,
+            filters,
+            rank: 1,
+            memory: 2,
+        };
+        let (b, n, f) = (batch as usize, input_size as usize, filters as usize);
+        let mut state = vec![7i16; b * f * 2];
+        let mut output = vec![0i8; b * f];
+        svdf::eval_integer(
+            &shape,
+            &quant,
+            &vec![1; b * n],
+            &vec![1; f * n],
+            &vec![1i16; f * 2],
+            None,
+            &mut state,
+            &mut output,
+        )
+        .unwrap();
+        // An empty input row still shifts in a zero-valued feature.
+        if n == 0 {
+            assert!(state.chunks(2).all(|row| row == [7, 0]));
+        }
+        let mut state = vec![7f32; b * f * 2];
+        let mut output = vec![0f32; b * f];
+        svdf::eval_float(
+            &shape,
+            Act::NONE,
+            &vec![1.0; b * n],
+            &vec![1.0; f * n],
+            &vec![1.0; f * 2],
+            None,
+            &mut state,
+            &mut output,
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+fn mismatched_slices_are_an_error_not_a_panic() {
+    let shape = unit_spec().shape();
+    let quant = unit_spec().quant();
+    let mut state = vec![0i16; 6];
+    let mut output = vec![0i8; 2];
+    let short_input = [0i8; 1];
+    assert_eq!(
+        svdf::eval_integer(
+            &shape,
+            &quant,
+            &short_input,
+            &[0; 4],
+            &[0i16; 6],
+            None,
+            &mut state,
+            &mut output
+        ),
+        Err(KernelError::Internal)
+    );
+}

@@ -60,10 +60,17 @@ fn act_range_f(act: Act) -> (f32, f32) {
 
 /// A broadcastable pair of shapes and their output shape.
 fn broadcast_shapes() -> impl Strategy<Value = (Vec<i32>, Vec<i32>, Vec<i32>)> {
-    (1usize..=5)
-        .prop_flat_map(|rank| {
+    broadcast_shapes_in(1..=5, 1..=4)
+}
+
+fn broadcast_shapes_in(
+    ranks: std::ops::RangeInclusive<usize>,
+    dims: std::ops::RangeInclusive<i32>,
+) -> impl Strategy<Value = (Vec<i32>, Vec<i32>, Vec<i32>)> {
+    ranks
+        .prop_flat_map(move |rank| {
             (
-                proptest::collection::vec(1i32..=4, rank),
+                proptest::collection::vec(dims.clone(), rank),
                 proptest::collection::vec(0u8..4, rank),
                 0usize..=rank,
                 0usize..=rank,
@@ -285,6 +292,30 @@ proptest! {
         act in activation(),
         seed in any::<u64>(),
     ) {
+        let mut rng = Rng(seed);
+        let a = rng.tensor(T::INT8, elements(&shapes.0), 0.0, 0.0);
+        let b = rng.tensor(T::INT8, elements(&shapes.1), 0.0, 0.0);
+        let model = single_op(
+            Op::ADD,
+            &[(i8q(sa, za.into()), &shapes.0), (i8q(sb, zb.into()), &shapes.1)],
+            (i8q(so, zo.into()), &shapes.2),
+            add_options(act),
+        );
+        let got = run(&model, &[&a, &b]).unwrap();
+        let want = reference_add_i8(&i8s(&a), &i8s(&b), &shapes, (sa, za), (sb, zb), (so, zo), act);
+        prop_assert_eq!(i8s(&got[0]), want);
+    }
+
+    #[test]
+    fn add_int8_large_matches_reference(
+        shapes in broadcast_shapes_in(3..=3, 9..=16),
+        sa in 0.001f32..0.5, sb in 0.001f32..0.5, so in 0.002f32..0.5,
+        za in -128i32..=127, zb in -128i32..=127, zo in -128i32..=127,
+        act in activation(),
+        seed in any::<u64>(),
+    ) {
+        // Big enough outputs take invoke's lookup-table path.
+        prop_assume!(elements(&shapes.2) >= 1024);
         let mut rng = Rng(seed);
         let a = rng.tensor(T::INT8, elements(&shapes.0), 0.0, 0.0);
         let b = rng.tensor(T::INT8, elements(&shapes.1), 0.0, 0.0);

@@ -1,11 +1,12 @@
-//! ADD: element-wise sum with NumPy-style broadcasting, float32 and int8,
-//! bit-exact with TFLM's reference kernels.
+//! ADD: element-wise sum with NumPy-style broadcasting — float32, int8,
+//! int16 and (unquantised) int32 — bit-exact with TFLM's reference kernels.
 //!
 //! int8 follows TFLM's `AddFunc`: both inputs are offset by their zero
-//! points, shifted left by 20 bits, scaled by their own multipliers (each
+//! points, shifted left by 20 bits (15 for int16), scaled by their own multipliers (each
 //! input's scale over twice the larger input scale), summed, and the sum
 //! scaled by the output multiplier — every multiplier computed once in
-//! prepare.
+//! prepare. A scaled input depends only on the input byte, so large adds
+//! tabulate both inputs' 256 values on the stack first and look them up.
 //!
 //! Broadcasting covers any shapes TFLM's `BroadcastAdd4DSlow` accepts (up to
 //! six dimensions; each input dimension equals the output's or is 1).
@@ -19,7 +20,7 @@ use super::fixed_point::{
     activation_range_quantized, multiply_by_quantized_multiplier_smaller_than_one,
     quantize_multiplier_smaller_than_one_exp,
 };
-use super::tensor::{Dims, MAX_RANK, require_quant};
+use super::tensor::{Dims, MAX_RANK, quant, require_quant};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::schema::{ActivationFunctionType, TensorType};
 
@@ -32,6 +33,8 @@ pub const REGISTRATION: Registration = Registration {
 
 const KIND_FLOAT32: u32 = 0;
 const KIND_INT8: u32 = 1;
+const KIND_INT16: u32 = 2;
+const KIND_INT32: u32 = 3;
 
 /// An element-wise walk over broadcast operands: `rank` runs (outermost
 /// first) of `extent` output elements, each operand advancing by its stride
@@ -265,12 +268,18 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
             data.activation_min_f32 = lo;
             data.activation_max_f32 = hi;
         }
-        TensorType::INT8 => {
+        TensorType::INT8 | TensorType::INT16 => {
             let q1 = require_quant(&input1)?;
             let q2 = require_quant(&input2)?;
             let qo = require_quant(&output)?;
             let bad = |what| KernelError::UnsupportedParameter { what };
-            let left_shift = 20;
+            // TFLM's headroom: 20 bits for int8, 15 for int16 (so the shifted
+            // inputs fit 32 bits).
+            let (left_shift, qmin, qmax, kind) = if output.dtype == TensorType::INT8 {
+                (20, -128, 127, KIND_INT8)
+            } else {
+                (15, -32768, 32767, KIND_INT16)
+            };
             let twice_max_input_scale = 2.0 * f64::from(q1.scale.max(q2.scale));
             let real_input1 = f64::from(q1.scale) / twice_max_input_scale;
             let real_input2 = f64::from(q2.scale) / twice_max_input_scale;
@@ -285,16 +294,16 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
             let (output_multiplier, output_shift) =
                 quantize_multiplier_smaller_than_one_exp(real_output)
                     .ok_or(bad("ADD output scale"))?;
-            // Zero points must be int8 values (TFLM's CheckArithmeticParams),
-            // which also keeps the shifted inputs inside 32 bits.
+            // Zero points must be values of the type (TFLM's
+            // CheckArithmeticParams), which keeps the shifted inputs in 32 bits.
             for (t, q) in [(&input1, q1), (&input2, q2), (&output, qo)] {
-                if !(-128..=127).contains(&q.zero_point) {
+                if !(qmin..=qmax).contains(&q.zero_point) {
                     return Err(KernelError::MissingQuantization { tensor: t.index });
                 }
             }
             let (activation_min, activation_max) =
-                activation_range_quantized(activation, qo.scale, qo.zero_point, -128, 127);
-            data.kind = KIND_INT8;
+                activation_range_quantized(activation, qo.scale, qo.zero_point, qmin, qmax);
+            data.kind = kind;
             data.quantized = QuantizedAdd {
                 input1_offset: -q1.zero_point,
                 input2_offset: -q2.zero_point,
@@ -310,6 +319,17 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
                 activation_max,
             };
         }
+        TensorType::INT32 => {
+            // TFLM adds unquantised int32 only, and ignores the activation.
+            for t in [&input1, &input2] {
+                if quant(t).is_some() {
+                    return Err(KernelError::UnsupportedParameter {
+                        what: "ADD int32 inputs must not be quantised",
+                    });
+                }
+            }
+            data.kind = KIND_INT32;
+        }
         other => {
             return Err(KernelError::UnsupportedType {
                 tensor: output.index,
@@ -320,27 +340,60 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
     ctx.store(&data)
 }
 
-/// One int8 sum, exactly TFLM's `AddFunc`.
+/// One input's contribution to a quantised sum: offset, shifted left and
+/// scaled by its multiplier (the first half of TFLM's `AddFunc`).
 #[inline(always)]
-fn add_int8(x: i8, y: i8, p: &QuantizedAdd) -> i8 {
-    let shifted1 = (i32::from(x) + p.input1_offset) << p.left_shift;
-    let shifted2 = (i32::from(y) + p.input2_offset) << p.left_shift;
-    let scaled1 = multiply_by_quantized_multiplier_smaller_than_one(
-        shifted1,
+fn scale_input(x: i32, offset: i32, left_shift: i32, multiplier: i32, shift: i32) -> i32 {
+    multiply_by_quantized_multiplier_smaller_than_one((x + offset) << left_shift, multiplier, shift)
+}
+
+/// The sum of two scaled inputs, requantised and clamped (the rest of
+/// `AddFunc`).
+#[inline(always)]
+fn finish(sum: i32, p: &QuantizedAdd) -> i32 {
+    let raw =
+        multiply_by_quantized_multiplier_smaller_than_one(sum, p.output_multiplier, p.output_shift)
+            + p.output_offset;
+    raw.clamp(p.activation_min, p.activation_max)
+}
+
+/// One quantised sum, exactly TFLM's `AddFunc`.
+#[inline(always)]
+fn add_quantized(x: i32, y: i32, p: &QuantizedAdd) -> i32 {
+    let scaled1 = scale_input(
+        x,
+        p.input1_offset,
+        p.left_shift,
         p.input1_multiplier,
         p.input1_shift,
     );
-    let scaled2 = multiply_by_quantized_multiplier_smaller_than_one(
-        shifted2,
+    let scaled2 = scale_input(
+        y,
+        p.input2_offset,
+        p.left_shift,
         p.input2_multiplier,
         p.input2_shift,
     );
-    let raw = multiply_by_quantized_multiplier_smaller_than_one(
-        scaled1 + scaled2,
-        p.output_multiplier,
-        p.output_shift,
-    ) + p.output_offset;
-    raw.clamp(p.activation_min, p.activation_max) as i8
+    finish(scaled1 + scaled2, p)
+}
+
+/// Outputs from which invoke tabulates each input's 256 scaled values
+/// (2 KiB of stack, no arena) instead of scaling every element: two of the
+/// three requantisations per element become lookups.
+const TABLE_MIN_ELEMENTS: u32 = 1024;
+
+fn scaled_table(offset: i32, left_shift: i32, multiplier: i32, shift: i32) -> [i32; 256] {
+    let mut table = [0i32; 256];
+    for (i, t) in table.iter_mut().enumerate() {
+        *t = scale_input(
+            i32::from(i as u8 as i8),
+            offset,
+            left_shift,
+            multiplier,
+            shift,
+        );
+    }
+    table
 }
 
 fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
@@ -365,13 +418,48 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
         }
         KIND_INT8 => {
             let p = data.quantized;
-            data.walk.run(
+            let (a, b, out) = (
                 input1.values::<i8>()?,
                 input2.values::<i8>()?,
                 output.values::<i8>()?,
-                |x, y| add_int8(x, y, &p),
+            );
+            if data.walk.len_out >= TABLE_MIN_ELEMENTS {
+                let t1 = scaled_table(
+                    p.input1_offset,
+                    p.left_shift,
+                    p.input1_multiplier,
+                    p.input1_shift,
+                );
+                let t2 = scaled_table(
+                    p.input2_offset,
+                    p.left_shift,
+                    p.input2_multiplier,
+                    p.input2_shift,
+                );
+                data.walk.run(a, b, out, |x, y| {
+                    finish(t1[x as u8 as usize] + t2[y as u8 as usize], &p) as i8
+                })
+            } else {
+                data.walk.run(a, b, out, |x, y| {
+                    add_quantized(i32::from(x), i32::from(y), &p) as i8
+                })
+            }
+        }
+        KIND_INT16 => {
+            let p = data.quantized;
+            data.walk.run(
+                input1.values::<i16>()?,
+                input2.values::<i16>()?,
+                output.values::<i16>()?,
+                |x, y| add_quantized(i32::from(x), i32::from(y), &p) as i16,
             )
         }
+        KIND_INT32 => data.walk.run(
+            input1.values::<i32>()?,
+            input2.values::<i32>()?,
+            output.values::<i32>()?,
+            i32::wrapping_add,
+        ),
         _ => Err(KernelError::Internal),
     }
 }

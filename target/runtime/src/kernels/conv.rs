@@ -24,7 +24,7 @@
 use core::ops::Range;
 
 use super::fixed_point::activation_range_float;
-use super::fully_connected::{accumulate_f32, accumulate4_f32, activate, matvec_f32};
+use super::fully_connected::{ROWS, accumulate_f32, accumulate_rows_f32, activate, matvec_f32};
 use super::padding::Axis;
 use super::quantized::{self, ChannelParams, ChannelSetup, Requant, ScaleRule};
 use super::tensor::{Dims, expect_type};
@@ -41,6 +41,10 @@ pub const REGISTRATION: Registration = Registration {
 
 const KIND_FLOAT: u32 = 0;
 const KIND_INT8: u32 = 1;
+
+/// Filter rows (`filter_w · in_c` int8 values) shorter than this are
+/// gathered into an im2col patch (2 bytes a tap-channel of scratch).
+const IM2COL_ROW: usize = 32;
 
 /// The shape of a 2-D convolution (also DEPTHWISE_CONV_2D's).
 #[repr(C)]
@@ -149,6 +153,31 @@ impl Geometry {
     }
 }
 
+impl Geometry {
+    /// Calls `f(input, output)` with the offsets of every output pixel of
+    /// a 1×1 window (never padded) and of the input pixel it reads.
+    #[inline(always)]
+    fn for_each_pointwise_pixel(&self, mut f: impl FnMut(usize, usize)) {
+        let (ih, iw, ic) = (
+            self.y.in_size as usize,
+            self.x.in_size as usize,
+            self.in_c as usize,
+        );
+        let (sy, sx) = (self.y.stride as usize, self.x.stride as usize);
+        let oc = self.out_c as usize;
+        let mut out = 0;
+        for b in 0..self.batches as usize {
+            for oy in 0..self.y.out_size as usize {
+                let row = (b * ih + oy * sy) * iw * ic;
+                for ox in 0..self.x.out_size as usize {
+                    f(row + ox * sx * ic, out);
+                    out += oc;
+                }
+            }
+        }
+    }
+}
+
 /// One output pixel's view of the input.
 #[derive(Debug, Clone)]
 pub(crate) struct Window {
@@ -179,6 +208,10 @@ impl Window {
 struct OpData {
     kind: u32,
     groups: u32,
+    /// int8 with short filter rows: 1 when each window is gathered into
+    /// the scratch buffer `patch` first (im2col), else 0.
+    im2col: u32,
+    patch: u32,
     geometry: Geometry,
     float_min: f32,
     float_max: f32,
@@ -235,6 +268,8 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
     let mut data = OpData {
         kind: KIND_FLOAT,
         groups: groups as u32,
+        im2col: 0,
+        patch: 0,
         geometry,
         float_min: 0.0,
         float_max: 0.0,
@@ -267,6 +302,15 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
             };
             data.channels = quantized::prepare_channels(ctx, &setup)?;
             data.kind = KIND_INT8;
+            // Filter rows shorter than a few SIMD chunks: gather each window
+            // (16-bit, offset applied, padded taps 0) into a scratch patch and
+            // take one long dot product instead of many short ones.
+            let row = geometry.x.filter as usize * filter_c;
+            if groups == 1 && !is_pointwise(&geometry, groups) && row < IM2COL_ROW {
+                let patch = geometry.y.filter as usize * row * 2;
+                data.patch = ctx.request_scratch(patch as u32, 16)?;
+                data.im2col = 1;
+            }
         }
         _ => {
             return Err(KernelError::UnsupportedType {
@@ -330,7 +374,16 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
                 return Err(KernelError::Internal);
             }
             let bias = bias.map(|b| &b[..out_c]);
-            conv_i8(data, x, &w[..out_c * filter_len], bias, &requant, out);
+            let w = &w[..out_c * filter_len];
+            if data.im2col != 0 {
+                let patch = ctx.scratch(data.patch)?;
+                let patch: &mut [i16] =
+                    bytemuck::try_cast_slice_mut(patch).map_err(|_| KernelError::Internal)?;
+                let patch = patch.get_mut(..filter_len).ok_or(KernelError::Internal)?;
+                conv_i8_im2col(data, x, w, bias, &requant, patch, out);
+            } else {
+                conv_i8(data, x, w, bias, &requant, out);
+            }
             Ok(())
         }
         _ => Err(KernelError::Internal),
@@ -389,8 +442,8 @@ fn conv_i8(
     let x_offset = data.channels.input_offset;
     if is_pointwise(g, groups) {
         let in_c = g.in_c as usize;
-        g.for_each_pixel(|win, o| {
-            let px = &x[win.input_at(g, 0, 0)..][..in_c];
+        g.for_each_pointwise_pixel(|px, o| {
+            let px = &x[px..][..in_c];
             quantized::matvec(px, x_offset, w, bias, 0, requant, &mut out[o..][..out_c]);
         });
         return;
@@ -443,6 +496,69 @@ fn conv_i8(
     });
 }
 
+/// Int8 convolution through an im2col patch per output pixel (one group,
+/// `patch.len()` = filter taps × channels).
+fn conv_i8_im2col(
+    data: &OpData,
+    x: &[i8],
+    w: &[i8],
+    bias: Option<&[i32]>,
+    requant: &Requant<'_>,
+    patch: &mut [i16],
+    out: &mut [i8],
+) {
+    let g = &data.geometry;
+    let out_c = g.out_c as usize;
+    let (fw, in_c) = (g.x.filter as usize, g.in_c as usize);
+    let row_len = fw * in_c;
+    let k = patch.len();
+    // -128..=128 (prepare checks the zero point).
+    let x_offset = data.channels.input_offset as i16;
+    let bias_of = |c: usize| bias.map_or(0, |b| b[c]);
+    g.for_each_pixel(|win, o| {
+        // Padded taps are 0: TFLM skips them, and 0 · w adds nothing.
+        for (fy, row) in patch.chunks_exact_mut(row_len).enumerate() {
+            if !win.rows.contains(&(fy as i32)) {
+                row.fill(0);
+                continue;
+            }
+            let (c0, c1) = (win.cols.start as usize * in_c, win.cols.end as usize * in_c);
+            row[..c0].fill(0);
+            row[c1..].fill(0);
+            if g.x.dilation == 1 {
+                let src = &x[win.input_at(g, fy as i32, win.cols.start)..][..c1 - c0];
+                for (d, &v) in row[c0..c1].iter_mut().zip(src) {
+                    *d = i16::from(v) + x_offset;
+                }
+            } else {
+                for fx in win.cols.clone() {
+                    let src = &x[win.input_at(g, fy as i32, fx)..][..in_c];
+                    let dst = &mut row[fx as usize * in_c..][..in_c];
+                    for (d, &v) in dst.iter_mut().zip(src) {
+                        *d = i16::from(v) + x_offset;
+                    }
+                }
+            }
+        }
+        let patch = &patch[..k];
+        let out = &mut out[o..][..out_c];
+        let mut c = 0;
+        while c + 4 <= out_c {
+            let rows: [&[i8]; 4] = core::array::from_fn(|i| &w[(c + i) * k..][..k]);
+            let acc = quantized::dot4_i16(patch, rows);
+            for i in 0..4 {
+                out[c + i] = requant.apply(c + i, bias_of(c + i).wrapping_add(acc[i]));
+            }
+            c += 4;
+        }
+        while c < out_c {
+            let acc = quantized::dot_i16(patch, &w[c * k..][..k]);
+            out[c] = requant.apply(c, bias_of(c).wrapping_add(acc));
+            c += 1;
+        }
+    });
+}
+
 fn conv_f32(data: &OpData, x: &[f32], w: &[f32], bias: Option<&[f32]>, out: &mut [f32]) {
     let g = &data.geometry;
     let groups = data.groups as usize;
@@ -451,9 +567,8 @@ fn conv_f32(data: &OpData, x: &[f32], w: &[f32], bias: Option<&[f32]>, out: &mut
     let range = (data.float_min, data.float_max);
     if is_pointwise(g, groups) {
         let in_c = g.in_c as usize;
-        g.for_each_pixel(|win, o| {
-            let px = &x[win.input_at(g, 0, 0)..][..in_c];
-            matvec_f32(px, w, bias, range, &mut out[o..][..out_c]);
+        g.for_each_pointwise_pixel(|px, o| {
+            matvec_f32(&x[px..][..in_c], w, bias, range, &mut out[o..][..out_c]);
         });
         return;
     }
@@ -462,26 +577,17 @@ fn conv_f32(data: &OpData, x: &[f32], w: &[f32], bias: Option<&[f32]>, out: &mut
         let out = &mut out[o..][..out_c];
         let mut c = 0;
         if groups == 1 {
-            while c + 4 <= out_c {
-                let ws: [&[f32]; 4] =
+            while c + ROWS <= out_c {
+                let ws: [&[f32]; ROWS] =
                     core::array::from_fn(|i| &w[(c + i) * filter_len..][..filter_len]);
-                let mut t = [0.0f32; 4];
+                let mut t = [0.0f32; ROWS];
                 for_each_run(g, groups, win, 0, |xo, wo, len| {
-                    accumulate4_f32(
-                        &mut t,
-                        &x[xo..][..len],
-                        [
-                            &ws[0][wo..][..len],
-                            &ws[1][wo..][..len],
-                            &ws[2][wo..][..len],
-                            &ws[3][wo..][..len],
-                        ],
-                    );
+                    accumulate_rows_f32(&mut t, &x[xo..][..len], ws.map(|r| &r[wo..][..len]));
                 });
-                for i in 0..4 {
-                    out[c + i] = activate(t[i] + bias_of(c + i), range);
+                for (i, &v) in t.iter().enumerate() {
+                    out[c + i] = activate(v + bias_of(c + i), range);
                 }
-                c += 4;
+                c += ROWS;
             }
         }
         let per_group = out_c / groups;

@@ -258,48 +258,40 @@ pub(crate) fn matvec_f32(
 ) {
     let k = x.len();
     let bias_of = |c: usize| bias.map_or(0.0, |b| b[c]);
-    if k == 0 {
-        for (c, o) in out.iter_mut().enumerate() {
-            *o = activate(0.0 + bias_of(c), range);
-        }
-        return;
-    }
+    let n = out.len();
     let mut c = 0;
-    let mut blocks = weights.chunks_exact(4 * k);
-    let mut outs = out.chunks_exact_mut(4);
-    for (block, o) in (&mut blocks).zip(&mut outs) {
-        let (w0, rest) = block.split_at(k);
-        let (w1, rest) = rest.split_at(k);
-        let (w2, w3) = rest.split_at(k);
-        let mut t = [0.0f32; 4];
-        accumulate4_f32(&mut t, x, [w0, w1, w2, w3]);
-        for i in 0..4 {
-            o[i] = activate(t[i] + bias_of(c + i), range);
+    while c + ROWS <= n {
+        let rows: [&[f32]; ROWS] = core::array::from_fn(|r| &weights[(c + r) * k..][..k]);
+        let mut t = [0.0f32; ROWS];
+        accumulate_rows_f32(&mut t, x, rows);
+        for (r, &v) in t.iter().enumerate() {
+            out[c + r] = activate(v + bias_of(c + r), range);
         }
-        c += 4;
+        c += ROWS;
     }
-    for (w, o) in blocks
-        .remainder()
-        .chunks_exact(k)
-        .zip(outs.into_remainder())
-    {
-        *o = activate(accumulate_f32(0.0, x, w) + bias_of(c), range);
+    while c < n {
+        let w = &weights[c * k..][..k];
+        out[c] = activate(accumulate_f32(0.0, x, w) + bias_of(c), range);
         c += 1;
     }
 }
 
-/// `t[r] += Σ_d x[d] · w[r][d]` for four rows, each in `d` order.
+/// Output channels summed side by side in the float kernels: independent
+/// sums hide the latency of each addition (the order within a sum is
+/// TFLM's, so results are bit-exact).
+pub(crate) const ROWS: usize = 8;
+
+/// `t[r] += Σ_d x[d] · w[r][d]` for `ROWS` rows, each in `d` order.
 #[inline(always)]
-pub(crate) fn accumulate4_f32(t: &mut [f32; 4], x: &[f32], w: [&[f32]; 4]) {
+pub(crate) fn accumulate_rows_f32(t: &mut [f32; ROWS], x: &[f32], w: [&[f32]; ROWS]) {
     let k = x.len();
-    let (w0, w1, w2, w3) = (&w[0][..k], &w[1][..k], &w[2][..k], &w[3][..k]);
+    let w: [&[f32]; ROWS] = w.map(|r| &r[..k]);
     let mut s = *t;
     for d in 0..k {
         let v = x[d];
-        s[0] += v * w0[d];
-        s[1] += v * w1[d];
-        s[2] += v * w2[d];
-        s[3] += v * w3[d];
+        for r in 0..ROWS {
+            s[r] += v * w[r][d];
+        }
     }
     *t = s;
 }

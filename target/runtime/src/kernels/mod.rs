@@ -16,6 +16,7 @@ pub mod conv;
 pub mod depthwise_conv;
 pub mod dequantize;
 pub mod fixed_point;
+pub mod float_math;
 pub mod fully_connected;
 pub mod logistic;
 pub mod lstm;

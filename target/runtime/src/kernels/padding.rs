@@ -11,7 +11,8 @@
 //! assert_eq!((x.out_size, x.pad), (3, 1));
 //! assert_eq!(x.taps(0), 1..3); // the first output's left tap is padding
 //! assert_eq!(x.taps(1), 0..3);
-//! assert_eq!((x.interior_lo, x.interior_hi), (1, 3));
+//! assert_eq!(x.taps(2), 0..2); // and the last output's right tap
+//! assert_eq!((x.interior_lo, x.interior_hi), (1, 2));
 //! ```
 
 use core::ops::Range;
@@ -116,6 +117,11 @@ impl Axis {
     #[inline]
     pub fn taps(&self, o: i32) -> Range<i32> {
         let origin = self.origin(o);
+        if self.dilation == 1 {
+            // No division on the common path (it is per output pixel).
+            let end = (self.in_size - origin).clamp(0, self.filter);
+            return (-origin).clamp(0, end)..end;
+        }
         let start = if origin < 0 {
             (-origin + self.dilation - 1) / self.dilation
         } else {

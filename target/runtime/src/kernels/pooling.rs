@@ -3,10 +3,10 @@
 //!
 //! Prepare computes TFLM's padding and checks every window overlaps the
 //! input (TFLM fails at invoke otherwise). Invoke clamps each window to the
-//! input once per output pixel, then sweeps it channel-block by
-//! channel-block: each input row is read contiguously and every channel's
-//! accumulator sees its values in TFLM's order (row by row, left to right),
-//! so float sums round exactly as TFLM's do.
+//! input once per output pixel, then sweeps it sixteen channels at a time
+//! with the accumulators in registers: every channel still sees its values
+//! in TFLM's order (row by row, left to right), so float sums round exactly
+//! as TFLM's do.
 
 use bytemuck::{Pod, Zeroable};
 
@@ -34,8 +34,8 @@ const KIND_FLOAT32: u32 = 0;
 const KIND_INT8: u32 = 1;
 const KIND_INT16: u32 = 2;
 
-/// Channels accumulated together (a stack block, so no scratch memory).
-const CHANNEL_BLOCK: usize = 64;
+/// Channels accumulated together, in registers (no scratch memory).
+const LANES: usize = 16;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Pod, Zeroable)]
@@ -134,6 +134,21 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>, is_max: bool) -> Result<(), Ker
     }
     let (in_h, in_w) = (in_dims.get(1), in_dims.get(2));
     let (out_h, out_w) = (out_dims.get(1), out_dims.get(2));
+    // Window arithmetic (here and per pixel at invoke) stays within i32.
+    let fits = |image: i32, stride: i32, filter: i32, out: i32| {
+        let (image, stride, filter, out) = (
+            i64::from(image),
+            i64::from(stride),
+            i64::from(filter),
+            i64::from(out),
+        );
+        (image + stride + filter).max(out * stride + filter + image) < i64::from(i32::MAX)
+    };
+    if !fits(in_h, stride_h, filter_h, out_h) || !fits(in_w, stride_w, filter_w, out_w) {
+        return Err(KernelError::UnsupportedParameter {
+            what: "pool geometry too large",
+        });
+    }
     let padding = options.padding();
     // TFLM pads for the output size the options imply, then walks the
     // output tensor's own shape.
@@ -265,7 +280,11 @@ fn for_each_window(p: &PoolData, mut f: impl FnMut(&Window)) {
 }
 
 /// Folds every input value of each window into per-channel accumulators
-/// (`acc` starts at `init`), then writes `finish(acc, count)`.
+/// (starting at `init`), then writes `finish(acc, count)`.
+///
+/// Channels go in groups of [`LANES`] whose accumulators are a fixed-size
+/// array, so they stay in registers and each window pixel is one vector
+/// operation; a last partial group takes the same path on a shorter slice.
 #[inline(always)]
 fn pool<T: Copy, A: Copy>(
     p: &PoolData,
@@ -282,27 +301,29 @@ fn pool<T: Copy, A: Copy>(
     if input.len() != in_len || output.len() != out_len {
         return Err(KernelError::Internal);
     }
-    let mut acc = [init; CHANNEL_BLOCK];
     for_each_window(p, |w| {
         let count = w.rows * w.cols;
         let mut c0 = 0;
         while c0 < depth {
-            let n = CHANNEL_BLOCK.min(depth - c0);
-            let acc = &mut acc[..n];
-            acc.fill(init);
+            let n = LANES.min(depth - c0);
+            let mut acc = [init; LANES];
             for row in w.first_row..w.first_row + w.rows {
                 let start = (row * in_w + w.first_col) * depth + c0;
                 for col in 0..w.cols {
                     let base = start + col * depth;
-                    for (a, &v) in acc.iter_mut().zip(&input[base..base + n]) {
-                        *a = fold(*a, v);
+                    if n == LANES {
+                        let src = &input[base..base + LANES];
+                        for k in 0..LANES {
+                            acc[k] = fold(acc[k], src[k]);
+                        }
+                    } else {
+                        for (a, &v) in acc.iter_mut().zip(&input[base..base + n]) {
+                            *a = fold(*a, v);
+                        }
                     }
                 }
             }
-            for (o, &a) in output[w.out + c0..w.out + c0 + n]
-                .iter_mut()
-                .zip(acc.iter())
-            {
+            for (o, &a) in output[w.out + c0..w.out + c0 + n].iter_mut().zip(&acc) {
                 *o = finish(a, count);
             }
             c0 += n;

@@ -11,6 +11,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::fixed_point::{multiply_by_quantized_multiplier, quantize_multiplier};
+use super::float_math::round_to_i32_like_x86;
 use super::tensor::{Dims, channel_scales, require_quant};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::schema::TensorType;
@@ -140,25 +141,13 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
     ctx.store(&data)
 }
 
-/// C's `static_cast<int32_t>(float)` as the reference TFLM (x86-64) runs
-/// it: values outside the `i32` range and NaN become `i32::MIN` (the
-/// "integer indefinite" of `cvttss2si`), and adding the zero point then
-/// wraps. So a huge positive input quantises to the type's minimum, as in
-/// the TFLM outputs hilt is held to.
-#[inline(always)]
-fn float_to_i32_like_x86(x: f32) -> i32 {
-    if (-2_147_483_648.0..2_147_483_648.0).contains(&x) {
-        x as i32
-    } else {
-        i32::MIN
-    }
-}
-
 /// TFLM's `AffineQuantize`: `round(x / scale) + zero_point`, clamped.
 #[inline(always)]
 fn affine_quantize<O: QuantizedInt>(input: &[f32], output: &mut [O], scale: f32, zero_point: i32) {
     for (o, &x) in output.iter_mut().zip(input) {
-        let q = float_to_i32_like_x86(libm::roundf(x / scale)).wrapping_add(zero_point);
+        // Out-of-range values become i32::MIN as on the reference platform,
+        // so a huge positive input quantises to the minimum, as in TFLM.
+        let q = round_to_i32_like_x86(x / scale).wrapping_add(zero_point);
         *o = O::from_i32(q.clamp(O::MIN, O::MAX));
     }
 }

@@ -16,9 +16,7 @@
 
 use super::KernelError;
 use super::context::{PrepareContext, Stored};
-use super::fixed_point::{
-    activation_range_quantized, multiply_by_quantized_multiplier, quantize_multiplier,
-};
+use super::fixed_point::{activation_range_quantized, quantize_multiplier};
 use super::tensor::{Quant, channel_scales, require_quant};
 use crate::model::TensorInfo;
 use crate::schema::{ActivationFunctionType, TensorType};
@@ -42,8 +40,9 @@ pub struct OutputStage {
 pub struct ChannelParams {
     /// Q31 multipliers: one per channel, or one for all.
     pub multiplier: Stored<i32>,
-    /// Their power-of-two exponents (TFLM's `shift`), same length.
-    pub shift: Stored<i8>,
+    /// Their power-of-two exponents (TFLM's `shift`) as `[left, right + 1]`
+    /// with `left = max(shift, 0)`, `right = max(-shift, 0)`: same length.
+    pub shift: Stored<[u8; 2]>,
     /// `-input_zero_point`, in `-127..=128`.
     pub input_offset: i32,
     /// Output zero point and activation clamp.
@@ -130,7 +129,7 @@ pub fn prepare_channels(
         quantize_multiplier(real)
     };
     let multiplier = ctx.store_from_fn(count, |c| multiplier_of(c).0)?;
-    let shift = ctx.store_from_fn(count, |c| multiplier_of(c).1.clamp(-128, 127) as i8)?;
+    let shift = ctx.store_from_fn(count, |c| shift_parts(multiplier_of(c).1))?;
     Ok(ChannelParams {
         multiplier,
         shift,
@@ -214,12 +213,19 @@ pub fn check_activation(activation: ActivationFunctionType) -> Result<(), Kernel
     }
 }
 
+/// TFLM's `shift` as the `[left, right + 1]` pair [`scale_parts`] takes.
+pub fn shift_parts(shift: i32) -> [u8; 2] {
+    // quantize_multiplier keeps shifts within -31..=31.
+    let shift = shift.clamp(-31, 31);
+    [shift.max(0) as u8, ((-shift).max(0) + 1) as u8]
+}
+
 /// The requantisation of one operator at invoke: its multipliers, shifts
 /// and output stage, read from the tail.
 #[derive(Debug, Clone, Copy)]
 pub struct Requant<'a> {
     multiplier: &'a [i32],
-    shift: &'a [i8],
+    shift: &'a [[u8; 2]],
     /// 1 for per-channel arrays, 0 for a single multiplier.
     step: usize,
     stage: OutputStage,
@@ -229,10 +235,15 @@ impl<'a> Requant<'a> {
     /// From stored arrays (of equal length, one or one per channel).
     pub fn new(
         multiplier: &'a [i32],
-        shift: &'a [i8],
+        shift: &'a [[u8; 2]],
         stage: OutputStage,
     ) -> Result<Self, KernelError> {
-        if multiplier.is_empty() || multiplier.len() != shift.len() {
+        if multiplier.is_empty()
+            || multiplier.len() != shift.len()
+            || shift
+                .iter()
+                .any(|&[left, right]| left > 31 || !(1..=32).contains(&right))
+        {
             return Err(KernelError::Internal);
         }
         Ok(Requant {
@@ -243,7 +254,7 @@ impl<'a> Requant<'a> {
         })
     }
 
-    /// Whether channel `c` (and all below it) has a multiplier.
+    /// Whether channels `0..channels` all have a multiplier.
     pub fn covers(&self, channels: usize) -> bool {
         self.step == 0 || self.multiplier.len() >= channels
     }
@@ -253,36 +264,63 @@ impl<'a> Requant<'a> {
     #[inline(always)]
     pub fn apply(&self, c: usize, acc: i32) -> i8 {
         let i = c * self.step;
-        let scaled =
-            multiply_by_quantized_multiplier(acc, self.multiplier[i], i32::from(self.shift[i]));
+        let [left, right] = self.shift[i];
+        let scaled = scale_parts(acc, self.multiplier[i], u32::from(left), u32::from(right));
         let v = scaled.wrapping_add(self.stage.offset);
         // max then min, as TFLM: a range inverted by odd quantisation yields `max`.
         v.max(self.stage.min).min(self.stage.max) as i8
     }
 }
 
-/// `Σ a·b` with wrapping int32 accumulation.
-#[inline]
-pub fn dot(a: &[i8], b: &[i8]) -> i32 {
-    // Lane-wise partial sums in a fixed-size array let LLVM keep them in
-    // vector registers; integer addition is associative, so the result is
-    // exactly the sequential sum.
-    const LANES: usize = 16;
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[..n], &b[..n]);
-    let mut lanes = [0i32; LANES];
-    let mut ca = a.chunks_exact(LANES);
-    let mut cb = b.chunks_exact(LANES);
-    for (x, y) in (&mut ca).zip(&mut cb) {
-        for i in 0..LANES {
-            lanes[i] = lanes[i].wrapping_add(i32::from(x[i]) * i32::from(y[i]));
-        }
+/// TFLM's `MultiplyByQuantizedMultiplier(x, multiplier, shift)` for the
+/// multipliers [`quantize_multiplier`] makes (`0 ≤ multiplier < 2^31`).
+pub fn scale(x: i32, multiplier: i32, shift: i32) -> i32 {
+    let [left, right] = shift_parts(shift);
+    scale_parts(x, multiplier, u32::from(left), u32::from(right))
+}
+
+/// [`scale`] with the shift split as [`shift_parts`] does, without
+/// branches (`right1 = right + 1`, `1..=32`):
+/// - `SaturatingRoundingDoublingHighMul(x, m)` is `h = (x·m + 2^30) >> 31`:
+///   its nudge for negative products, `1 − 2^30`, followed by division
+///   truncating toward zero, is the same floor shift; and it never
+///   saturates, since `m` is never `i32::MIN`;
+/// - `RoundingDivideByPOT(h, e)` (ties away from zero) is
+///   `(2h + 2^e − [h < 0]) >> (e + 1)` for every `e ≥ 0`: for `e ≥ 1` the
+///   `−1` and gemmlowp's `−2` floor alike (an odd numerator is never a
+///   multiple of `2^(e+1)`), and for `e = 0` it is `h`.
+#[inline(always)]
+pub fn scale_parts(x: i32, multiplier: i32, left: u32, right1: u32) -> i32 {
+    #[cfg(target_pointer_width = "64")]
+    {
+        scale_parts_wide(x, multiplier, left, right1)
     }
-    let mut acc = lanes.iter().fold(0i32, |s, &v| s.wrapping_add(v));
-    for (&x, &y) in ca.remainder().iter().zip(cb.remainder()) {
-        acc = acc.wrapping_add(i32::from(x) * i32::from(y));
+    #[cfg(not(target_pointer_width = "64"))]
+    {
+        scale_parts_narrow(x, multiplier, left, right1)
     }
-    acc
+}
+
+/// [`scale_parts`] in 64-bit arithmetic (cheap on 64-bit cores).
+#[inline(always)]
+pub fn scale_parts_wide(x: i32, multiplier: i32, left: u32, right1: u32) -> i32 {
+    let product = i64::from(x.wrapping_shl(left)) * i64::from(multiplier);
+    let high = (product + (1 << 30)) >> 31;
+    let round = 1i64 << (right1 - 1);
+    ((2 * high + round + (high >> 63)) >> right1) as i32
+}
+
+/// [`scale_parts`] for 32-bit cores: one 32×32→64 multiply, then gemmlowp's
+/// `RoundingDivideByPOT` in 32 bits (`h` always fits: `|x·m| < 2^62`), so no
+/// 64-bit variable shift.
+#[inline(always)]
+pub fn scale_parts_narrow(x: i32, multiplier: i32, left: u32, right1: u32) -> i32 {
+    let product = i64::from(x.wrapping_shl(left)) * i64::from(multiplier);
+    let high = ((product + (1 << 30)) >> 31) as i32;
+    let e = right1 - 1;
+    let mask = ((1u32 << e) - 1) as i32;
+    let threshold = (mask >> 1) + i32::from(high < 0);
+    (high >> e) + i32::from((high & mask) > threshold)
 }
 
 /// `Σ w·(x + offset)`: TFLM's formula, for windows that skip padded taps.
@@ -322,60 +360,353 @@ pub fn matvec(
         return;
     }
     // Four channels at a time share each load (and offsetting) of `x`.
-    let mut rows = weights.chunks_exact(4 * k);
+    let n = out.len();
     let mut c = 0;
-    let mut outs = out.chunks_exact_mut(4);
-    for (block, o) in (&mut rows).zip(&mut outs) {
+    while c + 4 <= n {
+        let block = &weights[c * k..][..4 * k];
         let (w0, rest) = block.split_at(k);
         let (w1, rest) = rest.split_at(k);
         let (w2, w3) = rest.split_at(k);
         let acc = dot4(x, x_offset, [w0, w1, w2, w3]);
-        for i in 0..4 {
-            o[i] = requant.apply(c + i, start(c + i).wrapping_add(acc[i]));
+        for r in 0..4 {
+            out[c + r] = requant.apply(c + r, start(c + r).wrapping_add(acc[r]));
         }
         c += 4;
     }
-    for (w, o) in rows.remainder().chunks_exact(k).zip(outs.into_remainder()) {
-        *o = requant.apply(c, start(c).wrapping_add(dot_offset(w, x, x_offset)));
+    while c < n {
+        let w = &weights[c * k..][..k];
+        out[c] = requant.apply(c, start(c).wrapping_add(dot_offset(w, x, x_offset)));
         c += 1;
     }
 }
 
 /// `Σ w_r·(x + x_offset)` for four weight rows of `x.len()` weights.
 /// `x_offset` is in `-128..=128`, so `x + x_offset` fits 16 bits.
-#[inline]
+#[inline(always)]
 pub fn dot4(x: &[i8], x_offset: i32, w: [&[i8]; 4]) -> [i32; 4] {
-    const LANES: usize = 16;
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    {
+        if x.len() >= 64 {
+            sse2::dot4_long(x, x_offset, w)
+        } else {
+            sse2::dot4(x, x_offset, w)
+        }
+    }
+    #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+    {
+        dsp::dot4(x, x_offset, w)
+    }
+    #[cfg(not(any(
+        all(target_arch = "x86_64", target_feature = "sse2"),
+        all(target_arch = "arm", feature = "arm-dsp")
+    )))]
+    {
+        dot4_portable(x, x_offset, w)
+    }
+}
+
+/// [`dot4`] in plain Rust (every target; the reference for the SIMD one).
+#[inline]
+pub fn dot4_portable(x: &[i8], x_offset: i32, w: [&[i8]; 4]) -> [i32; 4] {
     let n = x.len();
     let (w0, w1, w2, w3) = (&w[0][..n], &w[1][..n], &w[2][..n], &w[3][..n]);
     let off = x_offset as i16;
-    let mut lanes = [[0i32; LANES]; 4];
-    let chunks = n / LANES;
-    for j in 0..chunks {
-        let xs = &x[j * LANES..][..LANES];
-        let mut xo = [0i16; LANES];
-        for i in 0..LANES {
-            xo[i] = i16::from(xs[i]) + off;
-        }
-        let ws = [
-            &w0[j * LANES..][..LANES],
-            &w1[j * LANES..][..LANES],
-            &w2[j * LANES..][..LANES],
-            &w3[j * LANES..][..LANES],
-        ];
-        for (r, wr) in ws.iter().enumerate() {
-            for i in 0..LANES {
-                lanes[r][i] = lanes[r][i].wrapping_add(i32::from(xo[i]) * i32::from(wr[i]));
-            }
-        }
+    // Four plain reductions in one loop sharing the offset input.
+    let (mut a0, mut a1, mut a2, mut a3) = (0i32, 0i32, 0i32, 0i32);
+    for i in 0..n {
+        let v = i32::from(i16::from(x[i]) + off);
+        a0 = a0.wrapping_add(v * i32::from(w0[i]));
+        a1 = a1.wrapping_add(v * i32::from(w1[i]));
+        a2 = a2.wrapping_add(v * i32::from(w2[i]));
+        a3 = a3.wrapping_add(v * i32::from(w3[i]));
     }
+    [a0, a1, a2, a3]
+}
+
+/// `Σ w_r·x` for four weight rows, `x` already offset into 16 bits (an
+/// im2col patch: `x + input_offset`, padded taps 0).
+#[inline(always)]
+pub fn dot4_i16(x: &[i16], w: [&[i8]; 4]) -> [i32; 4] {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    {
+        sse2::dot4_i16(x, w)
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+    {
+        dot4_i16_portable(x, w)
+    }
+}
+
+/// [`dot4_i16`] in plain Rust.
+#[inline]
+pub fn dot4_i16_portable(x: &[i16], w: [&[i8]; 4]) -> [i32; 4] {
+    let n = x.len();
+    let w = w.map(|r| &r[..n]);
     let mut acc = [0i32; 4];
-    let tail = chunks * LANES;
-    for (r, wr) in [w0, w1, w2, w3].iter().enumerate() {
-        let head = lanes[r].iter().fold(0i32, |s, &v| s.wrapping_add(v));
-        acc[r] = head.wrapping_add(dot_offset(&wr[tail..], &x[tail..], x_offset));
+    for i in 0..n {
+        let v = i32::from(x[i]);
+        for r in 0..4 {
+            acc[r] = acc[r].wrapping_add(v * i32::from(w[r][i]));
+        }
     }
     acc
+}
+
+/// `Σ w·x` for one row, `x` as in [`dot4_i16`].
+#[inline]
+pub fn dot_i16(x: &[i16], w: &[i8]) -> i32 {
+    x.iter().zip(w).fold(0i32, |acc, (&v, &wv)| {
+        acc.wrapping_add(i32::from(v) * i32::from(wv))
+    })
+}
+
+/// SSE2 (x86-64's baseline): LLVM does not find the dense 16-bit
+/// multiply-add (`pmaddwd`) for these sums on its own.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+mod sse2 {
+    use core::arch::x86_64::{
+        __m128i, _mm_add_epi16, _mm_add_epi32, _mm_cvtsi64_si128, _mm_madd_epi16, _mm_set1_epi16,
+        _mm_setzero_si128, _mm_srai_epi16, _mm_unpackhi_epi8, _mm_unpacklo_epi8,
+    };
+
+    /// Sixteen int8 values sign-extended to two vectors of eight i16.
+    #[inline(always)]
+    fn widen(v: &[i8; 16]) -> [__m128i; 2] {
+        let v: __m128i = bytemuck::cast(*v);
+        // SAFETY: SSE2 is enabled for this build (the module's cfg).
+        // Each byte paired with itself, shifted down: its sign extension.
+        unsafe {
+            [
+                _mm_srai_epi16::<8>(_mm_unpacklo_epi8(v, v)),
+                _mm_srai_epi16::<8>(_mm_unpackhi_epi8(v, v)),
+            ]
+        }
+    }
+
+    /// Eight int8 values sign-extended to one vector of eight i16.
+    #[inline(always)]
+    fn widen8(v: &[i8; 8]) -> __m128i {
+        // SAFETY: SSE2 is enabled for this build (the module's cfg).
+        unsafe {
+            let v = _mm_cvtsi64_si128(i64::from_le_bytes(v.map(|b| b as u8)));
+            _mm_srai_epi16::<8>(_mm_unpacklo_epi8(v, v))
+        }
+    }
+
+    /// `acc + a·b` in pairs: eight 16-bit products summed into four lanes.
+    #[inline(always)]
+    fn madd(acc: __m128i, a: __m128i, b: __m128i) -> __m128i {
+        // SAFETY: SSE2 is enabled for this build (the module's cfg).
+        unsafe { _mm_add_epi32(acc, _mm_madd_epi16(a, b)) }
+    }
+
+    #[inline(always)]
+    fn add16(a: __m128i, b: __m128i) -> __m128i {
+        // SAFETY: SSE2 is enabled for this build (the module's cfg).
+        unsafe { _mm_add_epi16(a, b) }
+    }
+
+    /// [`super::dot4_i16`].
+    #[inline(always)]
+    pub(super) fn dot4_i16(x: &[i16], w: [&[i8]; 4]) -> [i32; 4] {
+        let n = x.len();
+        let w = [&w[0][..n], &w[1][..n], &w[2][..n], &w[3][..n]];
+        let (xc, _) = x.as_chunks::<16>();
+        let [w0, w1, w2, w3] = w.map(|r| r.as_chunks::<16>().0);
+        // SAFETY: SSE2 is enabled for this build (the module's cfg).
+        let mut acc = [unsafe { _mm_setzero_si128() }; 4];
+        for ((((xs, r0), r1), r2), r3) in xc.iter().zip(w0).zip(w1).zip(w2).zip(w3) {
+            let [lo, hi]: [__m128i; 2] = bytemuck::cast(*xs);
+            for (a, ws) in acc.iter_mut().zip([r0, r1, r2, r3]) {
+                let [wl, wh] = widen(ws);
+                *a = madd(madd(*a, lo, wl), hi, wh);
+            }
+        }
+        let mut done = xc.len() * 16;
+        if let Some(xs) = x[done..].first_chunk::<8>() {
+            let lo: __m128i = bytemuck::cast(*xs);
+            for (a, r) in acc.iter_mut().zip(w) {
+                if let Some(ws) = r[done..].first_chunk::<8>() {
+                    *a = madd(*a, lo, widen8(ws));
+                }
+            }
+            done += 8;
+        }
+        core::array::from_fn(|r| {
+            let lanes: [i32; 4] = bytemuck::cast(acc[r]);
+            let head = lanes.iter().fold(0i32, |s, &v| s.wrapping_add(v));
+            head.wrapping_add(super::dot_i16(&x[done..], &w[r][done..]))
+        })
+    }
+
+    /// [`super::dot4`] for rows long enough that a call costs nothing.
+    #[inline(never)]
+    pub(super) fn dot4_long(x: &[i8], x_offset: i32, w: [&[i8]; 4]) -> [i32; 4] {
+        dot4(x, x_offset, w)
+    }
+
+    #[inline(always)]
+    pub(super) fn dot4(x: &[i8], x_offset: i32, w: [&[i8]; 4]) -> [i32; 4] {
+        let n = x.len();
+        let w = [&w[0][..n], &w[1][..n], &w[2][..n], &w[3][..n]];
+        let (xc, _) = x.as_chunks::<16>();
+        let [w0, w1, w2, w3] = w.map(|r| r.as_chunks::<16>().0);
+        // SAFETY: SSE2 is enabled for this build (the module's cfg).
+        let (off, zero) = unsafe { (_mm_set1_epi16(x_offset as i16), _mm_setzero_si128()) };
+        let mut acc = [zero; 4];
+        let rows = xc.iter().zip(w0).zip(w1).zip(w2).zip(w3);
+        for ((((xs, r0), r1), r2), r3) in rows {
+            let [lo, hi] = widen(xs);
+            let (lo, hi) = (add16(lo, off), add16(hi, off));
+            for (a, ws) in acc.iter_mut().zip([r0, r1, r2, r3]) {
+                let [wl, wh] = widen(ws);
+                *a = madd(madd(*a, lo, wl), hi, wh);
+            }
+        }
+        let mut done = xc.len() * 16;
+        if let Some(xs) = x[done..].first_chunk::<8>() {
+            let lo = add16(widen8(xs), off);
+            for (a, r) in acc.iter_mut().zip(w) {
+                if let Some(ws) = r[done..].first_chunk::<8>() {
+                    *a = madd(*a, lo, widen8(ws));
+                }
+            }
+            done += 8;
+        }
+        core::array::from_fn(|r| {
+            let lanes: [i32; 4] = bytemuck::cast(acc[r]);
+            let head = lanes.iter().fold(0i32, |s, &v| s.wrapping_add(v));
+            head.wrapping_add(super::dot_offset(&w[r][done..], &x[done..], x_offset))
+        })
+    }
+}
+
+/// The Cortex-M DSP extension (feature `arm-dsp`: Cortex-M4, M7, and M33/M55
+/// cores built with it): two 16-bit multiply-adds per instruction.
+///
+/// Four int8 values load as one word; `SXTB16` sign-extends bytes 0 and 2
+/// into two halfwords and, rotated by 8, bytes 1 and 3; `SADD16` adds the
+/// input offset to both; `SMLAD` adds both products to an accumulator. The
+/// weights pair up the same way, so every product meets its partner.
+///
+/// Off the target (tests), the instructions are emulated bit for bit.
+#[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
+mod dsp {
+    /// `SXTB16 rd, rm`: bytes 0 and 2, sign-extended into halfwords.
+    #[inline(always)]
+    fn sxtb16(v: u32) -> u32 {
+        #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+        {
+            let r: u32;
+            // SAFETY: a register-only DSP instruction (the feature promises
+            // the core has it); no memory, stack or flags are touched.
+            unsafe {
+                core::arch::asm!("sxtb16 {r}, {v}", r = lateout(reg) r, v = in(reg) v,
+                    options(pure, nomem, nostack, preserves_flags));
+            }
+            r
+        }
+        #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
+        {
+            let lo = u32::from(v as u8 as i8 as i16 as u16);
+            let hi = u32::from((v >> 16) as u8 as i8 as i16 as u16);
+            lo | (hi << 16)
+        }
+    }
+
+    /// `SADD16`: halfword-wise wrapping addition.
+    #[inline(always)]
+    fn sadd16(a: u32, b: u32) -> u32 {
+        #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+        {
+            let r: u32;
+            // SAFETY: a register-only DSP instruction; it sets the GE flags,
+            // which nothing here reads (so `preserves_flags` is not claimed).
+            unsafe {
+                core::arch::asm!("sadd16 {r}, {a}, {b}", r = lateout(reg) r, a = in(reg) a,
+                    b = in(reg) b, options(pure, nomem, nostack));
+            }
+            r
+        }
+        #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
+        {
+            let lo = (a as u16).wrapping_add(b as u16);
+            let hi = ((a >> 16) as u16).wrapping_add((b >> 16) as u16);
+            u32::from(lo) | (u32::from(hi) << 16)
+        }
+    }
+
+    /// `SMLAD`: `acc + lo(a)·lo(b) + hi(a)·hi(b)`, signed halfwords,
+    /// wrapping (the Q flag it may set is never read).
+    #[inline(always)]
+    fn smlad(a: u32, b: u32, acc: i32) -> i32 {
+        #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+        {
+            let r: i32;
+            // SAFETY: a register-only DSP instruction; it may set the sticky
+            // Q flag, which nothing reads.
+            unsafe {
+                core::arch::asm!("smlad {r}, {a}, {b}, {c}", r = lateout(reg) r, a = in(reg) a,
+                    b = in(reg) b, c = in(reg) acc, options(pure, nomem, nostack));
+            }
+            r
+        }
+        #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
+        {
+            let lo = i32::from(a as i16) * i32::from(b as i16);
+            let hi = i32::from((a >> 16) as i16) * i32::from((b >> 16) as i16);
+            acc.wrapping_add(lo).wrapping_add(hi)
+        }
+    }
+
+    /// `SXTB16 rd, rm, ROR #8`: bytes 1 and 3, sign-extended into halfwords.
+    #[inline(always)]
+    fn sxtb16_ror8(v: u32) -> u32 {
+        #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+        {
+            let r: u32;
+            // SAFETY: as `sxtb16`.
+            unsafe {
+                core::arch::asm!("sxtb16 {r}, {v}, ror #8", r = lateout(reg) r, v = in(reg) v,
+                    options(pure, nomem, nostack, preserves_flags));
+            }
+            r
+        }
+        #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
+        {
+            sxtb16(v.rotate_right(8))
+        }
+    }
+
+    /// Four int8 values as the two halfword pairs (bytes 0, 2 and 1, 3).
+    #[inline(always)]
+    fn pairs(v: &[i8; 4]) -> (u32, u32) {
+        let word = u32::from_le_bytes(v.map(|b| b as u8));
+        (sxtb16(word), sxtb16_ror8(word))
+    }
+
+    #[inline(always)]
+    pub(super) fn dot4(x: &[i8], x_offset: i32, w: [&[i8]; 4]) -> [i32; 4] {
+        let n = x.len();
+        let w = [&w[0][..n], &w[1][..n], &w[2][..n], &w[3][..n]];
+        // -127..=128 in both halfwords; x + offset stays within ±255.
+        let off = u32::from(x_offset as i16 as u16) * 0x0001_0001;
+        let (xc, _) = x.as_chunks::<4>();
+        let [w0, w1, w2, w3] = w.map(|r| r.as_chunks::<4>().0);
+        let mut acc = [0i32; 4];
+        for ((((xs, r0), r1), r2), r3) in xc.iter().zip(w0).zip(w1).zip(w2).zip(w3) {
+            let (x02, x13) = pairs(xs);
+            let (x02, x13) = (sadd16(x02, off), sadd16(x13, off));
+            for (a, ws) in acc.iter_mut().zip([r0, r1, r2, r3]) {
+                let (w02, w13) = pairs(ws);
+                *a = smlad(x13, w13, smlad(x02, w02, *a));
+            }
+        }
+        let done = xc.len() * 4;
+        core::array::from_fn(|r| {
+            acc[r].wrapping_add(super::dot_offset(&w[r][done..], &x[done..], x_offset))
+        })
+    }
 }
 
 #[cfg(test)]
@@ -394,12 +725,28 @@ mod tests {
         let a: Vec<i8> = (0..77).map(|i| ((i * 37 + 11) % 256) as u8 as i8).collect();
         let b: Vec<i8> = (0..77).map(|i| ((i * 91 + 5) % 256) as u8 as i8).collect();
         for n in 0..77 {
-            assert_eq!(dot(&a[..n], &b[..n]), naive(&a[..n], &b[..n]));
             let got = dot4(&a[..n], 0, [&b[..n], &a[..n], &b[..n], &b[..n]]);
             assert_eq!(got[0], naive(&a[..n], &b[..n]));
             assert_eq!(got[1], naive(&a[..n], &a[..n]));
-            let got = dot4(&a[..n], -128, [&b[..n], &a[..n], &b[..n], &b[..n]]);
-            assert_eq!(got[2], dot_offset(&b[..n], &a[..n], -128));
+            // Input offsets span -127..=128 (int8 zero points).
+            let shifted: Vec<i16> = a[..n].iter().map(|&v| i16::from(v) - 7).collect();
+            let rows = [&b[..n], &a[..n], &b[..n], &b[..n]];
+            assert_eq!(dot4_i16(&shifted, rows), dot4_portable(&a[..n], -7, rows));
+            assert_eq!(
+                dot4_i16_portable(&shifted, rows),
+                dot4_portable(&a[..n], -7, rows)
+            );
+            assert_eq!(dot_i16(&shifted, &b[..n]), dot_offset(&b[..n], &a[..n], -7));
+            for offset in [128, -127, 0, 5] {
+                let rows = [&b[..n], &a[..n], &b[..n], &b[..n]];
+                assert_eq!(
+                    dsp::dot4(&a[..n], offset, rows),
+                    dot4_portable(&a[..n], offset, rows)
+                );
+                let got = dot4(&a[..n], offset, rows);
+                assert_eq!(got, dot4_portable(&a[..n], offset, rows));
+                assert_eq!(got[2], dot_offset(&b[..n], &a[..n], offset));
+            }
             assert_eq!(
                 dot_offset(&a[..n], &b[..n], 128),
                 a[..n]
@@ -412,13 +759,71 @@ mod tests {
     }
 
     #[test]
+    fn scale_is_tflm_multiply_by_quantized_multiplier() {
+        use crate::kernels::fixed_point::multiply_by_quantized_multiplier as tflm;
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let edges = [
+            i32::MIN,
+            i32::MIN + 1,
+            -(1 << 30),
+            -65_537,
+            -3,
+            -2,
+            -1,
+            0,
+            1,
+            2,
+            3,
+            65_535,
+            1 << 30,
+            i32::MAX,
+        ];
+        let multipliers = [
+            0,
+            1,
+            1 << 30,
+            (1 << 30) + 1,
+            1_518_500_250,
+            i32::MAX - 1,
+            i32::MAX,
+        ];
+        for shift in -31..=30 {
+            for &m in &multipliers {
+                for &x in &edges {
+                    assert_eq!(scale(x, m, shift), tflm(x, m, shift), "{x} {m} {shift}");
+                    let [l, r] = shift_parts(shift);
+                    let (l, r) = (u32::from(l), u32::from(r));
+                    assert_eq!(scale_parts_narrow(x, m, l, r), tflm(x, m, shift));
+                    assert_eq!(scale_parts_wide(x, m, l, r), tflm(x, m, shift));
+                }
+            }
+            for _ in 0..2000 {
+                let r = next();
+                let x = (r as i32) >> (r >> 59);
+                let m = ((r >> 32) as i32 & i32::MAX) | (1 << 30);
+                assert_eq!(scale(x, m, shift), tflm(x, m, shift), "{x} {m} {shift}");
+                let [l, rr] = shift_parts(shift);
+                let narrow = scale_parts_narrow(x, m, u32::from(l), u32::from(rr));
+                assert_eq!(narrow, tflm(x, m, shift), "{x} {m} {shift}");
+            }
+        }
+    }
+
+    #[test]
     fn requant_clamps_in_tflm_order() {
         let stage = OutputStage {
             offset: 5,
             min: 10,
             max: 3,
         };
-        let r = Requant::new(&[1 << 30], &[1], stage).unwrap();
+        let shift = [shift_parts(1)];
+        let r = Requant::new(&[1 << 30], &shift, stage).unwrap();
         // An inverted range yields `max`, as std::min(std::max(v, min), max).
         assert_eq!(r.apply(0, 100), 3);
         assert_eq!(r.apply(7, -100), 3);

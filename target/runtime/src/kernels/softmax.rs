@@ -11,9 +11,10 @@
 //!
 //! Every int8 difference lies in [-255, 0], so `exp` is a function of 256
 //! values. When a tensor is big enough that invoke would compute more exps
-//! than that (twice per element), prepare tabulates them once in the arena's
-//! tail (1 KiB) and invoke only looks them up; small classifier heads keep
-//! the arena small and compute directly. Both give identical bits.
+//! than that, prepare tabulates them once in the arena's tail (1 KiB) and
+//! invoke only looks them up; small classifier heads keep the arena small,
+//! compute each exp once and keep it on the stack for the second pass
+//! (TFLM computes it twice). All paths give identical bits.
 
 use bytemuck::{Pod, Zeroable};
 
@@ -23,6 +24,7 @@ use super::fixed_point::{
     multiply_by_quantized_multiplier_greater_than_one, preprocess_softmax_scaling,
     rounding_divide_by_pot, saturating_rounding_doubling_high_mul,
 };
+use super::float_math::expf;
 use super::tensor::{Dims, require_quant};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::schema::TensorType;
@@ -152,18 +154,17 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
     ctx.store(&data)
 }
 
-/// One row of TFLM's float softmax.
+/// One row of TFLM's float softmax. The exps are summed in TFLM's order;
+/// computing them in a loop of their own lets it vectorise.
 #[inline(always)]
 fn softmax_row_f32(input: &[f32], output: &mut [f32], beta: f32) {
     let max = input
         .iter()
         .fold(f32::MIN, |m, &v| if m < v { v } else { m });
-    let mut sum = 0.0f32;
     for (o, &v) in output.iter_mut().zip(input) {
-        let e = libm::expf((v - max) * beta);
-        *o = e;
-        sum += e;
+        *o = expf((v - max) * beta);
     }
+    let sum: f32 = output.iter().fold(0.0, |s, &e| s + e);
     for o in output.iter_mut() {
         *o /= sum;
     }
@@ -196,21 +197,28 @@ impl QuantizedOutput for i16 {
 }
 
 /// One row of TFLM's quantised softmax; `exp(d)` gives Q0.31 `exp` of the
-/// (non-positive) difference `d`.
+/// (non-positive) difference `d`. When `memo` holds the whole row, each exp
+/// is computed once and reused for the output (TFLM computes it twice).
 #[inline(always)]
 fn softmax_row_int8<O: QuantizedOutput>(
     input: &[i8],
     output: &mut [O],
     diff_min: i32,
     exp: impl Fn(i32) -> i32,
+    memo: &mut [i32],
 ) -> Result<(), KernelError> {
     let max = i32::from(input.iter().copied().max().unwrap_or(i8::MIN));
+    let memoise = memo.len() >= input.len();
     let mut sum_of_exps = 0i32; // Q12.19
-    for &v in input {
+    for (i, &v) in input.iter().enumerate() {
         let diff = i32::from(v) - max;
         if diff >= diff_min {
-            sum_of_exps = sum_of_exps
-                .wrapping_add(rounding_divide_by_pot(exp(diff), ACCUMULATION_INTEGER_BITS));
+            let e = exp(diff);
+            if memoise {
+                memo[i] = e;
+            }
+            sum_of_exps =
+                sum_of_exps.wrapping_add(rounding_divide_by_pot(e, ACCUMULATION_INTEGER_BITS));
         }
     }
     let (shifted_scale, num_bits_over_unit) =
@@ -220,11 +228,12 @@ fn softmax_row_int8<O: QuantizedOutput>(
         // TFLM aborts here (TFLITE_CHECK).
         return Err(KernelError::Internal);
     }
-    for (o, &v) in output.iter_mut().zip(input) {
+    for (i, (o, &v)) in output.iter_mut().zip(input).enumerate() {
         let diff = i32::from(v) - max;
         *o = if diff >= diff_min {
+            let e = if memoise { memo[i] } else { exp(diff) };
             let unsat = rounding_divide_by_pot(
-                saturating_rounding_doubling_high_mul(shifted_scale, exp(diff)),
+                saturating_rounding_doubling_high_mul(shifted_scale, e),
                 exponent,
             );
             O::from_i32((unsat + O::MIN).clamp(O::MIN, O::MAX))
@@ -234,6 +243,9 @@ fn softmax_row_int8<O: QuantizedOutput>(
     }
     Ok(())
 }
+
+/// Longest row whose exps are kept on the stack between the two passes.
+const MEMO_LEN: usize = 64;
 
 fn run_int8<O: QuantizedOutput + bytemuck::Pod>(
     ctx: &InvokeContext<'_, '_>,
@@ -257,12 +269,13 @@ fn run_int8<O: QuantizedOutput + bytemuck::Pod>(
             .try_into()
             .map_err(|_| KernelError::Internal)?;
         for (i, o) in rows {
-            softmax_row_int8(i, o, data.diff_min, |d| table[(-d) as u8 as usize])?;
+            softmax_row_int8(i, o, data.diff_min, |d| table[(-d) as u8 as usize], &mut [])?;
         }
     } else {
         let (m, s) = (data.input_multiplier, data.input_left_shift);
+        let mut memo = [0i32; MEMO_LEN];
         for (i, o) in rows {
-            softmax_row_int8(i, o, data.diff_min, |d| exp_of_diff(d, m, s))?;
+            softmax_row_int8(i, o, data.diff_min, |d| exp_of_diff(d, m, s), &mut memo)?;
         }
     }
     Ok(())
@@ -305,13 +318,18 @@ mod tests {
         let (m, s) = preprocess_softmax_scaling(1.0, 1.0 / 16.0, 5).unwrap();
         let diff_min = -calculate_input_radius(5, s, 31);
         let mut out = [0i8; 4];
-        softmax_row_int8(&[3, 3, 3, 3], &mut out, diff_min, |d| exp_of_diff(d, m, s)).unwrap();
+        softmax_row_int8(
+            &[3, 3, 3, 3],
+            &mut out,
+            diff_min,
+            |d| exp_of_diff(d, m, s),
+            &mut [],
+        )
+        .unwrap();
         assert_eq!(out, [-64; 4]);
         let mut out16 = [0i16; 4];
-        softmax_row_int8(&[3, 3, 3, 3], &mut out16, diff_min, |d| {
-            exp_of_diff(d, m, s)
-        })
-        .unwrap();
+        let exp = |d| exp_of_diff(d, m, s);
+        softmax_row_int8(&[3, 3, 3, 3], &mut out16, diff_min, exp, &mut [0; 4]).unwrap();
         assert_eq!(out16, [-32768 + 16384; 4]);
     }
 
@@ -320,10 +338,8 @@ mod tests {
         let (m, s) = preprocess_softmax_scaling(1.0, 0.5, 5).unwrap();
         let diff_min = -calculate_input_radius(5, s, 31);
         let mut out = [0i8; 3];
-        softmax_row_int8(&[127, -128, -128], &mut out, diff_min, |d| {
-            exp_of_diff(d, m, s)
-        })
-        .unwrap();
+        let exp = |d| exp_of_diff(d, m, s);
+        softmax_row_int8(&[127, -128, -128], &mut out, diff_min, exp, &mut []).unwrap();
         assert_eq!(out, [127, -128, -128]);
     }
 }

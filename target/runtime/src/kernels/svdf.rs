@@ -32,6 +32,13 @@
 //! into the bias in TFLM's order, one at a time, so it rounds the same way.
 //! [`reference`] is TFLM's algorithm step for step, scratch buffers included;
 //! the tests hold the two to the same results.
+//!
+//! Speed: the feature matmul widens `input − zero_point` to i16 once per
+//! batch row in a 256-byte stack buffer (rows of up to 128 features; longer
+//! rows use `Σ w·x − zp·Σ w` on the int8 values), so each filter is an
+//! i8 × i16 dot product; on x86-64 those and the int16 time dot products use
+//! SSE2's `pmaddwd`. On tflm_keyword_scrambled's layer shapes this runs in
+//! 2.3–3.4× fewer instructions than [`reference`] (`benches/svdf.rs`).
 
 use super::fixed_point::{multiply_by_quantized_multiplier, quantize_multiplier};
 use super::tensor::{Dims, expect_type, require_quant};
@@ -199,7 +206,7 @@ const KIND_FLOAT: u32 = 0;
 const KIND_INT16_STATE: u32 = 1;
 const KIND_INT8_STATE: u32 = 2;
 
-/// What prepare keeps for invoke (48 bytes in the tail).
+/// What prepare keeps for invoke (56 bytes in the tail).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 struct OpData {
@@ -638,6 +645,10 @@ pub fn eval_integer<T: StateElement>(
     let n_input = shape.input_size as usize;
     let memory = shape.memory as usize;
     let per_batch = shape.filters as usize * memory;
+    if per_batch == 0 {
+        // No filters: no state and no output.
+        return Ok(());
+    }
     let per_unit = shape.rank as usize * memory;
     let units = shape.units();
 
@@ -750,6 +761,10 @@ pub fn eval_float(
     let n_input = shape.input_size as usize;
     let memory = shape.memory as usize;
     let per_batch = shape.filters as usize * memory;
+    if per_batch == 0 {
+        // No filters: no state and no output.
+        return Ok(());
+    }
     let units = shape.units();
 
     if !state.is_empty() {

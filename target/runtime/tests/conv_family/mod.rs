@@ -182,7 +182,7 @@ pub fn tflm_padding(
 ) -> (usize, usize) {
     let effective = (filter - 1) * dilation + 1;
     let out = if padding == Padding::SAME {
-        (in_size + stride - 1) / stride
+        in_size.div_ceil(stride)
     } else {
         (in_size + stride).saturating_sub(effective) / stride
     };
@@ -384,6 +384,7 @@ pub fn conv_sums<E: Elem>(
 }
 
 /// TFLM's reference DEPTHWISE_CONV_2D sums, filter `[1, fh, fw, c · m]`.
+#[allow(clippy::too_many_arguments)]
 pub fn depthwise_sums<E: Elem>(
     input: &[E],
     shape: [usize; 4],

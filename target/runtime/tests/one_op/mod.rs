@@ -15,7 +15,7 @@ use hilt_runtime::writer::{ModelWriter, Options};
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Ty {
     pub dtype: T,
-    /// (scale, zero point) for quantised types.
+    /// (scale, zero point) for quantised types; a zero scale writes none.
     pub quant: Option<(f32, i64)>,
 }
 
@@ -60,13 +60,13 @@ pub fn single_op(
     let mut ids = Vec::new();
     for (i, (ty, shape)) in inputs.iter().enumerate() {
         let t = w.input(&format!("input{i}"), ty.dtype, shape);
-        if let Some((s, z)) = ty.quant {
+        if let Some((s, z)) = ty.quant.filter(|&(s, _)| s != 0.0) {
             w.quantize(t, s, z);
         }
         ids.push(Some(t));
     }
     let out = w.output("output", output.0.dtype, output.1);
-    if let Some((s, z)) = output.0.quant {
+    if let Some((s, z)) = output.0.quant.filter(|&(s, _)| s != 0.0) {
         w.quantize(out, s, z);
     }
     w.op(op, &ids, &[out], options);

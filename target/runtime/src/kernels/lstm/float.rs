@@ -3,7 +3,7 @@
 
 use super::super::KernelError;
 use super::params::LstmShape;
-use super::{GATE_CELL, GATE_FORGET, GATE_INPUT, GATE_OUTPUT, LstmWeights};
+use super::{GATE_CELL, GATE_FORGET, GATE_INPUT, GATE_OUTPUT, GATES, LstmWeights};
 
 /// `std::max(x, lowest)` then `std::min(·, max)`: TFLM's
 /// `ActivationFunctionWithMinMax` for "no activation", which turns ±inf into
@@ -149,19 +149,31 @@ pub(super) fn clip_f32(x: f32, clip: f32) -> f32 {
     if x < -clip { -clip } else { x }
 }
 
-/// `Σ a·b` from 0.0 in order, as TFLM's float FC loop adds.
+/// The four gates' `Σ x·w` over their rows of one cell, each summed from
+/// 0.0 in index order as TFLM's float FC loop adds (so each rounds the
+/// same), but interleaved: four independent add chains instead of one
+/// after the other, which is what makes this fast, since each chain must
+/// stay sequential.
 #[inline(always)]
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).fold(0.0f32, |acc, (&x, &w)| acc + x * w)
+fn dots4(rows: [&[f32]; GATES], x: &[f32]) -> [f32; GATES] {
+    let n = x.len();
+    let [r0, r1, r2, r3] = rows;
+    let (r0, r1, r2, r3) = (&r0[..n], &r1[..n], &r2[..n], &r3[..n]);
+    let mut acc = [0.0f32; GATES];
+    for d in 0..n {
+        let v = x[d];
+        acc[0] += v * r0[d];
+        acc[1] += v * r1[d];
+        acc[2] += v * r2[d];
+        acc[3] += v * r3[d];
+    }
+    acc
 }
 
-/// A gate's pre-activation: the input FC (with bias) plus the recurrent FC
-/// (bias 0.0), each through the FC's min/max clamp.
+/// Row `j` of each gate's `[cells, n]` matrix.
 #[inline(always)]
-fn pre_activation(w_in: &[f32], x: &[f32], bias: f32, w_rec: &[f32], h: &[f32]) -> f32 {
-    let from_input = clamp_to_finite(dot(x, w_in) + bias);
-    let from_hidden = clamp_to_finite(dot(h, w_rec) + 0.0);
-    from_input + from_hidden
+fn rows<'a>(w: &[&'a [f32]; GATES], j: usize, n: usize) -> [&'a [f32]; GATES] {
+    [w[0], w[1], w[2], w[3]].map(|m| &m[j * n..(j + 1) * n])
 }
 
 /// One float LSTM invoke over every time step; `hidden` and `cell` are
@@ -204,14 +216,13 @@ pub fn eval_float(
             let c_row = &mut c_rows[r * n_state..][..n_state];
             let out = &mut out_rows[r * n_state..][..n_state];
             for (j, (c, o)) in c_row.iter_mut().zip(out.iter_mut()).enumerate() {
+                let from_input = dots4(rows(&weights.input, j, n_input), x);
+                let from_hidden = dots4(rows(&weights.recurrent, j, n_state), h);
+                // Each FC through its min/max clamp (the recurrent one has
+                // bias 0.0), then the sum.
                 let pre = |g: usize| {
-                    pre_activation(
-                        &weights.input[g][j * n_input..][..n_input],
-                        x,
-                        weights.bias[g][j],
-                        &weights.recurrent[g][j * n_state..][..n_state],
-                        h,
-                    )
+                    clamp_to_finite(from_input[g] + weights.bias[g][j])
+                        + clamp_to_finite(from_hidden[g] + 0.0)
                 };
                 let forget = sigmoid_f32(pre(GATE_FORGET));
                 let input_gate = sigmoid_f32(pre(GATE_INPUT));

@@ -116,7 +116,7 @@ impl<W, B> LstmWeights<'_, W, B> {
 const KIND_FLOAT: u32 = 0;
 const KIND_INT8: u32 = 1;
 
-/// What prepare keeps for invoke (192 bytes in the tail).
+/// What prepare keeps for invoke (176 bytes in the tail).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 struct OpData {
@@ -126,6 +126,8 @@ struct OpData {
     cell_clip: f32,
     quant: LstmQuantParams,
 }
+
+const _: () = assert!(size_of::<OpData>() == 176);
 
 fn shape_error(info: &TensorInfo<'_>) -> KernelError {
     KernelError::ShapeMismatch { tensor: info.index }

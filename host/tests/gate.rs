@@ -1,0 +1,106 @@
+//! The gate end to end on a virtual board: an unchanged tree passes; a
+//! changed alignment or planner fails with a diff that names the moved
+//! buffers; accepting the pending snapshot makes it pass again.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn qemu_available() -> bool {
+    let ok = Command::new("qemu-system-arm")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        let required = std::env::var("HILT_QEMU_REQUIRED").is_ok_and(|v| v == "1");
+        assert!(
+            !required,
+            "qemu-system-arm is required (HILT_QEMU_REQUIRED=1) but missing"
+        );
+        eprintln!("qemu-system-arm not installed: gate test skipped");
+    }
+    ok
+}
+
+fn scenario(dir: &Path, extra: &str) -> PathBuf {
+    let r = repo();
+    let text = format!(
+        "model = \"{}\"\nboards = [\"qemu-mps2-an386\"]\ntimeout_s = 120\n{extra}\n[[steps]]\ninputs = [\"{d}\"]\nexpected = [\"{d}\"]\n",
+        r.join("scenarios/models/tiny_convnet_int8.tflite")
+            .display(),
+        d = r.join("scenarios/data/tiny_convnet_in.bin").display(),
+    );
+    let path = dir.join("gated.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn gate(scenario: &Path, snapshots: &Path) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_hilt"))
+        .current_dir(repo())
+        .arg("gate")
+        .arg(scenario)
+        .arg("--snapshots")
+        .arg(snapshots)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+/// What `cargo insta review` does on "accept": the pending file replaces the snapshot.
+fn accept(snapshots: &Path) {
+    for entry in std::fs::read_dir(snapshots).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "new") {
+            std::fs::rename(&path, path.with_extension("")).unwrap();
+        }
+    }
+}
+
+#[test]
+fn gate_passes_unchanged_fails_on_moved_buffers_and_passes_after_accepting() {
+    if !qemu_available() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("hilt-gate-{}", std::process::id()));
+    let snapshots = dir.join("snapshots");
+    std::fs::create_dir_all(&snapshots).unwrap();
+    // Expected outputs are the host runtime's own (firmware == host).
+    let path = scenario(&dir, "compare = \"exact\"\nexpected_from_host = true");
+    let (ok, out) = gate(&path, &snapshots);
+    assert!(!ok && out.contains("NEW"), "{out}");
+    accept(&snapshots);
+    let (ok, out) = gate(&path, &snapshots);
+    assert!(ok, "unchanged tree must pass:\n{out}");
+
+    let path = scenario(
+        &dir,
+        "compare = \"exact\"\nexpected_from_host = true\nalign = 64",
+    );
+    let (ok, out) = gate(&path, &snapshots);
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("CHANGED") && out.contains("buffer tensor") && out.contains("align 16 → 64"),
+        "{out}"
+    );
+    accept(&snapshots);
+    let (ok, out) = gate(&path, &snapshots);
+    assert!(ok, "accepted snapshot must pass:\n{out}");
+
+    let path = scenario(
+        &dir,
+        "compare = \"exact\"\nexpected_from_host = true\nalign = 64\nplanner = \"linear\"",
+    );
+    let (ok, out) = gate(&path, &snapshots);
+    assert!(!ok && out.contains("offset"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,142 @@
+//! Fault injection on two virtual boards: every injected fault is caught
+//! and reported as the right fault, with its location; clean runs of the
+//! shipped scenarios with buffer canaries raise no alarm.
+//!
+//! Skipped (with a message) without `qemu-system-arm`, unless
+//! `HILT_QEMU_REQUIRED=1`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use hilt::board::{load_all, select};
+use hilt::orchestrate::{Job, run_jobs};
+use hilt::runner::{BoardRun, Outcome};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn qemu_available() -> bool {
+    let ok = Command::new("qemu-system-arm")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        let required = std::env::var("HILT_QEMU_REQUIRED").is_ok_and(|v| v == "1");
+        assert!(
+            !required,
+            "qemu-system-arm is required (HILT_QEMU_REQUIRED=1) but missing"
+        );
+        eprintln!("qemu-system-arm not installed: fault-injection tests skipped");
+    }
+    ok
+}
+
+fn run(paths: &[&str], canary_override: Option<&str>) -> Vec<BoardRun> {
+    let boards = load_all(&repo().join("boards")).unwrap();
+    let conformance = hilt::conformance::locate(&repo());
+    let mut jobs = Vec::new();
+    for path in paths {
+        let mut scenario = hilt::scenario::load(&repo().join(path), &conformance).unwrap();
+        if let Some(c) = canary_override {
+            scenario.canary = c.to_string();
+        }
+        let scenario = Arc::new(scenario);
+        for pattern in &scenario.boards {
+            for board in select(&boards, pattern).unwrap() {
+                jobs.push(Job {
+                    scenario: scenario.clone(),
+                    board: board.clone(),
+                });
+            }
+        }
+    }
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(run_jobs(&repo(), jobs, 2, |_| {}))
+}
+
+fn error_of<'r>(results: &'r [BoardRun], scenario: &str, board: &str) -> &'r str {
+    let run = results
+        .iter()
+        .find(|r| r.scenario == scenario && r.board == board)
+        .unwrap();
+    match &run.outcome {
+        Outcome::Error(m) => m,
+        other => panic!("{scenario} on {board}: expected a caught fault, got {other:?}"),
+    }
+}
+
+#[test]
+fn every_injected_fault_is_caught_on_two_virtual_boards() {
+    if !qemu_available() {
+        return;
+    }
+    let results = run(
+        &[
+            "host/tests/fixtures/overrun.toml",
+            "host/tests/fixtures/misplan.toml",
+            "host/tests/fixtures/too_small.toml",
+            "host/tests/fixtures/stack.toml",
+            "host/tests/fixtures/blind.toml",
+        ],
+        None,
+    );
+    assert_eq!(results.len(), 10);
+    for board in ["qemu-mps2-an386", "qemu-netduinoplus2"] {
+        let m = error_of(&results, "overrun", board);
+        assert!(
+            m.contains("firmware check: the guard after tensor 2 was overwritten")
+                && m.contains("(8 bytes hit), after op 0"),
+            "{m}"
+        );
+        let m = error_of(&results, "misplan", board);
+        assert!(
+            m.contains("ALLOCATE") && m.contains("plan is invalid: Overlap"),
+            "{m}"
+        );
+        let m = error_of(&results, "too_small", board);
+        assert!(m.contains("ALLOCATE") && m.contains("out of memory"), "{m}");
+        let m = error_of(&results, "stack", board);
+        assert!(
+            m.contains("firmware check: the arena's end guard was overwritten"),
+            "{m}"
+        );
+        let m = error_of(&results, "blind", board);
+        assert!(
+            m.contains("host check after case0 step 0: the arena's end guard was overwritten"),
+            "{m}"
+        );
+    }
+}
+
+#[test]
+fn shipped_scenarios_raise_no_false_alarm_with_buffer_canaries() {
+    if !qemu_available() {
+        return;
+    }
+    let conformance = hilt::conformance::locate(&repo());
+    if !conformance.join("manifest.json").is_file() {
+        let required = std::env::var("HILT_CONFORMANCE_REQUIRED").is_ok_and(|v| v == "1");
+        assert!(!required, "conformance set missing");
+        eprintln!("conformance set missing: shipped scenarios skipped");
+        return;
+    }
+    let shipped: Vec<String> = std::fs::read_dir(repo().join("scenarios"))
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .map(|p| p.strip_prefix(repo()).unwrap().display().to_string())
+        .collect();
+    let paths: Vec<&str> = shipped.iter().map(String::as_str).collect();
+    let results = run(&paths, Some("buffers"));
+    let failures: Vec<String> = results
+        .iter()
+        .filter(|r| r.outcome != Outcome::Passed)
+        .map(|r| format!("{} on {}: {:?}", r.scenario, r.board, r.outcome))
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
