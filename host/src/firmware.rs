@@ -101,10 +101,19 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
     // Builds share one output folder: hold a lock from the build until the
     // ELF is copied out, so a concurrent build (another thread or process)
     // cannot replace it in between.
-    std::fs::create_dir_all(&target_dir).map_err(|source| BuildError::Io { path: target_dir.clone(), source })?;
+    std::fs::create_dir_all(&target_dir).map_err(|source| BuildError::Io {
+        path: target_dir.clone(),
+        source,
+    })?;
     let lock_path = target_dir.join("hilt-build.lock");
-    let lock = std::fs::File::create(&lock_path).map_err(|source| BuildError::Io { path: lock_path.clone(), source })?;
-    lock.lock().map_err(|source| BuildError::Io { path: lock_path.clone(), source })?;
+    let lock = std::fs::File::create(&lock_path).map_err(|source| BuildError::Io {
+        path: lock_path.clone(),
+        source,
+    })?;
+    lock.lock().map_err(|source| BuildError::Io {
+        path: lock_path.clone(),
+        source,
+    })?;
     let manifest = repo.join("target/firmware/Cargo.toml");
     let output = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
         .current_dir(repo.join("target/firmware"))
