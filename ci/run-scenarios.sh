@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One CI run of scenarios, as the nightly and gate workflows do it: builds
-# hilt (release), then `hilt run` on the scenario files matching
+# hilt (release), then `hilt run` (or `hilt $HILT_COMMAND`: `gate` checks
+# the accepted snapshots in snapshots/gate) on the scenario files matching
 # $HILT_SCENARIOS (a glob, default scenarios/*.toml) with the options given,
 # e.g. ci/run-scenarios.sh --board 'qemu-*' --shard 1/2 --report-dir reports/q1
 #
@@ -23,6 +24,12 @@ warn() {
 
 # An empty value (an unset CI variable) means "not given", not "this folder".
 [ -n "${HILT_CONFORMANCE_DIR:-}" ] || unset HILT_CONFORMANCE_DIR
+
+command="${HILT_COMMAND:-run}"
+case "$command" in
+  run | gate) ;;
+  *) echo "HILT_COMMAND must be run or gate, not '$command'" >&2; exit 2 ;;
+esac
 
 cargo build --quiet --release --locked -p hilt
 
@@ -52,4 +59,4 @@ if [ -z "${HILT_CONFORMANCE_DIR:-}" ] && [ ! -d ../shared/conformance ]; then
     exit 0
   fi
 fi
-exec "$CARGO_TARGET_DIR/release/hilt" run "${scenarios[@]}" "$@"
+exec "$CARGO_TARGET_DIR/release/hilt" "$command" "${scenarios[@]}" "$@"
