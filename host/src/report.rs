@@ -876,15 +876,12 @@ fn arena_picture(run: &BoardRun, context: Option<&ScenarioContext>) -> String {
     let host = context.map(|c| &c.layout);
     if let Some(board) = board_layout(run, context) {
         let agreement = match host {
-            Some(Ok(h)) if h.head == board.head => " — the host plans the same head".to_string(),
-            Some(Ok(h)) => format!(
-                " — the host plans a head of {} B",
-                thousands(u64::from(h.head))
-            ),
+            Some(Ok(h)) if h.head == board.head => "; host plan: the same".to_string(),
+            Some(Ok(h)) => format!("; host plan: {} B", thousands(u64::from(h.head))),
             _ => String::new(),
         };
         return format!(
-            "<h3>Arena plan over time, as the board committed it (head {} B{agreement})</h3>\n{}",
+            "<h3>Arena plan as the board committed it (head {} B{agreement})</h3>\n{}",
             thousands(u64::from(board.head)),
             render_svg(&board, &format!("{model} on {}", run.board))
         );
