@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what hilt's commands need, only when it is missing: the pinned Rust
-# toolchain with its thumb targets and llvm-tools (rust-toolchain.toml), and
-# qemu-system-arm for the virtual boards. Safe to run again; never prompts.
+# toolchain with its thumb targets and llvm-tools (rust-toolchain.toml),
+# qemu-system-arm for the virtual boards, and xmllint (libxml2-utils) for the
+# report schema test. Safe to run again; never prompts.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
@@ -43,6 +44,22 @@ if ! command -v qemu-system-arm >/dev/null 2>&1; then
     $sudo_cmd apt-get install -y -qq qemu-system-arm </dev/null >/dev/null
   else
     say "qemu-system-arm missing and apt-get unavailable: install it with your package manager"
+    exit 1
+  fi
+fi
+# xmllint checks the JUnit report against its schema in the tests.
+if ! command -v xmllint >/dev/null 2>&1; then
+  if [ "${HILT_SKIP_XMLLINT:-0}" = 1 ]; then
+    say "xmllint missing (HILT_SKIP_XMLLINT=1: not installing)"
+  elif command -v apt-get >/dev/null 2>&1; then
+    say "installing libxml2-utils (xmllint)"
+    sudo_cmd=""
+    [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo -n"
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo_cmd apt-get update -qq </dev/null >/dev/null
+    $sudo_cmd apt-get install -y -qq libxml2-utils </dev/null >/dev/null
+  else
+    say "xmllint missing and apt-get unavailable: install libxml2-utils with your package manager"
     exit 1
   fi
 fi

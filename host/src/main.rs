@@ -54,6 +54,14 @@ enum Command {
         /// The board definitions folder.
         #[arg(long, default_value = "boards")]
         boards_dir: PathBuf,
+        /// Write junit.xml, summary.json and report.html here, updated as
+        /// each board finishes.
+        #[arg(long, default_value = "build/reports")]
+        report_dir: PathBuf,
+        /// Run only this host's share, I of N (1-based), of the sorted
+        /// (scenario, board) pairs: N hosts with 1/N .. N/N run each once.
+        #[arg(long, value_name = "I/N")]
+        shard: Option<hilt::shard::Shard>,
     },
     /// Run scenarios and compare layouts and latencies with the accepted
     /// snapshots (snapshots/gate); differences leave .snap.new files for
@@ -73,6 +81,14 @@ enum Command {
         /// The board definitions folder.
         #[arg(long, default_value = "boards")]
         boards_dir: PathBuf,
+        /// Write junit.xml, summary.json and report.html here (a changed
+        /// snapshot is a failed test case), updated as each board finishes.
+        #[arg(long, default_value = "build/reports/gate")]
+        report_dir: PathBuf,
+        /// Gate only this host's share, I of N (1-based), of the sorted
+        /// (scenario, board) pairs.
+        #[arg(long, value_name = "I/N")]
+        shard: Option<hilt::shard::Shard>,
     },
     /// List the defined boards.
     Boards {
@@ -201,14 +217,31 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             board,
             jobs,
             boards_dir,
-        } => run_scenarios(&scenarios, board.as_deref(), jobs, &boards_dir),
+            report_dir,
+            shard,
+        } => run_scenarios(
+            &scenarios,
+            board.as_deref(),
+            jobs,
+            &boards_dir,
+            &RunReporting { report_dir, shard },
+        ),
         Command::Gate {
             scenarios,
             board,
             jobs,
             snapshots,
             boards_dir,
-        } => gate_scenarios(&scenarios, board.as_deref(), jobs, &snapshots, &boards_dir),
+            report_dir,
+            shard,
+        } => gate_scenarios(
+            &scenarios,
+            board.as_deref(),
+            jobs,
+            &snapshots,
+            &boards_dir,
+            &RunReporting { report_dir, shard },
+        ),
         Command::Boards { dir } => {
             let boards = hilt::board::load_all(&dir)?;
             println!(
@@ -302,6 +335,7 @@ fn gate_scenarios(
     jobs: Option<usize>,
     snapshots: &std::path::Path,
     boards_dir: &std::path::Path,
+    reporting: &RunReporting,
 ) -> anyhow::Result<()> {
     use hilt::gate::{ModelNames, Verdict, gate_run};
     let mut paths = paths.to_vec();
@@ -315,6 +349,7 @@ fn gate_scenarios(
         paths.sort();
     }
     let (work, names) = jobs_for(&paths, board_filter, boards_dir)?;
+    let (work, mut reports) = reporting.start("hilt gate", work)?;
     let tolerance: std::collections::HashMap<String, f64> = work
         .iter()
         .map(|j| (j.board.name.clone(), j.board.latency_tolerance_percent))
@@ -326,7 +361,7 @@ fn gate_scenarios(
         .enable_all()
         .build()?;
     let mut verdicts = Vec::new();
-    runtime.block_on(hilt::orchestrate::run_jobs(&repo, work, parallel, |run| {
+    runtime.block_on(hilt::orchestrate::run_jobs_timed(&repo, work, parallel, |run, wall| {
         let (ops, tensors) = names.get(&run.scenario).cloned().unwrap_or_default();
         let names = ModelNames { tensors, ops };
         let tol = tolerance.get(&run.board).copied().unwrap_or(0.0);
@@ -346,8 +381,12 @@ fn gate_scenarios(
             }
             Verdict::RunFailed(m) => println!("FAILED   {key}: {m}"),
         }
+        if let Err(e) = reports.record(&hilt::report::gated(run, &verdict), wall) {
+            eprintln!("warning: {e}");
+        }
         verdicts.push(verdict);
     }));
+    println!("reports: {}", reports.finish()?.display());
     let bad = verdicts
         .iter()
         .filter(|v| **v != Verdict::Unchanged)
@@ -430,8 +469,9 @@ fn run_scenarios(
     board_filter: Option<&str>,
     jobs: Option<usize>,
     boards_dir: &std::path::Path,
+    reporting: &RunReporting,
 ) -> anyhow::Result<()> {
-    use hilt::orchestrate::{Job, run_jobs};
+    use hilt::orchestrate::{Job, run_jobs_timed};
     use hilt::runner::Outcome;
     let repo = std::env::current_dir()?;
     let boards = hilt::board::load_all(boards_dir)?;
@@ -462,6 +502,7 @@ fn run_scenarios(
             "no (scenario, board) pair to run: check the scenarios' `boards` and --board"
         );
     }
+    let (work, mut reports) = reporting.start("hilt run", work)?;
     let parallel =
         jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -471,9 +512,13 @@ fn run_scenarios(
         .iter()
         .map(|j| (j.scenario.name.clone(), op_names(&j.scenario.model)))
         .collect();
-    let results = runtime.block_on(run_jobs(&repo, work, parallel, |run| {
-        print_run(run, names.get(&run.scenario))
+    let results = runtime.block_on(run_jobs_timed(&repo, work, parallel, |run, wall| {
+        print_run(run, names.get(&run.scenario));
+        if let Err(e) = reports.record(run, wall) {
+            eprintln!("warning: {e}");
+        }
     }));
+    println!("reports: {}", reports.finish()?.display());
     let failed = results
         .iter()
         .filter(|r| r.outcome != Outcome::Passed)
@@ -487,6 +532,40 @@ fn run_scenarios(
         std::process::exit(1);
     }
     Ok(())
+}
+
+/// Where `hilt run` and `hilt gate` write their reports and which share of
+/// the pairs they run.
+struct RunReporting {
+    report_dir: PathBuf,
+    shard: Option<hilt::shard::Shard>,
+}
+
+impl RunReporting {
+    /// Keeps this shard's jobs and opens the report folder (failing before
+    /// any board runs when it cannot be written).
+    fn start(
+        &self,
+        command: &str,
+        work: Vec<hilt::orchestrate::Job>,
+    ) -> anyhow::Result<(Vec<hilt::orchestrate::Job>, hilt::report::ReportWriter)> {
+        let mut title = command.to_string();
+        let work = match self.shard {
+            Some(shard) => {
+                let all = work.len();
+                let part = shard.select(work, |j| (j.scenario.name.clone(), j.board.name.clone()));
+                println!(
+                    "shard {shard}: {} of {all} (scenario, board) pairs",
+                    part.len()
+                );
+                title.push_str(&format!(" (shard {shard})"));
+                part
+            }
+            None => work,
+        };
+        let reports = hilt::report::ReportWriter::for_jobs(&self.report_dir, &title, &work)?;
+        Ok((work, reports))
+    }
 }
 
 /// The attached probes and the boards each one serves (USB listing only:

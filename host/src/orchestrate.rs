@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::OwnedMutexGuard;
 
@@ -70,12 +70,26 @@ pub async fn run_jobs(
     repo: &Path,
     jobs: Vec<Job>,
     parallel: usize,
-    on_result: impl FnMut(&BoardRun),
+    mut on_result: impl FnMut(&BoardRun),
 ) -> Vec<BoardRun> {
-    let mut built: Vec<(Job, Result<PathBuf, String>)> = Vec::new();
+    run_jobs_timed(repo, jobs, parallel, |run, _| on_result(run)).await
+}
+
+/// [`run_jobs`], also handing `on_result` the wall time the board took:
+/// from its turn to run (not its wait for its board or a free slot) to its
+/// result, or the firmware build's time when the build failed. Reports need
+/// it; [`BoardRun`] stays what the board produced.
+pub async fn run_jobs_timed(
+    repo: &Path,
+    jobs: Vec<Job>,
+    parallel: usize,
+    on_result: impl FnMut(&BoardRun, Duration),
+) -> Vec<BoardRun> {
+    let mut built: Vec<(Job, Result<PathBuf, String>, Duration)> = Vec::new();
     for job in jobs {
         let repo = repo.to_path_buf();
         let j = job.clone();
+        let build_started = Instant::now();
         let elf = tokio::task::spawn_blocking(move || {
             let arena_size = j.scenario.arena_size.unwrap_or(j.board.arena_size);
             firmware::build(
@@ -94,10 +108,10 @@ pub async fn run_jobs(
         })
         .await
         .unwrap_or_else(|e| Err(format!("build task failed: {e}")));
-        built.push((job, elf));
+        built.push((job, elf, build_started.elapsed()));
     }
 
-    run_built(built, parallel, on_result).await
+    run_built_timed(built, parallel, on_result).await
 }
 
 /// The board lock of `name`: one per board name for the whole process, so
@@ -131,15 +145,29 @@ pub async fn run_built(
     parallel: usize,
     mut on_result: impl FnMut(&BoardRun),
 ) -> Vec<BoardRun> {
+    let built = built
+        .into_iter()
+        .map(|(job, elf)| (job, elf, Duration::ZERO))
+        .collect();
+    run_built_timed(built, parallel, |run, _| on_result(run)).await
+}
+
+/// [`run_built`] with wall times, as [`run_jobs_timed`] hands them out; a
+/// failed build reports the build time given beside it.
+pub async fn run_built_timed(
+    built: Vec<(Job, Result<PathBuf, String>, Duration)>,
+    parallel: usize,
+    mut on_result: impl FnMut(&BoardRun, Duration),
+) -> Vec<BoardRun> {
     let semaphore = Arc::new(tokio::sync::Semaphore::new(parallel.max(1)));
     let mut tasks = tokio::task::JoinSet::new();
     let mut results = Vec::new();
-    for (job, elf) in built {
+    for (job, elf, build_time) in built {
         let elf = match elf {
             Ok(e) => e,
             Err(message) => {
                 let run = error_run(&job, message);
-                on_result(&run);
+                on_result(&run, build_time);
                 results.push(run);
                 continue;
             }
@@ -148,23 +176,28 @@ pub async fn run_built(
         tasks.spawn(async move {
             let board = lock_if_real(&job.board).await;
             let _permit = semaphore.acquire_owned().await;
-            run_one(job, elf, board).await
+            let started = Instant::now();
+            let run = run_one(job, elf, board).await;
+            (run, started.elapsed())
         });
     }
     while let Some(joined) = tasks.join_next().await {
-        let run = match joined {
-            Ok(run) => run,
-            Err(e) => BoardRun {
-                scenario: String::new(),
-                board: String::new(),
-                outcome: Outcome::Error(format!("board task failed: {e}")),
-                steps: Vec::new(),
-                arena: None,
-                logs: Vec::new(),
-                plan: Vec::new(),
-            },
+        let (run, wall) = match joined {
+            Ok(timed) => timed,
+            Err(e) => (
+                BoardRun {
+                    scenario: String::new(),
+                    board: String::new(),
+                    outcome: Outcome::Error(format!("board task failed: {e}")),
+                    steps: Vec::new(),
+                    arena: None,
+                    logs: Vec::new(),
+                    plan: Vec::new(),
+                },
+                Duration::ZERO,
+            ),
         };
-        on_result(&run);
+        on_result(&run, wall);
         results.push(run);
     }
     results
