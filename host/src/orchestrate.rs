@@ -52,17 +52,6 @@ fn error_run(job: &Job, message: String) -> BoardRun {
     }
 }
 
-fn crc32(bytes: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &b in bytes {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = (crc >> 1) ^ (0xEDB8_8320 & (crc & 1).wrapping_neg());
-        }
-    }
-    !crc
-}
-
 /// Builds every job's firmware (one cargo at a time: builds share a lock
 /// anyway), then runs up to `parallel` boards at once; `on_result` sees
 /// each result as soon as its board finishes.
@@ -209,7 +198,7 @@ async fn run_one(job: Job, elf: PathBuf, board: Option<OwnedMutexGuard<()>>) -> 
         Err(e) => return error_run(&job, e.to_string()),
     };
     let model_crc = match std::fs::read(&job.scenario.model) {
-        Ok(bytes) => crc32(&bytes),
+        Ok(bytes) => hilt_proto::crc::crc32(&bytes),
         Err(e) => return error_run(&job, format!("{}: {e}", job.scenario.model.display())),
     };
     match job.board.runner {

@@ -2,31 +2,12 @@
 //! changed alignment or planner fails with a diff that names the moved
 //! buffers; accepting the pending snapshot makes it pass again.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-fn qemu_available() -> bool {
-    let ok = Command::new("qemu-system-arm")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        let required = std::env::var("HILT_QEMU_REQUIRED").is_ok_and(|v| v == "1");
-        assert!(
-            !required,
-            "qemu-system-arm is required (HILT_QEMU_REQUIRED=1) but missing"
-        );
-        eprintln!("qemu-system-arm not installed: gate test skipped");
-    }
-    ok
-}
+use common::repo;
 
 fn scenario(dir: &Path, extra: &str) -> PathBuf {
     let r = repo();
@@ -68,7 +49,7 @@ fn accept(snapshots: &Path) {
 
 #[test]
 fn gate_passes_unchanged_fails_on_moved_buffers_and_passes_after_accepting() {
-    if !qemu_available() {
+    if !common::qemu_available("gate test") {
         return;
     }
     let dir = std::env::temp_dir().join(format!("hilt-gate-{}", std::process::id()));

@@ -5,7 +5,8 @@
 //! both). Without them the tests say so and pass, unless
 //! `HILT_QEMU_REQUIRED=1` (as in `.ci/run`).
 
-use std::path::{Path, PathBuf};
+mod common;
+
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,30 +15,7 @@ use hilt::board::load_all;
 use hilt::orchestrate::{Job, run_jobs};
 use hilt::runner::{KillSwitch, Outcome, run_on_qemu};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-fn qemu_available() -> bool {
-    let ok = Command::new("qemu-system-arm")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        let required = std::env::var("HILT_QEMU_REQUIRED").is_ok_and(|v| v == "1");
-        assert!(
-            !required,
-            "qemu-system-arm is required (HILT_QEMU_REQUIRED=1) but missing: run ci/setup.sh"
-        );
-        eprintln!(
-            "qemu-system-arm not installed: QEMU end-to-end tests skipped (ci/setup.sh installs it)"
-        );
-    }
-    ok
-}
+use common::repo;
 
 fn hilt(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_hilt"))
@@ -61,7 +39,7 @@ fn cycles_lines(stdout: &str) -> Vec<String> {
 
 #[test]
 fn smoke_scenario_passes_on_every_virtual_board_with_repeatable_cycles() {
-    if !qemu_available() {
+    if !common::qemu_available("QEMU end-to-end tests") {
         return;
     }
     let first = hilt(&["run", "scenarios/smoke_reshape.toml"]);
@@ -90,7 +68,7 @@ fn smoke_scenario_passes_on_every_virtual_board_with_repeatable_cycles() {
 
 #[test]
 fn a_hung_board_and_a_garbled_frame_fail_alone_and_others_keep_their_results() {
-    if !qemu_available() {
+    if !common::qemu_available("QEMU end-to-end tests") {
         return;
     }
     let boards = load_all(&repo().join("boards")).unwrap();
@@ -130,7 +108,7 @@ fn a_hung_board_and_a_garbled_frame_fail_alone_and_others_keep_their_results() {
 
 #[test]
 fn killing_qemu_mid_run_ends_in_a_clear_error() {
-    if !qemu_available() {
+    if !common::qemu_available("QEMU end-to-end tests") {
         return;
     }
     let boards = load_all(&repo().join("boards")).unwrap();
@@ -154,17 +132,7 @@ fn killing_qemu_mid_run_ends_in_a_clear_error() {
     )
     .unwrap();
     let image = hilt::elf::inspect(&elf).unwrap();
-    let crc = {
-        let bytes = std::fs::read(&scenario.model).unwrap();
-        let mut crc = !0u32;
-        for b in bytes {
-            crc ^= u32::from(b);
-            for _ in 0..8 {
-                crc = (crc >> 1) ^ (0xEDB8_8320 & (crc & 1).wrapping_neg());
-            }
-        }
-        !crc
-    };
+    let crc = hilt_proto::crc::crc32(&std::fs::read(&scenario.model).unwrap());
     let kill = KillSwitch::default();
     let k = kill.clone();
     let handle = std::thread::spawn(move || run_on_qemu(&board, &scenario, &image, crc, &k));

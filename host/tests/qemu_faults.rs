@@ -5,36 +5,15 @@
 //! Skipped (with a message) without `qemu-system-arm`, unless
 //! `HILT_QEMU_REQUIRED=1`.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
+
 use std::sync::Arc;
 
 use hilt::board::{load_all, select};
 use hilt::orchestrate::{Job, run_jobs};
 use hilt::runner::{BoardRun, Outcome};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-fn qemu_available() -> bool {
-    let ok = Command::new("qemu-system-arm")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        let required = std::env::var("HILT_QEMU_REQUIRED").is_ok_and(|v| v == "1");
-        assert!(
-            !required,
-            "qemu-system-arm is required (HILT_QEMU_REQUIRED=1) but missing"
-        );
-        eprintln!("qemu-system-arm not installed: fault-injection tests skipped");
-    }
-    ok
-}
+use common::repo;
 
 fn run(paths: &[&str], canary_override: Option<&str>) -> Vec<BoardRun> {
     let boards = load_all(&repo().join("boards")).unwrap();
@@ -72,7 +51,7 @@ fn error_of<'r>(results: &'r [BoardRun], scenario: &str, board: &str) -> &'r str
 
 #[test]
 fn every_injected_fault_is_caught_on_two_virtual_boards() {
-    if !qemu_available() {
+    if !common::qemu_available("fault-injection tests") {
         return;
     }
     let results = run(
@@ -115,7 +94,7 @@ fn every_injected_fault_is_caught_on_two_virtual_boards() {
 
 #[test]
 fn shipped_scenarios_raise_no_false_alarm_with_buffer_canaries() {
-    if !qemu_available() {
+    if !common::qemu_available("fault-injection tests") {
         return;
     }
     let conformance = hilt::conformance::locate(&repo());

@@ -7,6 +7,8 @@
 //! `HILT_XMLLINT_REQUIRED=1`. The end-to-end run needs `qemu-system-arm`
 //! likewise (`HILT_QEMU_REQUIRED=1`).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
@@ -16,12 +18,7 @@ use hilt::report::{
 };
 use hilt::runner::{BoardRun, Outcome, StepResult};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
+use common::repo;
 
 fn schema() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/junit-10-strict.xsd")
@@ -51,10 +48,6 @@ fn tool_available(tool: &str, variable: &str, package: &str) -> bool {
 
 fn xmllint_available() -> bool {
     tool_available("xmllint", "HILT_XMLLINT_REQUIRED", "libxml2-utils")
-}
-
-fn qemu_available() -> bool {
-    tool_available("qemu-system-arm", "HILT_QEMU_REQUIRED", "qemu-system-arm")
 }
 
 /// `Ok` when `xml` is valid against the strict JUnit schema, else xmllint's words.
@@ -321,7 +314,7 @@ fn an_empty_shard_runs_nothing_and_still_writes_valid_reports() {
 
 #[test]
 fn hilt_run_with_a_shard_runs_its_share_and_reports_it() {
-    if !qemu_available() {
+    if !common::qemu_available("QEMU report tests") {
         return;
     }
     let dir = temp_dir("e2e");
@@ -360,7 +353,7 @@ fn hilt_run_with_a_shard_runs_its_share_and_reports_it() {
 
 #[test]
 fn hilt_gate_reports_a_missing_snapshot_as_a_failed_test_case() {
-    if !qemu_available() {
+    if !common::qemu_available("QEMU report tests") {
         return;
     }
     let dir = temp_dir("gate");

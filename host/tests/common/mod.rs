@@ -1,0 +1,32 @@
+//! Helpers shared by the host's integration tests.
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("host/ has a parent")
+        .to_path_buf()
+}
+
+/// Whether `qemu-system-arm` runs here. Without it the caller's test is
+/// skipped with a message, unless `HILT_QEMU_REQUIRED=1` (as in `.ci/run`),
+/// which turns the absence into a failure.
+pub fn qemu_available(what: &str) -> bool {
+    let ok = Command::new("qemu-system-arm")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        let required = std::env::var("HILT_QEMU_REQUIRED").is_ok_and(|v| v == "1");
+        assert!(
+            !required,
+            "qemu-system-arm is required (HILT_QEMU_REQUIRED=1) but missing: run ci/setup.sh"
+        );
+        eprintln!("qemu-system-arm not installed: {what} skipped (ci/setup.sh installs it)");
+    }
+    ok
+}
