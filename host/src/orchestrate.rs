@@ -42,13 +42,8 @@ pub struct Job {
 
 fn error_run(job: &Job, message: String) -> BoardRun {
     BoardRun {
-        scenario: job.scenario.name.clone(),
-        board: job.board.name.clone(),
         outcome: Outcome::Error(message),
-        steps: Vec::new(),
-        arena: None,
-        logs: Vec::new(),
-        plan: Vec::new(),
+        ..BoardRun::new(&job.scenario.name, &job.board.name)
     }
 }
 

@@ -36,7 +36,7 @@ use crate::elf::FirmwareImage;
 use crate::link::{Link, LinkError};
 use crate::memory::{MemoryError, TargetMemory};
 use crate::rtt::Rtt;
-use crate::runner::{BoardRun, KillSwitch, Outcome, RunFailure, run_session};
+use crate::runner::{BoardRun, KillSwitch, Outcome, RunFailure, check_image_board, run_session};
 use crate::scenario::Scenario;
 
 /// How long the firmware gets, after reset, to set up its RTT control block.
@@ -630,15 +630,7 @@ pub fn run_on_probe_with(
     kill: &KillSwitch,
     on_flashed: impl FnOnce(),
 ) -> BoardRun {
-    let mut run = BoardRun {
-        scenario: scenario.name.clone(),
-        board: board.name.clone(),
-        outcome: Outcome::Passed,
-        steps: Vec::new(),
-        arena: None,
-        logs: Vec::new(),
-        plan: Vec::new(),
-    };
+    let mut run = BoardRun::new(&scenario.name, &board.name);
     let start_error = |e: ProbeError| RunFailure::Start(e.to_string());
     let result = (|| -> Result<(), RunFailure> {
         if board.runner != RunnerKind::ProbeRs {
@@ -647,14 +639,7 @@ pub fn run_on_probe_with(
                 board.name
             )));
         }
-        if image.board != board.name {
-            return Err(RunFailure::WrongFirmware(format!(
-                "{} was built for {}, not {}",
-                image.path.display(),
-                image.board,
-                board.name
-            )));
-        }
+        check_image_board(image, board)?;
         let probe = open_probe(board, lister).map_err(start_error)?;
         let mut session = attach(board, probe).map_err(start_error)?;
         flash(board, &mut session, &image.path).map_err(start_error)?;

@@ -61,6 +61,35 @@ pub struct BoardRun {
     pub plan: Vec<PlannedBuffer>,
 }
 
+impl BoardRun {
+    /// A run that has not produced anything yet (outcome: passed until
+    /// something fails).
+    pub fn new(scenario: &str, board: &str) -> Self {
+        BoardRun {
+            scenario: scenario.to_string(),
+            board: board.to_string(),
+            outcome: Outcome::Passed,
+            steps: Vec::new(),
+            arena: None,
+            logs: Vec::new(),
+            plan: Vec::new(),
+        }
+    }
+}
+
+/// Refuses an ELF built for another board (the board is recorded in the ELF).
+pub fn check_image_board(image: &FirmwareImage, board: &Board) -> Result<(), RunFailure> {
+    if image.board == board.name {
+        return Ok(());
+    }
+    Err(RunFailure::WrongFirmware(format!(
+        "{} was built for {}, not {}",
+        image.path.display(),
+        image.board,
+        board.name
+    )))
+}
+
 /// One buffer of the firmware's plan, as the gate snapshots it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PlannedBuffer {
@@ -428,15 +457,7 @@ pub fn run_on_qemu(
     model_crc: u32,
     kill: &KillSwitch,
 ) -> BoardRun {
-    let mut run = BoardRun {
-        scenario: scenario.name.clone(),
-        board: board.name.clone(),
-        outcome: Outcome::Passed,
-        steps: Vec::new(),
-        arena: None,
-        logs: Vec::new(),
-        plan: Vec::new(),
-    };
+    let mut run = BoardRun::new(&scenario.name, &board.name);
     let result = (|| -> Result<(), RunFailure> {
         let settings = board
             .qemu
@@ -448,14 +469,7 @@ pub fn run_on_qemu(
                 board.name
             )));
         }
-        if image.board != board.name {
-            return Err(RunFailure::WrongFirmware(format!(
-                "{} was built for {}, not {}",
-                image.path.display(),
-                image.board,
-                board.name
-            )));
-        }
+        check_image_board(image, board)?;
         let mut qemu =
             Qemu::start(settings, &image.path).map_err(|e| RunFailure::Start(e.to_string()))?;
         kill.arm(qemu.pid());
