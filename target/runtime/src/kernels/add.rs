@@ -217,17 +217,6 @@ struct AddData {
     walk: Broadcast,
 }
 
-/// TFLM's float activation range (`CalculateActivationRange`): unbounded
-/// sides are the finite float limits, so an infinite sum clamps to them.
-pub(crate) fn float_activation_range(activation: ActivationFunctionType) -> (f32, f32) {
-    match activation {
-        ActivationFunctionType::RELU => (0.0, f32::MAX),
-        ActivationFunctionType::RELU6 => (0.0, 6.0),
-        ActivationFunctionType::RELU_N1_TO_1 => (-1.0, 1.0),
-        _ => (f32::MIN, f32::MAX),
-    }
-}
-
 fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
     let input1 = ctx.input(0)?;
     let input2 = ctx.input(1)?;
@@ -264,7 +253,7 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
     };
     match output.dtype {
         TensorType::FLOAT32 => {
-            let (lo, hi) = float_activation_range(activation);
+            let (lo, hi) = super::fixed_point::activation_range_float(activation);
             data.activation_min_f32 = lo;
             data.activation_max_f32 = hi;
         }

@@ -136,14 +136,16 @@ pub fn activation_range_quantized(
     }
 }
 
-/// Output range of a fused activation on a float output.
+/// Output range of a fused activation on a float output, as TFLM's
+/// `CalculateActivationRange`: unbounded sides are the finite float limits,
+/// so an infinite result clamps to them.
 pub fn activation_range_float(activation: crate::schema::ActivationFunctionType) -> (f32, f32) {
     use crate::schema::ActivationFunctionType as A;
     match activation {
-        A::RELU => (0.0, f32::INFINITY),
+        A::RELU => (0.0, f32::MAX),
         A::RELU6 => (0.0, 6.0),
         A::RELU_N1_TO_1 => (-1.0, 1.0),
-        _ => (f32::NEG_INFINITY, f32::INFINITY),
+        _ => (f32::MIN, f32::MAX),
     }
 }
 

@@ -10,7 +10,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::add::float_activation_range;
+use super::fixed_point::activation_range_float;
 use super::fixed_point::activation_range_quantized;
 use super::tensor::{Dims, require_quant};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
@@ -199,7 +199,7 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>, is_max: bool) -> Result<(), Ker
     };
     match input.dtype {
         TensorType::FLOAT32 => {
-            let (lo, hi) = float_activation_range(activation);
+            let (lo, hi) = activation_range_float(activation);
             data.activation_min_f32 = lo;
             data.activation_max_f32 = hi;
         }
