@@ -20,6 +20,22 @@
 //! cpu = "cortex-m4"
 //! icount_shift = 0
 //! ```
+//!
+//! A board reached over a serial line adds a `[uart]` table (the UART the
+//! firmware drives) and, for a real board, where the host finds it:
+//!
+//! ```toml
+//! runner = "uart"
+//! transport = "uart"
+//! serial_port = "/dev/serial/by-id/usb-STMicroelectronics_STLINK-V3_0042-if02"
+//! flash_command = ["probe-rs", "download", "--chip", "STM32F429ZITx", "{elf}"]
+//! [uart]
+//! kind = "stm32-usart"       # cmsdk-apb | stm32-usart
+//! base = 0x40004800
+//! baud = 115200
+//! clock_hz = 42000000        # the UART's input clock (default: core_clock_hz)
+//! init = [ { address = 0x40023840, set = 0x40000 } ]   # clocks, pins
+//! ```
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -35,7 +51,9 @@ pub enum RunnerKind {
     Qemu,
     /// A real board through a debug probe.
     ProbeRs,
-    /// A real board over a serial port (flashed elsewhere).
+    /// A real board over a serial port: flashed by the board's
+    /// `flash_command` (any tool: a bootloader, a vendor flasher, probe-rs'
+    /// CLI), then driven over `serial_port`.
     Uart,
 }
 
@@ -72,6 +90,54 @@ pub struct QemuSettings {
     /// `-icount shift=N`: instructions are counted deterministically.
     #[serde(default)]
     pub icount_shift: u8,
+}
+
+/// Register layout of the UART the firmware drives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UartKind {
+    /// Arm's CMSDK APB UART (MPS2/MPS3).
+    CmsdkApb,
+    /// The STM32F1/F2/F4 USART (SR, DR, BRR, CR1).
+    Stm32Usart,
+}
+
+/// One read-modify-write the firmware does before enabling its UART
+/// (a clock enable, a pin's function): `*address = (*address & !clear) | set`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterWrite {
+    /// Register address (4-aligned).
+    pub address: u32,
+    /// Bits cleared first.
+    #[serde(default)]
+    pub clear: u32,
+    /// Bits set then.
+    #[serde(default)]
+    pub set: u32,
+}
+
+/// The `[uart]` table: the UART the firmware talks over.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct UartSettings {
+    /// Register layout.
+    pub kind: UartKind,
+    /// Register block address.
+    pub base: u32,
+    /// Baud rate (also what the host opens the serial port at).
+    #[serde(default = "default_baud")]
+    pub baud: u32,
+    /// The UART's input clock, Hz (default: the core clock).
+    #[serde(default)]
+    pub clock_hz: Option<u64>,
+    /// Set-up writes, in order, before the UART is enabled.
+    #[serde(default)]
+    pub init: Vec<RegisterWrite>,
+}
+
+fn default_baud() -> u32 {
+    115_200
 }
 
 /// A probe selector `VID:PID[:SERIAL]`.
@@ -141,6 +207,10 @@ struct RawBoard {
     #[serde(default)]
     serial_port: Option<String>,
     #[serde(default)]
+    flash_command: Option<Vec<String>>,
+    #[serde(default)]
+    uart: Option<UartSettings>,
+    #[serde(default)]
     latency_tolerance_percent: Option<f64>,
 }
 
@@ -171,8 +241,15 @@ pub struct Board {
     pub memory: Vec<MemoryRegion>,
     /// QEMU settings (qemu boards).
     pub qemu: Option<QemuSettings>,
-    /// Serial device (uart boards).
+    /// Serial device (uart runner).
     pub serial_port: Option<String>,
+    /// How a uart-runner board is flashed: a command and its arguments, with
+    /// `{elf}`, `{board}` and `{serial_port}` replaced. None: the board
+    /// already runs the scenario's firmware (the Hello's model hash says
+    /// whether it does).
+    pub flash_command: Option<Vec<String>>,
+    /// The UART the firmware talks over (uart transport).
+    pub uart: Option<UartSettings>,
     /// Allowed latency drift in snapshots, percent (0 = exact, as on QEMU).
     pub latency_tolerance_percent: f64,
     /// The linker script.
@@ -287,8 +364,19 @@ fn validate(path: &Path, raw: RawBoard) -> Result<Board, BoardError> {
                 "a qemu board needs a [qemu] table (machine, cpu)",
             ));
         }
-        RunnerKind::Qemu if raw.transport != Transport::Rtt => {
-            return Err(invalid(path, "transport", "qemu boards talk over rtt"));
+        RunnerKind::Qemu if raw.serial_port.is_some() => {
+            return Err(invalid(
+                path,
+                "serial_port",
+                "a qemu board's UART is a pty QEMU picks at start; leave serial_port out",
+            ));
+        }
+        RunnerKind::ProbeRs if raw.transport != Transport::Rtt => {
+            return Err(invalid(
+                path,
+                "transport",
+                "probe-rs boards talk over rtt; for a board driven over its serial line use runner = \"uart\" (flash_command can call probe-rs)",
+            ));
         }
         RunnerKind::ProbeRs if probe.is_none() => {
             return Err(invalid(
@@ -304,14 +392,62 @@ fn validate(path: &Path, raw: RawBoard) -> Result<Board, BoardError> {
                 "a probe-rs board needs its probe-rs chip name",
             ));
         }
-        RunnerKind::Uart if raw.serial_port.is_none() => {
+        RunnerKind::Uart
+            if raw
+                .serial_port
+                .as_deref()
+                .is_none_or(|p| p.trim().is_empty()) =>
+        {
             return Err(invalid(
                 path,
                 "serial_port",
-                "a uart board needs a serial port",
+                "a uart board needs a serial port (e.g. /dev/ttyACM0)",
+            ));
+        }
+        RunnerKind::Uart if raw.transport != Transport::Uart => {
+            return Err(invalid(
+                path,
+                "transport",
+                "a uart board talks over its uart: transport = \"uart\"",
             ));
         }
         _ => {}
+    }
+    if raw.flash_command.is_some() && raw.runner != RunnerKind::Uart {
+        return Err(invalid(
+            path,
+            "flash_command",
+            "only uart boards are flashed by a command (qemu loads the ELF, probe-rs flashes it)",
+        ));
+    }
+    if raw
+        .flash_command
+        .as_ref()
+        .is_some_and(|c| c.first().is_none_or(|p| p.trim().is_empty()))
+    {
+        return Err(invalid(
+            path,
+            "flash_command",
+            "empty: give the program and its arguments, e.g. [\"probe-rs\", \"download\", \"--chip\", \"CHIP\", \"{elf}\"]",
+        ));
+    }
+    match (&raw.uart, raw.transport) {
+        (None, Transport::Uart) => {
+            return Err(invalid(
+                path,
+                "uart",
+                "transport = \"uart\" needs a [uart] table (kind, base, baud)",
+            ));
+        }
+        (Some(_), Transport::Rtt) => {
+            return Err(invalid(
+                path,
+                "uart",
+                "a [uart] table is only used with transport = \"uart\"",
+            ));
+        }
+        (Some(u), Transport::Uart) => check_uart(path, u, raw.core_clock_hz)?,
+        (None, Transport::Rtt) => {}
     }
     if raw.core_clock_hz == 0 {
         return Err(invalid(path, "core_clock_hz", "must be above 0"));
@@ -390,9 +526,52 @@ fn validate(path: &Path, raw: RawBoard) -> Result<Board, BoardError> {
         memory: raw.memory,
         qemu: raw.qemu,
         serial_port: raw.serial_port,
+        flash_command: raw.flash_command,
+        uart: raw.uart,
         latency_tolerance_percent: tolerance,
         memory_x,
     })
+}
+
+/// A UART the firmware can set up: a real baud rate its clock can divide
+/// down to, and aligned set-up registers.
+fn check_uart(path: &Path, uart: &UartSettings, core_clock_hz: u64) -> Result<(), BoardError> {
+    if uart.baud == 0 {
+        return Err(invalid(path, "uart", "baud must be above 0"));
+    }
+    let clock = uart.clock_hz.unwrap_or(core_clock_hz);
+    let divisor = (clock + u64::from(uart.baud) / 2) / u64::from(uart.baud);
+    // CMSDK: BAUDDIV of at least 16 (20 bits); STM32: BRR of at least 16
+    // (16 bits) with 16x oversampling.
+    let max = match uart.kind {
+        UartKind::CmsdkApb => (1 << 20) - 1,
+        UartKind::Stm32Usart => 0xFFFF,
+    };
+    if !(16..=max).contains(&divisor) {
+        return Err(invalid(
+            path,
+            "uart",
+            format!(
+                "{} baud from a {clock} Hz clock needs a divisor of {divisor}; the UART takes 16..={max}",
+                uart.baud
+            ),
+        ));
+    }
+    if uart.base % 4 != 0 {
+        return Err(invalid(
+            path,
+            "uart",
+            format!("base {:#x} is not 4-aligned", uart.base),
+        ));
+    }
+    if let Some(w) = uart.init.iter().find(|w| w.address % 4 != 0) {
+        return Err(invalid(
+            path,
+            "uart",
+            format!("init address {:#x} is not 4-aligned", w.address),
+        ));
+    }
+    Ok(())
 }
 
 /// The linker script must exist and state the same regions as the TOML.

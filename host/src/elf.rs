@@ -10,8 +10,8 @@ use object::{Object, ObjectSection, ObjectSymbol};
 pub struct FirmwareImage {
     /// The file.
     pub path: PathBuf,
-    /// `_SEGGER_RTT`.
-    pub rtt_address: u32,
+    /// `_SEGGER_RTT` (none in firmware built for a uart transport).
+    pub rtt_address: Option<u32>,
     /// `__hilt_arena_start` .. `__hilt_arena_end`.
     pub arena: (u32, u32),
     /// The board recorded in `.hilt_meta`.
@@ -39,6 +39,18 @@ pub enum ElfError {
     },
 }
 
+impl FirmwareImage {
+    /// The RTT control block's address, for a run over RTT.
+    pub fn rtt_control_block(&self) -> Result<u32, crate::runner::RunFailure> {
+        self.rtt_address.ok_or_else(|| {
+            crate::runner::RunFailure::WrongFirmware(format!(
+                "{} has no RTT control block (`_SEGGER_RTT`): it was built for a board that talks over a uart",
+                self.path.display()
+            ))
+        })
+    }
+}
+
 /// Reads the facts from `path`.
 pub fn inspect(path: &Path) -> Result<FirmwareImage, ElfError> {
     let data = std::fs::read(path).map_err(|source| ElfError::Read {
@@ -56,7 +68,7 @@ pub fn inspect(path: &Path) -> Result<FirmwareImage, ElfError> {
             .map(|s| s.address() as u32)
             .ok_or_else(|| not(format!("no `{name}` symbol (not a hilt firmware?)")))
     };
-    let rtt_address = symbol("_SEGGER_RTT")?;
+    let rtt_address = symbol("_SEGGER_RTT").ok();
     let arena = (symbol("__hilt_arena_start")?, symbol("__hilt_arena_end")?);
     let meta = file
         .section_by_name(".hilt_meta")

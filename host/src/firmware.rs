@@ -114,6 +114,20 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
         path: lock_path.clone(),
         source,
     })?;
+    // The board's own folder (`NAME.toml` beside `NAME/memory.x`): boards
+    // may be defined outside the repo (`--boards-dir`).
+    let boards_dir = request
+        .board
+        .memory_x
+        .parent()
+        .and_then(Path::parent)
+        .map(std::fs::canonicalize)
+        .transpose()
+        .map_err(|source| BuildError::Io {
+            path: request.board.memory_x.clone(),
+            source,
+        })?
+        .unwrap_or_else(|| repo.join("boards"));
     let manifest = repo.join("target/firmware/Cargo.toml");
     let output = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
         .current_dir(repo.join("target/firmware"))
@@ -126,7 +140,7 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
         .env("HILT_PLANNER", planner)
         .env("HILT_CANARY", request.canary)
         .env("HILT_ALIGN", request.align.to_string())
-        .env("HILT_BOARDS_DIR", repo.join("boards"))
+        .env("HILT_BOARDS_DIR", &boards_dir)
         .output()
         .map_err(BuildError::Spawn)?;
     if !output.status.success() {

@@ -1,11 +1,14 @@
-//! hilt-proto over RTT: frames written to down channel 0, frames read from
-//! up channel 0, log lines collected from up channel 1.
+//! hilt-proto over a byte pipe ([`Wire`]): RTT buffers in target memory
+//! ([`RttWire`]: frames to down channel 0, frames from up channel 0, a
+//! panic's text from up channel 1) or a serial line
+//! ([`crate::serial::SerialWire`]). The session logic above it is the same
+//! for both.
 
 use std::time::{Duration, Instant};
 
 use hilt_proto::{FrameAccumulator, MAX_FRAME, Message, ProtoError, decode_frame, encode_frame};
 
-use crate::memory::TargetMemory;
+use crate::memory::{MemoryError, TargetMemory};
 use crate::rtt::{Rtt, RttError};
 
 /// Why talking to the firmware failed.
@@ -14,6 +17,14 @@ pub enum LinkError {
     /// RTT or memory access failed (includes a lost connection).
     #[error(transparent)]
     Rtt(#[from] RttError),
+    /// The serial port failed (unplugged, QEMU gone, no such device).
+    #[error("serial port {port}: {message}")]
+    Serial {
+        /// The device.
+        port: String,
+        /// What failed.
+        message: String,
+    },
     /// A frame arrived damaged.
     #[error("garbled frame from the target: {0}")]
     Frame(ProtoError),
@@ -25,15 +36,104 @@ pub enum LinkError {
         /// How long.
         timeout: Duration,
     },
+    /// The run was cancelled from outside (its time limit passed).
+    #[error("cancelled while waiting for {0}")]
+    Cancelled(String),
+}
+
+impl From<MemoryError> for LinkError {
+    fn from(e: MemoryError) -> Self {
+        LinkError::Rtt(RttError::Memory(e))
+    }
+}
+
+/// The host's end of the byte pipe to a firmware.
+pub trait Wire {
+    /// Writes what fits now of `out` (may be empty), appends what has
+    /// arrived on the message stream to `incoming` and raw log text (RTT's
+    /// up channel 1) to `log`; returns how many bytes of `out` were taken.
+    fn transfer(
+        &mut self,
+        out: &[u8],
+        incoming: &mut Vec<u8>,
+        log: &mut Vec<u8>,
+    ) -> Result<usize, LinkError>;
+
+    /// The target's memory, where this wire can reach it (the host's own
+    /// canary checks read it); `None` over a bare serial line.
+    fn memory(&mut self) -> Option<&mut dyn TargetMemory>;
+}
+
+/// RTT through a [`TargetMemory`]: each transfer is one pause of the core.
+pub struct RttWire<'m> {
+    mem: &'m mut dyn TargetMemory,
+    rtt: Rtt,
+}
+
+impl std::fmt::Debug for RttWire<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RttWire").field("rtt", &self.rtt).finish()
+    }
+}
+
+impl<'m> RttWire<'m> {
+    /// RTT over an attached control block.
+    pub fn new(mem: &'m mut dyn TargetMemory, rtt: Rtt) -> Self {
+        RttWire { mem, rtt }
+    }
+
+    fn transfer_paused(
+        &mut self,
+        out: &[u8],
+        incoming: &mut Vec<u8>,
+        log: &mut Vec<u8>,
+    ) -> Result<usize, LinkError> {
+        let written = if out.is_empty() {
+            0
+        } else {
+            self.rtt.write_down(self.mem, 0, out)?
+        };
+        incoming.extend(self.rtt.read_up(self.mem, 0)?);
+        if self.rtt.up.len() > 1 {
+            log.extend(self.rtt.read_up(self.mem, 1)?);
+        }
+        Ok(written)
+    }
+}
+
+impl Wire for RttWire<'_> {
+    fn transfer(
+        &mut self,
+        out: &[u8],
+        incoming: &mut Vec<u8>,
+        log: &mut Vec<u8>,
+    ) -> Result<usize, LinkError> {
+        self.mem.pause()?;
+        let result = self.transfer_paused(out, incoming, log);
+        self.mem.resume()?;
+        result
+    }
+
+    fn memory(&mut self) -> Option<&mut dyn TargetMemory> {
+        Some(&mut *self.mem)
+    }
 }
 
 /// A protocol session with one target.
 pub struct Link<'m> {
-    mem: &'m mut dyn TargetMemory,
-    rtt: Rtt,
+    wire: Box<dyn Wire + 'm>,
     accumulator: FrameAccumulator,
     frames: std::collections::VecDeque<Vec<u8>>,
+    incoming: Vec<u8>,
     log_partial: Vec<u8>,
+    /// Whether a whole valid frame has arrived yet. Before it, bytes that
+    /// do not form a frame are line noise (a serial line opened mid-frame,
+    /// a board's boot chatter) and are dropped; after it, a bad frame is an
+    /// error.
+    synced: bool,
+    /// Bytes dropped before the first frame.
+    pub noise: usize,
+    cancel: Option<crate::runner::KillSwitch>,
     /// Log lines the firmware wrote on up channel 1 (and `Log` messages).
     pub logs: Vec<String>,
     /// How often to look at the buffers.
@@ -43,7 +143,7 @@ pub struct Link<'m> {
 impl std::fmt::Debug for Link<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Link")
-            .field("rtt", &self.rtt)
+            .field("synced", &self.synced)
             .field("logs", &self.logs.len())
             .finish()
     }
@@ -52,34 +152,57 @@ impl std::fmt::Debug for Link<'_> {
 impl<'m> Link<'m> {
     /// A session over an attached RTT control block.
     pub fn new(mem: &'m mut dyn TargetMemory, rtt: Rtt) -> Self {
+        Self::over(Box::new(RttWire::new(mem, rtt)))
+    }
+
+    /// A session over any wire.
+    pub fn over(wire: Box<dyn Wire + 'm>) -> Self {
         Link {
-            mem,
-            rtt,
+            wire,
             accumulator: FrameAccumulator::default(),
             frames: Default::default(),
+            incoming: Vec::new(),
             log_partial: Vec::new(),
+            synced: false,
+            noise: 0,
+            cancel: None,
             logs: Vec::new(),
             poll_interval: Duration::from_millis(1),
         }
     }
 
-    /// Sends one message (waits while the down buffer is full).
+    /// Ends every wait early, with [`LinkError::Cancelled`], once `switch`
+    /// fires.
+    pub fn cancel_with(&mut self, switch: crate::runner::KillSwitch) {
+        self.cancel = Some(switch);
+    }
+
+    fn check_cancelled(&self, waiting_for: &str) -> Result<(), LinkError> {
+        match &self.cancel {
+            Some(c) if c.fired() => Err(LinkError::Cancelled(waiting_for.to_string())),
+            _ => Ok(()),
+        }
+    }
+
+    /// Sends one message (waits while the target's side is full).
     pub fn send(&mut self, message: &Message<'_>, timeout: Duration) -> Result<(), LinkError> {
         let mut frame = vec![0u8; MAX_FRAME];
         let n = encode_frame(message, &mut frame).map_err(LinkError::Frame)?;
+        self.send_bytes(&frame[..n], timeout)
+    }
+
+    /// Sends raw bytes: a frame, or a lone delimiter that ends whatever
+    /// partial frame the target holds (resynchronising a serial line).
+    pub fn send_bytes(&mut self, bytes: &[u8], timeout: Duration) -> Result<(), LinkError> {
         let mut sent = 0;
         let deadline = Instant::now() + timeout;
-        while sent < n {
-            self.mem.pause().map_err(RttError::from)?;
-            let written = self.rtt.write_down(self.mem, 0, &frame[sent..n]);
-            let pumped = self.pump_locked();
-            self.mem.resume().map_err(RttError::from)?;
-            sent += written?;
-            pumped?;
-            if sent < n {
+        while sent < bytes.len() {
+            sent += self.pump(&bytes[sent..])?;
+            if sent < bytes.len() {
+                self.check_cancelled("room to send")?;
                 if Instant::now() > deadline {
                     return Err(LinkError::Timeout {
-                        waiting_for: "room in the down buffer".into(),
+                        waiting_for: "room to send".into(),
                         timeout,
                     });
                 }
@@ -89,43 +212,49 @@ impl<'m> Link<'m> {
         Ok(())
     }
 
-    /// Drains the up channels into the frame queue and log (core paused).
-    fn pump_locked(&mut self) -> Result<(), LinkError> {
-        let data = self.rtt.read_up(self.mem, 0)?;
-        for byte in data {
-            if let Some(frame) = self.accumulator.push(byte) {
-                self.frames
-                    .push_back(frame.map_err(LinkError::Frame)?.to_vec());
+    /// One transfer: writes what fits of `out`, splits what arrived into
+    /// frames and log lines.
+    fn pump(&mut self, out: &[u8]) -> Result<usize, LinkError> {
+        let mut log = Vec::new();
+        let written = self.wire.transfer(out, &mut self.incoming, &mut log)?;
+        for byte in std::mem::take(&mut self.incoming) {
+            match self.accumulator.push(byte) {
+                None => {}
+                Some(Ok(frame)) => self.frames.push_back(frame.to_vec()),
+                Some(Err(_)) if !self.synced => self.noise += 1,
+                Some(Err(e)) => return Err(LinkError::Frame(e)),
             }
         }
-        if self.rtt.up.len() > 1 {
-            let log = self.rtt.read_up(self.mem, 1)?;
-            self.log_partial.extend_from_slice(&log);
-            // Log lines are written whole; anything pending is one line.
-            if !self.log_partial.is_empty() {
-                self.logs.push(
-                    String::from_utf8_lossy(&std::mem::take(&mut self.log_partial)).into_owned(),
-                );
-            }
+        self.log_partial.extend_from_slice(&log);
+        // Log lines are written whole; anything pending is one line.
+        if !self.log_partial.is_empty() {
+            self.logs
+                .push(String::from_utf8_lossy(&std::mem::take(&mut self.log_partial)).into_owned());
+        }
+        Ok(written)
+    }
+
+    /// Lets the core run (it may be held at reset, as QEMU starts it), where
+    /// the wire reaches the target's memory; RTT wires resume it anyway.
+    pub fn resume_target(&mut self) -> Result<(), LinkError> {
+        if let Some(mem) = self.wire.memory() {
+            mem.resume()?;
         }
         Ok(())
     }
 
-    fn pump(&mut self) -> Result<(), LinkError> {
-        self.mem.pause().map_err(RttError::from)?;
-        let result = self.pump_locked();
-        self.mem.resume().map_err(RttError::from)?;
-        result
-    }
-
-    /// Reads target memory (the core is paused for it if need be).
-    pub fn read_memory(&mut self, addr: u32, len: usize) -> Result<Vec<u8>, LinkError> {
+    /// Reads target memory, where the wire reaches it (the core is paused
+    /// for it if need be); `None` when it does not.
+    pub fn read_memory(&mut self, addr: u32, len: usize) -> Result<Option<Vec<u8>>, LinkError> {
+        let Some(mem) = self.wire.memory() else {
+            return Ok(None);
+        };
         let mut buf = vec![0u8; len];
-        self.mem.pause().map_err(RttError::from)?;
-        let read = self.mem.read(addr, &mut buf);
-        self.mem.resume().map_err(RttError::from)?;
-        read.map_err(RttError::from)?;
-        Ok(buf)
+        mem.pause()?;
+        let read = mem.read(addr, &mut buf);
+        mem.resume()?;
+        read?;
+        Ok(Some(buf))
     }
 
     /// Waits for the next message and hands it to `f`; `Log` messages are
@@ -140,20 +269,29 @@ impl<'m> Link<'m> {
         let mut scratch = vec![0u8; MAX_FRAME];
         loop {
             while let Some(frame) = self.frames.pop_front() {
-                let message = decode_frame(&frame, &mut scratch).map_err(LinkError::Frame)?;
+                let message = match decode_frame(&frame, &mut scratch) {
+                    Ok(m) => m,
+                    Err(_) if !self.synced => {
+                        self.noise += frame.len() + 1;
+                        continue;
+                    }
+                    Err(e) => return Err(LinkError::Frame(e)),
+                };
+                self.synced = true;
                 if let Message::Log(text) = message {
                     self.logs.push(text.to_string());
                     continue;
                 }
                 return Ok(f(&message));
             }
+            self.check_cancelled(waiting_for)?;
             if Instant::now() > deadline {
                 return Err(LinkError::Timeout {
                     waiting_for: waiting_for.to_string(),
                     timeout,
                 });
             }
-            self.pump()?;
+            self.pump(&[])?;
             if self.frames.is_empty() {
                 std::thread::sleep(self.poll_interval);
             }

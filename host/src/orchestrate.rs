@@ -3,10 +3,10 @@
 //! One board's failure or hang never loses another board's results: results
 //! are handed out as each board finishes.
 //!
-//! A real (probe-rs) board is one piece of hardware: runs on it take the
-//! board's lock ([`board_lock`]) first, so two scenarios never flash or
-//! drive one board at once; QEMU boards are a fresh process per run and
-//! need no lock.
+//! A real (probe-rs or uart) board is one piece of hardware: runs on it
+//! take the board's lock ([`board_lock`]) first, so two scenarios never
+//! flash or drive one board at once; QEMU boards are a fresh process per
+//! run and need no lock.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -19,12 +19,12 @@ use crate::board::{Board, RunnerKind};
 use crate::elf::{self, FirmwareImage};
 use crate::firmware::{self, FirmwareRequest};
 use crate::probe::run_on_probe;
-use crate::runner::{BoardRun, KillSwitch, Outcome, run_on_qemu};
+use crate::runner::{BoardRun, KillSwitch, Outcome, run_on_qemu, run_on_uart};
 use crate::scenario::Scenario;
 
-/// How long opening the probe, attaching and flashing may take before a
-/// probe-rs run is given up; the scenario's own time limit starts after it,
-/// as it starts right after boot on QEMU.
+/// How long opening the probe, attaching and flashing (or a uart board's
+/// flash command) may take before a run is given up; the scenario's own
+/// time limit starts after it, as it starts right after boot on QEMU.
 pub const FLASH_LIMIT: Duration = Duration::from_secs(300);
 
 /// How long a timed-out board thread gets to notice and hand back what it
@@ -115,8 +115,8 @@ pub fn board_lock(name: &str) -> Arc<tokio::sync::Mutex<()>> {
 /// Takes `board`'s lock if it is real hardware (see [`board_lock`]).
 async fn lock_if_real(board: &Board) -> Option<OwnedMutexGuard<()>> {
     match board.runner {
-        RunnerKind::ProbeRs => Some(board_lock(&board.name).lock_owned().await),
-        RunnerKind::Qemu | RunnerKind::Uart => None,
+        RunnerKind::ProbeRs | RunnerKind::Uart => Some(board_lock(&board.name).lock_owned().await),
+        RunnerKind::Qemu => None,
     }
 }
 
@@ -202,10 +202,7 @@ async fn run_one(job: Job, elf: PathBuf, board: Option<OwnedMutexGuard<()>>) -> 
             return run_probe_job(job, image, model_crc, board, FLASH_LIMIT).await;
         }
         RunnerKind::Uart => {
-            return error_run(
-                &job,
-                format!("{}: uart boards have no runner yet", job.board.name),
-            );
+            return run_uart_job(job, image, model_crc, board, FLASH_LIMIT).await;
         }
     }
     let kill = KillSwitch::default();
@@ -257,6 +254,36 @@ async fn run_probe_job(
     supervise(&job, kill, flashed_rx, handle, flash_limit).await
 }
 
+/// A uart run: flash command, then the session over the serial port, on a
+/// blocking thread holding the board's lock, under the same two limits as
+/// a probe-rs run.
+async fn run_uart_job(
+    job: Job,
+    image: FirmwareImage,
+    model_crc: u32,
+    board: Option<OwnedMutexGuard<()>>,
+    flash_limit: Duration,
+) -> BoardRun {
+    let kill = KillSwitch::default();
+    let (flashed_tx, flashed_rx) = tokio::sync::oneshot::channel::<()>();
+    let (j, k) = (job.clone(), kill.clone());
+    let handle = tokio::task::spawn_blocking(move || {
+        let _board = board;
+        run_on_uart(&j.board, &j.scenario, &image, model_crc, &k, move || {
+            let _ = flashed_tx.send(());
+        })
+    });
+    supervise(&job, kill, flashed_rx, handle, flash_limit).await
+}
+
+/// What the first limit of a real-board run covers, for its error.
+fn flash_phase(board: &Board) -> &'static str {
+    match board.runner {
+        RunnerKind::Uart => "the flash command",
+        _ => "opening the probe and flashing",
+    }
+}
+
 /// Waits for a board thread under the two limits of [`run_probe_job`].
 async fn supervise(
     job: &Job,
@@ -280,14 +307,16 @@ async fn supervise(
                     // echo of it; the cause is the limit.
                     let mut run = joined(r);
                     run.outcome = Outcome::Error(format!(
-                        "opening the probe and flashing did not finish within {flash_limit:?}"
+                        "{} did not finish within {flash_limit:?}",
+                        flash_phase(&job.board)
                     ));
                     run
                 }
                 Err(_) => error_run(
                     job,
                     format!(
-                        "opening the probe and flashing did not finish within {flash_limit:?} and did not stop"
+                        "{} did not finish within {flash_limit:?} and did not stop",
+                        flash_phase(&job.board)
                     ),
                 ),
             };

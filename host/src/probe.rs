@@ -36,7 +36,7 @@ use crate::elf::FirmwareImage;
 use crate::link::{Link, LinkError};
 use crate::memory::{MemoryError, TargetMemory};
 use crate::rtt::Rtt;
-use crate::runner::{BoardRun, KillSwitch, Outcome, RunFailure, check_image_board, run_session};
+use crate::runner::{BoardRun, KillSwitch, RunFailure, check_image_board, run_session};
 use crate::scenario::Scenario;
 
 /// How long the firmware gets, after reset, to set up its RTT control block.
@@ -640,6 +640,7 @@ pub fn run_on_probe_with(
             )));
         }
         check_image_board(image, board)?;
+        let rtt_address = image.rtt_control_block()?;
         let probe = open_probe(board, lister).map_err(start_error)?;
         let mut session = attach(board, probe).map_err(start_error)?;
         flash(board, &mut session, &image.path).map_err(start_error)?;
@@ -654,31 +655,14 @@ pub fn run_on_probe_with(
         let mut core = session.core(index).map_err(|e| {
             RunFailure::Start(format!("{}: core {index}: {}", board.name, chain(&e)))
         })?;
-        start(board, &mut core, image.rtt_address).map_err(start_error)?;
+        start(board, &mut core, rtt_address).map_err(start_error)?;
         let mut memory = ProbeMemory::new(core, kill.clone());
-        let rtt = Rtt::attach(&mut memory, image.rtt_address, RTT_ATTACH)
+        let rtt = Rtt::attach(&mut memory, rtt_address, RTT_ATTACH)
             .map_err(|e| RunFailure::Link(LinkError::Rtt(e)))?;
         let mut link = Link::new(&mut memory, rtt);
         let session_result = run_session(&mut link, board, scenario, model_crc, &mut run);
         run.logs.append(&mut link.logs);
         session_result
     })();
-    if let Err(e) = result {
-        let mut message = e.to_string();
-        if kill.fired() {
-            message = format!("timed out after {:?} ({message})", scenario.timeout);
-        }
-        if let Some(last) = run.logs.last() {
-            message.push_str(&format!("; firmware said: {last}"));
-        }
-        run.outcome = Outcome::Error(message);
-    } else if let Some(bad) = run.steps.iter().find(|s| s.mismatch.is_some()) {
-        run.outcome = Outcome::Mismatch(format!(
-            "{} step {}: {}",
-            bad.case,
-            bad.step,
-            bad.mismatch.as_deref().unwrap_or_default()
-        ));
-    }
-    run
+    crate::runner::conclude(run, result, kill, scenario)
 }

@@ -1,11 +1,13 @@
 //! Virtual boards: `qemu-system-arm` with `-icount` (deterministic
 //! instruction counting), semihosting (a panicking firmware exits QEMU) and
-//! a gdbstub on a free local port. The process is killed when the handle is
+//! a gdbstub on a free local port; on boards that talk over a UART, the
+//! first serial port on a pty. The process is killed when the handle is
 //! dropped, on every exit path.
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use crate::board::QemuSettings;
@@ -32,6 +34,18 @@ pub enum QemuError {
     /// The gdbstub did not work.
     #[error("QEMU gdbstub: {0}")]
     Gdb(#[from] MemoryError),
+    /// QEMU did not say which pty its serial port is on.
+    #[error("QEMU did not report its serial pty within {0:?}")]
+    NoPty(Duration),
+}
+
+/// Where QEMU connects the board's first serial port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QemuSerial {
+    /// Nowhere (RTT boards).
+    None,
+    /// A pseudo-terminal QEMU creates and names on stderr.
+    Pty,
 }
 
 /// A running QEMU; killed on drop.
@@ -40,6 +54,10 @@ pub struct Qemu {
     child: Child,
     /// The gdbstub's address.
     pub gdb: SocketAddr,
+    /// What QEMU printed on stderr so far.
+    stderr: Arc<Mutex<String>>,
+    /// The pty path, once QEMU names it.
+    pty: mpsc::Receiver<String>,
 }
 
 impl Drop for Qemu {
@@ -49,35 +67,113 @@ impl Drop for Qemu {
     }
 }
 
+/// Reads `stream` to its end: a "char device redirected to /dev/pts/N
+/// (label serial0)" line sends the path to `pty`; every line goes to `keep`.
+fn read_lines(
+    stream: impl std::io::Read,
+    pty: &mpsc::Sender<String>,
+    keep: Option<&Mutex<String>>,
+) {
+    use std::io::BufRead;
+    for line in std::io::BufReader::new(stream)
+        .lines()
+        .map_while(Result::ok)
+    {
+        if let Some(rest) = line.split("redirected to ").nth(1) {
+            let path = rest.split_whitespace().next().unwrap_or_default();
+            let _ = pty.send(path.to_string());
+        }
+        if let Some(Ok(mut text)) = keep.map(Mutex::lock) {
+            text.push_str(&line);
+            text.push('\n');
+        }
+    }
+}
+
 impl Qemu {
     /// The command line for `elf` on the board described by `settings`.
-    pub fn command(settings: &QemuSettings, elf: &Path, port: u16) -> Command {
+    pub fn command(settings: &QemuSettings, elf: &Path, port: u16, serial: QemuSerial) -> Command {
+        let serial = match serial {
+            QemuSerial::None => "none",
+            QemuSerial::Pty => "pty",
+        };
         let mut cmd = Command::new("qemu-system-arm");
         cmd.args(["-M", &settings.machine, "-cpu", &settings.cpu])
-            .args(["-nographic", "-monitor", "none", "-serial", "none"])
+            .args(["-nographic", "-monitor", "none", "-serial", serial])
             .args(["-semihosting-config", "enable=on,target=native"])
             .args(["-icount", &format!("shift={}", settings.icount_shift)])
             .args(["-gdb", &format!("tcp:127.0.0.1:{port}"), "-S"])
             .arg("-kernel")
             .arg(elf)
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         cmd
     }
 
     /// Starts QEMU halted at reset, with its gdbstub listening.
     pub fn start(settings: &QemuSettings, elf: &Path) -> Result<Self, QemuError> {
+        Self::start_with(settings, elf, QemuSerial::None)
+    }
+
+    /// [`start`](Self::start) with the first serial port connected as `serial` says.
+    pub fn start_with(
+        settings: &QemuSettings,
+        elf: &Path,
+        serial: QemuSerial,
+    ) -> Result<Self, QemuError> {
         let port = {
             let listener = TcpListener::bind("127.0.0.1:0").map_err(QemuError::Port)?;
             listener.local_addr().map_err(QemuError::Port)?.port()
         };
-        let child = Self::command(settings, elf, port)
+        let mut child = Self::command(settings, elf, port, serial)
             .spawn()
             .map_err(QemuError::Spawn)?;
+        // Read QEMU's output as it comes: stdout names the pty, stderr says
+        // why QEMU stopped if it does.
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (pty_tx, pty) = mpsc::channel();
+        if let Some(out) = child.stdout.take() {
+            let tx = pty_tx.clone();
+            std::thread::spawn(move || read_lines(out, &tx, None));
+        }
+        if let Some(err) = child.stderr.take() {
+            let text = stderr.clone();
+            std::thread::spawn(move || read_lines(err, &pty_tx, Some(&text)));
+        }
         Ok(Qemu {
             child,
             gdb: SocketAddr::from(([127, 0, 0, 1], port)),
+            stderr,
+            pty,
+        })
+    }
+
+    /// The pty QEMU put the board's first serial port on (started with
+    /// [`QemuSerial::Pty`]).
+    pub fn serial_pty(&mut self, timeout: Duration) -> Result<String, QemuError> {
+        match self.pty.recv_timeout(timeout) {
+            Ok(path) => Ok(path),
+            Err(_) => match self.exited() {
+                Some(e) => Err(e),
+                None => Err(QemuError::NoPty(timeout)),
+            },
+        }
+    }
+
+    /// Why QEMU is gone, if it is.
+    fn exited(&mut self) -> Option<QemuError> {
+        let status = self.child.try_wait().ok().flatten()?;
+        // Give the stderr reader a moment to take QEMU's last words.
+        std::thread::sleep(Duration::from_millis(50));
+        let stderr = self
+            .stderr
+            .lock()
+            .map(|t| t.trim().to_string())
+            .unwrap_or_default();
+        Some(QemuError::Exited {
+            status: status.to_string(),
+            stderr,
         })
     }
 
@@ -85,20 +181,7 @@ impl Qemu {
     pub fn connect(&mut self, timeout: Duration) -> Result<GdbClient, QemuError> {
         match GdbClient::connect(self.gdb, timeout) {
             Ok(client) => Ok(client),
-            Err(e) => match self.child.try_wait() {
-                Ok(Some(status)) => {
-                    let mut stderr = String::new();
-                    if let Some(mut err) = self.child.stderr.take() {
-                        use std::io::Read;
-                        let _ = err.read_to_string(&mut stderr);
-                    }
-                    Err(QemuError::Exited {
-                        status: status.to_string(),
-                        stderr: stderr.trim().to_string(),
-                    })
-                }
-                _ => Err(QemuError::Gdb(e)),
-            },
+            Err(e) => Err(self.exited().unwrap_or(QemuError::Gdb(e))),
         }
     }
 

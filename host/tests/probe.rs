@@ -318,7 +318,7 @@ fn the_hand_made_elf_reads_as_hilt_firmware() {
     let path = temp_file("inspect.elf", &tiny_elf("nrf52840-dk", 0, &[1, 2, 3, 4]));
     let image = hilt::elf::inspect(&path).unwrap();
     assert_eq!(image.board, "nrf52840-dk");
-    assert_eq!(image.rtt_address, 0x2000_0000);
+    assert_eq!(image.rtt_address, Some(0x2000_0000));
     assert_eq!(image.arena, (0x2000_1000, 0x2000_2000));
 }
 

@@ -59,6 +59,7 @@ fn main() {
     if !["off", "bounds", "buffers"].contains(&canary.as_str()) {
         panic!("HILT_CANARY={canary:?}: use off, bounds or buffers");
     }
+    let uart = uart_config(&table, clock_hz, &toml_path.display().to_string());
     let planner = env::var("HILT_PLANNER").unwrap_or_else(|_| "greedy".into());
     if !["linear", "greedy", "offline"].contains(&planner.as_str()) {
         panic!("HILT_PLANNER={planner:?}: use linear, greedy or offline");
@@ -125,6 +126,11 @@ fn main() {
         "/// File name of the embedded model.\npub const MODEL_NAME: &str = {:?};",
         model.file_name().unwrap().to_string_lossy()
     );
+    println!("cargo::rustc-check-cfg=cfg(hilt_uart)");
+    if let Some(uart) = uart {
+        println!("cargo::rustc-cfg=hilt_uart");
+        config.push_str(&uart);
+    }
     fs::write(out.join("config.rs"), config).unwrap();
 
     println!("cargo:rerun-if-changed={}", toml_path.display());
@@ -140,6 +146,62 @@ fn main() {
     ] {
         println!("cargo:rerun-if-env-changed={var}");
     }
+}
+
+/// The board's `[uart]` table as constants for `src/uart.rs`, when its
+/// `transport` is `uart` (the host validated the table; this only reads it).
+fn uart_config(table: &toml::Table, core_clock_hz: u64, file: &str) -> Option<String> {
+    if table.get("transport").and_then(toml::Value::as_str) != Some("uart") {
+        return None;
+    }
+    let uart = table
+        .get("uart")
+        .and_then(toml::Value::as_table)
+        .unwrap_or_else(|| panic!("{file}: transport = \"uart\" needs a [uart] table"));
+    let int = |t: &toml::Table, key: &str| t.get(key).and_then(toml::Value::as_integer);
+    let kind = match uart.get("kind").and_then(toml::Value::as_str) {
+        Some("cmsdk-apb") => "CmsdkApb",
+        Some("stm32-usart") => "Stm32Usart",
+        other => panic!("{file}: [uart] kind {other:?}: use cmsdk-apb or stm32-usart"),
+    };
+    let base = int(uart, "base").unwrap_or_else(|| panic!("{file}: [uart] needs base"));
+    let baud = int(uart, "baud").unwrap_or(115_200).max(1) as u64;
+    let clock = int(uart, "clock_hz").map_or(core_clock_hz, |c| c as u64);
+    // Both UARTs divide their input clock by baud (CMSDK: BAUDDIV; STM32
+    // with 16x oversampling: BRR = mantissa << 4 | fraction, the same number).
+    let divisor = (clock + baud / 2) / baud;
+    let mut init = String::new();
+    for (i, w) in uart
+        .get("init")
+        .and_then(toml::Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+    {
+        let w = w
+            .as_table()
+            .unwrap_or_else(|| panic!("{file}: [uart] init[{i}] is not a table"));
+        let address = int(w, "address")
+            .unwrap_or_else(|| panic!("{file}: [uart] init[{i}] needs an address"));
+        let _ = write!(
+            init,
+            "RegisterWrite {{ address: {address:#010x}, clear: {:#010x}, set: {:#010x} }}, ",
+            int(w, "clear").unwrap_or(0),
+            int(w, "set").unwrap_or(0)
+        );
+    }
+    Some(format!(
+        "/// The UART the host talks to (board `[uart]`).\n\
+         pub mod uart {{\n\
+         use crate::uart::{{Kind, RegisterWrite}};\n\
+         /// Register layout.\npub const KIND: Kind = Kind::{kind};\n\
+         /// Register block.\npub const BASE: usize = {base:#010x};\n\
+         /// Input clock / baud rate.\npub const DIVISOR: u32 = {divisor};\n\
+         /// Clock and pin set-up, in order, before the UART is enabled.\n\
+         pub const INIT: &[RegisterWrite] = &[{init}];\n\
+         }}\n"
+    ))
 }
 
 fn crc32(bytes: &[u8]) -> u32 {

@@ -1,7 +1,8 @@
 //! hilt's firmware: the model chosen at build time sits in flash, the arena
-//! in its own linker section; the host drives everything over RTT with
-//! hilt-proto frames (down channel 0: commands and inputs; up channel 0:
-//! results; up channel 1: log lines).
+//! in its own linker section; the host drives everything with hilt-proto
+//! frames over the board's transport: RTT (down channel 0: commands and
+//! inputs; up channel 0: results; up channel 1: a panic's message) or a
+//! UART (frames both ways, the panic message as a `Log` frame).
 
 #![no_std]
 #![no_main]
@@ -12,9 +13,11 @@ mod cycles;
 mod faults;
 mod heap;
 mod server;
+#[cfg(hilt_uart)]
+mod uart;
+mod wire;
 
 use cortex_m_rt::entry;
-use rtt_target::{ChannelMode, rtt_init};
 
 /// Build-time configuration (board, arena size, model): see `build.rs`.
 mod config {
@@ -62,15 +65,7 @@ const fn meta() -> [u8; META_LEN] {
 
 #[entry]
 fn main() -> ! {
-    let channels = rtt_init! {
-        up: {
-            0: { size: 4096, mode: ChannelMode::BlockIfFull, name: "hilt" }
-            1: { size: 1024, mode: ChannelMode::NoBlockSkip, name: "log" }
-        }
-        down: {
-            0: { size: 4096, name: "hilt" }
-        }
-    };
+    let wire = wire::open();
     let peripherals = cortex_m::Peripherals::take().unwrap_or_else(|| server::halt());
     #[cfg(feature = "qemu")]
     let counter = cycles::Counter::start(peripherals.SYST);
@@ -79,14 +74,7 @@ fn main() -> ! {
 
     // SAFETY: the only reference to the arena, taken once before anything else runs.
     let arena: &'static mut [u8] = unsafe { &mut (*(&raw mut ARENA)).0 };
-    server::run(
-        &MODEL.0,
-        arena,
-        counter,
-        channels.up.0,
-        channels.up.1,
-        channels.down.0,
-    )
+    server::run(&MODEL.0, arena, counter, wire)
 }
 
 #[panic_handler]

@@ -16,10 +16,10 @@ use hilt_runtime::model::Model;
 #[cfg_attr(feature = "fault-misplan", allow(unused_imports))]
 use hilt_runtime::planner::{Greedy, Linear, MemoryPlanner, Offline};
 use hilt_runtime::request::BufferOwner;
-use rtt_target::{DownChannel, UpChannel};
 
 use crate::config;
 use crate::cycles::Counter;
+use crate::wire::Wire;
 
 /// Most operators a model may have for per-op cycle counts.
 const MAX_OPS: usize = 256;
@@ -39,8 +39,6 @@ static mut PLAN: [PlanEntry; MAX_PLAN] = [EMPTY_ENTRY; MAX_PLAN];
 /// Most plan entries kept for `PlanRequest`.
 const MAX_PLAN: usize = 384;
 
-static mut PANIC_LOG: Option<UpChannel> = None;
-
 /// Stops here for good (the host sees no more frames and times out).
 pub(crate) fn halt() -> ! {
     loop {
@@ -49,12 +47,9 @@ pub(crate) fn halt() -> ! {
 }
 
 pub(crate) fn report_panic(info: &core::panic::PanicInfo<'_>) -> ! {
-    // SAFETY: single core; the panic handler runs once and nothing else runs after it.
-    if let Some(log) = unsafe { (*(&raw mut PANIC_LOG)).as_mut() } {
-        let mut line = Line::default();
-        let _ = write!(line, "panic: {info}");
-        log.write(line.as_bytes());
-    }
+    let mut line = Line::default();
+    let _ = write!(line, "panic: {info}");
+    crate::wire::report_panic_line(line.as_str());
     #[cfg(feature = "qemu")]
     cortex_m_semihosting::debug::exit(cortex_m_semihosting::debug::EXIT_FAILURE);
     halt()
@@ -76,9 +71,6 @@ impl Default for Line {
 }
 
 impl Line {
-    fn as_bytes(&self) -> &[u8] {
-        &self.buf[..self.len]
-    }
     fn as_str(&self) -> &str {
         core::str::from_utf8(&self.buf[..self.len]).unwrap_or("")
     }
@@ -93,8 +85,8 @@ impl core::fmt::Write for Line {
     }
 }
 
-struct Link {
-    up: UpChannel,
+struct Link<W: Wire> {
+    wire: W,
     /// Address of the arena's first byte (canary offsets are relative to it).
     arena_base: u32,
     frame: [u8; MAX_FRAME],
@@ -102,7 +94,7 @@ struct Link {
     corrupted: bool,
 }
 
-impl Link {
+impl<W: Wire> Link<W> {
     fn send(&mut self, message: &Message<'_>) {
         if let Ok(n) = encode_frame(message, &mut self.frame) {
             #[cfg(feature = "fault-corrupt-frame")]
@@ -114,7 +106,7 @@ impl Link {
             }
             let mut sent = 0;
             while sent < n {
-                sent += self.up.write(&self.frame[sent..n]);
+                sent += self.wire.write(&self.frame[sent..n]);
             }
         }
     }
@@ -128,7 +120,7 @@ impl Link {
     }
 }
 
-fn interpreter_error(link: &mut Link, e: InterpreterError) {
+fn interpreter_error<W: Wire>(link: &mut Link<W>, e: InterpreterError) {
     let (code, op) = match e {
         InterpreterError::Kernel { op, .. } | InterpreterError::UnsupportedOperator { op, .. } => {
             (ErrorCode::KERNEL, op as u16)
@@ -164,14 +156,10 @@ pub(crate) fn run(
     model_bytes: &'static [u8],
     arena: &'static mut [u8],
     counter: Counter,
-    up: UpChannel,
-    log: UpChannel,
-    mut down: DownChannel,
+    wire: impl Wire,
 ) -> ! {
-    // SAFETY: set once, before anything can panic in a way that reads it.
-    unsafe { *(&raw mut PANIC_LOG) = Some(log) };
     let mut link = Link {
-        up,
+        wire,
         arena_base: arena.as_ptr() as u32,
         frame: [0; MAX_FRAME],
         #[cfg(feature = "fault-corrupt-frame")]
@@ -264,7 +252,7 @@ pub(crate) fn run(
     let mut scratch = [0u8; MAX_FRAME];
     let mut input = [0u8; 256];
     loop {
-        let n = down.read(&mut input);
+        let n = link.wire.read(&mut input);
         for &byte in &input[..n] {
             let Some(frame) = accumulator.push(byte) else {
                 continue;
