@@ -654,7 +654,13 @@ pub fn load_all(dir: &Path) -> Result<Vec<Board>, BoardError> {
         .filter(|p| p.extension().is_some_and(|e| e == "toml"))
         .collect();
     paths.sort();
-    paths.iter().map(|p| load(p)).collect()
+    let mut boards = paths
+        .iter()
+        .map(|p| load(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    // By name, not file name ("a-uart.toml" sorts before "a.toml").
+    boards.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(boards)
 }
 
 /// The boards whose names match `pattern` (a name or a glob with `*`/`?`).

@@ -133,18 +133,27 @@ impl GdbClient {
             }
         }
         let mut data = Vec::new();
+        // The checksum covers the bytes as sent, escapes included.
+        let mut sent = Vec::new();
         loop {
             match self.read_byte()? {
                 b'#' => break,
-                b'}' => data.push(self.read_byte()? ^ 0x20),
-                b => data.push(b),
+                b'}' => {
+                    let escaped = self.read_byte()?;
+                    sent.extend_from_slice(&[b'}', escaped]);
+                    data.push(escaped ^ 0x20);
+                }
+                b => {
+                    sent.push(b);
+                    data.push(b);
+                }
             }
         }
         let hi = self.read_byte()?;
         let lo = self.read_byte()?;
         let want = u8::from_str_radix(std::str::from_utf8(&[hi, lo]).unwrap_or("zz"), 16)
             .map_err(|_| MemoryError::Garbled("bad packet checksum digits".into()))?;
-        if want != checksum(&data) {
+        if want != checksum(&sent) {
             self.stream
                 .write_all(b"-")
                 .map_err(|e| io_error(&e, self.timeout))?;

@@ -3,7 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use hilt::board::{BoardError, RunnerKind, glob_match, load, load_all, select};
+use hilt::board::{
+    BoardError, RunnerKind, Transport, UartKind, glob_match, load, load_all, select,
+};
 
 fn boards_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../boards")
@@ -20,13 +22,32 @@ fn shipped_boards_are_valid() {
             "nrf5340-dk",
             "nucleo-h743zi",
             "qemu-mps2-an386",
+            "qemu-mps2-an386-uart",
             "qemu-mps2-an500",
             "qemu-netduinoplus2",
+            "qemu-netduinoplus2-uart",
             "stm32f746g-disco"
         ]
     );
     let virtual_boards = select(&boards, "qemu-*").unwrap();
-    assert_eq!(virtual_boards.len(), 3);
+    assert_eq!(virtual_boards.len(), 5);
+    for b in &virtual_boards {
+        assert_eq!(
+            b.transport == Transport::Uart,
+            b.name.ends_with("-uart"),
+            "{}",
+            b.name
+        );
+        assert_eq!(b.uart.is_some(), b.transport == Transport::Uart);
+    }
+    let usart = boards
+        .iter()
+        .find(|b| b.name == "qemu-netduinoplus2-uart")
+        .and_then(|b| b.uart.clone())
+        .unwrap();
+    assert_eq!(usart.kind, UartKind::Stm32Usart);
+    assert_eq!((usart.base, usart.baud), (0x4001_1000, 115_200));
+    assert_eq!(usart.init.len(), 4);
     assert!(
         virtual_boards
             .iter()
@@ -67,6 +88,8 @@ memory = [
 machine = "mps2-an386"
 cpu = "cortex-m4"
 "#;
+
+const UART: &str = "[uart]\nkind = \"cmsdk-apb\"\nbase = 0x40004000\n";
 
 const MEMORY_X: &str = "MEMORY\n{\n  FLASH : ORIGIN = 0x00000000, LENGTH = 64K\n  RAM : ORIGIN = 0x20000000, LENGTH = 32K\n}\n";
 
@@ -160,6 +183,94 @@ fn mistakes_name_the_field() {
             "field `serial_port`",
         ),
         (
+            GOOD.replace(
+                "runner = \"qemu\"",
+                "runner = \"uart\"\nserial_port = \"/dev/ttyACM0\"",
+            ),
+            "field `transport`: a uart board talks over its uart",
+        ),
+        (
+            GOOD.replace("transport = \"rtt\"", "transport = \"uart\""),
+            "field `uart`: transport = \"uart\" needs a [uart] table",
+        ),
+        (
+            format!("{GOOD}{UART}"),
+            "field `uart`: a [uart] table is only used with transport = \"uart\"",
+        ),
+        (
+            format!(
+                "{}{UART}",
+                GOOD.replace("transport = \"rtt\"", "transport = \"uart\"")
+            ),
+            "field `uart`: 115200 baud from a 1000 Hz clock needs a divisor of 0",
+        ),
+        (
+            format!(
+                "{}{}",
+                GOOD.replace("transport = \"rtt\"", "transport = \"uart\""),
+                UART.replace("base", "clock_hz = 25000000\nbase")
+                    .replace("0x40004000", "0x40004002")
+            ),
+            "field `uart`: base 0x40004002 is not 4-aligned",
+        ),
+        (
+            format!(
+                "{}{}",
+                GOOD.replace("transport = \"rtt\"", "transport = \"uart\""),
+                UART.replace(
+                    "base",
+                    "clock_hz = 25000000\ninit = [{ address = 0x40023845, set = 1 }]\nbase"
+                )
+            ),
+            "field `uart`: init address 0x40023845 is not 4-aligned",
+        ),
+        (
+            format!(
+                "{}{}",
+                GOOD.replace("transport = \"rtt\"", "transport = \"uart\""),
+                UART.replace("cmsdk-apb", "pl011")
+            ),
+            "unknown variant `pl011`",
+        ),
+        (
+            GOOD.replace(
+                "runner = \"qemu\"",
+                "runner = \"qemu\"\nserial_port = \"/dev/ttyS0\"",
+            ),
+            "field `serial_port`: a qemu board's UART is a pty QEMU picks",
+        ),
+        (
+            GOOD.replace(
+                "runner = \"qemu\"",
+                "runner = \"qemu\"\nflash_command = [\"st-flash\"]",
+            ),
+            "field `flash_command`: only uart boards are flashed by a command",
+        ),
+        (
+            format!(
+                "{}{}",
+                GOOD.replace(
+                    "runner = \"qemu\"",
+                    "runner = \"uart\"\nserial_port = \"/dev/ttyACM0\"\nflash_command = []"
+                )
+                .replace("transport = \"rtt\"", "transport = \"uart\""),
+                UART.replace("base", "clock_hz = 25000000\nbase")
+            ),
+            "field `flash_command`: empty",
+        ),
+        (
+            format!(
+                "{}{}",
+                GOOD.replace(
+                    "runner = \"qemu\"",
+                    "runner = \"probe-rs\"\nprobe = \"0483:374b\"\nchip = \"STM32F405RGTx\""
+                )
+                .replace("transport = \"rtt\"", "transport = \"uart\""),
+                UART.replace("base", "clock_hz = 25000000\nbase")
+            ),
+            "field `transport`: probe-rs boards talk over rtt",
+        ),
+        (
             GOOD.replace("arena_size = 1024", "arena_size = \"big\""),
             "invalid type",
         ),
@@ -172,6 +283,33 @@ fn mistakes_name_the_field() {
         );
         assert!(message.contains("b.toml"), "{message}");
     }
+}
+
+#[test]
+fn a_uart_board_loads_with_its_flash_command() {
+    let toml = format!(
+        "{}{}",
+        GOOD.replace(
+            "runner = \"qemu\"",
+            "runner = \"uart\"\nserial_port = \"/dev/ttyACM0\"\nflash_command = [\"st-flash\", \"write\", \"{elf}\"]"
+        )
+        .replace("transport = \"rtt\"", "transport = \"uart\"")
+        .split("[qemu]")
+        .next()
+        .unwrap(),
+        UART.replace("base", "clock_hz = 25000000\nbase")
+    );
+    let board = board_in_temp(&toml, Some(MEMORY_X)).unwrap();
+    assert_eq!(board.runner, RunnerKind::Uart);
+    assert_eq!(board.serial_port.as_deref(), Some("/dev/ttyACM0"));
+    assert_eq!(board.flash_command.as_ref().unwrap()[2], "{elf}");
+    let uart = board.uart.unwrap();
+    assert_eq!(
+        (uart.kind, uart.baud, uart.clock_hz),
+        (UartKind::CmsdkApb, 115_200, Some(25_000_000))
+    );
+    // Real hardware: two percent of latency drift, as probe-rs boards.
+    assert_eq!(board.latency_tolerance_percent, 2.0);
 }
 
 #[test]

@@ -1,6 +1,8 @@
-//! Fault injection on two virtual boards: every injected fault is caught
-//! and reported as the right fault, with its location; clean runs of the
-//! shipped scenarios with buffer canaries raise no alarm.
+//! Fault injection on three virtual boards (two over RTT, one over its UART,
+//! where the host still reads the guards through QEMU's gdbstub): every
+//! injected fault is caught and reported as the right fault, with its
+//! location; clean runs of the shipped scenarios with buffer canaries raise
+//! no alarm.
 //!
 //! Skipped (with a message) without `qemu-system-arm`, unless
 //! `HILT_QEMU_REQUIRED=1`.
@@ -50,7 +52,7 @@ fn error_of<'r>(results: &'r [BoardRun], scenario: &str, board: &str) -> &'r str
 }
 
 #[test]
-fn every_injected_fault_is_caught_on_two_virtual_boards() {
+fn every_injected_fault_is_caught_on_three_virtual_boards() {
     if !common::qemu_available("fault-injection tests") {
         return;
     }
@@ -64,8 +66,12 @@ fn every_injected_fault_is_caught_on_two_virtual_boards() {
         ],
         None,
     );
-    assert_eq!(results.len(), 10);
-    for board in ["qemu-mps2-an386", "qemu-netduinoplus2"] {
+    assert_eq!(results.len(), 15);
+    for board in [
+        "qemu-mps2-an386",
+        "qemu-netduinoplus2",
+        "qemu-netduinoplus2-uart",
+    ] {
         let m = error_of(&results, "overrun", board);
         assert!(
             m.contains("firmware check: the guard after tensor 2 was overwritten")
