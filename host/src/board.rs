@@ -557,14 +557,14 @@ fn check_uart(path: &Path, uart: &UartSettings, core_clock_hz: u64) -> Result<()
             ),
         ));
     }
-    if uart.base % 4 != 0 {
+    if !uart.base.is_multiple_of(4) {
         return Err(invalid(
             path,
             "uart",
             format!("base {:#x} is not 4-aligned", uart.base),
         ));
     }
-    if let Some(w) = uart.init.iter().find(|w| w.address % 4 != 0) {
+    if let Some(w) = uart.init.iter().find(|w| !w.address.is_multiple_of(4)) {
         return Err(invalid(
             path,
             "uart",

@@ -225,12 +225,30 @@ fn unhex(text: &[u8]) -> Option<Vec<u8>> {
         .collect()
 }
 
+/// The address of chunk `i` of an access of `len` bytes at `addr`; an
+/// access that would run past the 32-bit address space is refused whole.
+fn chunk_address(addr: u32, i: usize, len: usize) -> Result<u32, MemoryError> {
+    let past_end = || MemoryError::Refused {
+        addr,
+        len,
+        reason: "runs past the end of the 32-bit address space".into(),
+    };
+    if u64::from(addr) + len as u64 > 1 << 32 {
+        return Err(past_end());
+    }
+    u32::try_from(i * CHUNK)
+        .ok()
+        .and_then(|off| addr.checked_add(off))
+        .ok_or_else(past_end)
+}
+
 impl TargetMemory for GdbClient {
     fn read(&mut self, addr: u32, buf: &mut [u8]) -> Result<(), MemoryError> {
         let was_running = self.running;
         self.halt()?;
+        let len = buf.len();
         for (i, chunk) in buf.chunks_mut(CHUNK).enumerate() {
-            let at = addr + (i * CHUNK) as u32;
+            let at = chunk_address(addr, i, len)?;
             self.send_packet(format!("m{at:x},{:x}", chunk.len()).as_bytes())?;
             let reply = self.expect_ok("read", at, chunk.len())?;
             let bytes = unhex(&reply)
@@ -253,7 +271,7 @@ impl TargetMemory for GdbClient {
         let was_running = self.running;
         self.halt()?;
         for (i, chunk) in data.chunks(CHUNK).enumerate() {
-            let at = addr + (i * CHUNK) as u32;
+            let at = chunk_address(addr, i, data.len())?;
             self.send_packet(format!("M{at:x},{:x}:{}", chunk.len(), hex(chunk)).as_bytes())?;
             let reply = self.expect_ok("write", at, chunk.len())?;
             if reply != b"OK" {

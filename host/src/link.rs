@@ -64,6 +64,22 @@ pub trait Wire {
     fn memory(&mut self) -> Option<&mut dyn TargetMemory>;
 }
 
+/// A borrowed wire is a wire (a session over a wire its owner keeps).
+impl<W: Wire + ?Sized> Wire for &mut W {
+    fn transfer(
+        &mut self,
+        out: &[u8],
+        incoming: &mut Vec<u8>,
+        log: &mut Vec<u8>,
+    ) -> Result<usize, LinkError> {
+        (**self).transfer(out, incoming, log)
+    }
+
+    fn memory(&mut self) -> Option<&mut dyn TargetMemory> {
+        (**self).memory()
+    }
+}
+
 /// RTT through a [`TargetMemory`]: each transfer is one pause of the core.
 pub struct RttWire<'m> {
     mem: &'m mut dyn TargetMemory,

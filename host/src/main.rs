@@ -148,6 +148,16 @@ enum Format {
 }
 
 fn main() -> ExitCode {
+    // `hilt boards | head`: end quietly when the reader goes away, as Unix
+    // tools do, instead of failing on the next line printed. Nothing else
+    // is affected: sockets (the gdbstub) never raise SIGPIPE in Rust (it
+    // sends with MSG_NOSIGNAL / SO_NOSIGPIPE), a closed pty fails with EIO,
+    // and children's pipes are only read.
+    #[cfg(unix)]
+    // SAFETY: restores the default disposition at start-up, before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -244,9 +254,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         ),
         Command::Boards { dir } => {
             let boards = hilt::board::load_all(&dir)?;
+            let width = boards
+                .iter()
+                .map(|b| b.name.len())
+                .max()
+                .unwrap_or(5)
+                .max(5);
             println!(
-                "{:<20} {:<9} {:<26} {:>10} {:>10}  description",
-                "board", "runner", "target", "arena", "RAM"
+                "{:<width$} {:<9} {:<5} {:<26} {:>10} {:>10}  description",
+                "board", "runner", "link", "target", "arena", "RAM"
             );
             for b in &boards {
                 let ram = b
@@ -259,10 +275,24 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     hilt::board::RunnerKind::ProbeRs => "probe-rs",
                     hilt::board::RunnerKind::Uart => "uart",
                 };
+                let link = match b.transport {
+                    hilt::board::Transport::Rtt => "rtt",
+                    hilt::board::Transport::Uart => "uart",
+                };
                 println!(
-                    "{:<20} {:<9} {:<26} {:>10} {:>10}  {}",
-                    b.name, runner, b.target, b.arena_size, ram, b.description
+                    "{:<width$} {:<9} {:<5} {:<26} {:>10} {:>10}  {}",
+                    b.name, runner, link, b.target, b.arena_size, ram, b.description
                 );
+            }
+            for b in &boards {
+                if let Some(port) = &b.serial_port {
+                    let state = if std::path::Path::new(port).exists() {
+                        "present"
+                    } else {
+                        "not present"
+                    };
+                    println!("\n{}: serial port {port} ({state})", b.name);
+                }
             }
             print_probes(&boards);
             Ok(())

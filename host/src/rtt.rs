@@ -16,6 +16,9 @@ use crate::memory::{MemoryError, TargetMemory};
 const ID: &[u8; 10] = b"SEGGER RTT";
 const HEADER: u32 = 24;
 const DESCRIPTOR: u32 = 24;
+/// Buffers larger than this mean the block is not what we think it is
+/// (no microcontroller gives RTT 16 MiB).
+const MAX_BUFFER: u32 = 16 << 20;
 /// Channel counts beyond this mean the block is not what we think it is.
 const MAX_CHANNELS: i32 = 16;
 
@@ -122,7 +125,13 @@ impl Rtt {
             )));
         }
         let mut channel = |i: u32| -> Result<Channel, RttError> {
-            let descriptor = address + HEADER + i * DESCRIPTOR;
+            let descriptor = address
+                .checked_add(HEADER + i * DESCRIPTOR)
+                .ok_or_else(|| {
+                    RttError::Corrupt(format!(
+                        "control block at {address:#010x} runs past the address space"
+                    ))
+                })?;
             let mut d = [0u8; DESCRIPTOR as usize];
             mem.read(descriptor, &mut d)?;
             let word = |j: usize| u32::from_le_bytes([d[j], d[j + 1], d[j + 2], d[j + 3]]);
@@ -130,6 +139,13 @@ impl Rtt {
             if size == 0 && buffer != 0 {
                 return Err(RttError::Corrupt(format!(
                     "channel {i} has a buffer but no size"
+                )));
+            }
+            // Offsets are computed in u32 from here on: the buffer must lie
+            // inside the address space (a crashed firmware's garbage may not).
+            if buffer.checked_add(size).is_none() || size > MAX_BUFFER {
+                return Err(RttError::Corrupt(format!(
+                    "channel {i}: buffer {buffer:#010x} of {size} bytes is not in target memory"
                 )));
             }
             Ok(Channel {

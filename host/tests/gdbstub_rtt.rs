@@ -422,6 +422,28 @@ fn a_refused_access_names_its_address() {
 }
 
 #[test]
+fn an_access_past_the_address_space_is_refused_before_it_is_sent() {
+    let (mut client, stub) = connected(16, Quirk::None);
+    let mut buf = vec![0u8; 32];
+    let err = client.read(0xFFFF_FFF0, &mut buf).unwrap_err();
+    assert!(
+        matches!(&err, MemoryError::Refused { addr: 0xFFFF_FFF0, len: 32, reason } if reason.contains("32-bit address space")),
+        "{err:?}"
+    );
+    let err = client.write(0xFFFF_FF00, &[0; 0x200]).unwrap_err();
+    assert!(matches!(err, MemoryError::Refused { .. }), "{err:?}");
+    let stub = finish(client, stub);
+    assert!(
+        !stub
+            .seen
+            .iter()
+            .any(|p| p.starts_with('m') || p.starts_with('M')),
+        "{:?}",
+        stub.seen
+    );
+}
+
+#[test]
 fn a_stub_that_hangs_up_is_disconnected() {
     let (mut client, stub) = connected(16, Quirk::HangUpOnRead);
     let err = client.read_u32(RAM).unwrap_err();
@@ -697,6 +719,19 @@ fn a_buffer_without_a_size_is_corrupt() {
     let mut mem = rtt_ram(&[(UP0, 0)], &[]);
     let err = Rtt::attach(&mut mem, BLOCK, Duration::from_millis(30)).unwrap_err();
     assert!(matches!(err, RttError::Corrupt(_)), "{err:?}");
+}
+
+#[test]
+fn a_buffer_outside_the_address_space_is_corrupt() {
+    // A crashed firmware's garbage: offsets computed from it would overflow.
+    for (buffer, size) in [(0xFFFF_FF00, 0x200), (RAM, 0x4000_0000)] {
+        let mut mem = rtt_ram(&[(buffer, size)], &[]);
+        let err = Rtt::attach(&mut mem, BLOCK, Duration::from_millis(30)).unwrap_err();
+        assert!(
+            matches!(&err, RttError::Corrupt(m) if m.contains("is not in target memory")),
+            "{err:?}"
+        );
+    }
 }
 
 #[test]

@@ -1,0 +1,341 @@
+//! The link and the session logic over a scripted serial-like wire: what a
+//! serial line does to the protocol (noise before the first frame, a lost
+//! first request, answers to a repeated request arriving late, a frame
+//! damaged mid-session, a wire that takes a few bytes at a time) and what
+//! the host must make of it. No QEMU: a fake firmware answers in-process.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use hilt::link::{Link, LinkError, Wire};
+use hilt::memory::TargetMemory;
+use hilt::runner::{BoardRun, KillSwitch, run_session};
+use hilt_proto::{FrameAccumulator, Hello, MAX_FRAME, Message, PROTOCOL_VERSION, encode_frame};
+
+fn repo() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn frame(message: &Message<'_>) -> Vec<u8> {
+    let mut out = vec![0u8; MAX_FRAME];
+    let n = encode_frame(message, &mut out).unwrap();
+    out.truncate(n);
+    out
+}
+
+/// Bytes in, bytes out: `incoming` is what the "target" has sent, handed
+/// over `per_transfer` bytes at a time; `sent` is everything the host wrote,
+/// taken `per_transfer` bytes at a time.
+#[derive(Default)]
+struct ScriptedWire {
+    incoming: VecDeque<u8>,
+    sent: Vec<u8>,
+    per_transfer: usize,
+}
+
+impl Wire for ScriptedWire {
+    fn transfer(
+        &mut self,
+        out: &[u8],
+        incoming: &mut Vec<u8>,
+        _log: &mut Vec<u8>,
+    ) -> Result<usize, LinkError> {
+        let n = out.len().min(self.per_transfer);
+        self.sent.extend_from_slice(&out[..n]);
+        for _ in 0..self.per_transfer {
+            match self.incoming.pop_front() {
+                Some(b) => incoming.push(b),
+                None => break,
+            }
+        }
+        Ok(n)
+    }
+
+    fn memory(&mut self) -> Option<&mut dyn TargetMemory> {
+        None
+    }
+}
+
+fn wire(incoming: Vec<u8>, per_transfer: usize) -> ScriptedWire {
+    ScriptedWire {
+        incoming: incoming.into(),
+        sent: Vec::new(),
+        per_transfer,
+    }
+}
+
+fn ack(received: u32) -> Vec<u8> {
+    frame(&Message::InputAck { input: 0, received })
+}
+
+fn received(link: &mut Link<'_>) -> Result<u32, LinkError> {
+    link.recv(Duration::from_millis(200), "InputAck", |m| match m {
+        Message::InputAck { received, .. } => *received,
+        other => panic!("unexpected {other:?}"),
+    })
+}
+
+#[test]
+fn noise_before_the_first_frame_is_dropped() {
+    // Boot chatter, half a frame from before the port was opened, then a
+    // real frame.
+    let mut bytes = b"\r\nboot v1.2 ".to_vec();
+    bytes.extend_from_slice(&ack(7)[3..]);
+    bytes.extend_from_slice(&ack(42));
+    let mut link = Link::over(Box::new(wire(bytes, 5)));
+    assert_eq!(received(&mut link).unwrap(), 42);
+    assert!(link.noise > 0);
+}
+
+#[test]
+fn a_damaged_frame_after_the_first_good_one_is_an_error() {
+    let mut bytes = ack(1);
+    let mut bad = ack(2);
+    bad[3] ^= 0x10;
+    bytes.extend_from_slice(&bad);
+    let mut link = Link::over(Box::new(wire(bytes, 64)));
+    assert_eq!(received(&mut link).unwrap(), 1);
+    let err = received(&mut link).unwrap_err();
+    assert!(
+        err.to_string().starts_with("garbled frame from the target"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_wire_that_takes_three_bytes_at_a_time_gets_the_whole_frame() {
+    let chunk = [7u8; 100];
+    let message = Message::LoadInput {
+        input: 0,
+        offset: 0,
+        chunk: &chunk,
+    };
+    let mut w = wire(Vec::new(), 3);
+    {
+        let mut link = Link::over(Box::new(&mut w));
+        link.send(&message, Duration::from_secs(1)).unwrap();
+    }
+    assert_eq!(w.sent, frame(&message));
+}
+
+#[test]
+fn a_fired_kill_switch_ends_a_wait_at_once() {
+    let kill = KillSwitch::default();
+    let mut link = Link::over(Box::new(wire(Vec::new(), 8)));
+    link.cancel_with(kill.clone());
+    kill.fire();
+    let started = Instant::now();
+    let err = link
+        .recv(Duration::from_secs(30), "Hello", |_| ())
+        .unwrap_err();
+    assert!(matches!(err, LinkError::Cancelled(_)), "{err:?}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn no_memory_over_a_bare_serial_line() {
+    let mut link = Link::over(Box::new(wire(Vec::new(), 8)));
+    assert!(link.read_memory(0x2000_0000, 16).unwrap().is_none());
+}
+
+/// A firmware for the smoke scenario (a RESHAPE: output = input), answering
+/// requests as they arrive; it ignores the first `lose` Hello requests (a
+/// line not yet up) and answers the next one only after `late` more
+/// requests have come (a slow boot: both answers then arrive).
+struct FakeFirmware {
+    board: String,
+    model_hash: u32,
+    accumulator: FrameAccumulator,
+    out: VecDeque<u8>,
+    input: Vec<u8>,
+    lose: usize,
+    late: bool,
+    held: Vec<u8>,
+    hellos: usize,
+    resets: usize,
+}
+
+impl FakeFirmware {
+    fn say_hello(&mut self) {
+        let mut say = |m: Message<'_>| self.out.extend(frame(&m));
+        say(Message::Log("fake firmware up"));
+        say(Message::Hello(Hello {
+            protocol: PROTOCOL_VERSION,
+            firmware: [0, 1, 0],
+            board: &self.board,
+            model_hash: self.model_hash,
+            arena_size: 1024,
+            inputs: 1,
+            outputs: 1,
+            clock_hz: 25_000_000,
+        }));
+        say(Message::Guards {
+            mode: 0,
+            len: 16,
+            addresses: [0; 4],
+        });
+    }
+
+    fn answer(&mut self, message: &Message<'_>) {
+        let mut say = |m: Message<'_>| self.out.extend(frame(&m));
+        match message {
+            Message::HelloRequest => {
+                self.hellos += 1;
+                if self.hellos <= self.lose {
+                    return;
+                }
+                if self.late && self.hellos == 1 {
+                    // Answered, but held back until the next request.
+                    let before = self.out.len();
+                    self.say_hello();
+                    self.held = self.out.drain(before..).collect();
+                    return;
+                }
+                self.out.extend(std::mem::take(&mut self.held));
+                self.say_hello();
+            }
+            Message::ResetState => {
+                self.resets += 1;
+                say(Message::Done { request: 0x05 });
+            }
+            Message::LoadInput { offset, chunk, .. } => {
+                let end = *offset as usize + chunk.len();
+                if self.input.len() < end {
+                    self.input.resize(end, 0);
+                }
+                self.input[*offset as usize..end].copy_from_slice(chunk);
+                say(Message::InputAck {
+                    input: 0,
+                    received: end as u32,
+                });
+            }
+            Message::Invoke { .. } => {
+                let input = self.input.clone();
+                let mut say = |m: Message<'_>| self.out.extend(frame(&m));
+                say(Message::Timing {
+                    invocation: 1,
+                    total_cycles: 20,
+                    ops: 1,
+                });
+                say(Message::OutputChunk {
+                    output: 0,
+                    offset: 0,
+                    total: input.len() as u32,
+                    chunk: &input,
+                });
+                say(Message::Done { request: 0x03 });
+            }
+            Message::PlanRequest => say(Message::Done { request: 0x04 }),
+            other => panic!("fake firmware got {other:?}"),
+        }
+    }
+}
+
+impl Wire for FakeFirmware {
+    fn transfer(
+        &mut self,
+        out: &[u8],
+        incoming: &mut Vec<u8>,
+        _log: &mut Vec<u8>,
+    ) -> Result<usize, LinkError> {
+        let mut scratch = vec![0u8; MAX_FRAME];
+        for &b in out {
+            if let Some(f) = self.accumulator.push(b) {
+                let f = f.unwrap().to_vec();
+                let m = hilt_proto::decode_frame(&f, &mut scratch).unwrap();
+                self.answer(&m);
+            }
+        }
+        incoming.extend(self.out.drain(..));
+        Ok(out.len())
+    }
+
+    fn memory(&mut self) -> Option<&mut dyn TargetMemory> {
+        None
+    }
+}
+
+fn smoke() -> (hilt::board::Board, hilt::scenario::Scenario, u32) {
+    let board = hilt::board::load(&repo().join("boards/qemu-mps2-an386-uart.toml")).unwrap();
+    let scenario = hilt::scenario::load(
+        &repo().join("scenarios/smoke_reshape.toml"),
+        &hilt::conformance::locate(&repo()),
+    )
+    .unwrap();
+    let crc = hilt_proto::crc::crc32(&std::fs::read(&scenario.model).unwrap());
+    (board, scenario, crc)
+}
+
+fn fake(board: &str, model_hash: u32, lose: usize, late: bool) -> FakeFirmware {
+    FakeFirmware {
+        board: board.to_string(),
+        model_hash,
+        accumulator: FrameAccumulator::default(),
+        out: VecDeque::new(),
+        input: Vec::new(),
+        lose,
+        late,
+        held: Vec::new(),
+        hellos: 0,
+        resets: 0,
+    }
+}
+
+#[test]
+fn a_lost_hello_request_is_asked_again_and_the_session_passes() {
+    let (board, scenario, crc) = smoke();
+    let mut firmware = fake(&board.name, crc, 1, false);
+    let mut run = BoardRun::new(&scenario.name, &board.name);
+    {
+        let mut link = Link::over(Box::new(&mut firmware));
+        run_session(&mut link, &board, &scenario, crc, &mut run).unwrap();
+        assert!(link.logs.iter().any(|l| l == "fake firmware up"));
+    }
+    assert_eq!(firmware.hellos, 2, "asked once more after a second");
+    assert_eq!(firmware.resets, 1, "the barrier");
+    assert_eq!(run.steps.len(), 1);
+    assert_eq!(run.steps[0].mismatch, None);
+}
+
+#[test]
+fn answers_to_a_repeated_hello_arriving_late_do_not_shift_the_session() {
+    // The first Hello is answered only when the second request comes: two
+    // Hellos and two guard descriptions arrive; the barrier absorbs them,
+    // and the input acknowledgement is not mistaken for anything else.
+    let (board, scenario, crc) = smoke();
+    let mut firmware = fake(&board.name, crc, 0, true);
+    let mut run = BoardRun::new(&scenario.name, &board.name);
+    {
+        let mut link = Link::over(Box::new(&mut firmware));
+        run_session(&mut link, &board, &scenario, crc, &mut run).unwrap();
+    }
+    assert_eq!(firmware.hellos, 2);
+    assert_eq!(run.steps[0].mismatch, None);
+    // 20 SysTick ticks of 40 instructions each on an MPS2 board at 25 MHz.
+    assert_eq!(run.steps[0].total_cycles, 800);
+}
+
+#[test]
+fn a_wrong_model_or_board_is_named_after_the_hello() {
+    let (board, scenario, crc) = smoke();
+    let mut run = BoardRun::new(&scenario.name, &board.name);
+    let mut other_model = fake(&board.name, crc ^ 1, 0, false);
+    let err = {
+        let mut link = Link::over(Box::new(&mut other_model));
+        run_session(&mut link, &board, &scenario, crc, &mut run).unwrap_err()
+    };
+    assert!(
+        err.to_string()
+            .starts_with("firmware embeds a different model"),
+        "{err}"
+    );
+    let mut other_board = fake("qemu-mps2-an500", crc, 0, false);
+    let err = {
+        let mut link = Link::over(Box::new(&mut other_board));
+        run_session(&mut link, &board, &scenario, crc, &mut run).unwrap_err()
+    };
+    assert_eq!(
+        err.to_string(),
+        "firmware was built for qemu-mps2-an500, not qemu-mps2-an386-uart"
+    );
+}
