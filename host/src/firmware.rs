@@ -49,6 +49,22 @@ pub struct FirmwareRequest<'a> {
     pub align: u32,
 }
 
+impl<'a> FirmwareRequest<'a> {
+    /// The firmware a scenario needs on a board: its model, its arena size
+    /// (else the board's), planner, canaries, alignment and test features.
+    pub fn for_scenario(board: &'a Board, scenario: &'a crate::scenario::Scenario) -> Self {
+        FirmwareRequest {
+            board,
+            model: &scenario.model,
+            arena_size: scenario.arena_size.unwrap_or(board.arena_size),
+            planner: scenario.planner,
+            features: &scenario.firmware_features,
+            canary: &scenario.canary,
+            align: scenario.align,
+        }
+    }
+}
+
 fn fnv(bytes: &[u8], seed: u64) -> u64 {
     bytes.iter().fold(seed ^ 0xcbf2_9ce4_8422_2325, |h, &b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)

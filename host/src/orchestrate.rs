@@ -75,20 +75,8 @@ pub async fn run_jobs_timed(
         let j = job.clone();
         let build_started = Instant::now();
         let elf = tokio::task::spawn_blocking(move || {
-            let arena_size = j.scenario.arena_size.unwrap_or(j.board.arena_size);
-            firmware::build(
-                &repo,
-                &FirmwareRequest {
-                    board: &j.board,
-                    model: &j.scenario.model,
-                    arena_size,
-                    planner: j.scenario.planner,
-                    features: &j.scenario.firmware_features,
-                    canary: &j.scenario.canary,
-                    align: j.scenario.align,
-                },
-            )
-            .map_err(|e| e.to_string())
+            firmware::build(&repo, &FirmwareRequest::for_scenario(&j.board, &j.scenario))
+                .map_err(|e| e.to_string())
         })
         .await
         .unwrap_or_else(|e| Err(format!("build task failed: {e}")));
@@ -198,11 +186,8 @@ async fn run_one(job: Job, elf: PathBuf, board: Option<OwnedMutexGuard<()>>) -> 
     };
     match job.board.runner {
         RunnerKind::Qemu => {}
-        RunnerKind::ProbeRs => {
-            return run_probe_job(job, image, model_crc, board, FLASH_LIMIT).await;
-        }
-        RunnerKind::Uart => {
-            return run_uart_job(job, image, model_crc, board, FLASH_LIMIT).await;
+        RunnerKind::ProbeRs | RunnerKind::Uart => {
+            return run_real_job(job, image, model_crc, board, FLASH_LIMIT).await;
         }
     }
     let kill = KillSwitch::default();
@@ -230,12 +215,13 @@ async fn run_one(job: Job, elf: PathBuf, board: Option<OwnedMutexGuard<()>>) -> 
     }
 }
 
-/// A probe-rs run on a blocking thread that holds the board's lock until it
-/// really ends (even past a timeout: the probe is still in use until then).
-/// Two limits: `flash_limit` up to the firmware being on the board, then the
-/// scenario's own from there. On either, the run's [`KillSwitch`] fires, the
-/// thread's next memory access fails and the run ends with what it had.
-async fn run_probe_job(
+/// A real-board run (probe-rs, or uart with its flash command) on a
+/// blocking thread that holds the board's lock until it really ends (even
+/// past a timeout: the hardware is still in use until then). Two limits:
+/// `flash_limit` up to the firmware being on the board, then the scenario's
+/// own from there. On either, the run's [`KillSwitch`] fires, the thread's
+/// next wait or memory access fails and the run ends with what it had.
+async fn run_real_job(
     job: Job,
     image: FirmwareImage,
     model_crc: u32,
@@ -247,31 +233,14 @@ async fn run_probe_job(
     let (j, k) = (job.clone(), kill.clone());
     let handle = tokio::task::spawn_blocking(move || {
         let _board = board;
-        run_on_probe(&j.board, &j.scenario, &image, model_crc, &k, move || {
+        let flashed = move || {
             let _ = flashed_tx.send(());
-        })
-    });
-    supervise(&job, kill, flashed_rx, handle, flash_limit).await
-}
-
-/// A uart run: flash command, then the session over the serial port, on a
-/// blocking thread holding the board's lock, under the same two limits as
-/// a probe-rs run.
-async fn run_uart_job(
-    job: Job,
-    image: FirmwareImage,
-    model_crc: u32,
-    board: Option<OwnedMutexGuard<()>>,
-    flash_limit: Duration,
-) -> BoardRun {
-    let kill = KillSwitch::default();
-    let (flashed_tx, flashed_rx) = tokio::sync::oneshot::channel::<()>();
-    let (j, k) = (job.clone(), kill.clone());
-    let handle = tokio::task::spawn_blocking(move || {
-        let _board = board;
-        run_on_uart(&j.board, &j.scenario, &image, model_crc, &k, move || {
-            let _ = flashed_tx.send(());
-        })
+        };
+        if j.board.runner == RunnerKind::Uart {
+            run_on_uart(&j.board, &j.scenario, &image, model_crc, &k, flashed)
+        } else {
+            run_on_probe(&j.board, &j.scenario, &image, model_crc, &k, flashed)
+        }
     });
     supervise(&job, kill, flashed_rx, handle, flash_limit).await
 }
@@ -284,7 +253,7 @@ fn flash_phase(board: &Board) -> &'static str {
     }
 }
 
-/// Waits for a board thread under the two limits of [`run_probe_job`].
+/// Waits for a board thread under the two limits of [`run_real_job`].
 async fn supervise(
     job: &Job,
     kill: KillSwitch,

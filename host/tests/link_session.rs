@@ -281,20 +281,35 @@ fn fake(board: &str, model_hash: u32, lose: usize, late: bool) -> FakeFirmware {
     }
 }
 
+/// A whole session against `firmware`: the run (its one step checked
+/// passed) or the failure, and the log lines.
+fn session(
+    firmware: &mut FakeFirmware,
+    board: &hilt::board::Board,
+    scenario: &hilt::scenario::Scenario,
+    crc: u32,
+) -> (Result<BoardRun, hilt::runner::RunFailure>, Vec<String>) {
+    let mut run = BoardRun::new(&scenario.name, &board.name);
+    let mut link = Link::over(Box::new(firmware));
+    let result = run_session(&mut link, board, scenario, crc, &mut run);
+    let logs = std::mem::take(&mut link.logs);
+    let result = result.map(|()| {
+        assert_eq!(run.steps.len(), 1);
+        assert_eq!(run.steps[0].mismatch, None);
+        run
+    });
+    (result, logs)
+}
+
 #[test]
 fn a_lost_hello_request_is_asked_again_and_the_session_passes() {
     let (board, scenario, crc) = smoke();
     let mut firmware = fake(&board.name, crc, 1, false);
-    let mut run = BoardRun::new(&scenario.name, &board.name);
-    {
-        let mut link = Link::over(Box::new(&mut firmware));
-        run_session(&mut link, &board, &scenario, crc, &mut run).unwrap();
-        assert!(link.logs.iter().any(|l| l == "fake firmware up"));
-    }
+    let (run, logs) = session(&mut firmware, &board, &scenario, crc);
+    run.unwrap();
+    assert!(logs.iter().any(|l| l == "fake firmware up"));
     assert_eq!(firmware.hellos, 2, "asked once more after a second");
     assert_eq!(firmware.resets, 1, "the barrier");
-    assert_eq!(run.steps.len(), 1);
-    assert_eq!(run.steps[0].mismatch, None);
 }
 
 #[test]
@@ -304,11 +319,8 @@ fn answers_to_a_repeated_hello_arriving_late_do_not_shift_the_session() {
     // and the input acknowledgement is not mistaken for anything else.
     let (board, scenario, crc) = smoke();
     let mut firmware = fake(&board.name, crc, 0, true);
-    let mut run = BoardRun::new(&scenario.name, &board.name);
-    {
-        let mut link = Link::over(Box::new(&mut firmware));
-        run_session(&mut link, &board, &scenario, crc, &mut run).unwrap();
-    }
+    let (run, _) = session(&mut firmware, &board, &scenario, crc);
+    let run = run.unwrap();
     assert_eq!(firmware.hellos, 2);
     assert_eq!(run.steps[0].mismatch, None);
     // 20 SysTick ticks of 40 instructions each on an MPS2 board at 25 MHz.
@@ -318,22 +330,19 @@ fn answers_to_a_repeated_hello_arriving_late_do_not_shift_the_session() {
 #[test]
 fn a_wrong_model_or_board_is_named_after_the_hello() {
     let (board, scenario, crc) = smoke();
-    let mut run = BoardRun::new(&scenario.name, &board.name);
     let mut other_model = fake(&board.name, crc ^ 1, 0, false);
-    let err = {
-        let mut link = Link::over(Box::new(&mut other_model));
-        run_session(&mut link, &board, &scenario, crc, &mut run).unwrap_err()
-    };
+    let err = session(&mut other_model, &board, &scenario, crc)
+        .0
+        .unwrap_err();
     assert!(
         err.to_string()
             .starts_with("firmware embeds a different model"),
         "{err}"
     );
     let mut other_board = fake("qemu-mps2-an500", crc, 0, false);
-    let err = {
-        let mut link = Link::over(Box::new(&mut other_board));
-        run_session(&mut link, &board, &scenario, crc, &mut run).unwrap_err()
-    };
+    let err = session(&mut other_board, &board, &scenario, crc)
+        .0
+        .unwrap_err();
     assert_eq!(
         err.to_string(),
         "firmware was built for qemu-mps2-an500, not qemu-mps2-an386-uart"

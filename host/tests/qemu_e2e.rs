@@ -15,15 +15,7 @@ use hilt::board::load_all;
 use hilt::orchestrate::{Job, run_jobs};
 use hilt::runner::{KillSwitch, Outcome, run_on_qemu};
 
-use common::repo;
-
-fn hilt(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_hilt"))
-        .current_dir(repo())
-        .args(args)
-        .output()
-        .expect("run hilt")
-}
+use common::{hilt, repo};
 
 fn scenario(path: &str) -> Arc<hilt::scenario::Scenario> {
     Arc::new(hilt::scenario::load(&repo().join(path), &hilt::conformance::locate(&repo())).unwrap())
@@ -136,15 +128,7 @@ fn kill_mid_run(board: hilt::board::Board) -> String {
     let scenario = scenario("host/tests/fixtures/hang.toml");
     let elf = hilt::firmware::build(
         &repo(),
-        &hilt::firmware::FirmwareRequest {
-            board: &board,
-            model: &scenario.model,
-            arena_size: board.arena_size,
-            planner: scenario.planner,
-            features: &scenario.firmware_features,
-            canary: &scenario.canary,
-            align: scenario.align,
-        },
+        &hilt::firmware::FirmwareRequest::for_scenario(&board, &scenario),
     )
     .unwrap();
     let image = hilt::elf::inspect(&elf).unwrap();

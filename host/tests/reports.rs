@@ -10,7 +10,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Duration;
 
 use hilt::report::{
@@ -18,7 +18,7 @@ use hilt::report::{
 };
 use hilt::runner::{BoardRun, Outcome, StepResult};
 
-use common::repo;
+use common::{hilt, repo};
 
 fn schema() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/junit-10-strict.xsd")
@@ -259,14 +259,6 @@ fn an_unwritable_report_folder_fails_before_any_board_runs() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-fn hilt(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hilt"))
-        .current_dir(repo())
-        .args(args)
-        .output()
-        .expect("run hilt")
-}
-
 #[test]
 fn bad_shard_values_are_refused_with_a_clear_message() {
     for (value, expected) in [
@@ -286,23 +278,18 @@ fn bad_shard_values_are_refused_with_a_clear_message() {
 #[test]
 fn an_empty_shard_runs_nothing_and_still_writes_valid_reports() {
     let dir = temp_dir("empty-shard");
-    // smoke_reshape has three virtual boards: shard 4 of 4 gets none.
+    // smoke_reshape has five virtual boards: shard 6 of 6 gets none.
     let out = hilt(&[
         "run",
         "scenarios/smoke_reshape.toml",
         "--shard",
-        "4/4",
+        "6/6",
         "--report-dir",
         dir.to_str().unwrap(),
     ]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = common::succeeded(&out);
     assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        stdout.contains("shard 4/4: 0 of 3 (scenario, board) pairs"),
+        stdout.contains("shard 6/6: 0 of 5 (scenario, board) pairs"),
         "{stdout}"
     );
     assert_eq!(summary(&dir)["totals"]["pairs"], 0);
@@ -318,27 +305,23 @@ fn hilt_run_with_a_shard_runs_its_share_and_reports_it() {
         return;
     }
     let dir = temp_dir("e2e");
-    // Sorted pairs: an386, an500, netduinoplus2; shard 2 of 3 is an500 alone.
+    // Sorted pairs: an386, an386-uart, an500, netduinoplus2,
+    // netduinoplus2-uart; shard 3 of 5 is an500 alone.
     let out = hilt(&[
         "run",
         "scenarios/smoke_reshape.toml",
         "--shard",
-        "2/3",
+        "3/5",
         "--report-dir",
         dir.to_str().unwrap(),
     ]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = common::succeeded(&out);
     assert!(
         stdout.contains("1 board runs: 1 passed, 0 failed"),
         "{stdout}"
     );
     let s = summary(&dir);
-    assert_eq!(s["title"], "hilt run (shard 2/3)");
+    assert_eq!(s["title"], "hilt run (shard 3/5)");
     assert_eq!(s["totals"]["passed"], 1);
     assert_eq!(s["runs"][0]["board"], "qemu-mps2-an500");
     assert!(s["runs"][0]["steps"][0]["total_cycles"].as_u64().unwrap() > 0);

@@ -147,27 +147,20 @@ fn scenarios_pass_over_a_serial_line_each_flashed_by_the_board_command() {
     let serial = SerialBoard::new("cli", Some(&argv));
     let reports = serial.dir.join("reports");
     // Two models: each run must flash its own firmware before it talks.
-    let out = Command::new(env!("CARGO_BIN_EXE_hilt"))
-        .current_dir(repo())
-        .args([
-            "run",
-            "scenarios/smoke_reshape.toml",
-            "scenarios/keyword_scrambled_svdf.toml",
-            "--board",
-            "qemu-mps2-an386-uart",
-            "--boards-dir",
-        ])
-        .arg(&serial.dir)
-        .arg("--report-dir")
-        .arg(&reports)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let mut args: Vec<std::ffi::OsString> = [
+        "run",
+        "scenarios/smoke_reshape.toml",
+        "scenarios/keyword_scrambled_svdf.toml",
+        "--board",
+        "qemu-mps2-an386-uart",
+    ]
+    .iter()
+    .map(Into::into)
+    .collect();
+    args.extend(["--boards-dir".into(), serial.dir.clone().into_os_string()]);
+    args.extend(["--report-dir".into(), reports.clone().into_os_string()]);
+    let out = common::hilt(&args);
+    let stdout = common::succeeded(&out);
     assert!(
         stdout.contains("2 board runs: 2 passed, 0 failed"),
         "{stdout}"
@@ -197,15 +190,7 @@ fn a_board_without_a_flash_command_must_already_run_the_scenario_firmware() {
     let smoke = scenario("scenarios/smoke_reshape.toml");
     let elf = hilt::firmware::build(
         &repo(),
-        &hilt::firmware::FirmwareRequest {
-            board: &board,
-            model: &smoke.model,
-            arena_size: board.arena_size,
-            planner: smoke.planner,
-            features: &smoke.firmware_features,
-            canary: &smoke.canary,
-            align: smoke.align,
-        },
+        &hilt::firmware::FirmwareRequest::for_scenario(&board, &smoke),
     )
     .unwrap();
     serial.flash_by_hand(&elf);

@@ -30,3 +30,24 @@ pub fn qemu_available(what: &str) -> bool {
     }
     ok
 }
+
+/// Runs the `hilt` binary from the repository root.
+pub fn hilt<S: AsRef<std::ffi::OsStr>>(args: impl IntoIterator<Item = S>) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_hilt"))
+        .current_dir(repo())
+        .args(args)
+        .output()
+        .expect("run hilt")
+}
+
+/// The stdout of a `hilt` run that must have succeeded (else the test fails
+/// showing both streams).
+pub fn succeeded(out: &std::process::Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
