@@ -40,23 +40,34 @@ fn checksum(data: &[u8]) -> u8 {
 impl GdbClient {
     /// Connects (retrying until `timeout`, as QEMU may still be starting).
     /// QEMU stops the guest while a debugger attaches; the client starts
-    /// in the stopped state.
+    /// in the stopped state. A connection dropped before the stub answers
+    /// (seen when QEMU is still setting its stub up) is tried again too.
     pub fn connect(addr: SocketAddr, timeout: Duration) -> Result<Self, MemoryError> {
         let deadline = Instant::now() + timeout;
-        let stream = loop {
-            match TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
-                Ok(s) => break s,
-                Err(e) if Instant::now() < deadline => {
-                    let _ = e;
+        loop {
+            let stream = match TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
+                Ok(s) => s,
+                Err(_) if Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(20));
+                    continue;
                 }
                 Err(e) => {
                     return Err(MemoryError::Disconnected(format!(
                         "cannot connect to gdbstub at {addr}: {e}"
                     )));
                 }
+            };
+            match Self::handshake(stream, timeout) {
+                Err(MemoryError::Disconnected(_)) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                other => return other,
             }
-        };
+        }
+    }
+
+    /// Asks why the target stopped: confirms the protocol works.
+    fn handshake(stream: TcpStream, timeout: Duration) -> Result<Self, MemoryError> {
         stream
             .set_nodelay(true)
             .map_err(|e| io_error(&e, timeout))?;
@@ -69,7 +80,6 @@ impl GdbClient {
             timeout,
             pending: Vec::new(),
         };
-        // Ask why the target stopped: confirms the protocol works.
         client.send_packet(b"?")?;
         let reply = client.read_packet()?;
         if !(reply.starts_with(b"S") || reply.starts_with(b"T")) {

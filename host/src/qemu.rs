@@ -90,9 +90,24 @@ fn read_lines(
     }
 }
 
+/// Where QEMU's gdbstub listens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GdbEndpoint {
+    /// A local TCP port QEMU binds itself.
+    Port(u16),
+    /// A listening socket the host bound and QEMU inherits (Unix): no other
+    /// process can take the port between choosing it and QEMU listening.
+    Fd(i32),
+}
+
 impl Qemu {
     /// The command line for `elf` on the board described by `settings`.
-    pub fn command(settings: &QemuSettings, elf: &Path, port: u16, serial: QemuSerial) -> Command {
+    pub fn command(
+        settings: &QemuSettings,
+        elf: &Path,
+        gdb: GdbEndpoint,
+        serial: QemuSerial,
+    ) -> Command {
         let serial = match serial {
             QemuSerial::None => "none",
             QemuSerial::Pty => "pty",
@@ -102,12 +117,21 @@ impl Qemu {
             .args(["-nographic", "-monitor", "none", "-serial", serial])
             .args(["-semihosting-config", "enable=on,target=native"])
             .args(["-icount", &format!("shift={}", settings.icount_shift)])
-            .args(["-gdb", &format!("tcp:127.0.0.1:{port}"), "-S"])
+            .arg("-S")
             .arg("-kernel")
             .arg(elf)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        match gdb {
+            GdbEndpoint::Port(port) => cmd.args(["-gdb", &format!("tcp:127.0.0.1:{port}")]),
+            GdbEndpoint::Fd(fd) => cmd
+                .args([
+                    "-chardev",
+                    &format!("socket,id=hilt-gdb,fd={fd},server=on,wait=off"),
+                ])
+                .args(["-gdb", "chardev:hilt-gdb"]),
+        };
         cmd
     }
 
@@ -122,13 +146,9 @@ impl Qemu {
         elf: &Path,
         serial: QemuSerial,
     ) -> Result<Self, QemuError> {
-        let port = {
-            let listener = TcpListener::bind("127.0.0.1:0").map_err(QemuError::Port)?;
-            listener.local_addr().map_err(QemuError::Port)?.port()
-        };
-        let mut child = Self::command(settings, elf, port, serial)
-            .spawn()
-            .map_err(QemuError::Spawn)?;
+        let listener = TcpListener::bind("127.0.0.1:0").map_err(QemuError::Port)?;
+        let port = listener.local_addr().map_err(QemuError::Port)?.port();
+        let mut child = Self::spawn(settings, elf, listener, serial)?;
         // Read QEMU's output as it comes: stdout names the pty, stderr says
         // why QEMU stopped if it does.
         let stderr = Arc::new(Mutex::new(String::new()));
@@ -147,6 +167,50 @@ impl Qemu {
             stderr,
             pty,
         })
+    }
+
+    /// Spawns QEMU listening for GDB on `listener`: handed over as an
+    /// inherited socket on Unix, so the port cannot be taken by anything
+    /// else in between (with many QEMUs and connections at once, a port
+    /// chosen and released can be).
+    #[cfg(unix)]
+    fn spawn(
+        settings: &QemuSettings,
+        elf: &Path,
+        listener: TcpListener,
+        serial: QemuSerial,
+    ) -> Result<Child, QemuError> {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::process::CommandExt;
+        let fd = listener.as_raw_fd();
+        let mut cmd = Self::command(settings, elf, GdbEndpoint::Fd(fd), serial);
+        // SAFETY: runs in the child between fork and exec and only calls
+        // fcntl (async-signal-safe) to let exec keep the listening socket.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        // QEMU has its own copy of the socket once spawned; ours closes here.
+        cmd.spawn().map_err(QemuError::Spawn)
+    }
+
+    /// Spawns QEMU binding the port `listener` holds (released first).
+    #[cfg(not(unix))]
+    fn spawn(
+        settings: &QemuSettings,
+        elf: &Path,
+        listener: TcpListener,
+        serial: QemuSerial,
+    ) -> Result<Child, QemuError> {
+        let port = listener.local_addr().map_err(QemuError::Port)?.port();
+        drop(listener);
+        Self::command(settings, elf, GdbEndpoint::Port(port), serial)
+            .spawn()
+            .map_err(QemuError::Spawn)
     }
 
     /// The pty QEMU put the board's first serial port on (started with

@@ -56,6 +56,9 @@ enum Quirk {
     NoAcks,
     /// Answers an interrupt with "the program exited" (`W00`).
     ExitOnInterrupt,
+    /// Drops the first connection unanswered (a stub still being set up),
+    /// then serves the next one.
+    DropFirstConnection,
 }
 
 /// The stub's side of the target: its RAM, whether its core runs, and what
@@ -275,6 +278,10 @@ fn spawn_stub(memory: Vec<u8>, quirk: Quirk) -> (SocketAddr, JoinHandle<Stub>) {
             naks_sent: 0,
             last_reply: Vec::new(),
         };
+        if matches!(quirk, Quirk::DropFirstConnection) {
+            let (first, _) = listener.accept().unwrap();
+            drop(first);
+        }
         let (stream, _) = listener.accept().unwrap();
         // Do not outlive a test that failed while holding its client.
         stream
@@ -319,6 +326,14 @@ fn connect_asks_why_the_target_stopped() {
         "QEMU holds the core while GDB attaches"
     );
     assert_eq!(finish(client, stub).seen, ["?"]);
+}
+
+#[test]
+fn a_connection_dropped_before_the_handshake_is_made_again() {
+    let (client, stub) = connected(16, Quirk::DropFirstConnection);
+    assert!(!client.is_running());
+    let stub = finish(client, stub);
+    assert_eq!(stub.seen.first().map(String::as_str), Some("?"));
 }
 
 #[test]

@@ -34,7 +34,7 @@ fn smoke_scenario_passes_on_every_virtual_board_with_repeatable_cycles() {
     if !common::qemu_available("QEMU end-to-end tests") {
         return;
     }
-    let first = hilt(&["run", "scenarios/smoke_reshape.toml"]);
+    let first = hilt(["run", "scenarios/smoke_reshape.toml"]);
     let out = String::from_utf8_lossy(&first.stdout).into_owned();
     assert!(
         first.status.success(),
@@ -55,7 +55,7 @@ fn smoke_scenario_passes_on_every_virtual_board_with_repeatable_cycles() {
         );
     }
     assert!(out.contains("5 board runs: 5 passed, 0 failed"), "{out}");
-    let second = hilt(&["run", "scenarios/smoke_reshape.toml"]);
+    let second = hilt(["run", "scenarios/smoke_reshape.toml"]);
     let again = String::from_utf8_lossy(&second.stdout).into_owned();
     let (mut a, mut b) = (cycles_lines(&out), cycles_lines(&again));
     a.sort();

@@ -267,7 +267,7 @@ fn bad_shard_values_are_refused_with_a_clear_message() {
         ("1/0", "N (the number of shards) must be at least 1"),
         ("half", "is not I/N (two whole numbers, such as 2/4)"),
     ] {
-        let out = hilt(&["run", "scenarios/smoke_reshape.toml", "--shard", value]);
+        let out = hilt(["run", "scenarios/smoke_reshape.toml", "--shard", value]);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{value}: {stderr}");
         assert!(stderr.contains(expected), "{value}: {stderr}");
@@ -279,7 +279,7 @@ fn bad_shard_values_are_refused_with_a_clear_message() {
 fn an_empty_shard_runs_nothing_and_still_writes_valid_reports() {
     let dir = temp_dir("empty-shard");
     // smoke_reshape has five virtual boards: shard 6 of 6 gets none.
-    let out = hilt(&[
+    let out = hilt([
         "run",
         "scenarios/smoke_reshape.toml",
         "--shard",
@@ -307,7 +307,7 @@ fn hilt_run_with_a_shard_runs_its_share_and_reports_it() {
     let dir = temp_dir("e2e");
     // Sorted pairs: an386, an386-uart, an500, netduinoplus2,
     // netduinoplus2-uart; shard 3 of 5 is an500 alone.
-    let out = hilt(&[
+    let out = hilt([
         "run",
         "scenarios/smoke_reshape.toml",
         "--shard",
@@ -354,7 +354,7 @@ fn hilt_gate_reports_a_missing_snapshot_as_a_failed_test_case() {
         ),
     )
     .unwrap();
-    let out = hilt(&[
+    let out = hilt([
         "gate",
         scenario.to_str().unwrap(),
         "--snapshots",
