@@ -659,8 +659,9 @@ fn print_run(run: &hilt::runner::BoardRun, ops: Option<&Vec<String>>) {
     let cycles = run.steps.first().map_or(String::new(), |s| {
         format!("   {} cycles", thousands(s.total_cycles))
     });
+    // Wide enough for every shipped board name ("qemu-netduinoplus2-uart").
     println!(
-        "{:<20} {:<28} {} ({} steps){cycles}",
+        "{:<23} {:<28} {} ({} steps){cycles}",
         run.board,
         run.scenario,
         status,
