@@ -281,6 +281,18 @@ impl<'m> Link<'m> {
         waiting_for: &str,
         mut f: impl FnMut(&Message<'_>) -> T,
     ) -> Result<T, LinkError> {
+        self.recv_matching(timeout, waiting_for, |m| Some(f(m)))
+    }
+
+    /// Waits for the first message `f` picks (returns `Some` for), passing
+    /// over the others (late answers to earlier requests), all within one
+    /// `timeout`; `Log` messages are collected, not handed to `f`.
+    pub fn recv_matching<T>(
+        &mut self,
+        timeout: Duration,
+        waiting_for: &str,
+        mut f: impl FnMut(&Message<'_>) -> Option<T>,
+    ) -> Result<T, LinkError> {
         let deadline = Instant::now() + timeout;
         let mut scratch = vec![0u8; MAX_FRAME];
         loop {
@@ -298,7 +310,9 @@ impl<'m> Link<'m> {
                     self.logs.push(text.to_string());
                     continue;
                 }
-                return Ok(f(&message));
+                if let Some(picked) = f(&message) {
+                    return Ok(picked);
+                }
             }
             self.check_cancelled(waiting_for)?;
             if Instant::now() > deadline {

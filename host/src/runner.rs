@@ -228,17 +228,12 @@ pub fn run_session(
                         },
                         t,
                     )?;
-                    loop {
-                        let ack = link.recv(wait, "InputAck", |m| match m {
-                            Message::InputAck { .. } => Some(Ok(())),
-                            Message::Error(e) => Some(Err(*e)),
-                            _ => None,
-                        })?;
-                        match ack {
-                            Some(a) => break a.map_err(|e| target_error(link, e))?,
-                            None => continue,
-                        }
-                    }
+                    let ack = link.recv_matching(wait, "InputAck", |m| match m {
+                        Message::InputAck { .. } => Some(Ok(())),
+                        Message::Error(e) => Some(Err(*e)),
+                        _ => None,
+                    })?;
+                    ack.map_err(|e| target_error(link, e))?;
                 }
             }
             link.send(
@@ -402,7 +397,7 @@ fn handshake(
         link.send(&Message::HelloRequest, t)?;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let got = link.recv(left.min(HELLO_RETRY), "Hello", |m| match m {
+            let got = link.recv_matching(left.min(HELLO_RETRY), "Hello", |m| match m {
                 Message::Hello(h) => Some(Ok(HelloFacts {
                     protocol: h.protocol,
                     board: h.board.to_string(),
@@ -412,9 +407,8 @@ fn handshake(
                 _ => None,
             });
             match got {
-                Ok(Some(Ok(hello))) => break 'ask hello,
-                Ok(Some(Err(e))) => startup_error = Some(e),
-                Ok(None) => {}
+                Ok(Ok(hello)) => break 'ask hello,
+                Ok(Err(e)) => startup_error = Some(e),
                 Err(LinkError::Timeout { .. }) if left > HELLO_RETRY => continue 'ask,
                 Err(LinkError::Timeout { .. }) => {
                     return Err(RunFailure::Link(LinkError::Timeout {
@@ -456,23 +450,19 @@ fn handshake(
         return Err(target_error(link, e));
     }
     // A ready firmware describes its guard bands next (an unready one sends its error).
-    let guards = loop {
-        let got = link.recv(t, "the guard description", |m| match m {
-            Message::Guards {
-                mode,
-                len,
-                addresses,
-            } => Some(Ok((*mode != 0).then_some(Guards {
-                len: *len,
-                addresses: *addresses,
-            }))),
-            Message::Error(e) => Some(Err(*e)),
-            _ => None,
-        })?;
-        if let Some(g) = got {
-            break g.map_err(|e| target_error(link, e))?;
-        }
-    };
+    let guards = link.recv_matching(t, "the guard description", |m| match m {
+        Message::Guards {
+            mode,
+            len,
+            addresses,
+        } => Some(Ok((*mode != 0).then_some(Guards {
+            len: *len,
+            addresses: *addresses,
+        }))),
+        Message::Error(e) => Some(Err(*e)),
+        _ => None,
+    })?;
+    let guards = guards.map_err(|e| target_error(link, e))?;
     link.send(&Message::ResetState, t)?;
     expect_done(link, scenario.timeout, 0x05)?;
     Ok(guards)
@@ -494,18 +484,12 @@ pub fn cycle_scale(board: &Board) -> f64 {
 }
 
 fn expect_done(link: &mut Link<'_>, wait: Duration, request: u8) -> Result<(), RunFailure> {
-    loop {
-        let r = link.recv(wait, "Done", |m| match m {
-            Message::Done { request: r } if *r == request => Some(Ok(())),
-            Message::Error(e) => Some(Err(*e)),
-            _ => None,
-        })?;
-        match r {
-            Some(Ok(())) => return Ok(()),
-            Some(Err(e)) => return Err(target_error(link, e)),
-            None => {}
-        }
-    }
+    let done = link.recv_matching(wait, "Done", |m| match m {
+        Message::Done { request: r } if *r == request => Some(Ok(())),
+        Message::Error(e) => Some(Err(*e)),
+        _ => None,
+    })?;
+    done.map_err(|e| target_error(link, e))
 }
 
 fn target_error(link: &Link<'_>, e: hilt_proto::TargetError) -> RunFailure {
