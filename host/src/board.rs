@@ -256,6 +256,30 @@ pub struct Board {
     pub memory_x: PathBuf,
 }
 
+impl Board {
+    /// How far a latency figure may move in the gate: the board's
+    /// `latency_tolerance_percent`, and on virtual boards one tick of the
+    /// clock the firmware counts with. Under QEMU's `-icount shift=N` an
+    /// instruction takes 2^N ns of virtual time and SysTick ticks at the
+    /// core clock, so one tick is `1e9 / core_clock_hz / 2^N` instructions
+    /// (40 on MPS2 at 25 MHz): a figure read through it is exact only to
+    /// that resolution.
+    pub fn latency_tolerance(&self) -> crate::gate::Tolerance {
+        let cycles = match &self.qemu {
+            Some(q) if self.core_clock_hz > 0 => {
+                let ns_per_tick = 1e9 / self.core_clock_hz as f64;
+                let ns_per_instruction = f64::from(1u32 << q.icount_shift.min(31));
+                (ns_per_tick / ns_per_instruction).ceil().max(1.0) as u64
+            }
+            _ => 0,
+        };
+        crate::gate::Tolerance {
+            percent: self.latency_tolerance_percent,
+            cycles,
+        }
+    }
+}
+
 /// Rust targets the firmware builds for.
 pub const KNOWN_TARGETS: [&str; 4] = [
     "thumbv6m-none-eabi",

@@ -380,9 +380,9 @@ fn gate_scenarios(
     }
     let (work, names) = jobs_for(&paths, board_filter, boards_dir)?;
     let (work, mut reports) = reporting.start("hilt gate", work)?;
-    let tolerance: std::collections::HashMap<String, f64> = work
+    let tolerance: std::collections::HashMap<String, hilt::gate::Tolerance> = work
         .iter()
-        .map(|j| (j.board.name.clone(), j.board.latency_tolerance_percent))
+        .map(|j| (j.board.name.clone(), j.board.latency_tolerance()))
         .collect();
     let repo = std::env::current_dir()?;
     let parallel =
@@ -394,12 +394,21 @@ fn gate_scenarios(
     runtime.block_on(hilt::orchestrate::run_jobs_timed(&repo, work, parallel, |run, wall| {
         let (ops, tensors) = names.get(&run.scenario).cloned().unwrap_or_default();
         let names = ModelNames { tensors, ops };
-        let tol = tolerance.get(&run.board).copied().unwrap_or(0.0);
+        let tol = tolerance
+            .get(&run.board)
+            .copied()
+            .unwrap_or(hilt::gate::Tolerance::EXACT);
         let verdict = gate_run(snapshots, run, &names, tol)
             .unwrap_or_else(|e| Verdict::RunFailed(format!("cannot write snapshot: {e}")));
         let key = format!("{} @ {}", run.scenario, run.board);
         match &verdict {
             Verdict::Unchanged => println!("ok       {key}"),
+            Verdict::Faster(diffs) => {
+                println!("ok       {key} (faster; accept the .snap.new to keep the gain):");
+                for d in diffs {
+                    println!("           {d}");
+                }
+            }
             Verdict::New => println!(
                 "NEW      {key}: no accepted snapshot; review the .snap.new (cargo insta review)"
             ),
@@ -417,14 +426,15 @@ fn gate_scenarios(
         verdicts.push(verdict);
     }));
     println!("reports: {}", reports.finish()?.display());
-    let bad = verdicts
+    let bad = verdicts.iter().filter(|v| !v.passes()).count();
+    let faster = verdicts
         .iter()
-        .filter(|v| **v != Verdict::Unchanged)
+        .filter(|v| matches!(v, Verdict::Faster(_)))
         .count();
     println!(
-        "gate: {} runs, {} unchanged, {bad} to review or fix",
+        "gate: {} runs, {} unchanged, {faster} faster, {bad} to review or fix",
         verdicts.len(),
-        verdicts.len() - bad
+        verdicts.len() - bad - faster
     );
     if bad > 0 {
         std::process::exit(1);
@@ -543,7 +553,7 @@ fn run_scenarios(
         .map(|j| (j.scenario.name.clone(), op_names(&j.scenario.model)))
         .collect();
     let results = runtime.block_on(run_jobs_timed(&repo, work, parallel, |run, wall| {
-        print_run(run, names.get(&run.scenario));
+        print_run(run, names.get(&run.scenario), wall);
         if let Err(e) = reports.record(run, wall) {
             eprintln!("warning: {e}");
         }
@@ -649,7 +659,11 @@ fn thousands(n: u64) -> String {
     out
 }
 
-fn print_run(run: &hilt::runner::BoardRun, ops: Option<&Vec<String>>) {
+fn print_run(
+    run: &hilt::runner::BoardRun,
+    ops: Option<&Vec<String>>,
+    wall: std::time::Duration,
+) {
     use hilt::runner::Outcome;
     let status = match &run.outcome {
         Outcome::Passed => "PASS".to_string(),
@@ -660,12 +674,15 @@ fn print_run(run: &hilt::runner::BoardRun, ops: Option<&Vec<String>>) {
         format!("   {} cycles", thousands(s.total_cycles))
     });
     // Wide enough for every shipped board name ("qemu-netduinoplus2-uart").
+    // The wall time is the board's own (start-up, transfers, invokes), not
+    // its firmware build or its wait for a free slot.
     println!(
-        "{:<23} {:<28} {} ({} steps){cycles}",
+        "{:<23} {:<28} {} ({} steps){cycles}   {:.2} s wall",
         run.board,
         run.scenario,
         status,
-        run.steps.len()
+        run.steps.len(),
+        wall.as_secs_f64()
     );
     if let Some([capacity, head, tail, used]) = run.arena {
         println!("    arena: {used} of {capacity} bytes used (head {head}, tail {tail})");

@@ -128,7 +128,7 @@ impl Qemu {
             GdbEndpoint::Fd(fd) => cmd
                 .args([
                     "-chardev",
-                    &format!("socket,id=hilt-gdb,fd={fd},server=on,wait=off"),
+                    &format!("socket,id=hilt-gdb,fd={fd},server=on,wait=off,nodelay=on"),
                 ])
                 .args(["-gdb", "chardev:hilt-gdb"]),
         };

@@ -337,7 +337,7 @@ pub fn gated(run: &BoardRun, verdict: &Verdict) -> BoardRun {
     let mut judged = run.clone();
     if judged.outcome == Outcome::Passed {
         match verdict {
-            Verdict::Unchanged => {}
+            Verdict::Unchanged | Verdict::Faster(_) => {}
             Verdict::New => {
                 judged.outcome = Outcome::Mismatch(
                     "no accepted snapshot: review the .snap.new (cargo insta review)".into(),

@@ -365,9 +365,12 @@ pub fn run_session(
     Ok(())
 }
 
-/// How long to wait for a Hello before asking again: a serial line may lose
-/// the first request (QEMU drops a pty's traffic until it sees the host
-/// there; a real board may still be booting).
+/// How long to wait for the first Hello before asking again, and the most
+/// to wait between later asks: a serial line may lose the first request
+/// (QEMU drops a pty's traffic until it sees the host there; a real board
+/// may still be booting). Asking again soon keeps a virtual board's start-up
+/// short; backing off to a second leaves a slow real board time to answer.
+const HELLO_FIRST_RETRY: Duration = Duration::from_millis(100);
 const HELLO_RETRY: Duration = Duration::from_secs(1);
 
 /// What a Hello said that the host checks.
@@ -391,13 +394,14 @@ fn handshake(
     let deadline = Instant::now() + scenario.timeout;
     // Errors the firmware hit at start-up arrive before its Hello.
     let mut startup_error = None;
+    let mut retry = HELLO_FIRST_RETRY;
     let hello = 'ask: loop {
         // A lone delimiter ends any partial frame the firmware holds.
         link.send_bytes(&[0], t)?;
         link.send(&Message::HelloRequest, t)?;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let got = link.recv_matching(left.min(HELLO_RETRY), "Hello", |m| match m {
+            let got = link.recv_matching(left.min(retry), "Hello", |m| match m {
                 Message::Hello(h) => Some(Ok(HelloFacts {
                     protocol: h.protocol,
                     board: h.board.to_string(),
@@ -409,7 +413,10 @@ fn handshake(
             match got {
                 Ok(Ok(hello)) => break 'ask hello,
                 Ok(Err(e)) => startup_error = Some(e),
-                Err(LinkError::Timeout { .. }) if left > HELLO_RETRY => continue 'ask,
+                Err(LinkError::Timeout { .. }) if left > retry => {
+                    retry = (retry * 2).min(HELLO_RETRY);
+                    continue 'ask;
+                }
                 Err(LinkError::Timeout { .. }) => {
                     return Err(RunFailure::Link(LinkError::Timeout {
                         waiting_for: "Hello".into(),

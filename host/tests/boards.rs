@@ -324,3 +324,18 @@ fn memory_x_must_agree_with_the_toml() {
         "{wrong}"
     );
 }
+
+#[test]
+fn latency_tolerance_is_the_clock_resolution_on_virtual_boards() {
+    let boards = load_all(&boards_dir()).unwrap();
+    let by_name = |n: &str| boards.iter().find(|b| b.name == n).unwrap();
+    // MPS2: SysTick at 25 MHz, one instruction per ns: a tick is 40.
+    let mps2 = by_name("qemu-mps2-an386").latency_tolerance();
+    assert_eq!((mps2.percent, mps2.cycles), (0.0, 40));
+    // STM32F405 at 168 MHz: 5.95 ns, rounded up to 6 instructions.
+    let stm32 = by_name("qemu-netduinoplus2").latency_tolerance();
+    assert_eq!((stm32.percent, stm32.cycles), (0.0, 6));
+    // Real boards: their run-to-run spread, no clock slack (DWT is exact).
+    let real = by_name("stm32f746g-disco").latency_tolerance();
+    assert_eq!((real.percent, real.cycles), (2.0, 0));
+}
