@@ -1,10 +1,23 @@
 #!/usr/bin/env python3
-"""Checks the GitHub Actions workflows in ci/github/ without GitHub: each
-parses as YAML and has the shape Actions needs (triggers; jobs with runs-on
-and steps; each step a `uses` or a `run`), and every ci/ script a step runs
-exists and is executable. Exit 1, naming each fault, when one does not.
+"""hilt's own rules for the GitHub Actions workflows in ci/github/, the ones
+the two tools ci/check-workflows.sh runs first do not cover
+(check-jsonschema checks the workflow schema; zizmor --offline checks pinning,
+persisted credentials, permissions, injection, triggers):
 
-Needs PyYAML (`pip install pyyaml`, or Debian's python3-yaml)."""
+- Farm jobs (runs-on with `self-hosted`, `hilt-farm` or a `board-NAME`
+  label) only in workflows no pull request can start: triggers `schedule`
+  and `workflow_dispatch` only; with `workflow_dispatch`, the job's `if:`
+  limits it to the default branch (`github.event.repository.default_branch`).
+  A farm host is a machine on a LAN wired to real boards, and a self-hosted
+  runner is not wiped between jobs: a fork's code must never reach it.
+- Every action pinned by full commit hash carries its release as a comment
+  (`uses: owner/repo@<40 hex> # v1.2.3`), so a bump is a readable diff
+  (zizmor checks the hash, not the comment).
+- Every ci/ script a step runs exists and is executable.
+- Every `needs` names a job of the workflow.
+
+Exit 1, naming each fault, when one does not hold. Needs PyYAML (pinned in
+ci/requirements-ci.txt)."""
 
 import pathlib
 import re
@@ -14,39 +27,76 @@ import yaml
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
+FARM_TRIGGERS = {"schedule", "workflow_dispatch"}
+PINNED = re.compile(r"^\s*-?\s*uses:\s*([^\s@#]+)@([0-9a-f]{40})\s+#\s*v\d+(\.\d+)*\s*$")
+USES = re.compile(r"^\s*-?\s*uses:\s*(\S+)")
 
-def check(path: pathlib.Path) -> list[str]:
-    faults = []
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e:
-        return [f"{path}: not YAML: {e}"]
-    if not isinstance(doc, dict):
-        return [f"{path}: not a mapping"]
+
+def triggers(doc: dict) -> set[str]:
     # YAML 1.1 reads a bare `on` key as the boolean true.
-    if "on" not in doc and True not in doc:
-        faults.append(f"{path}: no `on` triggers")
-    jobs = doc.get("jobs")
-    if not isinstance(jobs, dict) or not jobs:
-        return faults + [f"{path}: no jobs"]
+    on = doc.get("on", doc.get(True))
+    if isinstance(on, str):
+        return {on}
+    if isinstance(on, list):
+        return set(on)
+    return set(on or {})
+
+
+def labels(job: dict) -> list[str]:
+    runs_on = job.get("runs-on", [])
+    if isinstance(runs_on, dict):  # {group: …, labels: …}
+        runs_on = runs_on.get("labels", [])
+    return [runs_on] if isinstance(runs_on, str) else [str(x) for x in runs_on]
+
+
+def is_farm(job: dict) -> bool:
+    return any(l in ("self-hosted", "hilt-farm") or l.startswith("board-") for l in labels(job))
+
+
+def check(file: pathlib.Path) -> list[str]:
+    faults = []
+    path = file.relative_to(REPO)
+    text = file.read_text()
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as e:  # check-jsonschema names it too
+        return [f"{path}: not YAML: {e}"]
+    if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), dict):
+        return [f"{path}: no jobs"]  # check-jsonschema says more
+    jobs = doc["jobs"]
+    on = triggers(doc)
+
+    for n, line in enumerate(text.splitlines(), 1):
+        m = USES.match(line)
+        if m and not m.group(1).startswith("./") and not PINNED.match(line):
+            faults.append(
+                f"{path}:{n}: `{m.group(1)}` is not pinned as `owner/repo@<40-hex commit> # vX.Y.Z`"
+            )
+
     for name, job in jobs.items():
         where = f"{path}: job {name}"
         if not isinstance(job, dict):
-            faults.append(f"{where}: not a mapping")
             continue
-        if "runs-on" not in job:
-            faults.append(f"{where}: no runs-on")
         needs = job.get("needs", [])
         for need in needs if isinstance(needs, list) else [needs]:
             if need not in jobs:
                 faults.append(f"{where}: needs unknown job {need}")
-        steps = job.get("steps")
-        if not isinstance(steps, list) or not steps:
-            faults.append(f"{where}: no steps")
-            continue
-        for i, step in enumerate(steps):
-            if not isinstance(step, dict) or ("uses" in step) == ("run" in step):
-                faults.append(f"{where}: step {i + 1} needs exactly one of uses/run")
+        if is_farm(job):
+            if on - FARM_TRIGGERS:
+                faults.append(
+                    f"{where}: runs on the farm ({', '.join(labels(job))}) in a workflow also "
+                    f"triggered by {', '.join(sorted(on - FARM_TRIGGERS))}: farm jobs only "
+                    f"on {' and '.join(sorted(FARM_TRIGGERS))}"
+                )
+            if "workflow_dispatch" in on and "github.event.repository.default_branch" not in str(
+                job.get("if", "")
+            ):
+                faults.append(
+                    f"{where}: runs on the farm on workflow_dispatch without an `if:` that limits "
+                    "it to github.event.repository.default_branch"
+                )
+        for i, step in enumerate(job.get("steps") or []):
+            if not isinstance(step, dict):
                 continue
             for script in re.findall(r"\bci/[\w./-]+\.(?:sh|py)\b", str(step.get("run", ""))):
                 target = REPO / script
@@ -66,7 +116,8 @@ def main() -> int:
     for fault in faults:
         print(fault, file=sys.stderr)
     for path in files:
-        print(f"workflow {path.relative_to(REPO)}: {'FAULTY' if any(f.startswith(str(path)) for f in faults) else 'ok'}")
+        bad = any(f.startswith(f"{path.relative_to(REPO)}:") for f in faults)
+        print(f"workflow {path.relative_to(REPO)}: {'FAULTY' if bad else 'ok'}")
     return 1 if faults else 0
 
 

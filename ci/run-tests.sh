@@ -5,7 +5,8 @@
 # - the firmware built for every board in boards/;
 # - the QEMU end-to-end tests (qemu-system-arm is installed by setup);
 # - `hilt gate` over the shipped scenarios on the virtual boards;
-# - the CI workflows in ci/github/ parse and have the shape Actions needs;
+# - the CI workflows in ci/github/: GitHub's schema, no zizmor finding, and
+#   hilt's rules for them (ci/check-workflows.sh);
 # - the conformance suite against ../shared/conformance (or
 #   HILT_CONFORMANCE_DIR); it fails when the set is missing only if
 #   HILT_CONFORMANCE_REQUIRED=1, which CI sets.
@@ -40,13 +41,9 @@ trap 'rm -f "$log"' EXIT
 status=0
 
 echo "== CI workflows (ci/github/*.yml)"
-if ! python3 -c 'import yaml' 2>/dev/null; then
-  echo "installing PyYAML for the workflow check"
-  python3 -m pip install --quiet pyyaml </dev/null >/dev/null 2>&1 ||
-    { sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo -n"
-      DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq python3-yaml </dev/null >/dev/null; } || true
-fi
-python3 ci/check-workflows.py || status=1
+# Schema (check-jsonschema), security (zizmor --offline) and hilt's own rules
+# (ci/check-workflows.py); installs the pinned tools when missing.
+ci/check-workflows.sh || status=1
 
 echo "== conformance suite"
 cargo test -p hilt --test conformance -- --nocapture 2>&1 | tee -a "$log" || status=1
