@@ -198,13 +198,10 @@ pub fn compare(old: &str, new: &str, tolerance: Tolerance) -> Comparison {
                     };
                     let slack = tolerance.slack(o);
                     if n - o > slack {
-                        diffs.push(format!(
-                            "{name}: {o} → {n} cycles ({change:+.1}%, slower)"
-                        ));
+                        diffs.push(format!("{name}: {o} → {n} cycles ({change:+.1}%, slower)"));
                     } else if o - n > slack {
-                        improvements.push(format!(
-                            "{name}: {o} → {n} cycles ({change:+.1}%, faster)"
-                        ));
+                        improvements
+                            .push(format!("{name}: {o} → {n} cycles ({change:+.1}%, faster)"));
                     }
                 }
                 _ if section == "buffers" => {
@@ -359,7 +356,12 @@ mod tests {
             "{moved:?}"
         );
         // The step total moved too, and is named as such.
-        assert!(moved.regressions.iter().any(|d| d.starts_with("case0 step 0:")));
+        assert!(
+            moved
+                .regressions
+                .iter()
+                .any(|d| d.starts_with("case0 step 0:"))
+        );
     }
 
     #[test]
@@ -378,8 +380,16 @@ mod tests {
             cycles: 0,
         };
         let old = snapshot(64, &[100_000]);
-        assert!(compare(&old, &snapshot(64, &[101_900]), real).regressions.is_empty());
-        assert!(!compare(&old, &snapshot(64, &[102_100]), real).regressions.is_empty());
+        assert!(
+            compare(&old, &snapshot(64, &[101_900]), real)
+                .regressions
+                .is_empty()
+        );
+        assert!(
+            !compare(&old, &snapshot(64, &[102_100]), real)
+                .regressions
+                .is_empty()
+        );
     }
 
     #[test]

@@ -659,11 +659,7 @@ fn thousands(n: u64) -> String {
     out
 }
 
-fn print_run(
-    run: &hilt::runner::BoardRun,
-    ops: Option<&Vec<String>>,
-    wall: std::time::Duration,
-) {
+fn print_run(run: &hilt::runner::BoardRun, ops: Option<&Vec<String>>, wall: std::time::Duration) {
     use hilt::runner::Outcome;
     let status = match &run.outcome {
         Outcome::Passed => "PASS".to_string(),

@@ -165,6 +165,8 @@ pub struct Interpreter<'m, 'a, 'r> {
     committed: Option<Committed>,
     #[cfg(feature = "fault-injection")]
     overrun: Option<(u32, u32)>,
+    #[cfg(feature = "fault-injection")]
+    slowdown: Option<(u32, u32)>,
 }
 
 impl fmt::Debug for Interpreter<'_, '_, '_> {
@@ -187,6 +189,8 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
             committed: None,
             #[cfg(feature = "fault-injection")]
             overrun: None,
+            #[cfg(feature = "fault-injection")]
+            slowdown: None,
         }
     }
 
@@ -376,6 +380,19 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                 code,
                 error,
             })?;
+            #[cfg(feature = "fault-injection")]
+            if let (Some((fault_op, permille)), Some((clock, _)), Some(start)) =
+                (self.slowdown, profile.as_ref(), start)
+                && fault_op == op.index
+            {
+                // The kernel's own time, stretched by `permille`: as if its
+                // code did that much more work, inside the op's timing.
+                let took = clock.now().saturating_sub(start);
+                let until = took + took * u64::from(permille) / 1000;
+                while clock.now().saturating_sub(start) < until {
+                    core::hint::spin_loop();
+                }
+            }
             if let (Some((clock, per_op)), Some(start)) = (profile.as_mut(), start)
                 && let Some(slot) = per_op.get_mut(op.index as usize)
             {
@@ -419,6 +436,14 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
     #[cfg(feature = "fault-injection")]
     pub fn inject_overrun(&mut self, op: u32, bytes: u32) {
         self.overrun = Some((op, bytes));
+    }
+
+    /// Test builds only: op `op` takes `permille`/1000 longer than its
+    /// kernel does (a kernel made slower), in profiled invokes. The gate's
+    /// tests use it to show that a slower kernel fails the gate by name.
+    #[cfg(feature = "fault-injection")]
+    pub fn inject_slowdown(&mut self, op: u32, permille: u32) {
+        self.slowdown = Some((op, permille));
     }
 
     /// Checks the section guards (arena start and end, head end, tail

@@ -120,3 +120,46 @@ fn an_overrun_past_the_head_is_caught_in_bounds_mode() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A clock that moves 1,000 counts per read: kernels never read it, so
+/// every op takes exactly 1,000 unless something stretches it.
+struct SteppingClock(core::cell::Cell<u64>);
+
+impl hilt_runtime::interpreter::Clock for SteppingClock {
+    fn now(&self) -> u64 {
+        let t = self.0.get() + 1_000;
+        self.0.set(t);
+        t
+    }
+}
+
+fn profile(slowdown: Option<(u32, u32)>) -> Vec<u64> {
+    let bytes = examples::tiny_convnet_int8();
+    let model = Model::from_bytes(&bytes).unwrap();
+    let resolver = all_builtins();
+    let mut memory = Box::new(Memory([0; 64 * 1024]));
+    let mut interpreter = Interpreter::new(model, &resolver, &mut memory.0);
+    interpreter
+        .allocate(&Greedy, &options(CanaryMode::Off))
+        .unwrap();
+    if let Some((op, permille)) = slowdown {
+        interpreter.inject_slowdown(op, permille);
+    }
+    let mut per_op = vec![0u64; model.operator_count() as usize];
+    let clock = SteppingClock(core::cell::Cell::new(0));
+    interpreter.invoke_profiled(&clock, &mut per_op).unwrap();
+    per_op
+}
+
+#[test]
+fn an_injected_slowdown_stretches_only_its_op() {
+    let plain = profile(None);
+    assert!(plain.iter().all(|&c| c == 1_000), "{plain:?}");
+    let slowed = profile(Some((2, 10)));
+    assert!(slowed[2] >= 1_010, "{slowed:?}");
+    for (op, (&a, &b)) in plain.iter().zip(&slowed).enumerate() {
+        if op != 2 {
+            assert_eq!(a, b, "op {op}");
+        }
+    }
+}
