@@ -85,3 +85,50 @@ fn gate_passes_unchanged_fails_on_moved_buffers_and_passes_after_accepting() {
     assert!(!ok && out.contains("offset"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Latencies on a virtual board: an edit to the firmware outside the timed
+/// region (`probe-unrelated-edit`: more code and work before the session,
+/// every address after it moved) leaves the gate green; a kernel made 1%
+/// slower in one op (`fault-slow-op`: op 2, a 272 K-instruction CONV_2D,
+/// runs 1% longer) fails it, naming that op.
+#[test]
+fn gate_is_quiet_on_an_unrelated_edit_and_fails_on_a_one_percent_slower_op() {
+    if !common::qemu_available("gate latency test") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("hilt-gate-latency-{}", std::process::id()));
+    let snapshots = dir.join("snapshots");
+    std::fs::create_dir_all(&snapshots).unwrap();
+    let base = "compare = \"exact\"\nexpected_from_host = true";
+    let path = scenario(&dir, base);
+    let (ok, out) = gate(&path, &snapshots);
+    assert!(!ok && out.contains("NEW"), "{out}");
+    accept(&snapshots);
+
+    let path = scenario(
+        &dir,
+        &format!("{base}\nfirmware_features = [\"probe-unrelated-edit\"]"),
+    );
+    let (ok, out) = gate(&path, &snapshots);
+    assert!(ok, "an edit outside the timed region must leave the gate green:\n{out}");
+
+    let path = scenario(
+        &dir,
+        &format!("{base}\nfirmware_features = [\"fault-slow-op\"]"),
+    );
+    let (ok, out) = gate(&path, &snapshots);
+    assert!(!ok, "a 1% slower op must fail the gate:\n{out}");
+    let changed: Vec<&str> = out.lines().filter(|l| l.contains("slower")).collect();
+    assert!(
+        changed.iter().any(|l| l.contains("op 2 CONV_2D:") && l.contains("+1.0%")),
+        "the slower op is named with its change:\n{out}"
+    );
+    // Only op 2 and the step totals moved: no other op is blamed.
+    assert!(
+        changed
+            .iter()
+            .all(|l| l.contains("op 2 CONV_2D:") || l.contains(" step ")),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
