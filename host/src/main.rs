@@ -39,9 +39,9 @@ enum Command {
         /// Alignment of every activation buffer (power of two, up to 1 MiB).
         #[arg(long, default_value_t = 16)]
         align: u32,
-        /// Guard bands, as a scenario's `canary` (off, bounds, buffers);
-        /// needs --board: they are the interpreter's.
-        #[arg(long, default_value = "off", requires = "board")]
+        /// Guard bands, as a scenario's `canary` (off, bounds, buffers): they
+        /// take arena space, and `buffers` makes every buffer 16 bytes longer.
+        #[arg(long, default_value = "off")]
         canary: CanaryMode,
         /// Plan into an arena of exactly this many bytes (fails if too
         /// small); with --board, default: the board's arena_size.
@@ -223,6 +223,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                         planner,
                         align,
                         arena,
+                        canary,
                         ..LayoutOptions::default()
                     },
                 )?,
