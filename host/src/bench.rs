@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::host_run::{
     AlignedBytes, HostClock, RunError, interpreter, planner_for, read_model, verify,
 };
-use crate::layout::PlannerKind;
+use hilt_runtime::planner::PlannerKind;
 
 /// One op's share of the time.
 #[derive(Debug, Clone, Serialize)]
@@ -63,7 +63,7 @@ pub fn bench(
     let model = verify(path, &bytes)?;
     let planner = planner_for(planner, &model)?;
     let mut memory = AlignedBytes::zeroed(arena);
-    let mut interp = interpreter(model, planner.as_ref(), &mut memory)?;
+    let mut interp = interpreter(model, &planner, &mut memory)?;
     for position in 0..interp.input_count() {
         let input = interp.input_mut(position)?;
         for (i, b) in input.iter_mut().enumerate() {

@@ -687,6 +687,29 @@ pub fn load_all(dir: &Path) -> Result<Vec<Board>, BoardError> {
     Ok(boards)
 }
 
+/// The board named `name` (`dir/NAME.toml`), read and validated alone, so
+/// a command about one board is not stopped by another board's file.
+pub fn find(dir: &Path, name: &str) -> Result<Board, BoardError> {
+    let path = dir.join(format!("{name}.toml"));
+    if path.is_file() {
+        return load(&path);
+    }
+    let mut known: Vec<String> = std::fs::read_dir(dir)
+        .map_err(|source| BoardError::Read {
+            path: dir.into(),
+            source,
+        })?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .filter_map(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .collect();
+    known.sort();
+    Err(BoardError::Unknown {
+        name: name.to_string(),
+        known: known.join(", "),
+    })
+}
+
 /// The boards whose names match `pattern` (a name or a glob with `*`/`?`).
 pub fn select<'b>(boards: &'b [Board], pattern: &str) -> Result<Vec<&'b Board>, BoardError> {
     let chosen: Vec<&Board> = boards

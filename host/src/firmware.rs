@@ -4,7 +4,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::board::Board;
-use crate::layout::PlannerKind;
+use hilt_runtime::canary::CanaryMode;
+use hilt_runtime::planner::PlannerKind;
 
 /// A firmware build that failed.
 #[derive(Debug, thiserror::Error)]
@@ -43,8 +44,8 @@ pub struct FirmwareRequest<'a> {
     pub planner: PlannerKind,
     /// Extra firmware features (fault injection in tests).
     pub features: &'a [String],
-    /// Canary mode (`off`, `bounds`, `buffers`).
-    pub canary: &'a str,
+    /// Canary mode.
+    pub canary: CanaryMode,
     /// Activation buffer alignment.
     pub align: u32,
 }
@@ -59,7 +60,7 @@ impl<'a> FirmwareRequest<'a> {
             arena_size: scenario.arena_size.unwrap_or(board.arena_size),
             planner: scenario.planner,
             features: &scenario.firmware_features,
-            canary: &scenario.canary,
+            canary: scenario.canary,
             align: scenario.align,
         }
     }
@@ -87,11 +88,7 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
         path: repo.into(),
         source,
     })?;
-    let planner = match request.planner {
-        PlannerKind::Linear => "linear",
-        PlannerKind::Greedy => "greedy",
-        PlannerKind::Offline => "offline",
-    };
+    let planner = request.planner.name();
     let extra = request.features.join(",");
     let key = format!(
         "{:016x}",
@@ -154,7 +151,7 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
         .env("HILT_MODEL", &model_path)
         .env("HILT_ARENA_SIZE", request.arena_size.to_string())
         .env("HILT_PLANNER", planner)
-        .env("HILT_CANARY", request.canary)
+        .env("HILT_CANARY", request.canary.name())
         .env("HILT_ALIGN", request.align.to_string())
         .env("HILT_BOARDS_DIR", &boards_dir)
         .output()

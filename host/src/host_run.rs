@@ -8,9 +8,7 @@ use hilt_runtime::allocation::AllocOptions;
 use hilt_runtime::interpreter::{Clock, Interpreter, InterpreterError};
 use hilt_runtime::kernels::{OpResolver, all_builtins};
 use hilt_runtime::model::{Model, ModelError};
-use hilt_runtime::planner::{Greedy, Linear, MemoryPlanner, Offline};
-
-use crate::layout::PlannerKind;
+use hilt_runtime::planner::{AnyPlanner, MemoryPlanner, PlannerKind};
 
 /// Bytes kept 16-aligned in memory, as a model sits in flash: kernels view
 /// constant data as `f32`/`i32` slices in place.
@@ -123,16 +121,10 @@ pub fn verify<'a>(path: &Path, bytes: &'a AlignedBytes) -> Result<Model<'a>, Run
     })
 }
 
-/// The planner for `kind` over `model`.
-pub fn planner_for<'a>(
-    kind: PlannerKind,
-    model: &Model<'a>,
-) -> Result<Box<dyn MemoryPlanner + 'a>, RunError> {
-    Ok(match kind {
-        PlannerKind::Linear => Box::new(Linear),
-        PlannerKind::Greedy => Box::new(Greedy),
-        PlannerKind::Offline => Box::new(Offline::from_model(model).map_err(RunError::Offline)?),
-    })
+/// The planner for `kind` over `model` (the runtime's one choice of
+/// planner, shared with `hilt layout` and the firmware).
+pub fn planner_for<'a>(kind: PlannerKind, model: &Model<'a>) -> Result<AnyPlanner<'a>, RunError> {
+    kind.planner(model).map_err(RunError::Offline)
 }
 
 /// The builtin kernels, built once per process.

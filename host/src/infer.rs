@@ -9,8 +9,8 @@ use hilt_runtime::schema::TensorType;
 use crate::host_run::{
     AlignedBytes, RunError, interpreter, planner_for, read_model, set_input, verify,
 };
-use crate::layout::PlannerKind;
 use crate::tensor_file;
+use hilt_runtime::planner::PlannerKind;
 
 /// What `hilt infer` was asked to do.
 #[derive(Debug, Clone)]
@@ -61,7 +61,7 @@ pub fn infer(request: &InferRequest) -> Result<(Vec<OutputValue>, usize), RunErr
     }
     let planner = planner_for(request.planner, &model)?;
     let mut arena = AlignedBytes::zeroed(request.arena);
-    let mut interpreter = interpreter(model, planner.as_ref(), &mut arena)?;
+    let mut interpreter = interpreter(model, &planner, &mut arena)?;
     let mut results = Vec::new();
     for step in 0..steps {
         for position in 0..n_inputs {

@@ -1,28 +1,52 @@
 //! `hilt layout`: plan a model's arena on the host and report it.
 //!
-//! The plan comes from the runtime's own [`allocate`] over a real arena, so
-//! the figures are the ones the firmware will see, not a re-implementation.
+//! Two scopes, one planner code (the runtime's own, over a real arena):
+//!
+//! - **A board's plan** ([`LayoutOptions::for_board`], `hilt layout MODEL
+//!   --board NAME`): the model goes through [`Interpreter::allocate`], the
+//!   path the firmware runs: the same resolver, every kernel's prepare (op
+//!   data in the tail, scratch requests such as CONV_2D's im2col patch),
+//!   the same planner, alignment and canary settings, in an arena of the
+//!   board's size. Its figures are the ones the board commits, buffer for
+//!   buffer (`host/tests/layout_matches_gate.rs` holds this against every
+//!   gate snapshot).
+//! - **Activations only** ([`LayoutOptions::default`], `hilt layout MODEL`):
+//!   the planner over the model's tensors with no kernel at all. It needs
+//!   no kernel for any operator, so it works for any verifiable model, and
+//!   it is what TFLM's planner tests and the conformance layout snapshots
+//!   compare; kernel op data and scratch are not in it.
+//!
+//! Why the host can stand in for the board: no kernel's prepare depends on
+//! the target it is compiled for. Build-time choices (`arm-dsp` on
+//! ARMv7E-M, SSE2 on x86-64, 32- or 64-bit requantisation) pick only the
+//! arithmetic that invoke runs; scratch requests and op data are worked out
+//! from shapes and quantisation alone, and every stored op-data type is
+//! `repr(C)` over 32-bit fields, so it has the same size on a Cortex-M as
+//! here. A kernel that ever makes prepare depend on its ISA must take the
+//! ISA as a value (so the host can ask "what would an ARMv7E-M DSP build
+//! request?") — the gate-snapshot test fails until it does.
+//!
+//! What can still differ: the arena's address. The host starts its arena on
+//! a 1 MiB boundary; the firmware's is 16-aligned (`.hilt_arena`). With
+//! activation and scratch alignments up to 16 (the default), padding is the
+//! same; with `--align` above 16 a board may pad differently, depending on
+//! where its linker put the arena.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use hilt_runtime::allocation::{AllocError, AllocOptions, ArenaPlan, allocate};
-use hilt_runtime::arena::Arena;
+use hilt_runtime::arena::{Arena, ArenaError};
+use hilt_runtime::canary::CanaryMode;
+use hilt_runtime::interpreter::{Interpreter, InterpreterError};
+use hilt_runtime::kernels::KernelError;
 use hilt_runtime::model::{Model, ModelError};
-use hilt_runtime::planner::{Greedy, Linear, MemoryPlanner, Offline, OfflinePlanError};
+use hilt_runtime::planner::{MemoryPlanner, OfflinePlanError, PlannerKind};
 use hilt_runtime::request::{BufferOwner, MAX_ALIGN};
 use serde::Serialize;
 
-/// Which planner `hilt layout` uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum PlannerKind {
-    /// No reuse ("preserve all tensors").
-    Linear,
-    /// TFLM's greedy-by-size planner.
-    Greedy,
-    /// The model's `OfflineMemoryAllocation` metadata.
-    Offline,
-}
+use crate::board::Board;
+use crate::scenario::Scenario;
 
 /// Everything that can go wrong making a layout.
 #[derive(Debug, thiserror::Error)]
@@ -59,6 +83,15 @@ pub enum LayoutError {
         /// Why.
         source: AllocError,
     },
+    /// The interpreter's set-up failed: an operator without a kernel, a
+    /// kernel refusing its operator in prepare, or the arena full.
+    #[error("{path}: {source}")]
+    Interpreter {
+        /// The file.
+        path: PathBuf,
+        /// What the interpreter said (it names the operator).
+        source: InterpreterError,
+    },
     /// `--align` is not a power of two up to 1 MiB.
     #[error("--align {0}: must be a power of two from 1 to 1048576")]
     Align(u32),
@@ -71,13 +104,18 @@ pub struct BufferRow {
     pub kind: &'static str,
     /// Tensor index (null for scratch).
     pub tensor: Option<u32>,
+    /// The operator whose kernel asked for it (scratch only; the index a
+    /// board reports for scratch).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub op: Option<u32>,
     /// Tensor name, or "scratch(op N #K)".
     pub name: String,
     /// First step.
     pub first_step: u32,
     /// Last step (including any hold).
     pub last_step: u32,
-    /// Requested bytes, before rounding.
+    /// Requested bytes, before rounding (with its guard band under
+    /// `buffers` canaries, as the planner sees it).
     pub size: u32,
     /// Alignment.
     pub align: u32,
@@ -85,11 +123,40 @@ pub struct BufferRow {
     pub offset: u32,
 }
 
+/// Which memory a plan accounts for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Coverage {
+    /// The model's activation tensors only: no kernel was prepared, so
+    /// kernel scratch and op data are absent.
+    #[default]
+    Activations,
+    /// Everything the interpreter commits: activations, kernel scratch,
+    /// op records and op data, guard bands.
+    Interpreter,
+}
+
+impl Coverage {
+    fn is_activations(&self) -> bool {
+        *self == Coverage::Activations
+    }
+}
+
 /// A model's arena plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LayoutReport {
     /// Planner name.
     pub planner: &'static str,
+    /// What the figures cover (omitted from JSON for activations-only
+    /// plans, whose JSON is unchanged from before boards were planned).
+    #[serde(skip_serializing_if = "Coverage::is_activations")]
+    pub covers: Coverage,
+    /// The board planned for, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub board: Option<String>,
+    /// The arena's size, when planned into a given one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<u32>,
     /// Planned section bytes.
     pub head: u32,
     /// Persistent section bytes.
@@ -111,14 +178,47 @@ pub struct LayoutOptions {
     pub align: u32,
     /// Arena size to try; `None` sizes it to fit.
     pub arena: Option<usize>,
+    /// Guard bands, as the firmware's `HILT_CANARY` (they take arena space).
+    pub canary: CanaryMode,
+    /// What to plan: activations only, or through the interpreter.
+    pub covers: Coverage,
 }
 
 impl Default for LayoutOptions {
+    /// Activations only, with the defaults every board build uses
+    /// (greedy, 16-byte alignment, no canaries).
     fn default() -> Self {
         LayoutOptions {
             planner: PlannerKind::Greedy,
             align: 16,
             arena: None,
+            canary: CanaryMode::Off,
+            covers: Coverage::Activations,
+        }
+    }
+}
+
+impl LayoutOptions {
+    /// What `board` commits for a model with the build defaults (greedy,
+    /// 16-byte alignment, no canaries), in its `arena_size`.
+    pub fn for_board(board: &Board) -> Self {
+        LayoutOptions {
+            arena: Some(board.arena_size as usize),
+            covers: Coverage::Interpreter,
+            ..LayoutOptions::default()
+        }
+    }
+
+    /// What `board` commits for `scenario`: its planner, alignment, canary
+    /// mode and arena size (else the board's) — the settings `hilt run`
+    /// builds the firmware with (`FirmwareRequest::for_scenario`).
+    pub fn for_scenario(board: &Board, scenario: &Scenario) -> Self {
+        LayoutOptions {
+            planner: scenario.planner,
+            align: scenario.align,
+            arena: Some(scenario.arena_size.unwrap_or(board.arena_size) as usize),
+            canary: scenario.canary,
+            covers: Coverage::Interpreter,
         }
     }
 }
@@ -132,6 +232,17 @@ pub fn layout_file(path: &Path, options: &LayoutOptions) -> Result<LayoutReport,
     layout_bytes(&bytes, options).map_err(|e| e.with_path(path))
 }
 
+/// [`layout_file`] for `board`, which is named in the report.
+pub fn layout_for_board(
+    path: &Path,
+    board: &Board,
+    options: &LayoutOptions,
+) -> Result<LayoutReport, LayoutError> {
+    let mut report = layout_file(path, options)?;
+    report.board = Some(board.name.clone());
+    Ok(report)
+}
+
 /// An error from [`layout_bytes`] before a path is attached.
 #[derive(Debug, Clone, Copy)]
 pub enum BytesError {
@@ -141,6 +252,8 @@ pub enum BytesError {
     Offline(OfflinePlanError),
     /// See [`LayoutError::Alloc`].
     Alloc(AllocError),
+    /// See [`LayoutError::Interpreter`].
+    Interpreter(InterpreterError),
     /// See [`LayoutError::Align`].
     Align(u32),
 }
@@ -152,75 +265,171 @@ impl BytesError {
             BytesError::Model(source) => LayoutError::Model { path, source },
             BytesError::Offline(source) => LayoutError::Offline { path, source },
             BytesError::Alloc(source) => LayoutError::Alloc { path, source },
+            BytesError::Interpreter(InterpreterError::Alloc(source)) => {
+                LayoutError::Alloc { path, source }
+            }
+            BytesError::Interpreter(source) => LayoutError::Interpreter { path, source },
             BytesError::Align(a) => LayoutError::Align(a),
         }
     }
+
+    /// The arena a retry needs when this error says the arena was too
+    /// small (`None`: a real failure, or no figure to go on).
+    fn wants_arena(&self, tried: usize) -> Option<usize> {
+        let needs = match self {
+            BytesError::Alloc(AllocError::ArenaTooSmall(needs))
+            | BytesError::Interpreter(InterpreterError::Alloc(AllocError::ArenaTooSmall(needs))) => {
+                Some(needs)
+            }
+            // The tail filled up before the planner could say what it needs.
+            BytesError::Interpreter(
+                InterpreterError::Alloc(AllocError::Arena(ArenaError::OutOfMemory { .. }))
+                | InterpreterError::Kernel {
+                    error: KernelError::OutOfMemory { .. },
+                    ..
+                },
+            ) => None,
+            _ => return None,
+        };
+        let want = needs.map_or(0, |n| n.head.max(n.temp) as usize + n.tail as usize + 64);
+        let next = if want > tried { want } else { tried * 2 };
+        (next <= MAX_FIT_ARENA).then_some(next)
+    }
 }
+
+/// The largest arena [`layout_bytes`] tries when sizing one to fit: far
+/// beyond any microcontroller, so a model that needs more is reported
+/// rather than planned.
+const MAX_FIT_ARENA: usize = 1 << 30;
 
 /// Verifies and plans model bytes.
 pub fn layout_bytes(bytes: &[u8], options: &LayoutOptions) -> Result<LayoutReport, BytesError> {
     if !options.align.is_power_of_two() || options.align > MAX_ALIGN {
         return Err(BytesError::Align(options.align));
     }
-    let model = Model::from_bytes(bytes).map_err(BytesError::Model)?;
-    let offline;
-    let planner: &dyn MemoryPlanner = match options.planner {
-        PlannerKind::Linear => &Linear,
-        PlannerKind::Greedy => &Greedy,
-        PlannerKind::Offline => {
-            offline = Offline::from_model(&model).map_err(BytesError::Offline)?;
-            &offline
-        }
+    // Kernels view constant data in place, as in flash: keep it 16-aligned.
+    let bytes = crate::host_run::AlignedBytes::new(bytes);
+    let model = Model::from_bytes(bytes.as_slice()).map_err(BytesError::Model)?;
+    let planner = options
+        .planner
+        .planner(&model)
+        .map_err(BytesError::Offline)?;
+    let plan = |size| match options.covers {
+        Coverage::Activations => plan_activations(&model, &planner, options, size),
+        Coverage::Interpreter => plan_interpreter(&model, &planner, options, size),
     };
     match options.arena {
-        Some(size) => plan_in_arena(&model, planner, options.align, size),
+        Some(size) => plan(size),
         None => {
-            // Size the arena from what a first attempt says it needs.
             let mut size = 64 * 1024;
             loop {
-                match plan_in_arena(&model, planner, options.align, size) {
-                    Err(BytesError::Alloc(AllocError::ArenaTooSmall(needs))) => {
-                        let want = needs.head.max(needs.temp) as usize + needs.tail as usize + 64;
-                        if want <= size {
-                            size *= 2;
-                        } else {
-                            size = want;
-                        }
-                    }
-                    other => return other,
+                match plan(size) {
+                    Err(e) => match e.wants_arena(size) {
+                        Some(next) => size = next,
+                        None => return Err(e),
+                    },
+                    done => return done,
                 }
             }
         }
     }
 }
 
-fn plan_in_arena(
+/// Arena bytes starting on a 1 MiB boundary, so the figures do not depend
+/// on where the host allocator happened to put them.
+struct HostArena {
+    backing: Vec<u8>,
+    skip: usize,
+    size: usize,
+}
+
+impl HostArena {
+    fn new(size: usize) -> Self {
+        let backing = vec![0u8; size + MAX_ALIGN as usize];
+        let skip = backing.as_ptr().align_offset(MAX_ALIGN as usize);
+        HostArena {
+            backing,
+            skip,
+            size,
+        }
+    }
+
+    fn bytes(&mut self) -> &mut [u8] {
+        &mut self.backing[self.skip..self.skip + self.size]
+    }
+}
+
+fn alloc_options(options: &LayoutOptions) -> AllocOptions {
+    AllocOptions {
+        align: options.align,
+        canary: options.canary,
+    }
+}
+
+fn plan_activations(
     model: &Model<'_>,
     planner: &dyn MemoryPlanner,
-    align: u32,
+    options: &LayoutOptions,
     size: usize,
 ) -> Result<LayoutReport, BytesError> {
-    // Start the arena on a 1 MiB boundary so the figures do not depend on
-    // where the host allocator happened to put it.
-    let mut backing = vec![0u8; size + MAX_ALIGN as usize];
-    let skip = backing.as_ptr().align_offset(MAX_ALIGN as usize);
-    let mut arena = Arena::new(&mut backing[skip..skip + size]);
+    let mut memory = HostArena::new(size);
+    let mut arena = Arena::new(memory.bytes());
     let mut report = None;
-    let options = AllocOptions {
-        align,
-        ..AllocOptions::default()
-    };
-    let allocation = allocate(model, planner, &mut arena, &options, &[], |plan| {
-        report = Some(rows(model, plan));
-    })
+    let allocation = allocate(
+        model,
+        planner,
+        &mut arena,
+        &alloc_options(options),
+        &[],
+        |plan| {
+            report = Some(rows(model, plan));
+        },
+    )
     .map_err(BytesError::Alloc)?;
     let (buffers, head, tail, lower_bound) =
         report.expect("allocate calls the report callback before it commits");
     Ok(LayoutReport {
         planner: planner.name(),
+        covers: Coverage::Activations,
+        board: None,
+        capacity: None,
         head,
         tail,
         total: allocation.used_bytes,
+        lower_bound,
+        buffers,
+    })
+}
+
+/// The firmware's own set-up: [`Interpreter::allocate_with_report`] with
+/// the resolver every build registers.
+fn plan_interpreter(
+    model: &Model<'_>,
+    planner: &dyn MemoryPlanner,
+    options: &LayoutOptions,
+    size: usize,
+) -> Result<LayoutReport, BytesError> {
+    let mut memory = HostArena::new(size);
+    let mut interpreter = Interpreter::new(*model, crate::host_run::resolver(), memory.bytes());
+    let mut report = None;
+    let allocation = *interpreter
+        .allocate_with_report(planner, &alloc_options(options), |plan| {
+            report = Some(rows(model, plan));
+        })
+        .map_err(BytesError::Interpreter)?;
+    let (buffers, _, _, lower_bound) =
+        report.expect("allocate calls the report callback before it commits");
+    // The committed figures, as the firmware sends them (`ArenaUsage`): the
+    // tail includes what was carved after planning (scratch locations,
+    // guard table, the tail's guard band).
+    Ok(LayoutReport {
+        planner: planner.name(),
+        covers: Coverage::Interpreter,
+        board: None,
+        capacity: options.arena.map(|_| size as u32),
+        head: allocation.head.len,
+        tail: allocation.tail_bytes,
+        total: interpreter.arena_used_bytes() as u32,
         lower_bound,
         buffers,
     })
@@ -232,22 +441,27 @@ fn rows(model: &Model<'_>, plan: &ArenaPlan<'_>) -> (Vec<BufferRow>, u32, u32, u
         .iter()
         .zip(plan.offsets)
         .map(|(r, &offset)| {
-            let (kind, tensor, name) = match r.owner() {
+            let (kind, tensor, op, name) = match r.owner() {
                 BufferOwner::Tensor(t) => (
                     "tensor",
                     Some(t),
+                    None,
                     model
                         .tensor(t)
                         .map(|t| t.name.to_string())
                         .unwrap_or_default(),
                 ),
-                BufferOwner::Scratch { op, index } => {
-                    ("scratch", None, format!("scratch(op {op} #{index})"))
-                }
+                BufferOwner::Scratch { op, index } => (
+                    "scratch",
+                    None,
+                    Some(op),
+                    format!("scratch(op {op} #{index})"),
+                ),
             };
             BufferRow {
                 kind,
                 tensor,
+                op,
                 name,
                 first_step: r.first_step,
                 last_step: r.live_until(),
@@ -273,6 +487,29 @@ pub fn render_table(report: &LayoutReport, model_name: &str) -> String {
         report.planner,
         report.buffers.len()
     );
+    match (&report.board, report.covers) {
+        (Some(board), _) => {
+            let _ = writeln!(
+                out,
+                "  as board {board} commits it: kernel op data and scratch included"
+            );
+        }
+        (None, Coverage::Interpreter) => {
+            let _ = writeln!(
+                out,
+                "  through the interpreter: kernel op data and scratch included"
+            );
+        }
+        (None, Coverage::Activations) => {}
+    }
+    if let Some(capacity) = report.capacity {
+        let _ = writeln!(
+            out,
+            "  {:<12}{capacity:>10} B  {:>12}",
+            "arena",
+            kib(capacity)
+        );
+    }
     for (label, value) in [
         ("head", report.head),
         ("tail", report.tail),

@@ -6,8 +6,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use hilt::bench::{bench, render as render_bench};
 use hilt::infer::{InferRequest, infer, output_bytes, output_path, render as render_value};
-use hilt::layout::{LayoutOptions, PlannerKind, layout_file, render_table};
+use hilt::layout::{LayoutOptions, layout_file, layout_for_board, render_table};
 use hilt::svg::render_svg;
+use hilt_runtime::canary::CanaryMode;
+use hilt_runtime::planner::PlannerKind;
 
 /// hilt: run TinyML models on microcontrollers and prove they still fit.
 #[derive(Debug, Parser)]
@@ -19,17 +21,30 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Print a model's arena plan, without any board.
+    /// Print a model's arena plan: the activations alone, or with --board
+    /// everything that board commits (kernel op data and scratch too).
     Layout {
         /// The .tflite model.
         model: PathBuf,
-        /// Memory planner.
-        #[arg(long, value_enum, default_value = "greedy")]
+        /// Plan as this board's firmware does: through every kernel's
+        /// prepare, in the board's arena (figures equal to what it commits).
+        #[arg(long)]
+        board: Option<String>,
+        /// The board definitions folder (with --board).
+        #[arg(long, default_value = "boards")]
+        boards_dir: PathBuf,
+        /// Memory planner: linear, greedy or offline.
+        #[arg(long, default_value = "greedy")]
         planner: PlannerKind,
         /// Alignment of every activation buffer (power of two, up to 1 MiB).
         #[arg(long, default_value_t = 16)]
         align: u32,
-        /// Plan into an arena of exactly this many bytes (fails if too small).
+        /// Guard bands, as a scenario's `canary` (off, bounds, buffers): they
+        /// take arena space, and `buffers` makes every buffer 16 bytes longer.
+        #[arg(long, default_value = "off")]
+        canary: CanaryMode,
+        /// Plan into an arena of exactly this many bytes (fails if too
+        /// small); with --board, default: the board's arena_size.
         #[arg(long)]
         arena: Option<usize>,
         /// Output format.
@@ -111,8 +126,8 @@ enum Command {
         /// Arena bytes.
         #[arg(long, default_value_t = hilt::host_run::DEFAULT_ARENA)]
         arena: usize,
-        /// Memory planner.
-        #[arg(long, value_enum, default_value = "greedy")]
+        /// Memory planner: linear, greedy or offline.
+        #[arg(long, default_value = "greedy")]
         planner: PlannerKind,
         /// Invocations on one interpreter (state carries over).
         #[arg(long, default_value_t = 1)]
@@ -131,8 +146,8 @@ enum Command {
         /// Arena bytes.
         #[arg(long, default_value_t = hilt::host_run::DEFAULT_ARENA)]
         arena: usize,
-        /// Memory planner.
-        #[arg(long, value_enum, default_value = "greedy")]
+        /// Memory planner: linear, greedy or offline.
+        #[arg(long, default_value = "greedy")]
         planner: PlannerKind,
         /// Print JSON instead of the table.
         #[arg(long)]
@@ -192,20 +207,39 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Layout {
             model,
+            board,
+            boards_dir,
             planner,
             align,
+            canary,
             arena,
             format,
             output,
         } => {
-            let report = layout_file(
-                &model,
-                &LayoutOptions {
-                    planner,
-                    align,
-                    arena,
-                },
-            )?;
+            let report = match board {
+                None => layout_file(
+                    &model,
+                    &LayoutOptions {
+                        planner,
+                        align,
+                        arena,
+                        canary,
+                        ..LayoutOptions::default()
+                    },
+                )?,
+                Some(name) => {
+                    let board = hilt::board::find(&boards_dir, &name)?;
+                    let defaults = LayoutOptions::for_board(&board);
+                    let options = LayoutOptions {
+                        planner,
+                        align,
+                        canary,
+                        arena: arena.or(defaults.arena),
+                        ..defaults
+                    };
+                    layout_for_board(&model, &board, &options)?
+                }
+            };
             let name = model.file_name().map_or_else(
                 || model.display().to_string(),
                 |n| n.to_string_lossy().into_owned(),

@@ -40,7 +40,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 
 use crate::gate::Verdict;
-use crate::layout::{BufferRow, LayoutOptions, LayoutReport, layout_file};
+use crate::layout::{BufferRow, Coverage, LayoutOptions, LayoutReport, layout_file};
 use crate::orchestrate::Job;
 use crate::runner::{BoardRun, Outcome};
 use crate::scenario::Scenario;
@@ -822,6 +822,7 @@ fn board_layout(run: &BoardRun, context: Option<&ScenarioContext>) -> Option<Lay
             BufferRow {
                 kind: b.kind,
                 tensor,
+                op: tensor.is_none().then_some(u32::from(b.index)),
                 name,
                 first_step: u32::from(b.first_step),
                 last_step: u32::from(b.last_step.max(b.first_step)),
@@ -853,6 +854,9 @@ fn board_layout(run: &BoardRun, context: Option<&ScenarioContext>) -> Option<Lay
         planner: context
             .and_then(|c| c.layout.as_ref().ok())
             .map_or("board's", |l| l.planner),
+        covers: Coverage::Interpreter,
+        board: Some(run.board.clone()),
+        capacity: run.arena.map(|a| a[0]),
         head,
         tail,
         total: head.saturating_add(tail),

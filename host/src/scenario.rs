@@ -32,7 +32,8 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::conformance::{Comparison, read_manifest};
-use crate::layout::PlannerKind;
+use hilt_runtime::canary::CanaryMode;
+use hilt_runtime::planner::PlannerKind;
 
 /// One invocation's inputs and expected outputs (file contents).
 #[derive(Debug, Clone, PartialEq)]
@@ -77,8 +78,8 @@ pub struct Scenario {
     pub cases: Vec<CaseData>,
     /// Extra firmware features: fault injection, for the host's own tests.
     pub firmware_features: Vec<String>,
-    /// Guard bands: `off`, `bounds` or `buffers`.
-    pub canary: String,
+    /// Guard bands.
+    pub canary: CanaryMode,
     /// Alignment of every activation buffer.
     pub align: u32,
 }
@@ -183,26 +184,18 @@ pub fn load(path: &Path, conformance_dir: &Path) -> Result<Scenario, ScenarioErr
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
     let base = path.parent().unwrap_or(Path::new("."));
-    let planner = match raw.planner.as_deref().unwrap_or("greedy") {
-        "linear" => PlannerKind::Linear,
-        "greedy" => PlannerKind::Greedy,
-        "offline" => PlannerKind::Offline,
-        other => {
-            return Err(invalid(
-                path,
-                "planner",
-                format!("{other:?}: use linear, greedy or offline"),
-            ));
-        }
+    let planner = match raw.planner.as_deref() {
+        None => PlannerKind::default(),
+        Some(name) => name
+            .parse::<PlannerKind>()
+            .map_err(|e| invalid(path, "planner", e.to_string()))?,
     };
-    let canary = raw.canary.clone().unwrap_or_else(|| "off".into());
-    if !["off", "bounds", "buffers"].contains(&canary.as_str()) {
-        return Err(invalid(
-            path,
-            "canary",
-            format!("{canary:?}: use off, bounds or buffers"),
-        ));
-    }
+    let canary = match raw.canary.as_deref() {
+        None => CanaryMode::default(),
+        Some(name) => name
+            .parse::<CanaryMode>()
+            .map_err(|e| invalid(path, "canary", e.to_string()))?,
+    };
     let align = raw.align.unwrap_or(16);
     if !align.is_power_of_two() || align > 1 << 20 {
         return Err(invalid(

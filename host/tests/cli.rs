@@ -160,6 +160,17 @@ fn bad_input_gives_one_clear_line_and_nonzero_exit() {
         (
             vec![
                 "layout".into(),
+                temp_file("gready.tflite", &small_model(None))
+                    .to_string_lossy()
+                    .into(),
+                "--planner".into(),
+                "gready".into(),
+            ],
+            "unknown planner \"gready\": use linear, greedy or offline",
+        ),
+        (
+            vec![
+                "layout".into(),
                 temp_file("a3.tflite", &small_model(None))
                     .to_string_lossy()
                     .into(),
@@ -306,4 +317,95 @@ fn bench_reports_times_arena_and_ops() {
     assert_eq!(v["ops"][0]["name"], "RESHAPE");
     let out = hilt(&["bench", model.to_str().unwrap(), "--iterations", "5"]);
     assert!(stdout(&out).contains("slowest ops"), "{}", stdout(&out));
+}
+
+/// The repository's own folders, for commands that read boards and models.
+fn repo_path(relative: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(relative)
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[test]
+fn a_board_plan_adds_what_the_kernels_commit() {
+    let model = repo_path("scenarios/models/tiny_convnet_int8.tflite");
+    let boards = repo_path("boards");
+    let json = |extra: &[&str]| {
+        let mut args = vec!["layout", model.as_str(), "--format", "json"];
+        args.extend_from_slice(extra);
+        let out = hilt(&args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        serde_json::from_str::<serde_json::Value>(&stdout(&out)).unwrap()
+    };
+    let plain = json(&[]);
+    let board = json(&["--board", "qemu-mps2-an386", "--boards-dir", &boards]);
+    // Activations only: the JSON of before, no scratch.
+    assert!(plain.get("covers").is_none() && plain.get("board").is_none());
+    let is_scratch = |b: &&serde_json::Value| b["kind"] == "scratch";
+    assert_eq!(
+        plain["buffers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(is_scratch)
+            .count(),
+        0
+    );
+    // Through the kernels: CONV_2D's im2col patch, op data in the tail.
+    assert_eq!(board["covers"], "interpreter");
+    assert_eq!(board["board"], "qemu-mps2-an386");
+    assert_eq!(board["capacity"], 0x20_0000);
+    let scratch: Vec<&serde_json::Value> = board["buffers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(is_scratch)
+        .collect();
+    assert_eq!(scratch.len(), 1);
+    assert_eq!(scratch[0]["op"], 0);
+    assert!(board["tail"].as_u64() > plain["tail"].as_u64());
+    let table = stdout(&hilt(&[
+        "layout",
+        &model,
+        "--board",
+        "qemu-mps2-an386",
+        "--boards-dir",
+        &boards,
+    ]));
+    assert!(
+        table.contains("as board qemu-mps2-an386 commits it: kernel op data and scratch included"),
+        "{table}"
+    );
+}
+
+#[test]
+fn a_board_plan_names_an_unknown_board_and_a_missing_kernel() {
+    let boards = repo_path("boards");
+    let model = repo_path("scenarios/models/tiny_convnet_int8.tflite");
+    let out = hilt(&["layout", &model, "--board", "nope", "--boards-dir", &boards]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("unknown board \"nope\"; defined boards: ")
+            && stderr(&out).contains("qemu-mps2-an386"),
+        "{}",
+        stderr(&out)
+    );
+    // RELU has no kernel: planned without kernels, refused with them.
+    let relu = temp_file("relu.tflite", &small_model(None));
+    let relu = relu.to_str().unwrap();
+    assert!(hilt(&["layout", relu]).status.success());
+    let out = hilt(&[
+        "layout",
+        relu,
+        "--board",
+        "qemu-mps2-an386",
+        "--boards-dir",
+        &boards,
+    ]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("operator 0 (RELU) is not supported"), "{err}");
 }

@@ -8,7 +8,8 @@
 
 use std::path::{Path, PathBuf};
 
-use hilt::layout::{LayoutOptions, PlannerKind, layout_file};
+use hilt::layout::{LayoutOptions, layout_file};
+use hilt_runtime::planner::PlannerKind;
 use serde_json::Value;
 
 fn repo_root() -> PathBuf {

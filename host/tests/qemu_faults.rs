@@ -24,7 +24,7 @@ fn run(paths: &[&str], canary_override: Option<&str>) -> Vec<BoardRun> {
     for path in paths {
         let mut scenario = hilt::scenario::load(&repo().join(path), &conformance).unwrap();
         if let Some(c) = canary_override {
-            scenario.canary = c.to_string();
+            scenario.canary = c.parse().expect("a canary mode");
         }
         let scenario = Arc::new(scenario);
         for pattern in &scenario.boards {

@@ -35,6 +35,41 @@ pub enum CanaryMode {
     Buffers,
 }
 
+impl CanaryMode {
+    /// Every mode, in the order their names are listed.
+    pub const ALL: [CanaryMode; 3] = [CanaryMode::Off, CanaryMode::Bounds, CanaryMode::Buffers];
+
+    /// Every accepted name, in [`ALL`](Self::ALL)'s order.
+    pub const NAMES: &'static [&'static str] = &["off", "bounds", "buffers"];
+
+    /// The name a build (`HILT_CANARY`), a scenario (`canary = "…"`) or the
+    /// CLI (`--canary`) uses: one list, so they cannot disagree.
+    pub const fn name(self) -> &'static str {
+        match self {
+            CanaryMode::Off => "off",
+            CanaryMode::Bounds => "bounds",
+            CanaryMode::Buffers => "buffers",
+        }
+    }
+}
+
+impl core::str::FromStr for CanaryMode {
+    type Err = crate::choice::UnknownName;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        CanaryMode::ALL
+            .into_iter()
+            .find(|mode| mode.name() == name)
+            .ok_or_else(|| crate::choice::UnknownName::new("canary mode", name, CanaryMode::NAMES))
+    }
+}
+
+impl core::fmt::Display for CanaryMode {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// Byte `i` of a guard.
 #[inline]
 pub fn pattern(i: usize) -> u8 {
@@ -168,5 +203,23 @@ impl BufferGuard {
         } else {
             GuardOwner::Tensor(self.owner)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CanaryMode;
+
+    #[test]
+    fn mode_names_round_trip_and_an_unknown_one_is_named() {
+        for (mode, name) in CanaryMode::ALL.into_iter().zip(CanaryMode::NAMES) {
+            assert_eq!(mode.name(), *name);
+            assert_eq!(name.parse::<CanaryMode>(), Ok(mode));
+        }
+        let e = "all".parse::<CanaryMode>().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "unknown canary mode \"all\": use off, bounds or buffers"
+        );
     }
 }

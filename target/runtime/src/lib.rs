@@ -9,6 +9,7 @@ extern crate alloc;
 pub mod allocation;
 pub mod arena;
 pub mod canary;
+pub mod choice;
 pub mod interpreter;
 pub mod kernels;
 pub mod liveness;

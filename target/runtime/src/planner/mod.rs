@@ -14,6 +14,9 @@
 //!   `OfflineMemoryAllocation` metadata, checked before they are trusted;
 //!   buffers it leaves open are placed greedily around the fixed ones.
 //!
+//! [`PlannerKind`] names them (`"linear"`, `"greedy"`, `"offline"`) for
+//! builds, scenarios and the CLI, and makes the chosen one.
+//!
 //! ```
 //! use hilt_runtime::planner::{Greedy, MemoryPlanner};
 //! use hilt_runtime::request::BufferRequest;
@@ -31,10 +34,12 @@ use core::fmt;
 use crate::request::BufferRequest;
 
 mod greedy;
+mod kind;
 mod linear;
 mod offline;
 
 pub use greedy::Greedy;
+pub use kind::{AnyPlanner, PlannerKind};
 pub use linear::Linear;
 pub use offline::{OFFLINE_PLAN_METADATA, Offline, OfflinePlanError};
 
