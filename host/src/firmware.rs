@@ -72,6 +72,59 @@ fn fnv(bytes: &[u8], seed: u64) -> u64 {
     })
 }
 
+/// A digest of every file a firmware build reads from the repository: the
+/// crates under `target/` (their sources, manifests, lock files, linker
+/// scripts and build scripts; not their tests, benches or fuzzers), the
+/// pinned toolchain, and the board's own files. A build whose key (this and
+/// the request) names an ELF already built is not run again: cargo would
+/// rebuild anyway whenever another (board, model) was built in between, as
+/// every firmware shares one output folder, and a fat-LTO link costs seconds.
+fn source_digest(repo: &Path, board_files: &[&Path]) -> Result<u64, BuildError> {
+    fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), BuildError> {
+        let entries = std::fs::read_dir(dir).map_err(|source| BuildError::Io {
+            path: dir.into(),
+            source,
+        })?;
+        for entry in entries {
+            let entry = entry.map_err(|source| BuildError::Io {
+                path: dir.into(),
+                source,
+            })?;
+            let path = entry.path();
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if path.is_dir() {
+                let skipped = name.starts_with('.')
+                    || matches!(name.as_ref(), "tests" | "benches" | "fuzz" | "build");
+                if !skipped {
+                    walk(&path, files)?;
+                }
+            } else if [".rs", ".toml", ".lock", ".x", ".ld", ".fbs"]
+                .iter()
+                .any(|ext| name.ends_with(ext))
+            {
+                files.push(path);
+            }
+        }
+        Ok(())
+    }
+    let mut files = Vec::new();
+    walk(&repo.join("target"), &mut files)?;
+    files.sort();
+    files.push(repo.join("rust-toolchain.toml"));
+    files.extend(board_files.iter().map(|p| p.to_path_buf()));
+    let mut digest = 0;
+    for file in &files {
+        let bytes = std::fs::read(file).map_err(|source| BuildError::Io {
+            path: file.clone(),
+            source,
+        })?;
+        let name = file.strip_prefix(repo).unwrap_or(file);
+        digest = fnv(&bytes, fnv(name.to_string_lossy().as_bytes(), digest));
+    }
+    Ok(digest)
+}
+
 /// Builds (or reuses) the firmware ELF; returns its path, named after the
 /// board and a key over everything that went into it.
 pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, BuildError> {
@@ -88,19 +141,7 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
         path: repo.into(),
         source,
     })?;
-    let planner = request.planner.name();
-    let extra = request.features.join(",");
-    let key = format!(
-        "{:016x}",
-        fnv(
-            format!(
-                "{}:{planner}:{extra}:{}",
-                request.arena_size, request.canary
-            )
-            .as_bytes(),
-            fnv(&model, 0)
-        )
-    );
+
     let mut features = format!("board-{}", request.board.name);
     for f in request.features {
         features.push(',');
@@ -141,6 +182,27 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
             source,
         })?
         .unwrap_or_else(|| repo.join("boards"));
+    let planner = request.planner.name();
+    let extra = request.features.join(",");
+    let board_toml = boards_dir.join(format!("{}.toml", request.board.name));
+    let sources = source_digest(repo, &[&board_toml, &request.board.memory_x])?;
+    let key = format!(
+        "{:016x}",
+        fnv(
+            format!(
+                "{}:{planner}:{extra}:{}:{}:{sources:016x}",
+                request.arena_size, request.canary, request.align
+            )
+            .as_bytes(),
+            fnv(&model, 0)
+        )
+    );
+    let elf = repo
+        .join("build/firmware/elves")
+        .join(format!("{}-{key}.elf", request.board.name));
+    if elf.is_file() {
+        return Ok(elf);
+    }
     let manifest = repo.join("target/firmware/Cargo.toml");
     let output = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
         .current_dir(repo.join("target/firmware"))
@@ -179,15 +241,19 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
     let built = target_dir
         .join(&request.board.target)
         .join("release/hilt-firmware");
-    let elf = repo
-        .join("build/firmware/elves")
-        .join(format!("{}-{key}.elf", request.board.name));
     std::fs::create_dir_all(elf.parent().unwrap_or(repo)).map_err(|source| BuildError::Io {
         path: elf.clone(),
         source,
     })?;
-    std::fs::copy(&built, &elf).map_err(|source| BuildError::Io {
+    // Copied under a temporary name, then renamed: an ELF under its key is
+    // always whole (a later build reuses it without looking inside).
+    let partial = elf.with_extension("elf.partial");
+    std::fs::copy(&built, &partial).map_err(|source| BuildError::Io {
         path: built.clone(),
+        source,
+    })?;
+    std::fs::rename(&partial, &elf).map_err(|source| BuildError::Io {
+        path: elf.clone(),
         source,
     })?;
     Ok(elf)

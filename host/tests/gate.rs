@@ -110,7 +110,10 @@ fn gate_is_quiet_on_an_unrelated_edit_and_fails_on_a_one_percent_slower_op() {
         &format!("{base}\nfirmware_features = [\"probe-unrelated-edit\"]"),
     );
     let (ok, out) = gate(&path, &snapshots);
-    assert!(ok, "an edit outside the timed region must leave the gate green:\n{out}");
+    assert!(
+        ok,
+        "an edit outside the timed region must leave the gate green:\n{out}"
+    );
 
     let path = scenario(
         &dir,
@@ -120,7 +123,9 @@ fn gate_is_quiet_on_an_unrelated_edit_and_fails_on_a_one_percent_slower_op() {
     assert!(!ok, "a 1% slower op must fail the gate:\n{out}");
     let changed: Vec<&str> = out.lines().filter(|l| l.contains("slower")).collect();
     assert!(
-        changed.iter().any(|l| l.contains("op 2 CONV_2D:") && l.contains("+1.0%")),
+        changed
+            .iter()
+            .any(|l| l.contains("op 2 CONV_2D:") && l.contains("+1.0%")),
         "the slower op is named with its change:\n{out}"
     );
     // Only op 2 and the step totals moved: no other op is blamed.
