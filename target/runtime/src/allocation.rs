@@ -324,6 +324,18 @@ impl Staging {
         self.slots
     }
 
+    /// Every request so far (tensors, then scratch), to adjust before
+    /// planning: an accelerator's alignment and holds.
+    pub(crate) fn requests_mut<'x>(&self, arena: &'x mut Arena<'_>) -> &'x mut [BufferRequest] {
+        cast_mut(arena.bytes_mut(self.requests))
+    }
+
+    /// Raises the head's start alignment to at least `align` (a request's
+    /// offset is aligned from the head's start).
+    pub(crate) fn raise_head_align(&mut self, align: u32) {
+        self.head_align = self.head_align.max(align);
+    }
+
     /// Appends a kernel's scratch request; returns its index among the
     /// scratch requests.
     pub fn request_scratch(

@@ -29,6 +29,10 @@
 use core::cell::Cell;
 use core::fmt;
 
+use crate::accel::schedule::{self, JobRecord};
+use crate::accel::{
+    AccelError, Access, Job, JobRegion, Offload, OffloadStats, OpWork, RegionRole, Ticket,
+};
 use crate::allocation::{
     AllocError, AllocOptions, Allocation, ArenaPlan, Staging, TensorSlot, cast_mut,
 };
@@ -38,6 +42,7 @@ use crate::kernels::context::OpRecord;
 use crate::kernels::{InvokeContext, KernelError, PrepareContext, Resolver};
 use crate::model::{Model, OpCode, TensorInfo};
 use crate::planner::MemoryPlanner;
+use crate::request::BufferOwner;
 use crate::schema::TensorType;
 
 /// An operator code as plain data, for `Copy` errors.
@@ -104,6 +109,18 @@ pub enum InterpreterError {
     Alloc(AllocError),
     /// A guard band was overwritten: an overrun (see [`crate::canary`]).
     Canary(CanaryFault),
+    /// An offloaded op's job failed: refused at submit, failed in the
+    /// engine, broke a lease, or missed its deadline (the job was aborted).
+    /// At allocate, `job` is 0 and the error names a region the plan could
+    /// not make fit the backend.
+    Accelerator {
+        /// Operator index.
+        op: u32,
+        /// The backend's job id (0 when none was given yet).
+        job: u32,
+        /// What went wrong.
+        error: AccelError,
+    },
     /// A model input/output position that does not exist.
     NoSuchTensor {
         /// The position asked for.
@@ -129,6 +146,9 @@ impl fmt::Display for InterpreterError {
             }
             InterpreterError::Alloc(e) => write!(f, "{e}"),
             InterpreterError::Canary(fault) => write!(f, "canary: {fault}"),
+            InterpreterError::Accelerator { op, job, error } => {
+                write!(f, "operator {op}, accelerator job {job}: {error}")
+            }
             InterpreterError::NoSuchTensor { position } => {
                 write!(f, "the model has no tensor at position {position}")
             }
@@ -155,6 +175,15 @@ pub trait Clock {
 struct Committed {
     allocation: Allocation,
     records: Region,
+    /// One [`JobRecord`] per op when offloading; empty otherwise.
+    jobs: Region,
+}
+
+/// A job in flight during an invoke.
+struct Pending<'t> {
+    ticket: Ticket<'t>,
+    job: Job,
+    wait_before: u32,
 }
 
 /// A model, its kernels and its arena.
@@ -163,6 +192,10 @@ pub struct Interpreter<'m, 'a, 'r> {
     resolver: &'r dyn Resolver,
     arena: Arena<'a>,
     committed: Option<Committed>,
+    offload: Option<Offload<'r>>,
+    offload_stats: OffloadStats,
+    #[cfg(feature = "fault-injection")]
+    drop_holds: bool,
     #[cfg(feature = "fault-injection")]
     overrun: Option<(u32, u32)>,
     #[cfg(feature = "fault-injection")]
@@ -187,6 +220,10 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
             resolver,
             arena: Arena::new(arena),
             committed: None,
+            offload: None,
+            offload_stats: OffloadStats::default(),
+            #[cfg(feature = "fault-injection")]
+            drop_holds: false,
             #[cfg(feature = "fault-injection")]
             overrun: None,
             #[cfg(feature = "fault-injection")]
@@ -197,6 +234,29 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
     /// The model.
     pub fn model(&self) -> &Model<'m> {
         &self.model
+    }
+
+    /// Lets a backend run the ops it claims (from the next
+    /// [`allocate`](Self::allocate) on); `None` runs everything on the CPU.
+    pub fn set_offload(&mut self, offload: Option<Offload<'r>>) {
+        self.offload = offload;
+        self.committed = None;
+    }
+
+    /// The last invoke's offload figures (jobs, overlap, blocked waits).
+    pub fn offload_stats(&self) -> OffloadStats {
+        self.offload_stats
+    }
+
+    /// Which ops the backend claimed, as `claimed[op]` (false everywhere
+    /// without offload); entries past the op count are left alone.
+    pub fn claimed_ops(&self, claimed: &mut [bool]) -> Result<(), InterpreterError> {
+        let committed = self.committed()?;
+        let jobs: &[JobRecord] = bytemuck_slice(self.arena.bytes(committed.jobs));
+        for (slot, record) in claimed.iter_mut().zip(jobs) {
+            *slot = record.claimed != 0;
+        }
+        Ok(())
     }
 
     /// Prepares every kernel, plans and commits the arena.
@@ -233,7 +293,32 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                     free: self.arena.free_bytes() as u32,
                 }))
             })?;
+        let offload = self.offload;
+        let buffer_align = offload.map_or(1, |o| {
+            o.accelerator
+                .capabilities()
+                .buffer_align(o.cache.line_size())
+        });
+        let jobs = match offload {
+            Some(_) => self
+                .arena
+                .alloc_persistent(
+                    n_ops * size_of::<JobRecord>(),
+                    align_of::<JobRecord>() as u32,
+                )
+                .map_err(|_| {
+                    InterpreterError::Alloc(AllocError::Arena(
+                        crate::arena::ArenaError::OutOfMemory {
+                            section: crate::arena::Section::Tail,
+                            requested: (n_ops * size_of::<JobRecord>()) as u32,
+                            free: self.arena.free_bytes() as u32,
+                        },
+                    ))
+                })?,
+            None => Region::default(),
+        };
         for op in model.operators() {
+            let claimed = offload.is_some_and(|o| schedule::claims(&o, &model, &op));
             let code = OpName::from(op.code);
             let kernel_index = self
                 .resolver
@@ -243,6 +328,13 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                 .resolver
                 .get(kernel_index)
                 .ok_or(InterpreterError::UnsupportedOperator { op: op.index, code })?;
+            // A claimed op's descriptor (all the op data its prepare stores,
+            // contiguous since the tail grows down) gets whole aligned lines.
+            let desc_top = if claimed {
+                Some(self.align_tail(buffer_align)?)
+            } else {
+                None
+            };
             let mut ctx = PrepareContext {
                 model: &model,
                 op,
@@ -260,18 +352,135 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
             })?;
             let record = ctx.record;
             cast_mut::<OpRecord>(self.arena.bytes_mut(records))[op.index as usize] = record;
+            if let Some(top) = desc_top {
+                let bottom = self.align_tail(buffer_align)?;
+                cast_mut::<JobRecord>(self.arena.bytes_mut(jobs))[op.index as usize] = JobRecord {
+                    claimed: 1,
+                    wait_before: model.operator_count(),
+                    desc_offset: bottom,
+                    desc_len: top - bottom,
+                };
+            }
+        }
+        if offload.is_some() {
+            self.schedule_jobs(&mut staging, jobs, buffer_align);
         }
         let allocation = staging.finish(&model, planner, &mut self.arena, report)?;
         self.committed = Some(Committed {
             allocation,
             records,
+            jobs,
         });
+        if let Some(offload) = offload {
+            self.check_jobs(&offload)?;
+        }
         self.reset_variables();
         Ok(&self
             .committed
             .as_ref()
             .ok_or(InterpreterError::NotAllocated)?
             .allocation)
+    }
+
+    /// Aligns the tail's free end down to `align`; returns its offset.
+    fn align_tail(&mut self, align: u32) -> Result<u32, InterpreterError> {
+        self.arena
+            .alloc_persistent(0, align)
+            .map(|r| r.offset)
+            .map_err(|e| InterpreterError::Alloc(AllocError::Arena(e)))
+    }
+
+    /// The static schedule: before which step each job is waited, and the
+    /// plan's side of it. Every buffer a job touches gets the backend's
+    /// alignment in whole cache lines, and is held until the step of the
+    /// job's wait, so the planner puts nothing on it while the engine may
+    /// still read or write it.
+    fn schedule_jobs(&mut self, staging: &mut Staging, jobs: Region, buffer_align: u32) {
+        let model = self.model;
+        let n = model.operator_count();
+        for k in 0..n {
+            let table: &[JobRecord] = bytemuck_slice(self.arena.bytes(jobs));
+            if table[k as usize].claimed == 0 {
+                continue;
+            }
+            let wait_before = schedule::wait_before(&model, k, |j| table[j as usize].claimed != 0);
+            cast_mut::<JobRecord>(self.arena.bytes_mut(jobs))[k as usize].wait_before = wait_before;
+            let Some(op) = model.operator(k) else {
+                continue;
+            };
+            let hold = wait_before.min(n.saturating_sub(1));
+            #[cfg(feature = "fault-injection")]
+            let hold = if self.drop_holds { 0 } else { hold };
+            for request in staging.requests_mut(&mut self.arena) {
+                let touched = match request.owner() {
+                    BufferOwner::Tensor(t) => {
+                        op.inputs().chain(op.outputs()).flatten().any(|x| x == t)
+                    }
+                    BufferOwner::Scratch { op, .. } => op == k,
+                };
+                if touched {
+                    request.align = request.align.max(buffer_align);
+                    *request = request.held_until(hold);
+                }
+            }
+        }
+        staging.raise_head_align(buffer_align);
+    }
+
+    /// Checks every job against the backend before the first invoke: each
+    /// region aligned to the backend (and to whole cache lines), inside a
+    /// window it reaches, and no more regions than it takes.
+    fn check_jobs(&mut self, offload: &Offload<'_>) -> Result<(), InterpreterError> {
+        let committed = self.committed()?;
+        let caps = offload.accelerator.capabilities();
+        let align = caps.buffer_align(offload.cache.line_size()) as usize;
+        let base = self.arena.base_ptr();
+        let model = self.model;
+        let table: &[JobRecord] = bytemuck_slice(self.arena.bytes(committed.jobs));
+        let slots: &[TensorSlot] = bytemuck_slice(self.arena.bytes(committed.allocation.slots));
+        let scratch: &[TensorSlot] = bytemuck_slice(self.arena.bytes(committed.allocation.scratch));
+        let records: &[OpRecord] = bytemuck_slice(self.arena.bytes(committed.records));
+        for op in model.operators() {
+            let job_record = table[op.index as usize];
+            if job_record.claimed == 0 {
+                continue;
+            }
+            let fail = |error| InterpreterError::Accelerator {
+                op: op.index,
+                job: 0,
+                error,
+            };
+            let job = build_job(
+                &model,
+                op.index,
+                slots,
+                scratch,
+                records[op.index as usize],
+                job_record,
+                base,
+            )
+            .map_err(fail)?;
+            if job.regions().len() > caps.max_regions as usize {
+                return Err(fail(AccelError::TooManyRegions {
+                    count: job.regions().len() as u8,
+                }));
+            }
+            for (i, r) in job.regions().iter().enumerate() {
+                let (region, role) = (i as u8, r.role);
+                if !r.address.is_multiple_of(align) {
+                    return Err(fail(AccelError::Misaligned { region, role }));
+                }
+                if !caps.windows.is_empty()
+                    && !caps
+                        .windows
+                        .iter()
+                        .any(|w| w.contains(r.address, r.len as usize))
+                {
+                    return Err(fail(AccelError::OutsideWindow { region, role }));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Refuses operators whose outputs alias their inputs or each other, and
@@ -307,7 +516,9 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
         self.committed.ok_or(InterpreterError::NotAllocated)
     }
 
-    /// Runs every kernel once, in order.
+    /// Runs every kernel once, in order (claimed ops as jobs on the backend,
+    /// each waited before the first op that conflicts with it, all of them
+    /// before this returns).
     pub fn invoke(&mut self) -> Result<(), InterpreterError> {
         self.run(None::<(&NoClock, &mut [u64])>)
     }
@@ -353,7 +564,26 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                 core::slice::from_raw_parts_mut(base.add(offset as usize), GUARD_BYTES as usize)
             }
         };
+        // SAFETY: as above, a tail region carved at allocate, never written after.
+        let job_records = unsafe {
+            bytemuck_slice::<JobRecord>(core::slice::from_raw_parts(
+                base.add(committed.jobs.offset as usize),
+                committed.jobs.len as usize,
+            ))
+        };
+        let offload = self.offload.filter(|_| !job_records.is_empty());
+        self.offload_stats = OffloadStats::default();
+        let mut stats = OffloadStats::default();
+        // At most one job in flight: the schedule waits a job before the
+        // next claimed op. Dropped on an early return, which aborts it.
+        let mut pending: Option<Pending<'r>> = None;
         for op in model.operators() {
+            if let (Some(offload), Some(p)) = (&offload, &pending)
+                && p.wait_before == op.index
+                && let Some(p) = pending.take()
+            {
+                finish_job(offload, p, &mut stats)?;
+            }
             // Buffers first written by this op get fresh guards.
             for g in table.iter().filter(|g| g.first_step == op.index) {
                 canary::fill(guard_bytes(g.offset));
@@ -364,6 +594,52 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                 .resolver
                 .get(record.kernel)
                 .ok_or(InterpreterError::UnsupportedOperator { op: op.index, code })?;
+            if let Some(offload) = &offload
+                && let Some(job_record) = job_records.get(op.index as usize)
+                && job_record.claimed != 0
+            {
+                let start = profile.as_ref().map(|(clock, _)| clock.now());
+                let fail = |job: u32, error| InterpreterError::Accelerator {
+                    op: op.index,
+                    job,
+                    error,
+                };
+                let mut job =
+                    build_job(&model, op.index, slots, scratch, record, *job_record, base)
+                        .map_err(|e| fail(0, e))?;
+                job.set_work(OpWork::new(
+                    kernel.invoke,
+                    &model,
+                    op.index,
+                    slots,
+                    scratch,
+                    record,
+                    base,
+                    len,
+                ));
+                // The engine reads memory, not the CPU's cache.
+                for r in job.regions() {
+                    offload.cache.clean(r.address, r.len as usize);
+                }
+                let ticket = Ticket::submit(offload.accelerator, &job).map_err(|e| fail(0, e))?;
+                stats.jobs += 1;
+                pending = Some(Pending {
+                    ticket,
+                    job,
+                    wait_before: job_record.wait_before,
+                });
+                if let (Some((clock, per_op)), Some(start)) = (profile.as_mut(), start)
+                    && let Some(slot) = per_op.get_mut(op.index as usize)
+                {
+                    *slot += clock.now().saturating_sub(start);
+                }
+                continue;
+            }
+            if let Some(p) = &pending
+                && !p.ticket.poll().unwrap_or(true)
+            {
+                stats.cpu_ops_overlapped += 1;
+            }
             let ctx = InvokeContext {
                 base,
                 len,
@@ -425,6 +701,10 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                 }
             }
         }
+        if let (Some(offload), Some(p)) = (&offload, pending.take()) {
+            finish_job(offload, p, &mut stats)?;
+        }
+        self.offload_stats = stats;
         if guards.mode != CanaryMode::Off {
             self.check_canaries(model.operator_count().checked_sub(1))?;
         }
@@ -436,6 +716,14 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
     #[cfg(feature = "fault-injection")]
     pub fn inject_overrun(&mut self, op: u32, bytes: u32) {
         self.overrun = Some((op, bytes));
+    }
+
+    /// Test builds only: plan without the offload holds, as a scheduler that
+    /// forgot them would (takes effect at the next allocate). The engine's
+    /// lease check is what must then catch it.
+    #[cfg(feature = "fault-injection")]
+    pub fn inject_drop_holds(&mut self) {
+        self.drop_holds = true;
     }
 
     /// Test builds only: op `op` takes `permille`/1000 longer than its
@@ -580,6 +868,117 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
         let region = self.tensor_region(&info)?;
         Ok(self.arena.bytes(region))
     }
+}
+
+/// Waits a job, then invalidates what the engine wrote so the CPU reads it.
+fn finish_job(
+    offload: &Offload<'_>,
+    p: Pending<'_>,
+    stats: &mut OffloadStats,
+) -> Result<(), InterpreterError> {
+    let id = p.ticket.id().0;
+    if !p.ticket.poll().unwrap_or(true) {
+        stats.waits_blocked += 1;
+    }
+    let deadline = offload.accelerator.now().saturating_add(offload.timeout);
+    p.ticket
+        .wait(deadline)
+        .map_err(|error| InterpreterError::Accelerator {
+            op: p.job.op,
+            job: id,
+            error,
+        })?;
+    for r in p
+        .job
+        .regions()
+        .iter()
+        .filter(|r| r.access == Access::ReadWrite)
+    {
+        offload.cache.invalidate(r.address, r.len as usize);
+    }
+    Ok(())
+}
+
+/// The job for op `op`: its activation inputs (read), outputs and scratch
+/// (read-write) and its descriptor (read), by address.
+fn build_job(
+    model: &Model<'_>,
+    op: u32,
+    slots: &[TensorSlot],
+    scratch: &[TensorSlot],
+    record: OpRecord,
+    job_record: JobRecord,
+    base: *mut u8,
+) -> Result<Job, AccelError> {
+    let info = model.operator(op).ok_or(AccelError::Unsupported)?;
+    let mut job = Job::new(op);
+    job.macs = schedule::estimate_macs(model, &info);
+    let mut push = |offset: u32, len: u32, access, role| {
+        if len == 0 {
+            return Ok(());
+        }
+        let region = JobRegion {
+            address: base as usize + offset as usize,
+            len,
+            access,
+            role,
+        };
+        // SAFETY: every offset here was carved inside the arena by the
+        // allocator; the arena outlives the interpreter's borrow of it, and
+        // the interpreter waits (or, on an error, aborts) every job before
+        // `invoke` returns, so the memory outlives the job.
+        if unsafe { job.push(region) } {
+            Ok(())
+        } else {
+            Err(AccelError::TooManyRegions {
+                count: crate::accel::MAX_JOB_REGIONS as u8 + 1,
+            })
+        }
+    };
+    let in_arena = |t: u32| {
+        slots
+            .get(t as usize)
+            .filter(|s| s.offset != TensorSlot::NOT_IN_ARENA && s.model_offset().is_none())
+            .copied()
+    };
+    for t in info.inputs().flatten() {
+        if let Some(slot) = in_arena(t) {
+            // State the op updates (SVDF, LSTM) is written too.
+            let access = if model.is_variable(t) {
+                Access::ReadWrite
+            } else {
+                Access::Read
+            };
+            push(slot.offset, slot.bytes, access, RegionRole::Input(t))?;
+        }
+    }
+    for t in info.outputs().flatten() {
+        if let Some(slot) = in_arena(t) {
+            push(
+                slot.offset,
+                slot.bytes,
+                Access::ReadWrite,
+                RegionRole::Output(t),
+            )?;
+        }
+    }
+    for k in 0..record.scratch_count {
+        if let Some(slot) = scratch.get((record.scratch_first + k) as usize) {
+            push(
+                slot.offset,
+                slot.bytes,
+                Access::ReadWrite,
+                RegionRole::Scratch(k),
+            )?;
+        }
+    }
+    push(
+        job_record.desc_offset,
+        job_record.desc_len,
+        Access::Read,
+        RegionRole::Descriptor,
+    )?;
+    Ok(job)
 }
 
 struct NoClock;

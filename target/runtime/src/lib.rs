@@ -6,6 +6,7 @@
 #[cfg(any(test, feature = "writer"))]
 extern crate alloc;
 
+pub mod accel;
 pub mod allocation;
 pub mod arena;
 pub mod canary;

@@ -172,10 +172,17 @@ pub trait Resolver {
     fn get(&self, index: u32) -> Option<&Registration>;
 }
 
-/// A fixed-capacity table of builtin kernels (no heap).
+/// The schema's `BuiltinOperator::CUSTOM` (not in hilt's schema subset).
+const CUSTOM_CODE: i32 = 32;
+
+/// A fixed-capacity table of kernels (no heap): builtins keyed by operator
+/// code, `CUSTOM` operators keyed by their custom-code name (how a model
+/// names a vendor op; a backend registers the names it runs).
 #[derive(Debug, Clone)]
 pub struct OpResolver<const N: usize> {
     codes: [i32; N],
+    /// The custom-code name of each entry; `None` for builtins.
+    names: [Option<&'static str>; N],
     kernels: [Option<Registration>; N],
     len: usize,
 }
@@ -195,6 +202,7 @@ impl<const N: usize> OpResolver<N> {
     pub const fn new() -> Self {
         OpResolver {
             codes: [0; N],
+            names: [None; N],
             kernels: [None; N],
             len: 0,
         }
@@ -206,14 +214,37 @@ impl<const N: usize> OpResolver<N> {
         op: BuiltinOperator,
         kernel: Registration,
     ) -> Result<&mut Self, ResolverFull> {
-        if let Some(i) = self.codes[..self.len].iter().position(|&c| c == op.0) {
+        let existing = (0..self.len).find(|&i| self.codes[i] == op.0 && self.names[i].is_none());
+        self.put(existing, op.0, None, kernel)
+    }
+
+    /// Registers `kernel` for `CUSTOM` operators whose custom code is `name`
+    /// (a later registration for the same name wins).
+    pub fn add_custom(
+        &mut self,
+        name: &'static str,
+        kernel: Registration,
+    ) -> Result<&mut Self, ResolverFull> {
+        let existing = (0..self.len).find(|&i| self.names[i] == Some(name));
+        self.put(existing, CUSTOM_CODE, Some(name), kernel)
+    }
+
+    fn put(
+        &mut self,
+        existing: Option<usize>,
+        code: i32,
+        name: Option<&'static str>,
+        kernel: Registration,
+    ) -> Result<&mut Self, ResolverFull> {
+        if let Some(i) = existing {
             self.kernels[i] = Some(kernel);
             return Ok(self);
         }
         if self.len == N {
             return Err(ResolverFull);
         }
-        self.codes[self.len] = op.0;
+        self.codes[self.len] = code;
+        self.names[self.len] = name;
         self.kernels[self.len] = Some(kernel);
         self.len += 1;
         Ok(self)
@@ -223,11 +254,12 @@ impl<const N: usize> OpResolver<N> {
 impl<const N: usize> Resolver for OpResolver<N> {
     fn find(&self, code: OpCode<'_>) -> Option<u32> {
         match code {
-            OpCode::Builtin(op) => self.codes[..self.len]
-                .iter()
-                .position(|&c| c == op.0)
+            OpCode::Builtin(op) => (0..self.len)
+                .find(|&i| self.codes[i] == op.0 && self.names[i].is_none())
                 .map(|i| i as u32),
-            OpCode::Custom(_) => None,
+            OpCode::Custom(name) => (0..self.len)
+                .find(|&i| self.names[i] == Some(name))
+                .map(|i| i as u32),
         }
     }
 

@@ -156,6 +156,8 @@ pub struct ModelWriter {
     /// Buffer 0 is the empty sentinel every TFLite model starts with.
     buffers: Vec<Vec<u8>>,
     opcodes: Vec<(i32, i32)>,
+    /// Custom code per opcode entry (`None` for builtins), parallel to `opcodes`.
+    custom_codes: Vec<Option<String>>,
     ops: Vec<OpDef>,
     inputs: Vec<i32>,
     outputs: Vec<i32>,
@@ -176,6 +178,7 @@ impl ModelWriter {
             tensors: Vec::new(),
             buffers: alloc::vec![Vec::new()],
             opcodes: Vec::new(),
+            custom_codes: Vec::new(),
             ops: Vec::new(),
             inputs: Vec::new(),
             outputs: Vec::new(),
@@ -282,10 +285,16 @@ impl ModelWriter {
         outputs: &[TensorId],
         options: Options,
     ) -> &mut Self {
-        let opcode = match self.opcodes.iter().position(|&(c, _)| c == code.0) {
+        let opcode = match self
+            .opcodes
+            .iter()
+            .zip(&self.custom_codes)
+            .position(|(&(c, _), custom)| c == code.0 && custom.is_none())
+        {
             Some(i) => i,
             None => {
                 self.opcodes.push((code.0, 1));
+                self.custom_codes.push(None);
                 self.opcodes.len() - 1
             }
         } as u32;
@@ -297,6 +306,36 @@ impl ModelWriter {
                 .collect(),
             outputs: outputs.iter().map(|t| t.0 as i32).collect(),
             options,
+        });
+        self
+    }
+
+    /// Appends a `CUSTOM` operator named `name` (no custom options): how a
+    /// vendor op (an NPU's command stream, say) appears in a model.
+    pub fn custom_op(
+        &mut self,
+        name: &str,
+        inputs: &[TensorId],
+        outputs: &[TensorId],
+    ) -> &mut Self {
+        let opcode = match self
+            .custom_codes
+            .iter()
+            .position(|c| c.as_deref() == Some(name))
+        {
+            Some(i) => i,
+            None => {
+                // The schema's BuiltinOperator::CUSTOM (32), outside hilt's subset.
+                self.opcodes.push((32, 1));
+                self.custom_codes.push(Some(name.into()));
+                self.opcodes.len() - 1
+            }
+        } as u32;
+        self.ops.push(OpDef {
+            opcode,
+            inputs: inputs.iter().map(|t| t.0 as i32).collect(),
+            outputs: outputs.iter().map(|t| t.0 as i32).collect(),
+            options: Options::None,
         });
         self
     }
@@ -318,6 +357,7 @@ impl ModelWriter {
     pub fn op_raw(&mut self, opcode_index: u32, inputs: &[i32], outputs: &[i32]) -> &mut Self {
         if self.opcodes.is_empty() {
             self.opcodes.push((fb::BuiltinOperator::ADD.0, 1));
+            self.custom_codes.push(None);
         }
         self.ops.push(OpDef {
             opcode: opcode_index,
@@ -377,7 +417,9 @@ impl ModelWriter {
         let codes: Vec<_> = self
             .opcodes
             .iter()
-            .map(|&(code, version)| {
+            .zip(&self.custom_codes)
+            .map(|(&(code, version), custom)| {
+                let custom_code = custom.as_deref().map(|name| b.create_string(name));
                 // Codes above 126 go in `builtin_code` only; the byte field then
                 // holds the placeholder 127.
                 let deprecated = if code < 127 { code as i8 } else { 127 };
@@ -385,7 +427,7 @@ impl ModelWriter {
                     &mut b,
                     &fb::OperatorCodeArgs {
                         deprecated_builtin_code: deprecated,
-                        custom_code: None,
+                        custom_code,
                         version,
                         builtin_code: fb::BuiltinOperator(code),
                     },

@@ -1,0 +1,569 @@
+//! The accelerator seam: what an NPU or DMA backend offers, the jobs the
+//! interpreter hands it, and the tickets that make sure every job is waited.
+//!
+//! A backend ([`Accelerator`]) states its [`Capabilities`]: the ops and
+//! tensor types it runs, the base-address alignment it needs, its cache-line
+//! size, how many regions one job may name, and the address windows it can
+//! reach (read-only or read-write). At allocate time the interpreter lets
+//! it claim ops (those it supports *and* the caller lists in
+//! [`Offload::ops`]); for each claimed op it builds a [`Job`] naming every
+//! byte range the engine touches. At invoke it submits the job, keeps running
+//! CPU ops that do not conflict, and waits before the first one that does.
+//!
+//! Real drivers have this shape: Arm's Ethos-U driver (`ethosu_invoke_async`
+//! then `ethosu_wait`, 16-byte aligned base addresses, weak cache hooks), ST's
+//! Neural-ART runtime, the MAX78000's start / interrupt flag / WFI.
+//!
+//! Misuse is made hard in the types: [`Ticket::submit`] returns a
+//! `#[must_use]` [`Ticket`] that borrows the backend; dropping it without
+//! waiting aborts the job and waits for the abort, so the engine never
+//! outlives the memory it was given. The interpreter, not a kernel, owns the
+//! tickets and decides when to wait (see [`crate::interpreter`]).
+//!
+//! ```
+//! use hilt_runtime::accel::{Accelerator, Ticket, vnpu::{SteppedVnpu, Immediate, VnpuConfig}};
+//! let engine = SteppedVnpu::new(VnpuConfig::default(), Immediate);
+//! assert!(engine.capabilities().align >= 16);
+//! ```
+
+use core::fmt;
+
+use crate::allocation::TensorSlot;
+use crate::kernels::context::OpRecord;
+use crate::kernels::{InvokeContext, InvokeFn, KernelError};
+use crate::model::{Model, OpCode};
+use crate::schema::{BuiltinOperator, TensorType};
+
+pub mod cache;
+pub mod event;
+pub(crate) mod schedule;
+pub mod vnpu;
+
+pub use cache::{CacheMaintenance, Coherent};
+pub use event::{EventWait, FlagEvent};
+
+/// The most regions one job names (inputs, outputs, scratch, descriptor).
+pub const MAX_JOB_REGIONS: usize = 12;
+
+/// An absolute time in the backend's own clock ([`Accelerator::now`]).
+pub type Deadline = u64;
+
+/// No deadline.
+pub const NEVER: Deadline = u64::MAX;
+
+/// What the engine may do with a region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Access {
+    /// The engine only reads it.
+    Read,
+    /// The engine reads and writes it.
+    ReadWrite,
+}
+
+/// What a region holds, so errors can name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum RegionRole {
+    /// An input tensor (by index).
+    Input(u32),
+    /// An output tensor (by index).
+    Output(u32),
+    /// The op's n-th scratch buffer.
+    Scratch(u32),
+    /// The job's descriptor: the op data its kernel prepared (multipliers,
+    /// shapes), which the engine reads as a command stream.
+    Descriptor,
+}
+
+/// One byte range a job touches, by absolute address (what a DMA engine sees).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct JobRegion {
+    /// First byte's address.
+    pub address: usize,
+    /// Length in bytes (the data; the plan reserves whole cache lines).
+    pub len: u32,
+    /// Read only, or read and write.
+    pub access: Access,
+    /// What it holds.
+    pub role: RegionRole,
+}
+
+impl JobRegion {
+    const EMPTY: JobRegion = JobRegion {
+        address: 0,
+        len: 0,
+        access: Access::Read,
+        role: RegionRole::Descriptor,
+    };
+}
+
+/// An address range the engine can reach.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct AddressWindow {
+    /// First address.
+    pub start: usize,
+    /// Length in bytes.
+    pub len: usize,
+    /// Whether the engine may write there (flash, or a bus it only reads, is not).
+    pub writable: bool,
+}
+
+impl AddressWindow {
+    /// Whether `[address, address + len)` lies inside the window.
+    pub const fn contains(&self, address: usize, len: usize) -> bool {
+        address >= self.start
+            && match address.checked_add(len) {
+                Some(end) => end <= self.start.saturating_add(self.len),
+                None => false,
+            }
+    }
+}
+
+/// An operator a backend runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpKind<'c> {
+    /// A builtin operator.
+    Builtin(BuiltinOperator),
+    /// A `CUSTOM` operator, by its custom-code name.
+    Custom(&'c str),
+}
+
+impl OpKind<'_> {
+    /// Whether `code` is this operator.
+    pub fn matches(&self, code: OpCode<'_>) -> bool {
+        match (*self, code) {
+            (OpKind::Builtin(a), OpCode::Builtin(b)) => a == b,
+            (OpKind::Custom(a), OpCode::Custom(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// An operator a backend runs, and the tensor types it runs it on.
+#[derive(Debug, Clone, Copy)]
+pub struct OpSupport<'c> {
+    /// The operator.
+    pub op: OpKind<'c>,
+    /// Every activation (non-constant) input and output must have one of
+    /// these types.
+    pub types: &'c [TensorType],
+}
+
+/// What a backend can do; the interpreter plans and claims from it.
+#[derive(Debug, Clone, Copy)]
+pub struct Capabilities<'c> {
+    /// Operators and types it runs.
+    pub ops: &'c [OpSupport<'c>],
+    /// Alignment every region's base address needs (a power of two).
+    pub align: u32,
+    /// Cache-line size the CPU must maintain in whole units (a power of two).
+    pub line_size: u32,
+    /// The most regions one job may name.
+    pub max_regions: u32,
+    /// Addresses it reaches; empty means everywhere.
+    pub windows: &'c [AddressWindow],
+}
+
+impl Capabilities<'_> {
+    /// The alignment the plan gives every buffer this backend touches: its
+    /// base alignment and whole cache lines.
+    pub fn buffer_align(&self, cache_line: u32) -> u32 {
+        self.align.max(self.line_size).max(cache_line).max(1)
+    }
+}
+
+/// Identifies a submitted job to its backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct JobId(pub u32);
+
+/// Why a job could not be submitted, ran badly, or was not waited in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum AccelError {
+    /// A region's base address is not aligned as the backend needs.
+    Misaligned {
+        /// Region position in the job.
+        region: u8,
+        /// What the region holds.
+        role: RegionRole,
+    },
+    /// A region lies outside every window the engine reaches.
+    OutsideWindow {
+        /// Region position in the job.
+        region: u8,
+        /// What the region holds.
+        role: RegionRole,
+    },
+    /// The engine would write a region the job marks read-only, or one in a
+    /// read-only window.
+    WriteToReadOnly {
+        /// Region position in the job.
+        region: u8,
+        /// What the region holds.
+        role: RegionRole,
+    },
+    /// More regions than the backend takes.
+    TooManyRegions {
+        /// Regions named.
+        count: u8,
+    },
+    /// The engine runs one job at a time and is busy.
+    Busy,
+    /// The backend cannot run this job's operator.
+    Unsupported,
+    /// The deadline passed before the job completed.
+    Timeout,
+    /// The job was aborted.
+    Aborted,
+    /// The ticket names no job the backend knows.
+    UnknownJob,
+    /// The engine's kernel failed.
+    Kernel(KernelError),
+    /// Memory the engine still used was written by someone else while the
+    /// job held it (a fence or hold is missing).
+    LeaseViolation {
+        /// Region position in the job.
+        region: u8,
+        /// What the region holds.
+        role: RegionRole,
+    },
+    /// The engine reported a failure of its own.
+    Engine {
+        /// Backend-specific code.
+        code: u32,
+    },
+}
+
+impl fmt::Display for AccelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            AccelError::Misaligned { region, role } => {
+                write!(f, "region {region} ({role:?}) is misaligned for the engine")
+            }
+            AccelError::OutsideWindow { region, role } => write!(
+                f,
+                "region {region} ({role:?}) is outside every window the engine reaches"
+            ),
+            AccelError::WriteToReadOnly { region, role } => {
+                write!(
+                    f,
+                    "region {region} ({role:?}) would be written but is read-only"
+                )
+            }
+            AccelError::TooManyRegions { count } => {
+                write!(
+                    f,
+                    "the job names {count} regions, more than the engine takes"
+                )
+            }
+            AccelError::Busy => f.write_str("the engine is busy"),
+            AccelError::Unsupported => f.write_str("the engine cannot run this operator"),
+            AccelError::Timeout => f.write_str("the job missed its deadline"),
+            AccelError::Aborted => f.write_str("the job was aborted"),
+            AccelError::UnknownJob => f.write_str("no such job"),
+            AccelError::Kernel(e) => write!(f, "engine kernel: {e}"),
+            AccelError::LeaseViolation { region, role } => write!(
+                f,
+                "region {region} ({role:?}) was written by someone else while the engine held it"
+            ),
+            AccelError::Engine { code } => write!(f, "engine error {code}"),
+        }
+    }
+}
+
+impl core::error::Error for AccelError {}
+
+/// A backend: an NPU driver, a DMA engine, or the virtual NPU.
+///
+/// Methods take `&self`: a backend is shared between the code that submits
+/// and the interrupt (or thread) that completes jobs, so it keeps its state
+/// behind its own interior mutability (a critical section on a target).
+pub trait Accelerator {
+    /// What it runs and what memory it reaches.
+    fn capabilities(&self) -> Capabilities<'_>;
+    /// Its clock, in which deadlines are given.
+    fn now(&self) -> u64;
+    /// Checks and starts `job`. The memory the job names must stay valid and
+    /// untouched by others until the job is waited or aborted; callers use
+    /// [`Ticket::submit`], which enforces that.
+    fn submit(&self, job: &Job) -> Result<JobId, AccelError>;
+    /// Whether the job has completed (`Ok(true)`), without blocking.
+    fn poll(&self, job: JobId) -> Result<bool, AccelError>;
+    /// Blocks until the job completes (and retires it) or `deadline` passes
+    /// (`Err(Timeout)`, the job still running).
+    fn wait(&self, job: JobId, deadline: Deadline) -> Result<(), AccelError>;
+    /// Stops the job; once this returns the engine no longer touches its
+    /// memory and forgets it.
+    fn abort(&self, job: JobId);
+}
+
+/// A submitted job that must be waited.
+///
+/// Dropping a ticket without [`wait`](Self::wait) aborts the job (and the
+/// abort returns only once the engine has let go of the job's memory): a
+/// forgotten wait costs the job's result, never the memory's integrity.
+/// `core::mem::forget` on a ticket would defeat this; the interpreter keeps
+/// its tickets in a local array and never forgets one.
+#[must_use = "a job must be waited; dropping the ticket aborts it"]
+pub struct Ticket<'a> {
+    accelerator: &'a dyn Accelerator,
+    id: JobId,
+    live: bool,
+}
+
+impl fmt::Debug for Ticket<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ticket").field("id", &self.id).finish()
+    }
+}
+
+impl<'a> Ticket<'a> {
+    /// Submits `job` to `accelerator`.
+    pub fn submit(accelerator: &'a dyn Accelerator, job: &Job) -> Result<Self, AccelError> {
+        let id = accelerator.submit(job)?;
+        Ok(Ticket {
+            accelerator,
+            id,
+            live: true,
+        })
+    }
+
+    /// The backend's id of the job.
+    pub fn id(&self) -> JobId {
+        self.id
+    }
+
+    /// Whether the job has completed; lets a polled engine make progress.
+    pub fn poll(&self) -> Result<bool, AccelError> {
+        self.accelerator.poll(self.id)
+    }
+
+    /// Waits for the job until `deadline`. On any error (a missed deadline
+    /// included) the job is aborted before this returns, so its memory is
+    /// free either way.
+    pub fn wait(mut self, deadline: Deadline) -> Result<(), AccelError> {
+        self.live = false;
+        let result = self.accelerator.wait(self.id, deadline);
+        if result.is_err() {
+            self.accelerator.abort(self.id);
+        }
+        result
+    }
+
+    /// Aborts the job.
+    pub fn abort(mut self) {
+        self.live = false;
+        self.accelerator.abort(self.id);
+    }
+}
+
+impl Drop for Ticket<'_> {
+    fn drop(&mut self) {
+        if self.live {
+            self.accelerator.abort(self.id);
+        }
+    }
+}
+
+/// How the engine computes a claimed op: hilt's own kernel, over whatever
+/// memory the engine reads (the arena itself, or vnpu's shadow copy of it).
+/// A real NPU ignores this and runs its command stream (the descriptor).
+///
+/// It holds raw pointers to the model, the tensor and scratch slot tables
+/// (read-only after commit) and the arena: valid for as long as the job is,
+/// which the interpreter guarantees by waiting every job before `invoke`
+/// returns.
+#[derive(Clone, Copy)]
+pub struct OpWork {
+    invoke: InvokeFn,
+    model: *const Model<'static>,
+    op: u32,
+    slots: *const [TensorSlot],
+    scratch: *const [TensorSlot],
+    record: OpRecord,
+    arena: *mut u8,
+    arena_len: usize,
+}
+
+impl fmt::Debug for OpWork {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpWork").field("op", &self.op).finish()
+    }
+}
+
+// SAFETY: the pointers name data that is read-only while a job exists
+// (model bytes, slot tables) and arena bytes the plan reserves for this job
+// alone until it is waited; moving the description to an engine thread
+// creates no shared mutable access beyond what the plan already isolates.
+unsafe impl Send for OpWork {}
+
+impl OpWork {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        invoke: InvokeFn,
+        model: &Model<'_>,
+        op: u32,
+        slots: &[TensorSlot],
+        scratch: &[TensorSlot],
+        record: OpRecord,
+        arena: *mut u8,
+        arena_len: usize,
+    ) -> Self {
+        OpWork {
+            invoke,
+            // Lifetime erased: see the type's documentation.
+            model: (model as *const Model<'_>).cast::<Model<'static>>(),
+            op,
+            slots: slots as *const [TensorSlot],
+            scratch: scratch as *const [TensorSlot],
+            record,
+            arena,
+            arena_len,
+        }
+    }
+
+    /// The arena the job's tensors live in: `(first byte, length)`.
+    pub fn arena(&self) -> (usize, usize) {
+        (self.arena as usize, self.arena_len)
+    }
+
+    /// Runs the op's kernel over the arena image at `base` (the arena itself,
+    /// or a copy of it of the same length).
+    ///
+    /// # Safety
+    /// `base` must point to `self.arena().1` bytes valid for reads and
+    /// writes; the job must not have been waited or aborted yet (the
+    /// pointers it holds are valid only until then); and no one else may
+    /// touch the job's regions in that image while this runs.
+    pub unsafe fn execute(&self, base: *mut u8) -> Result<(), KernelError> {
+        // SAFETY: the caller guarantees the job is live, so the interpreter
+        // that built it still holds the model and slot tables.
+        let (model, slots, scratch) = unsafe { (&*self.model, &*self.slots, &*self.scratch) };
+        let op = model.operator(self.op).ok_or(KernelError::Internal)?;
+        let ctx = InvokeContext {
+            base,
+            len: self.arena_len,
+            model,
+            op,
+            slots,
+            record: self.record,
+            scratch,
+            taken: core::cell::Cell::new(0),
+        };
+        (self.invoke)(&ctx)
+    }
+}
+
+/// One unit of work for an engine: an op and every byte range it touches.
+#[derive(Debug, Clone, Copy)]
+pub struct Job {
+    /// The operator (execution step) it computes.
+    pub op: u32,
+    /// Multiply-accumulates it does (for latency models).
+    pub macs: u64,
+    regions: [JobRegion; MAX_JOB_REGIONS],
+    count: u8,
+    work: Option<OpWork>,
+}
+
+impl Job {
+    /// A job for op `op` with no regions yet.
+    pub const fn new(op: u32) -> Self {
+        Job {
+            op,
+            macs: 0,
+            regions: [JobRegion::EMPTY; MAX_JOB_REGIONS],
+            count: 0,
+            work: None,
+        }
+    }
+
+    /// Adds a region; `false` when the job already names [`MAX_JOB_REGIONS`].
+    ///
+    /// # Safety
+    /// `[region.address, region.address + region.len)` must be memory valid
+    /// for reads (and writes, for `ReadWrite`) from submit until the job is
+    /// waited or aborted: the engine reads and writes it by address.
+    pub unsafe fn push(&mut self, region: JobRegion) -> bool {
+        match self.regions.get_mut(self.count as usize) {
+            Some(slot) => {
+                *slot = region;
+                self.count += 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The regions it names.
+    pub fn regions(&self) -> &[JobRegion] {
+        &self.regions[..self.count as usize]
+    }
+
+    /// How to compute it with hilt's kernels, when the interpreter built it.
+    pub fn work(&self) -> Option<&OpWork> {
+        self.work.as_ref()
+    }
+
+    pub(crate) fn set_work(&mut self, work: OpWork) {
+        self.work = Some(work);
+    }
+
+    /// Whether the job touches any byte of `[address, address + len)`.
+    pub fn touches(&self, address: usize, len: usize) -> bool {
+        self.regions()
+            .iter()
+            .any(|r| address < r.address + r.len as usize && r.address < address + len)
+    }
+}
+
+/// What the caller hands the interpreter to offload ops: the backend, the
+/// CPU's cache operations, which ops to offload, and how long a wait may take.
+#[derive(Clone, Copy)]
+pub struct Offload<'o> {
+    /// The backend.
+    pub accelerator: &'o dyn Accelerator,
+    /// The CPU's cache maintenance towards that backend.
+    pub cache: &'o dyn CacheMaintenance,
+    /// Ops the caller lets the backend claim (builtins and custom names);
+    /// the backend claims only those it also supports.
+    pub ops: &'o [OpKind<'o>],
+    /// How long one wait may take, in the backend's clock.
+    pub timeout: u64,
+}
+
+impl fmt::Debug for Offload<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Offload")
+            .field("ops", &self.ops)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+/// The ops offloaded by default: the convolution family, ADD and pooling.
+pub const DEFAULT_OFFLOAD: &[OpKind<'static>] = &[
+    OpKind::Builtin(BuiltinOperator::CONV_2D),
+    OpKind::Builtin(BuiltinOperator::DEPTHWISE_CONV_2D),
+    OpKind::Builtin(BuiltinOperator::FULLY_CONNECTED),
+    OpKind::Builtin(BuiltinOperator::ADD),
+    OpKind::Builtin(BuiltinOperator::AVERAGE_POOL_2D),
+    OpKind::Builtin(BuiltinOperator::MAX_POOL_2D),
+];
+
+/// Per-invoke figures of the offload schedule.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OffloadStats {
+    /// Jobs submitted.
+    pub jobs: u32,
+    /// CPU ops started while a job was in flight and not yet complete: the
+    /// overlap the schedule achieved.
+    pub cpu_ops_overlapped: u32,
+    /// Waits that found their job still running.
+    pub waits_blocked: u32,
+}

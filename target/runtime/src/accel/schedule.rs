@@ -1,0 +1,115 @@
+//! The static offload schedule, computed once at allocate time: which ops
+//! the backend claims, and before which step each job is waited.
+//!
+//! A job for op `k` is waited before the first later op `j` that conflicts
+//! with it: `j` reads or writes one of `k`'s outputs, writes one of `k`'s
+//! inputs, or is itself a job (the engine runs one job at a time). Without
+//! a conflict it is waited after the last op. The plan then holds every
+//! buffer the job touches until that step, so nothing else is placed on it
+//! while the engine may still read or write it.
+
+use bytemuck::{Pod, Zeroable};
+
+use super::{Offload, OpKind};
+use crate::model::{Model, OpCode, OperatorInfo};
+
+/// Per-op offload record in the arena's tail (only when offloading).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Pod, Zeroable)]
+pub(crate) struct JobRecord {
+    /// 1 when the backend claimed the op.
+    pub(crate) claimed: u32,
+    /// The step before which the job is waited (`operator_count` = at the end).
+    pub(crate) wait_before: u32,
+    /// The descriptor (the op data its prepare stored), offset from the arena start.
+    pub(crate) desc_offset: u32,
+    /// Its length.
+    pub(crate) desc_len: u32,
+}
+
+/// Whether the backend of `offload` claims `op`: the caller lists it and the
+/// backend supports it for the types of all its activation tensors.
+pub(crate) fn claims(offload: &Offload<'_>, model: &Model<'_>, op: &OperatorInfo<'_>) -> bool {
+    if !offload.ops.iter().any(|k| k.matches(op.code)) {
+        return false;
+    }
+    let caps = offload.accelerator.capabilities();
+    caps.ops.iter().any(|support| {
+        support.op.matches(op.code)
+            && op
+                .inputs()
+                .chain(op.outputs())
+                .flatten()
+                .filter_map(|t| model.tensor(t))
+                .filter(|t| t.constant.is_none())
+                .all(|t| support.types.contains(&t.dtype))
+    })
+}
+
+/// The step before which the job of op `k` must be waited.
+pub(crate) fn wait_before(model: &Model<'_>, k: u32, claimed: impl Fn(u32) -> bool) -> u32 {
+    let n = model.operator_count();
+    let Some(job) = model.operator(k) else {
+        return n;
+    };
+    for j in k + 1..n {
+        if claimed(j) {
+            return j;
+        }
+        let Some(op) = model.operator(j) else {
+            continue;
+        };
+        let touches_outputs = op
+            .inputs()
+            .chain(op.outputs())
+            .flatten()
+            .any(|t| job.outputs().flatten().any(|o| o == t));
+        let writes_inputs = op
+            .outputs()
+            .flatten()
+            .any(|t| job.inputs().flatten().any(|i| i == t));
+        if touches_outputs || writes_inputs {
+            return j;
+        }
+    }
+    n
+}
+
+/// Multiply-accumulates of an op, for latency models: for ops with a
+/// constant weight tensor (input 1), each output element costs one MAC per
+/// weight of its output channel; other ops one per output element.
+pub(crate) fn estimate_macs(model: &Model<'_>, op: &OperatorInfo<'_>) -> u64 {
+    let outputs: u64 = op
+        .outputs()
+        .flatten()
+        .filter_map(|t| model.tensor(t))
+        .map(|t| t.shape().map(|d| d.max(1) as u64).product::<u64>())
+        .sum();
+    let weights = op
+        .inputs()
+        .nth(1)
+        .flatten()
+        .and_then(|t| model.tensor(t))
+        .filter(|t| t.constant.is_some());
+    let Some(weights) = weights else {
+        return outputs;
+    };
+    let dims: [u64; 4] = {
+        let mut d = [1u64; 4];
+        for (slot, v) in d.iter_mut().zip(weights.shape()) {
+            *slot = v.max(1) as u64;
+        }
+        d
+    };
+    let total: u64 = dims.iter().product();
+    let channels = match op.code {
+        // Depthwise filters are [1, h, w, channels].
+        OpCode::Builtin(b) if OpKind::Builtin(b) == depthwise() => dims[3],
+        _ => dims[0],
+    };
+    outputs * (total / channels.max(1))
+}
+
+fn depthwise() -> OpKind<'static> {
+    OpKind::Builtin(crate::schema::BuiltinOperator::DEPTHWISE_CONV_2D)
+}

@@ -1,0 +1,416 @@
+//! Accelerator offload end to end: delegation (builtins and a custom op),
+//! the asynchronous schedule and its fences, the plan's holds and
+//! alignment, deadlines, and vnpu's coherent and non-coherent modes.
+
+use hilt_runtime::accel::vnpu::{
+    Immediate, NEGATE, NEGATE_NAME, Never, Slices, SteppedVnpu, Stepper, VnpuConfig, VnpuCore,
+};
+use hilt_runtime::accel::{
+    AccelError, CacheMaintenance, Coherent, DEFAULT_OFFLOAD, Offload, OffloadStats, OpKind,
+    RegionRole,
+};
+use hilt_runtime::allocation::AllocOptions;
+use hilt_runtime::interpreter::{Interpreter, InterpreterError};
+use hilt_runtime::kernels::{OpResolver, all_builtins};
+use hilt_runtime::model::Model;
+use hilt_runtime::planner::Greedy;
+use hilt_runtime::request::BufferOwner;
+use hilt_runtime::schema::{ActivationFunctionType, BuiltinOperator as Op, TensorType};
+use hilt_runtime::writer::{ModelWriter, Options, f32_bytes};
+
+const FC: Options = Options::FullyConnected {
+    activation: ActivationFunctionType::NONE,
+    keep_num_dims: false,
+};
+const ADD: Options = Options::Add {
+    activation: ActivationFunctionType::NONE,
+};
+
+fn weights(n: usize) -> Vec<u8> {
+    let w: Vec<f32> = (0..n * n)
+        .map(|i| ((i * 7 % 11) as f32 - 5.0) / 8.0)
+        .collect();
+    f32_bytes(&w)
+}
+
+fn input(n: usize) -> Vec<u8> {
+    let x: Vec<f32> = (0..n).map(|i| (i as f32 - 3.0) / 4.0).collect();
+    f32_bytes(&x)
+}
+
+/// Two independent branches joined by an ADD:
+/// `x → FC → a` (offloaded) beside `x → LOGISTIC ×3 → b3` (CPU), then
+/// `y = a + b3` (offloaded, so job 0 is waited before it).
+fn branches() -> Vec<u8> {
+    let mut w = ModelWriter::new();
+    let x = w.input("x", TensorType::FLOAT32, &[1, 16]);
+    let weights = w.constant("w", TensorType::FLOAT32, &[16, 16], &weights(16));
+    let a = w.tensor("a", TensorType::FLOAT32, &[1, 16]);
+    let b1 = w.tensor("b1", TensorType::FLOAT32, &[1, 16]);
+    let b2 = w.tensor("b2", TensorType::FLOAT32, &[1, 16]);
+    let b3 = w.tensor("b3", TensorType::FLOAT32, &[1, 16]);
+    let y = w.output("y", TensorType::FLOAT32, &[1, 16]);
+    w.op(
+        Op::FULLY_CONNECTED,
+        &[Some(x), Some(weights), None],
+        &[a],
+        FC,
+    );
+    w.op(Op::LOGISTIC, &[Some(x)], &[b1], Options::None);
+    w.op(Op::LOGISTIC, &[Some(b1)], &[b2], Options::None);
+    w.op(Op::LOGISTIC, &[Some(b2)], &[b3], Options::None);
+    w.op(Op::ADD, &[Some(a), Some(b3)], &[y], ADD);
+    w.finish()
+}
+
+/// `t = LOGISTIC(x)`, `a = FC(t)` (offloaded), `u = LOGISTIC(x2)` (CPU,
+/// after t's last read), `y = LOGISTIC(a)`. Without the hold on `t`, the
+/// planner puts `u` on `t`'s bytes while the engine still holds them.
+fn reuse_after_job() -> Vec<u8> {
+    let mut w = ModelWriter::new();
+    let x = w.input("x", TensorType::FLOAT32, &[1, 16]);
+    let x2 = w.input("x2", TensorType::FLOAT32, &[1, 64]);
+    let weights = w.constant("w", TensorType::FLOAT32, &[16, 16], &weights(16));
+    let t = w.tensor("t", TensorType::FLOAT32, &[1, 16]);
+    let a = w.tensor("a", TensorType::FLOAT32, &[1, 16]);
+    let u = w.output("u", TensorType::FLOAT32, &[1, 64]);
+    let y = w.output("y", TensorType::FLOAT32, &[1, 16]);
+    w.op(Op::LOGISTIC, &[Some(x)], &[t], Options::None);
+    w.op(
+        Op::FULLY_CONNECTED,
+        &[Some(t), Some(weights), None],
+        &[a],
+        FC,
+    );
+    w.op(Op::LOGISTIC, &[Some(x2)], &[u], Options::None);
+    w.op(Op::LOGISTIC, &[Some(a)], &[y], Options::None);
+    w.finish()
+}
+
+/// `y = HILT_VNPU_NEGATE(x)`, int8.
+fn custom_negate() -> Vec<u8> {
+    let mut w = ModelWriter::new();
+    let x = w.input("x", TensorType::INT8, &[1, 40]);
+    let y = w.output("y", TensorType::INT8, &[1, 40]);
+    w.custom_op(NEGATE_NAME, &[x], &[y]);
+    w.finish()
+}
+
+fn resolver() -> OpResolver<32> {
+    let mut r = all_builtins();
+    r.add_custom(NEGATE_NAME, NEGATE).unwrap();
+    r
+}
+
+struct Run {
+    output: Vec<u8>,
+    stats: OffloadStats,
+    claimed: Vec<bool>,
+}
+
+fn run(
+    bytes: &[u8],
+    x: &[u8],
+    offload: Option<Offload<'_>>,
+    drop_holds: bool,
+) -> Result<Run, InterpreterError> {
+    let model = Model::from_bytes(bytes).unwrap();
+    let resolver = resolver();
+    let mut arena = vec![0u8; 16 * 1024];
+    let mut interpreter = Interpreter::new(model, &resolver, &mut arena);
+    interpreter.set_offload(offload);
+    if drop_holds {
+        interpreter.inject_drop_holds();
+    }
+    interpreter.allocate(&Greedy, &AllocOptions::default())?;
+    interpreter.input_mut(0)?.copy_from_slice(x);
+    for i in 1..interpreter.input_count() {
+        let second = interpreter.input_mut(i)?;
+        // Other values than input 0's, so no two tensors look alike.
+        let values: Vec<f32> = (0..second.len() / 4)
+            .map(|i| 2.0 - i as f32 / 8.0)
+            .collect();
+        second.copy_from_slice(&f32_bytes(&values));
+    }
+    interpreter.invoke()?;
+    let mut claimed = vec![false; model.operator_count() as usize];
+    interpreter.claimed_ops(&mut claimed)?;
+    Ok(Run {
+        output: interpreter.output(0)?.to_vec(),
+        stats: interpreter.offload_stats(),
+        claimed,
+    })
+}
+
+fn offload<'o, S: Stepper>(engine: &'o SteppedVnpu<'_, S>, ops: &'o [OpKind<'o>]) -> Offload<'o> {
+    Offload {
+        accelerator: engine,
+        cache: engine,
+        ops,
+        timeout: 1_000,
+    }
+}
+
+fn small_jobs() -> VnpuConfig<'static> {
+    let mut config = VnpuConfig::default();
+    config.latency.job_cycles = 3;
+    config.latency.cycles_per_1000_macs = 0;
+    config
+}
+
+#[test]
+fn offloaded_outputs_are_bit_exact_and_claims_follow_the_list() {
+    let bytes = branches();
+    let cpu = run(&bytes, &input(16), None, false).unwrap();
+    assert_eq!(cpu.claimed, [false; 5]);
+    let engine = SteppedVnpu::new(VnpuConfig::default(), Immediate);
+    let npu = run(
+        &bytes,
+        &input(16),
+        Some(offload(&engine, DEFAULT_OFFLOAD)),
+        false,
+    )
+    .unwrap();
+    assert_eq!(npu.output, cpu.output);
+    assert_eq!(npu.claimed, [true, false, false, false, true]);
+    assert_eq!(npu.stats.jobs, 2);
+    assert_eq!(engine.stats().jobs, 2);
+    assert_eq!(engine.violation(), None);
+    // Only FULLY_CONNECTED listed: ADD stays on the CPU.
+    let fc_only = [OpKind::Builtin(Op::FULLY_CONNECTED)];
+    let npu = run(&bytes, &input(16), Some(offload(&engine, &fc_only)), false).unwrap();
+    assert_eq!(npu.claimed, [true, false, false, false, false]);
+    assert_eq!(npu.output, cpu.output);
+}
+
+#[test]
+fn the_cpu_runs_the_other_branch_while_the_job_runs() {
+    let bytes = branches();
+    let cpu = run(&bytes, &input(16), None, false).unwrap();
+    // One cycle per tick, three per job: job 0 completes during the third
+    // CPU op of the other branch.
+    let engine = SteppedVnpu::new(small_jobs(), Slices(1));
+    let npu = run(
+        &bytes,
+        &input(16),
+        Some(offload(&engine, DEFAULT_OFFLOAD)),
+        false,
+    )
+    .unwrap();
+    assert_eq!(npu.output, cpu.output);
+    assert_eq!(npu.stats.cpu_ops_overlapped, 2, "{:?}", npu.stats);
+    // A slower engine: all three CPU ops overlap and the wait blocks.
+    let engine = SteppedVnpu::new(VnpuConfig::default(), Slices(100));
+    let npu = run(
+        &bytes,
+        &input(16),
+        Some(offload(&engine, DEFAULT_OFFLOAD)),
+        false,
+    )
+    .unwrap();
+    assert_eq!(npu.output, cpu.output);
+    assert_eq!(npu.stats.cpu_ops_overlapped, 3);
+    assert!(npu.stats.waits_blocked >= 1);
+}
+
+#[test]
+fn a_custom_op_resolves_by_name_and_is_claimed_by_the_backend_that_registers_it() {
+    let bytes = custom_negate();
+    let x: Vec<u8> = (0..40).map(|i| (i * 5 - 100) as i8 as u8).collect();
+    let expected: Vec<u8> = x
+        .iter()
+        .map(|&v| (v as i8).saturating_neg() as u8)
+        .collect();
+    let cpu = run(&bytes, &x, None, false).unwrap();
+    assert_eq!(cpu.output, expected);
+    let engine = SteppedVnpu::new(VnpuConfig::default(), Slices(500));
+    let names = [OpKind::Custom(NEGATE_NAME)];
+    let npu = run(&bytes, &x, Some(offload(&engine, &names)), false).unwrap();
+    assert_eq!(npu.claimed, [true]);
+    assert_eq!(npu.output, expected);
+    // Without the name registered, the op has no kernel.
+    let model = Model::from_bytes(&bytes).unwrap();
+    let builtins = all_builtins();
+    let mut arena = vec![0u8; 4096];
+    let mut interpreter = Interpreter::new(model, &builtins, &mut arena);
+    assert!(matches!(
+        interpreter.allocate(&Greedy, &AllocOptions::default()),
+        Err(InterpreterError::UnsupportedOperator { op: 0, .. })
+    ));
+}
+
+#[test]
+fn buffers_a_job_touches_are_aligned_whole_lines_and_held_until_its_wait() {
+    let bytes = reuse_after_job();
+    let model = Model::from_bytes(&bytes).unwrap();
+    let resolver = resolver();
+    let engine = SteppedVnpu::new(VnpuConfig::default(), Immediate);
+    let fc_only = [OpKind::Builtin(Op::FULLY_CONNECTED)];
+    let mut arena = vec![0u8; 16 * 1024];
+    let mut interpreter = Interpreter::new(model, &resolver, &mut arena);
+    interpreter.set_offload(Some(offload(&engine, &fc_only)));
+    let mut seen = Vec::new();
+    interpreter
+        .allocate_with_report(&Greedy, &AllocOptions::default(), |plan| {
+            seen = plan.requests.to_vec();
+        })
+        .unwrap();
+    // Tensors: x 0, x2 1, w 2 (constant), t 3, a 4, u 5, y 6.
+    let find = |t: u32| {
+        *seen
+            .iter()
+            .find(|r| r.owner() == BufferOwner::Tensor(t))
+            .unwrap()
+    };
+    let line = VnpuConfig::default().line_size;
+    for t in [3, 4] {
+        let r = find(t);
+        assert!(r.align >= line && r.align.is_multiple_of(16), "{r:?}");
+        assert!(r.padded_size().unwrap().is_multiple_of(line));
+    }
+    // t is last read by op 1, but the job is waited before op 3.
+    assert_eq!((find(3).last_step, find(3).live_until()), (1, 3));
+    assert_eq!(find(5).live_until(), 3);
+}
+
+#[test]
+fn removing_the_holds_is_caught_by_the_engine_lease_check() {
+    let bytes = reuse_after_job();
+    let fc_only = [OpKind::Builtin(Op::FULLY_CONNECTED)];
+    let engine = SteppedVnpu::new(VnpuConfig::default(), Slices(100));
+    let ok = run(&bytes, &input(16), Some(offload(&engine, &fc_only)), false).unwrap();
+    assert_eq!(
+        ok.output,
+        run(&bytes, &input(16), None, false).unwrap().output
+    );
+    assert_eq!(engine.violation(), None);
+
+    let engine = SteppedVnpu::new(VnpuConfig::default(), Slices(100));
+    let err = run(&bytes, &input(16), Some(offload(&engine, &fc_only)), true)
+        .err()
+        .expect("a plan without holds must fail");
+    match err {
+        InterpreterError::Accelerator {
+            op: 1,
+            error: AccelError::LeaseViolation { role, .. },
+            ..
+        } => assert_eq!(role, RegionRole::Input(3)),
+        other => panic!("unexpected {other:?}"),
+    }
+    let violation = engine.violation().unwrap();
+    assert_eq!(violation.op, 1);
+}
+
+#[test]
+fn a_missed_deadline_names_op_and_job_and_reset_recovers() {
+    let bytes = branches();
+    let cpu = run(&bytes, &input(16), None, false).unwrap();
+    let model = Model::from_bytes(&bytes).unwrap();
+    let resolver = resolver();
+    let engine = SteppedVnpu::new(VnpuConfig::default(), Hung(true));
+    let mut arena = vec![0u8; 16 * 1024];
+    let mut interpreter = Interpreter::new(model, &resolver, &mut arena);
+    interpreter.set_offload(Some(Offload {
+        timeout: 50,
+        ..offload(&engine, DEFAULT_OFFLOAD)
+    }));
+    interpreter
+        .allocate(&Greedy, &AllocOptions::default())
+        .unwrap();
+    interpreter
+        .input_mut(0)
+        .unwrap()
+        .copy_from_slice(&input(16));
+    let err = interpreter.invoke().unwrap_err();
+    assert!(
+        matches!(
+            err,
+            InterpreterError::Accelerator {
+                op: 0,
+                job: 1,
+                error: AccelError::Timeout
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("operator 0, accelerator job 1"));
+    // The engine recovers; the interpreter runs again after reset.
+    engine.set_stepper(Hung(false));
+    interpreter.reset().unwrap();
+    interpreter
+        .input_mut(0)
+        .unwrap()
+        .copy_from_slice(&input(16));
+    interpreter.invoke().unwrap();
+    assert_eq!(interpreter.output(0).unwrap(), cpu.output.as_slice());
+}
+
+/// `Never` until told otherwise, then `Immediate`.
+struct Hung(bool);
+
+impl Stepper for Hung {
+    fn budget(&mut self) -> u64 {
+        if self.0 {
+            Never.budget()
+        } else {
+            Immediate.budget()
+        }
+    }
+}
+
+#[test]
+fn non_coherent_engine_matches_when_the_cpu_cleans_and_invalidates() {
+    let bytes = branches();
+    let x = input(16);
+    let cpu = run(&bytes, &x, None, false).unwrap();
+    let model = Model::from_bytes(&bytes).unwrap();
+    let resolver = resolver();
+    let mut arena = vec![0u8; 16 * 1024];
+    let mut shadow = vec![0u8; arena.len()];
+    let start = arena.as_mut_ptr() as usize;
+    // SAFETY: `arena` outlives the engine (declared before it) and is the
+    // memory the shadow mirrors.
+    let core = unsafe { VnpuCore::non_coherent(VnpuConfig::default(), &mut shadow, start) };
+    let engine = SteppedVnpu::with_core(core, Slices(1_000));
+    let mut interpreter = Interpreter::new(model, &resolver, &mut arena);
+    interpreter.set_offload(Some(offload(&engine, DEFAULT_OFFLOAD)));
+    interpreter
+        .allocate(&Greedy, &AllocOptions::default())
+        .unwrap();
+    interpreter.input_mut(0).unwrap().copy_from_slice(&x);
+    interpreter.invoke().unwrap();
+    assert_eq!(interpreter.output(0).unwrap(), cpu.output.as_slice());
+    assert_eq!(engine.violation(), None);
+}
+
+#[test]
+fn non_coherent_engine_without_cache_maintenance_gives_wrong_outputs() {
+    let bytes = branches();
+    let x = input(16);
+    let cpu = run(&bytes, &x, None, false).unwrap();
+    let model = Model::from_bytes(&bytes).unwrap();
+    let resolver = resolver();
+    let mut arena = vec![0u8; 16 * 1024];
+    let mut shadow = vec![0u8; arena.len()];
+    let start = arena.as_mut_ptr() as usize;
+    // SAFETY: as above.
+    let core = unsafe { VnpuCore::non_coherent(VnpuConfig::default(), &mut shadow, start) };
+    let engine = SteppedVnpu::with_core(core, Immediate);
+    let mut interpreter = Interpreter::new(model, &resolver, &mut arena);
+    // The CPU believes memory is coherent: it never cleans nor invalidates.
+    let no_maintenance: &dyn CacheMaintenance = &Coherent;
+    interpreter.set_offload(Some(Offload {
+        cache: no_maintenance,
+        ..offload(&engine, DEFAULT_OFFLOAD)
+    }));
+    interpreter
+        .allocate(&Greedy, &AllocOptions::default())
+        .unwrap();
+    interpreter.input_mut(0).unwrap().copy_from_slice(&x);
+    // The engine reads a stale descriptor (the kernel refuses it) or stale
+    // inputs, and the CPU reads stale outputs: either way it shows.
+    match interpreter.invoke() {
+        Ok(()) => assert_ne!(interpreter.output(0).unwrap(), cpu.output.as_slice()),
+        Err(e) => assert!(matches!(e, InterpreterError::Accelerator { .. }), "{e:?}"),
+    }
+}
