@@ -6,8 +6,9 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::accel::{AccelChoice, AcceleratorKind, ThreadedVnpu};
 use crate::host_run::{
-    AlignedBytes, HostClock, RunError, interpreter, planner_for, read_model, verify,
+    AlignedBytes, HostClock, RunError, interpreter_offloaded, planner_for, read_model, verify,
 };
 use hilt_runtime::planner::PlannerKind;
 
@@ -43,6 +44,24 @@ pub struct BenchReport {
     pub arena_total: usize,
     /// Every op, slowest first.
     pub ops: Vec<OpTime>,
+    /// Offload figures, with an accelerator.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offload: Option<OffloadFigures>,
+}
+
+/// Where ops ran and how the engine's work overlapped the CPU's.
+#[derive(Debug, Clone, Serialize)]
+pub struct OffloadFigures {
+    /// The accelerator.
+    pub accelerator: String,
+    /// Ops it ran (operator indices).
+    pub offloaded_ops: Vec<u32>,
+    /// Jobs per invoke.
+    pub jobs_per_invoke: u32,
+    /// CPU ops per invoke that ran while a job was in flight.
+    pub cpu_ops_overlapped: u32,
+    /// Engine busy time per invoke, µs (its latency model, 1 cycle = 1 ns).
+    pub npu_busy_us: f64,
 }
 
 /// Input byte `i` of every input: a fixed pattern, as in the Cortex-M
@@ -58,12 +77,16 @@ pub fn bench(
     arena: usize,
     iterations: usize,
     warmup: usize,
+    accelerator: &AccelChoice,
 ) -> Result<BenchReport, RunError> {
     let bytes = read_model(path)?;
     let model = verify(path, &bytes)?;
     let planner = planner_for(planner, &model)?;
     let mut memory = AlignedBytes::zeroed(arena);
-    let mut interp = interpreter(model, &planner, &mut memory)?;
+    let engine = (accelerator.kind == AcceleratorKind::Vnpu)
+        .then(|| ThreadedVnpu::start(Default::default()));
+    let offload = engine.as_ref().map(|e| e.offload(&accelerator.offload));
+    let mut interp = interpreter_offloaded(model, &planner, &mut memory, offload)?;
     for position in 0..interp.input_count() {
         let input = interp.input_mut(position)?;
         for (i, b) in input.iter_mut().enumerate() {
@@ -98,6 +121,19 @@ pub fn bench(
         interp.invoke_profiled(&clock, &mut per_op)?;
     }
     times.sort_by(f64::total_cmp);
+    let offload = engine.as_ref().map(|engine| {
+        let mut claimed = vec![false; n_ops];
+        let _ = interp.claimed_ops(&mut claimed);
+        let stats = interp.offload_stats();
+        let invokes = (warmup + iterations + profiled).max(1) as f64;
+        OffloadFigures {
+            accelerator: "vnpu".into(),
+            offloaded_ops: (0..n_ops as u32).filter(|&i| claimed[i as usize]).collect(),
+            jobs_per_invoke: stats.jobs,
+            cpu_ops_overlapped: stats.cpu_ops_overlapped,
+            npu_busy_us: engine.stats().busy_cycles as f64 / 1e3 / invokes,
+        }
+    });
     let allocation = interp.allocation()?;
     let total_ns: u64 = per_op.iter().sum::<u64>().max(1);
     let mut ops: Vec<OpTime> = model
@@ -122,6 +158,7 @@ pub fn bench(
         arena_tail: allocation.tail_bytes,
         arena_total: interp.arena_used_bytes(),
         ops,
+        offload,
     })
 }
 
@@ -137,6 +174,15 @@ pub fn render(report: &BenchReport, name: &str, top: usize) -> String {
         report.arena_tail,
         report.arena_total
     );
+    if let Some(o) = &report.offload {
+        s.insert_str(
+            s.find("\n\n  slowest").unwrap_or(s.len()),
+            &format!(
+                "\n  offload      {}: {} jobs per invoke (ops {:?}), {} CPU ops overlapped, engine busy {:.1} µs",
+                o.accelerator, o.jobs_per_invoke, o.offloaded_ops, o.cpu_ops_overlapped, o.npu_busy_us
+            ),
+        );
+    }
     for op in report.ops.iter().take(top) {
         s.push_str(&format!(
             "  {:>4}  {:<30} {:>10.1} µs {:>6.1}%\n",

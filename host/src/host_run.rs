@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use hilt_runtime::accel::{Offload, vnpu};
 use hilt_runtime::allocation::AllocOptions;
 use hilt_runtime::interpreter::{Clock, Interpreter, InterpreterError};
 use hilt_runtime::kernels::{OpResolver, all_builtins};
@@ -127,10 +128,15 @@ pub fn planner_for<'a>(kind: PlannerKind, model: &Model<'a>) -> Result<AnyPlanne
     kind.planner(model).map_err(RunError::Offline)
 }
 
-/// The builtin kernels, built once per process.
+/// The builtin kernels and vnpu's custom op, built once per process.
 pub fn resolver() -> &'static OpResolver<32> {
     static RESOLVER: std::sync::OnceLock<OpResolver<32>> = std::sync::OnceLock::new();
-    RESOLVER.get_or_init(all_builtins)
+    RESOLVER.get_or_init(|| {
+        let mut r = all_builtins();
+        // 32 entries hold the builtins and this one.
+        let _ = r.add_custom(vnpu::NEGATE_NAME, vnpu::NEGATE);
+        r
+    })
 }
 
 /// Default arena for host runs: large enough for every model we know of.
@@ -143,6 +149,19 @@ pub fn interpreter<'m, 'a>(
     arena: &'a mut AlignedBytes,
 ) -> Result<Interpreter<'m, 'a, 'static>, RunError> {
     let mut interpreter = Interpreter::new(model, resolver(), arena.as_mut_slice());
+    interpreter.allocate(planner, &AllocOptions::default())?;
+    Ok(interpreter)
+}
+
+/// [`interpreter`], with the ops `offload` claims run on its backend.
+pub fn interpreter_offloaded<'m, 'a, 'r>(
+    model: Model<'m>,
+    planner: &dyn MemoryPlanner,
+    arena: &'a mut AlignedBytes,
+    offload: Option<Offload<'r>>,
+) -> Result<Interpreter<'m, 'a, 'r>, RunError> {
+    let mut interpreter = Interpreter::new(model, resolver(), arena.as_mut_slice());
+    interpreter.set_offload(offload);
     interpreter.allocate(planner, &AllocOptions::default())?;
     Ok(interpreter)
 }

@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use hilt_runtime::model::TensorInfo;
 use hilt_runtime::schema::TensorType;
 
+use crate::accel::{AccelChoice, AcceleratorKind, ThreadedVnpu};
 use crate::host_run::{
-    AlignedBytes, RunError, interpreter, planner_for, read_model, set_input, verify,
+    AlignedBytes, RunError, interpreter_offloaded, planner_for, read_model, set_input, verify,
 };
 use crate::tensor_file;
 use hilt_runtime::planner::PlannerKind;
@@ -27,6 +28,8 @@ pub struct InferRequest {
     pub planner: PlannerKind,
     /// Invocations on one interpreter (stateful models).
     pub steps: usize,
+    /// The accelerator claimed ops run on (none: all on the CPU).
+    pub accelerator: AccelChoice,
 }
 
 /// One output of one step.
@@ -61,7 +64,12 @@ pub fn infer(request: &InferRequest) -> Result<(Vec<OutputValue>, usize), RunErr
     }
     let planner = planner_for(request.planner, &model)?;
     let mut arena = AlignedBytes::zeroed(request.arena);
-    let mut interpreter = interpreter(model, &planner, &mut arena)?;
+    let engine = (request.accelerator.kind == AcceleratorKind::Vnpu)
+        .then(|| ThreadedVnpu::start(Default::default()));
+    let offload = engine
+        .as_ref()
+        .map(|e| e.offload(&request.accelerator.offload));
+    let mut interpreter = interpreter_offloaded(model, &planner, &mut arena, offload)?;
     let mut results = Vec::new();
     for step in 0..steps {
         for position in 0..n_inputs {

@@ -4,6 +4,7 @@
 //! `hilt bench`) on the host with the same runtime crate the firmware runs,
 //! so a layout or an output can be checked without a board.
 
+pub mod accel;
 pub mod bench;
 pub mod board;
 pub mod conformance;

@@ -132,6 +132,8 @@ enum Command {
         /// Invocations on one interpreter (state carries over).
         #[arg(long, default_value_t = 1)]
         steps: usize,
+        #[command(flatten)]
+        accel: AccelArgs,
     },
     /// Time a model's invocations on the host, with a per-op profile.
     Bench {
@@ -152,7 +154,35 @@ enum Command {
         /// Print JSON instead of the table.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        accel: AccelArgs,
     },
+}
+
+/// `--accelerator` and `--offload`, shared by `infer` and `bench`.
+#[derive(Debug, clap::Args)]
+struct AccelArgs {
+    /// Run claimed ops on an accelerator: none or vnpu (the virtual NPU,
+    /// on its own thread).
+    #[arg(long, default_value = "none")]
+    accelerator: hilt::accel::AcceleratorKind,
+    /// Ops the accelerator may claim, comma-separated builtin names
+    /// [default: CONV_2D,DEPTHWISE_CONV_2D,FULLY_CONNECTED,ADD,AVERAGE_POOL_2D,MAX_POOL_2D].
+    #[arg(long, value_name = "OPS")]
+    offload: Option<String>,
+}
+
+impl AccelArgs {
+    fn choice(&self) -> anyhow::Result<hilt::accel::AccelChoice> {
+        let offload = match &self.offload {
+            Some(list) => hilt::accel::parse_offload(list)?,
+            None => hilt_runtime::accel::DEFAULT_OFFLOAD.to_vec(),
+        };
+        Ok(hilt::accel::AccelChoice {
+            kind: self.accelerator,
+            offload,
+        })
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -338,6 +368,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             arena,
             planner,
             steps,
+            accel,
         } => {
             let request = InferRequest {
                 model,
@@ -346,6 +377,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 arena,
                 planner,
                 steps,
+                accelerator: accel.choice()?,
             };
             let (values, arena_used) = infer(&request)?;
             if !outputs.is_empty() && outputs.len() != values.iter().filter(|v| v.step == 0).count()
@@ -377,8 +409,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             arena,
             planner,
             json,
+            accel,
         } => {
-            let report = bench(&model, planner, arena, iterations, warmup)?;
+            let report = bench(&model, planner, arena, iterations, warmup, &accel.choice()?)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {

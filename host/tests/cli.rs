@@ -409,3 +409,100 @@ fn a_board_plan_names_an_unknown_board_and_a_missing_kernel() {
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(err.contains("operator 0 (RELU) is not supported"), "{err}");
 }
+
+/// `y = HILT_VNPU_NEGATE(x)` then `z = x + y` (ADD), int8: the custom op
+/// and a builtin, both claimable by vnpu.
+fn negate_add_model() -> Vec<u8> {
+    use hilt_runtime::accel::vnpu::NEGATE_NAME;
+    let mut w = ModelWriter::new();
+    let x = w.input("x", TensorType::INT8, &[1, 8]);
+    let y = w.tensor("y", TensorType::INT8, &[1, 8]);
+    let z = w.output("z", TensorType::INT8, &[1, 8]);
+    for t in [x, y, z] {
+        w.quantize(t, 0.5, 0);
+    }
+    w.custom_op(NEGATE_NAME, &[x], &[y]);
+    w.op(
+        BuiltinOperator::ADD,
+        &[Some(x), Some(y)],
+        &[z],
+        Options::Add {
+            activation: hilt_runtime::schema::ActivationFunctionType::NONE,
+        },
+    );
+    w.finish()
+}
+
+#[test]
+fn infer_and_bench_offload_to_vnpu_with_the_same_outputs() {
+    let model = temp_file("offload.tflite", &negate_add_model());
+    let input = temp_file("offload.bin", &[1, 2, 3, 4, 0x80, 0xFF, 7, 8]);
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "infer",
+            model.to_str().unwrap(),
+            "--input",
+            input.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let out = hilt(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out).lines().next().unwrap_or_default().to_string()
+    };
+    let cpu = run(&[]);
+    assert!(cpu.contains("[1, 8]:"), "{cpu}");
+    assert_eq!(run(&["--accelerator", "vnpu"]), cpu);
+    assert_eq!(
+        run(&["--accelerator", "vnpu", "--offload", "HILT_VNPU_NEGATE,ADD"]),
+        cpu
+    );
+    let out = hilt(&[
+        "bench",
+        model.to_str().unwrap(),
+        "--iterations",
+        "3",
+        "--warmup",
+        "1",
+        "--accelerator",
+        "vnpu",
+        "--offload",
+        "ADD,HILT_VNPU_NEGATE",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("vnpu: 2 jobs per invoke (ops [0, 1])"),
+        "{}",
+        stdout(&out)
+    );
+    // Unknown names are one clear error each.
+    let out = hilt(&[
+        "infer",
+        model.to_str().unwrap(),
+        "--input",
+        input.to_str().unwrap(),
+        "--accelerator",
+        "tpu",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("unknown accelerator \"tpu\""),
+        "{}",
+        stderr(&out)
+    );
+    let out = hilt(&[
+        "infer",
+        model.to_str().unwrap(),
+        "--input",
+        input.to_str().unwrap(),
+        "--accelerator",
+        "vnpu",
+        "--offload",
+        "CONV_3D",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("unknown operator \"CONV_3D\""),
+        "{}",
+        stderr(&out)
+    );
+}

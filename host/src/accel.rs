@@ -1,0 +1,318 @@
+//! Accelerators on the host: vnpu on its own thread, for `hilt infer` and
+//! `hilt bench --accelerator vnpu`.
+//!
+//! The engine core is the runtime's [`VnpuCore`], unchanged; this module
+//! only gives it a clock (wall time, one engine cycle per nanosecond), a
+//! thread that steps it in slices while the CPU runs other ops, and a
+//! condition variable the interpreter's waits sleep on ([`HostEvent`], the
+//! host side of the runtime's [`EventWait`]).
+
+use std::str::FromStr;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use hilt_runtime::accel::vnpu::{NEGATE_NAME, Violation, VnpuConfig, VnpuCore, VnpuStats};
+use hilt_runtime::accel::{
+    AccelError, Accelerator, Capabilities, Coherent, DEFAULT_OFFLOAD, Deadline, EventWait, Job,
+    JobId, Offload, OpKind,
+};
+use hilt_runtime::schema::BuiltinOperator;
+
+/// How often the engine thread advances a running job.
+const SLICE: Duration = Duration::from_micros(20);
+
+/// How long one wait may take before it is a missed deadline, ns.
+pub const WAIT_TIMEOUT_NS: u64 = 10_000_000_000;
+
+/// Failures choosing an accelerator or its offload list.
+#[derive(Debug, thiserror::Error)]
+pub enum AccelChoiceError {
+    /// Not an accelerator hilt has.
+    #[error("unknown accelerator {0:?} (known: none, vnpu)")]
+    UnknownAccelerator(String),
+    /// Not an operator name.
+    #[error(
+        "unknown operator {0:?} in the offload list (builtin names like CONV_2D, or {NEGATE_NAME})"
+    )]
+    UnknownOp(String),
+}
+
+/// Which accelerator a host run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AcceleratorKind {
+    /// Everything on the CPU.
+    #[default]
+    None,
+    /// The virtual NPU on its own thread.
+    Vnpu,
+}
+
+impl FromStr for AcceleratorKind {
+    type Err = AccelChoiceError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "none" | "cpu" => Ok(AcceleratorKind::None),
+            "vnpu" => Ok(AcceleratorKind::Vnpu),
+            other => Err(AccelChoiceError::UnknownAccelerator(other.into())),
+        }
+    }
+}
+
+/// Parses `CONV_2D,ADD,...` (builtin names, or vnpu's custom op name).
+pub fn parse_offload(list: &str) -> Result<Vec<OpKind<'static>>, AccelChoiceError> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|name| {
+            if name == NEGATE_NAME {
+                return Ok(OpKind::Custom(NEGATE_NAME));
+            }
+            BuiltinOperator::ENUM_VALUES
+                .iter()
+                .find(|op| op.variant_name() == Some(name))
+                .map(|&op| OpKind::Builtin(op))
+                .ok_or_else(|| AccelChoiceError::UnknownOp(name.into()))
+        })
+        .collect()
+}
+
+/// The default offload list, as names (for help texts).
+pub fn default_offload_names() -> String {
+    DEFAULT_OFFLOAD
+        .iter()
+        .filter_map(|k| match k {
+            OpKind::Builtin(op) => op.variant_name(),
+            OpKind::Custom(name) => Some(*name),
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// A host run's accelerator choice.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AccelChoice {
+    /// The accelerator.
+    pub kind: AcceleratorKind,
+    /// The ops it may claim.
+    pub offload: Vec<OpKind<'static>>,
+}
+
+impl AccelChoice {
+    /// vnpu with the default offload list.
+    pub fn vnpu() -> Self {
+        AccelChoice {
+            kind: AcceleratorKind::Vnpu,
+            offload: DEFAULT_OFFLOAD.to_vec(),
+        }
+    }
+}
+
+/// The host side of [`EventWait`]: a flag under a mutex and a condition
+/// variable; deadlines are nanoseconds since `epoch`.
+#[derive(Debug)]
+pub struct HostEvent {
+    epoch: Instant,
+    set: Mutex<bool>,
+    changed: Condvar,
+}
+
+impl HostEvent {
+    /// A cleared event whose clock starts at `epoch`.
+    pub fn new(epoch: Instant) -> Self {
+        HostEvent {
+            epoch,
+            set: Mutex::new(false),
+            changed: Condvar::new(),
+        }
+    }
+}
+
+impl EventWait for HostEvent {
+    fn wait_until(&self, deadline: u64) -> bool {
+        let mut set = self.set.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if *set {
+                *set = false;
+                return true;
+            }
+            let now = self.epoch.elapsed().as_nanos() as u64;
+            if now >= deadline {
+                return false;
+            }
+            let left = Duration::from_nanos(deadline - now).min(Duration::from_millis(100));
+            set = self
+                .changed
+                .wait_timeout(set, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    fn notify(&self) {
+        *self.set.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.changed.notify_all();
+    }
+}
+
+struct Shared {
+    epoch: Instant,
+    state: Mutex<State>,
+    /// Wakes the engine thread: a job was submitted, or it must stop.
+    work: Condvar,
+    /// Wakes waiters: a job completed.
+    done: HostEvent,
+}
+
+struct State {
+    core: VnpuCore<'static>,
+    stop: bool,
+}
+
+/// vnpu on its own thread: jobs advance in slices of wall time while the
+/// interpreter runs CPU ops, and complete by notifying a condition variable.
+pub struct ThreadedVnpu {
+    config: VnpuConfig<'static>,
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for ThreadedVnpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ThreadedVnpu").finish_non_exhaustive()
+    }
+}
+
+impl ThreadedVnpu {
+    /// Starts the engine thread (coherent memory).
+    pub fn start(config: VnpuConfig<'static>) -> Self {
+        let epoch = Instant::now();
+        let shared = Arc::new(Shared {
+            epoch,
+            state: Mutex::new(State {
+                core: VnpuCore::new(config),
+                stop: false,
+            }),
+            work: Condvar::new(),
+            done: HostEvent::new(epoch),
+        });
+        let engine = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("vnpu".into())
+            .spawn(move || run_engine(&engine))
+            .ok();
+        ThreadedVnpu {
+            config,
+            shared,
+            thread,
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The engine's figures.
+    pub fn stats(&self) -> VnpuStats {
+        self.state().core.stats()
+    }
+
+    /// The first lease violation, if any.
+    pub fn violation(&self) -> Option<Violation> {
+        self.state().core.violation()
+    }
+
+    /// An [`Offload`] of `ops` to this engine (coherent host memory).
+    pub fn offload<'o>(&'o self, ops: &'o [OpKind<'o>]) -> Offload<'o> {
+        Offload {
+            accelerator: self,
+            cache: &Coherent,
+            ops,
+            timeout: WAIT_TIMEOUT_NS,
+        }
+    }
+}
+
+/// The engine thread: sleeps until there is a job, then steps it one slice
+/// of wall time at a time (one cycle per nanosecond) until it completes.
+fn run_engine(shared: &Shared) {
+    let mut state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+    let mut last = Instant::now();
+    loop {
+        if state.stop {
+            return;
+        }
+        if !state.core.is_busy() {
+            state = shared.work.wait(state).unwrap_or_else(|e| e.into_inner());
+            last = Instant::now();
+            continue;
+        }
+        let now = Instant::now();
+        let budget = now.duration_since(last).as_nanos() as u64;
+        last = now;
+        if state.core.step(budget) {
+            shared.done.notify();
+            // Completed and not yet retired: nothing to run until the next job.
+            state = shared.work.wait(state).unwrap_or_else(|e| e.into_inner());
+            last = Instant::now();
+            continue;
+        }
+        drop(state);
+        std::thread::sleep(SLICE);
+        state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+    }
+}
+
+impl Accelerator for ThreadedVnpu {
+    fn capabilities(&self) -> Capabilities<'_> {
+        self.config.capabilities()
+    }
+
+    fn now(&self) -> u64 {
+        self.shared.epoch.elapsed().as_nanos() as u64
+    }
+
+    fn submit(&self, job: &Job) -> Result<JobId, AccelError> {
+        let id = self.state().core.submit(job)?;
+        self.shared.work.notify_all();
+        Ok(id)
+    }
+
+    fn poll(&self, job: JobId) -> Result<bool, AccelError> {
+        self.state().core.poll(job)
+    }
+
+    fn wait(&self, job: JobId, deadline: Deadline) -> Result<(), AccelError> {
+        loop {
+            {
+                let mut state = self.state();
+                if state.core.poll(job)? {
+                    let result = state.core.retire(job);
+                    drop(state);
+                    // The engine thread may sleep on `work` after completing.
+                    self.shared.work.notify_all();
+                    return result;
+                }
+            }
+            if !self.shared.done.wait_until(deadline) && self.now() >= deadline {
+                return Err(AccelError::Timeout);
+            }
+        }
+    }
+
+    fn abort(&self, job: JobId) {
+        self.state().core.abort(job);
+        self.shared.work.notify_all();
+    }
+}
+
+impl Drop for ThreadedVnpu {
+    fn drop(&mut self) {
+        self.state().stop = true;
+        self.shared.work.notify_all();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! `hilt infer --accelerator vnpu` on the shared conformance set: the first
+//! step of every case of every model gives the same bytes as the CPU-only
+//! run, with vnpu running the default offload list on its own thread.
+//!
+//! Skipped when the set is absent unless `HILT_CONFORMANCE_REQUIRED=1`;
+//! `HILT_CONFORMANCE_MODELS=a,b` limits the run, as in `conformance_outputs`.
+
+use std::path::Path;
+
+use hilt::accel::AccelChoice;
+use hilt::conformance::{locate, read_manifest};
+use hilt::infer::{InferRequest, infer};
+use hilt_runtime::planner::PlannerKind;
+
+#[test]
+fn vnpu_outputs_match_the_cpu_on_every_conformance_model() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let dir = locate(repo);
+    if !dir.join("manifest.json").is_file() {
+        let required = std::env::var("HILT_CONFORMANCE_REQUIRED").is_ok_and(|v| v == "1");
+        assert!(!required, "conformance set not found at {}", dir.display());
+        eprintln!("conformance set not found at {}: skipped", dir.display());
+        return;
+    }
+    let manifest = read_manifest(&dir).unwrap();
+    let only: Option<Vec<String>> = std::env::var("HILT_CONFORMANCE_MODELS")
+        .ok()
+        .map(|v| v.split(',').map(str::to_string).collect());
+    let mut failed = Vec::new();
+    for entry in &manifest.models {
+        if only.as_ref().is_some_and(|o| !o.contains(&entry.name)) {
+            continue;
+        }
+        for case in &entry.cases {
+            let Some(step) = case.steps.first() else {
+                continue;
+            };
+            let request = |accelerator| InferRequest {
+                model: dir.join(&entry.model),
+                inputs: step
+                    .inputs
+                    .iter()
+                    .map(|i| dir.join("cases").join(&entry.name).join(&i.file))
+                    .collect(),
+                outputs: Vec::new(),
+                arena: hilt::host_run::DEFAULT_ARENA,
+                planner: PlannerKind::Greedy,
+                steps: 1,
+                accelerator,
+            };
+            let cpu = infer(&request(AccelChoice::default()));
+            let npu = infer(&request(AccelChoice::vnpu()));
+            let (cpu, npu) = match (cpu, npu) {
+                (Ok(c), Ok(n)) => (c.0, n.0),
+                (c, n) => {
+                    failed.push(format!(
+                        "{} {}: cpu {:?} / vnpu {:?}",
+                        entry.name,
+                        case.name,
+                        c.err(),
+                        n.err()
+                    ));
+                    continue;
+                }
+            };
+            let same =
+                cpu.len() == npu.len() && cpu.iter().zip(&npu).all(|(a, b)| a.data == b.data);
+            println!(
+                "{:<36} {:<8} {}",
+                entry.name,
+                case.name,
+                if same { "same" } else { "DIFFERENT" }
+            );
+            if !same {
+                failed.push(format!("{} {}: outputs differ", entry.name, case.name));
+            }
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
