@@ -365,7 +365,33 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
         if offload.is_some() {
             self.schedule_jobs(&mut staging, jobs, buffer_align);
         }
-        let allocation = staging.finish(&model, planner, &mut self.arena, report)?;
+        // The plan is checked against the schedule before it is committed:
+        // every buffer a job touches aligned for the backend, in whole lines,
+        // and held until the job's wait.
+        let mut plan_fault = None;
+        let arena_base = self.arena.base_ptr() as usize;
+        #[cfg(feature = "fault-injection")]
+        let check_holds = !self.drop_holds;
+        #[cfg(not(feature = "fault-injection"))]
+        let check_holds = true;
+        let allocation = staging.finish(&model, planner, &mut self.arena, |plan| {
+            if let Some(offload) = &offload {
+                plan_fault = schedule::check_plan(
+                    offload,
+                    &model,
+                    plan,
+                    arena_base,
+                    buffer_align,
+                    check_holds,
+                )
+                .err()
+                .map(|(op, error)| InterpreterError::Accelerator { op, job: 0, error });
+            }
+            report(plan);
+        })?;
+        if let Some(fault) = plan_fault {
+            return Err(fault);
+        }
         self.committed = Some(Committed {
             allocation,
             records,

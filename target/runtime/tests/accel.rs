@@ -414,3 +414,28 @@ fn non_coherent_engine_without_cache_maintenance_gives_wrong_outputs() {
         Err(e) => assert!(matches!(e, InterpreterError::Accelerator { .. }), "{e:?}"),
     }
 }
+
+#[test]
+fn offload_keeps_every_guard_band_intact() {
+    use hilt_runtime::canary::CanaryMode;
+    let bytes = branches();
+    let x = input(16);
+    let cpu = run(&bytes, &x, None, false).unwrap();
+    let model = Model::from_bytes(&bytes).unwrap();
+    let resolver = resolver();
+    let engine = SteppedVnpu::new(VnpuConfig::default(), Slices(700));
+    let mut arena = vec![0u8; 16 * 1024];
+    let mut interpreter = Interpreter::new(model, &resolver, &mut arena);
+    interpreter.set_offload(Some(offload(&engine, DEFAULT_OFFLOAD)));
+    let options = AllocOptions {
+        canary: CanaryMode::Buffers,
+        ..AllocOptions::default()
+    };
+    interpreter.allocate(&Greedy, &options).unwrap();
+    for _ in 0..3 {
+        interpreter.input_mut(0).unwrap().copy_from_slice(&x);
+        interpreter.invoke().unwrap();
+        assert_eq!(interpreter.output(0).unwrap(), cpu.output.as_slice());
+    }
+    assert_eq!(interpreter.offload_stats().jobs, 2);
+}

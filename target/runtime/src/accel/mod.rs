@@ -232,6 +232,18 @@ pub enum AccelError {
         /// What the region holds.
         role: RegionRole,
     },
+    /// The plan gives a buffer the job touches no whole aligned lines of
+    /// its own (checked at allocate).
+    NotWholeLines {
+        /// The buffer.
+        role: RegionRole,
+    },
+    /// The plan frees a buffer the job touches before the job's wait
+    /// (checked at allocate).
+    NotHeld {
+        /// The buffer.
+        role: RegionRole,
+    },
     /// The engine reported a failure of its own.
     Engine {
         /// Backend-specific code.
@@ -271,6 +283,13 @@ impl fmt::Display for AccelError {
                 f,
                 "region {region} ({role:?}) was written by someone else while the engine held it"
             ),
+            AccelError::NotWholeLines { role } => write!(
+                f,
+                "{role:?} does not get whole aligned cache lines of its own in the plan"
+            ),
+            AccelError::NotHeld { role } => {
+                write!(f, "{role:?} is freed in the plan before the job's wait")
+            }
             AccelError::Engine { code } => write!(f, "engine error {code}"),
         }
     }

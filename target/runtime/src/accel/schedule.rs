@@ -10,8 +10,10 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::{Offload, OpKind};
+use super::{AccelError, Offload, OpKind, RegionRole};
+use crate::allocation::ArenaPlan;
 use crate::model::{Model, OpCode, OperatorInfo};
+use crate::request::BufferOwner;
 
 /// Per-op offload record in the arena's tail (only when offloading).
 #[repr(C)]
@@ -112,4 +114,51 @@ pub(crate) fn estimate_macs(model: &Model<'_>, op: &OperatorInfo<'_>) -> u64 {
 
 fn depthwise() -> OpKind<'static> {
     OpKind::Builtin(crate::schema::BuiltinOperator::DEPTHWISE_CONV_2D)
+}
+
+/// Checks a plan against the schedule, recomputed from the model and the
+/// backend (so it does not trust the request list it checks): every buffer
+/// a claimed op touches is aligned to `buffer_align` (its absolute address,
+/// the arena starting at `arena_base`), reserves whole lines, and (with `holds`) lives until the step
+/// of the op's wait. The first fault names the op and the buffer.
+pub(crate) fn check_plan(
+    offload: &Offload<'_>,
+    model: &Model<'_>,
+    plan: &ArenaPlan<'_>,
+    arena_base: usize,
+    buffer_align: u32,
+    holds: bool,
+) -> Result<(), (u32, AccelError)> {
+    let n = model.operator_count();
+    let claimed = |j: u32| {
+        model
+            .operator(j)
+            .is_some_and(|op| claims(offload, model, &op))
+    };
+    for op in model.operators().filter(|op| claimed(op.index)) {
+        let k = op.index;
+        let hold = wait_before(model, k, claimed).min(n.saturating_sub(1));
+        for (request, &offset) in plan.requests.iter().zip(plan.offsets) {
+            let role = match request.owner() {
+                BufferOwner::Tensor(t) if op.outputs().flatten().any(|o| o == t) => {
+                    RegionRole::Output(t)
+                }
+                BufferOwner::Tensor(t) if op.inputs().flatten().any(|i| i == t) => {
+                    RegionRole::Input(t)
+                }
+                BufferOwner::Scratch { op, index } if op == k => RegionRole::Scratch(index),
+                _ => continue,
+            };
+            let start = arena_base as u64 + u64::from(plan.head_start) + u64::from(offset);
+            let whole_lines = request.padded_size().is_some_and(|p| p % buffer_align == 0);
+            if start % u64::from(buffer_align) != 0 || request.align < buffer_align || !whole_lines
+            {
+                return Err((k, AccelError::NotWholeLines { role }));
+            }
+            if holds && request.live_until() < hold {
+                return Err((k, AccelError::NotHeld { role }));
+            }
+        }
+    }
+    Ok(())
 }
