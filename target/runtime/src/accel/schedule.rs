@@ -150,8 +150,10 @@ pub(crate) fn check_plan(
                 _ => continue,
             };
             let start = arena_base as u64 + u64::from(plan.head_start) + u64::from(offset);
-            let whole_lines = request.padded_size().is_some_and(|p| p % buffer_align == 0);
-            if start % u64::from(buffer_align) != 0 || request.align < buffer_align || !whole_lines
+            let whole_lines = request.padded_size().is_some_and(|p| p.is_multiple_of(buffer_align));
+            if !start.is_multiple_of(u64::from(buffer_align))
+                || request.align < buffer_align
+                || !whole_lines
             {
                 return Err((k, AccelError::NotWholeLines { role }));
             }
