@@ -316,3 +316,79 @@ impl Drop for ThreadedVnpu {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hilt_runtime::accel::{Access, JobRegion, RegionRole, Ticket};
+
+    #[test]
+    fn a_notify_from_another_thread_wakes_the_waiter_and_deadlines_pass() {
+        let event = Arc::new(HostEvent::new(Instant::now()));
+        let now = |e: &HostEvent| e.epoch.elapsed().as_nanos() as u64;
+        assert!(!event.wait_until(now(&event) + 1_000_000));
+        let notifier = Arc::clone(&event);
+        let thread = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(5));
+            notifier.notify();
+        });
+        assert!(event.wait_until(now(&event) + 5_000_000_000));
+        thread.join().unwrap();
+    }
+
+    #[test]
+    fn the_thread_completes_jobs_and_the_checks_name_regions() {
+        #[repr(C, align(64))]
+        struct Buf([u8; 128]);
+        let mut buf = Buf([0; 128]);
+        let base = buf.0.as_mut_ptr() as usize;
+        let engine = ThreadedVnpu::start(VnpuConfig::default());
+        let job = |at: usize| {
+            let mut job = Job::new(3);
+            // SAFETY: inside `buf`, which outlives every job of this test
+            // (each is waited or refused before `buf` is dropped).
+            assert!(unsafe {
+                job.push(JobRegion {
+                    address: base + at,
+                    len: 32,
+                    access: Access::ReadWrite,
+                    role: RegionRole::Output(9),
+                })
+            });
+            job
+        };
+        assert_eq!(
+            Ticket::submit(&engine, &job(4)).err(),
+            Some(AccelError::Misaligned {
+                region: 0,
+                role: RegionRole::Output(9)
+            })
+        );
+        // No kernel attached: it runs its 2000 cycles, then reports so.
+        let ticket = Ticket::submit(&engine, &job(0)).unwrap();
+        let deadline = engine.now() + WAIT_TIMEOUT_NS;
+        assert_eq!(ticket.wait(deadline), Err(AccelError::Unsupported));
+        assert_eq!(engine.stats().busy_cycles, 2000);
+        assert_eq!(engine.violation(), None);
+    }
+
+    #[test]
+    fn offload_lists_parse_builtin_and_custom_names() {
+        assert_eq!(
+            parse_offload("ADD, HILT_VNPU_NEGATE").unwrap(),
+            [
+                OpKind::Builtin(BuiltinOperator::ADD),
+                OpKind::Custom(NEGATE_NAME)
+            ]
+        );
+        assert!(parse_offload("NOPE").is_err());
+        assert_eq!(
+            default_offload_names(),
+            "CONV_2D,DEPTHWISE_CONV_2D,FULLY_CONNECTED,ADD,AVERAGE_POOL_2D,MAX_POOL_2D"
+        );
+        assert_eq!(
+            "vnpu".parse::<AcceleratorKind>().unwrap(),
+            AcceleratorKind::Vnpu
+        );
+    }
+}

@@ -150,7 +150,9 @@ pub(crate) fn check_plan(
                 _ => continue,
             };
             let start = arena_base as u64 + u64::from(plan.head_start) + u64::from(offset);
-            let whole_lines = request.padded_size().is_some_and(|p| p.is_multiple_of(buffer_align));
+            let whole_lines = request
+                .padded_size()
+                .is_some_and(|p| p.is_multiple_of(buffer_align));
             if !start.is_multiple_of(u64::from(buffer_align))
                 || request.align < buffer_align
                 || !whole_lines
