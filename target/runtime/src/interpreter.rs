@@ -397,8 +397,12 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
             records,
             jobs,
         });
-        if let Some(offload) = offload {
-            self.check_jobs(&offload)?;
+        if let Some(offload) = offload
+            && let Err(e) = self.check_jobs(&offload)
+        {
+            // Not usable: invoke must not submit a job the backend refuses.
+            self.committed = None;
+            return Err(e);
         }
         self.reset_variables();
         Ok(&self
