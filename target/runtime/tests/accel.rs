@@ -439,3 +439,42 @@ fn offload_keeps_every_guard_band_intact() {
     }
     assert_eq!(interpreter.offload_stats().jobs, 2);
 }
+
+#[test]
+fn an_arena_the_engine_cannot_reach_is_refused_at_allocate() {
+    use hilt_runtime::accel::AddressWindow;
+    let bytes = branches();
+    let model = Model::from_bytes(&bytes).unwrap();
+    let resolver = resolver();
+    let mut arena = vec![0u8; 16 * 1024];
+    // The engine reaches only the arena's first 64 bytes.
+    let windows = [AddressWindow {
+        start: arena.as_ptr() as usize,
+        len: 64,
+        writable: true,
+    }];
+    let engine = SteppedVnpu::new(
+        VnpuConfig {
+            windows: &windows,
+            ..VnpuConfig::default()
+        },
+        Immediate,
+    );
+    let mut interpreter = Interpreter::new(model, &resolver, &mut arena);
+    interpreter.set_offload(Some(offload(&engine, DEFAULT_OFFLOAD)));
+    let err = interpreter
+        .allocate(&Greedy, &AllocOptions::default())
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            InterpreterError::Accelerator {
+                op: 0,
+                job: 0,
+                error: AccelError::OutsideWindow { .. }
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(interpreter.invoke(), Err(InterpreterError::NotAllocated));
+}
