@@ -316,15 +316,17 @@ pub trait Accelerator {
     /// Blocks until the job completes (and retires it) or `deadline` passes
     /// (`Err(Timeout)`, the job still running).
     fn wait(&self, job: JobId, deadline: Deadline) -> Result<(), AccelError>;
-    /// Stops the job; once this returns the engine no longer touches its
-    /// memory and forgets it.
+    /// Asks the engine to stop the job. A backend whose engine stops
+    /// asynchronously lets a following [`wait`](Self::wait) block until it
+    /// has; once that returns (with any result) the engine no longer
+    /// touches the job's memory and has forgotten it.
     fn abort(&self, job: JobId);
 }
 
 /// A submitted job that must be waited.
 ///
-/// Dropping a ticket without [`wait`](Self::wait) aborts the job (and the
-/// abort returns only once the engine has let go of the job's memory): a
+/// Dropping a ticket without [`wait`](Self::wait) aborts the job and waits
+/// (with no deadline) until the engine has let go of the job's memory: a
 /// forgotten wait costs the job's result, never the memory's integrity.
 /// `core::mem::forget` on a ticket would defeat this; the interpreter keeps
 /// its tickets in a local array and never forgets one.
@@ -369,22 +371,30 @@ impl<'a> Ticket<'a> {
         self.live = false;
         let result = self.accelerator.wait(self.id, deadline);
         if result.is_err() {
-            self.accelerator.abort(self.id);
+            self.stop();
         }
         result
     }
 
-    /// Aborts the job.
+    /// Aborts the job; returns once the engine has let go of its memory.
     pub fn abort(mut self) {
         self.live = false;
+        self.stop();
+    }
+
+    /// Abort, then wait for the abort to take effect. No deadline: an engine
+    /// that never lets go would otherwise keep writing memory the caller
+    /// reuses, and a hang is the safer failure.
+    fn stop(&self) {
         self.accelerator.abort(self.id);
+        let _ = self.accelerator.wait(self.id, NEVER);
     }
 }
 
 impl Drop for Ticket<'_> {
     fn drop(&mut self) {
         if self.live {
-            self.accelerator.abort(self.id);
+            self.stop();
         }
     }
 }
