@@ -1,0 +1,145 @@
+//! The cycle counter seam: what the agent times each invoke and each
+//! operator with.
+
+use hilt_runtime::interpreter::Clock;
+
+/// A free-running count the agent reads around every invoke and every
+/// operator (through the runtime's [`Clock`]).
+///
+/// Figures must be comparable run to run: a counter whose zero point
+/// depends on when it was last read (SysTick under QEMU's `-icount`
+/// realigns its period to the moment it is written) restarts in
+/// [`restart`](Self::restart), which the agent calls right before each
+/// timed invoke, so a count depends only on the instructions executed since.
+pub trait CycleCounter: Clock {
+    /// What counts ("dwt", "systick", "timer2"), for the start-up log.
+    fn source(&self) -> &'static str;
+
+    /// Called before each timed invoke, outside the timed region. Counters
+    /// that are exact from any starting point (DWT CYCCNT) do nothing.
+    fn restart(&self) {}
+}
+
+#[cfg(feature = "cortex-m")]
+pub(crate) mod cortex_m {
+    //! The two counters of a Cortex-M core.
+
+    use core::cell::Cell;
+    use core::sync::atomic::{AtomicU32, Ordering};
+
+    use cortex_m::peripheral::syst::SystClkSource;
+    use cortex_m::peripheral::{DCB, DWT, SYST};
+    use hilt_runtime::interpreter::Clock;
+
+    use super::CycleCounter;
+
+    const RELOAD: u32 = 0x00FF_FFFF;
+
+    /// SysTick wraps since the last restart (the software high word).
+    static WRAPS: AtomicU32 = AtomicU32::new(0);
+
+    /// SysTick on the processor clock, wrapping every 2^24 ticks into a
+    /// software high word. The one counter that works under QEMU (its DWT
+    /// CYCCNT reads 0), where with `-icount` it counts instructions.
+    ///
+    /// The firmware must forward the SysTick exception:
+    /// `#[exception] fn SysTick() { SysTickCounter::on_wrap() }` (the agent
+    /// does not claim the handler: your firmware may have its own).
+    #[derive(Debug)]
+    pub struct SysTickCounter(());
+
+    impl SysTickCounter {
+        /// Takes SysTick: processor clock, full reload, wrap interrupt on.
+        pub fn start(mut syst: SYST) -> Self {
+            syst.set_clock_source(SystClkSource::Core);
+            syst.set_reload(RELOAD);
+            syst.clear_current();
+            syst.enable_interrupt();
+            syst.enable_counter();
+            // SysTick is ours for good; the registers are reached through SYST::PTR.
+            core::mem::forget(syst);
+            SysTickCounter(())
+        }
+
+        /// Counts one wrap: call it from the SysTick exception handler.
+        pub fn on_wrap() {
+            // Load and store, not fetch_add: ARMv6-M has no atomic
+            // read-modify-write, and nothing preempts this handler's update.
+            WRAPS.store(WRAPS.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+        }
+    }
+
+    impl Clock for SysTickCounter {
+        fn now(&self) -> u64 {
+            loop {
+                let high = WRAPS.load(Ordering::Acquire);
+                let low = RELOAD - SYST::get_current();
+                if WRAPS.load(Ordering::Acquire) == high {
+                    return (u64::from(high) << 24) | u64::from(low);
+                }
+            }
+        }
+    }
+
+    impl CycleCounter for SysTickCounter {
+        fn source(&self) -> &'static str {
+            "systick"
+        }
+
+        /// Restarts the count at 0. QEMU's SysTick realigns its period to
+        /// the moment CVR is written, so counts measured from here depend
+        /// only on the instructions executed since, not on how long the
+        /// firmware happened to wait for the host before: two runs give
+        /// identical figures.
+        fn restart(&self) {
+            // SAFETY: writing CVR only clears the current value; SysTick is ours alone.
+            unsafe { (*SYST::PTR).cvr.write(0) };
+            // CVR reads 0 until the next tick reloads it: start counting
+            // from that reload, with no wrap pending.
+            while SYST::get_current() == 0 {}
+            WRAPS.store(0, Ordering::Release);
+        }
+    }
+
+    /// DWT CYCCNT, extended to 64 bits on every read (reads come at least
+    /// once per operator, far more often than the 32-bit counter wraps).
+    /// True cycles on real cores; reads 0 under QEMU.
+    #[derive(Debug)]
+    pub struct DwtCounter {
+        last: Cell<u32>,
+        high: Cell<u64>,
+    }
+
+    impl DwtCounter {
+        /// Enables trace and the cycle counter, from 0.
+        pub fn start(mut dcb: DCB, mut dwt: DWT) -> Self {
+            dcb.enable_trace();
+            DWT::unlock();
+            dwt.set_cycle_count(0);
+            dwt.enable_cycle_counter();
+            // Both stay set up for good; CYCCNT is read through DWT::cycle_count.
+            core::mem::forget((dcb, dwt));
+            DwtCounter {
+                last: Cell::new(0),
+                high: Cell::new(0),
+            }
+        }
+    }
+
+    impl Clock for DwtCounter {
+        fn now(&self) -> u64 {
+            let now = DWT::cycle_count();
+            if now < self.last.get() {
+                self.high.set(self.high.get() + (1 << 32));
+            }
+            self.last.set(now);
+            self.high.get() | u64::from(now)
+        }
+    }
+
+    impl CycleCounter for DwtCounter {
+        fn source(&self) -> &'static str {
+            "dwt"
+        }
+    }
+}
