@@ -65,7 +65,10 @@ pub(crate) mod cortex_m {
         pub fn on_wrap() {
             // Load and store, not fetch_add: ARMv6-M has no atomic
             // read-modify-write, and nothing preempts this handler's update.
-            WRAPS.store(WRAPS.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+            WRAPS.store(
+                WRAPS.load(Ordering::Relaxed).wrapping_add(1),
+                Ordering::Relaxed,
+            );
         }
     }
 

@@ -369,13 +369,22 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, A: Accelerator> Service<'s, W,
 
     /// Copies one chunk into an input tensor; a chunk outside the tensor
     /// (or an input that does not exist) is a `BAD_INPUT` error.
-    fn handle_load_input(&mut self, position: u8, offset: u32, chunk: &[u8]) -> Result<(), WireError> {
+    fn handle_load_input(
+        &mut self,
+        position: u8,
+        offset: u32,
+        chunk: &[u8],
+    ) -> Result<(), WireError> {
         let Some(interpreter) = self.interpreter.as_mut() else {
             return Ok(());
         };
         let start = offset as usize;
         match interpreter.input_mut(usize::from(position)) {
-            Ok(bytes) if start.checked_add(chunk.len()).is_some_and(|end| end <= bytes.len()) => {
+            Ok(bytes)
+                if start
+                    .checked_add(chunk.len())
+                    .is_some_and(|end| end <= bytes.len()) =>
+            {
                 bytes[start..start + chunk.len()].copy_from_slice(chunk);
                 self.link.send(&Message::InputAck {
                     input: position,
@@ -435,7 +444,10 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, A: Accelerator> Service<'s, W,
         let result = crate::faults::blind(result);
         if pin_high.is_err() || pin_low.is_err() {
             let mut line = Line::default();
-            let _ = write!(line, "timestamp pin: could not be set; the timing is still valid");
+            let _ = write!(
+                line,
+                "timestamp pin: could not be set; the timing is still valid"
+            );
             self.link.log(&line)?;
         }
         if let Err(e) = result {

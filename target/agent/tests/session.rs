@@ -67,7 +67,8 @@ struct FakeCounter {
 impl Clock for FakeCounter {
     fn now(&self) -> u64 {
         if !self.pin.get() {
-            self.reads_with_pin_low.set(self.reads_with_pin_low.get() + 1);
+            self.reads_with_pin_low
+                .set(self.reads_with_pin_low.get() + 1);
         }
         self.now.set(self.now.get() + 100);
         self.now.get()
@@ -244,16 +245,25 @@ fn load_invoke_and_results_with_the_pin_high_while_timing() {
         after_hello[3],
         "Timing { invocation: 2, total_cycles: 300, ops: 1 }"
     );
-    assert!(after_hello[4].starts_with("OpCycles { first_op: 0"), "{r:?}");
+    assert!(
+        after_hello[4].starts_with("OpCycles { first_op: 0"),
+        "{r:?}"
+    );
     let output = format!("chunk: {input:?}");
     assert!(
         after_hello[5].starts_with("OutputChunk { output: 0, offset: 0, total: 64")
             && after_hello[5].contains(&output),
         "{r:?}"
     );
-    assert!(after_hello[6].starts_with("ArenaUsage { capacity: 4096"), "{r:?}");
+    assert!(
+        after_hello[6].starts_with("ArenaUsage { capacity: 4096"),
+        "{r:?}"
+    );
     assert_eq!(after_hello[7], "Done { request: 3 }");
-    assert!(after_hello[8].starts_with("PlanEntries { first: 0, total: 2"), "{r:?}");
+    assert!(
+        after_hello[8].starts_with("PlanEntries { first: 0, total: 2"),
+        "{r:?}"
+    );
     assert_eq!(after_hello[9], "Done { request: 4 }");
     assert_eq!(after_hello[10], "Done { request: 5 }");
     assert_eq!(after_hello.len(), 11, "{r:?}");
@@ -282,7 +292,7 @@ fn a_many_op_model_reports_every_op_and_runs_with_the_linear_planner() {
         FakeCounter::default(),
     );
     assert_eq!(r[1], "InputAck { input: 0, received: 768 }");
-    // 8 ops (one read between each two), plus the invoke's own two reads.
+    // 8 ops, the counter read before and after each, then the invoke's end.
     assert_eq!(r[2], "Timing { invocation: 1, total_cycles: 1700, ops: 8 }");
     assert!(r[3].starts_with("OpCycles { first_op: 0"), "{r:?}");
     assert!(count(&r, "OutputChunk") == 1, "{r:?}");
@@ -306,7 +316,10 @@ fn bad_requests_are_answered_with_typed_errors_and_the_session_goes_on() {
         },
     ]);
     requests.extend(damaged);
-    requests.extend(frames(&[Message::Done { request: 1 }, Message::HelloRequest]));
+    requests.extend(frames(&[
+        Message::Done { request: 1 },
+        Message::HelloRequest,
+    ]));
     let model = aligned(&examples::reshape_int8());
     let mut arena = vec![0u128; 256];
     let mut workspace = Box::new(Workspace::new());
@@ -326,8 +339,14 @@ fn bad_requests_are_answered_with_typed_errors_and_the_session_goes_on() {
     assert_eq!(session.run(), WireError::Closed);
     let r = replies(&session.wire().tx);
     let bad_input = format!("code: ErrorCode({})", ErrorCode::BAD_INPUT.0);
-    assert!(r[1].contains(&bad_input) && r[1].contains("detail: 0"), "{r:?}");
-    assert!(r[2].contains(&bad_input) && r[2].contains("detail: 3"), "{r:?}");
+    assert!(
+        r[1].contains(&bad_input) && r[1].contains("detail: 0"),
+        "{r:?}"
+    );
+    assert!(
+        r[2].contains(&bad_input) && r[2].contains("detail: 3"),
+        "{r:?}"
+    );
     let bad_frame = format!("code: ErrorCode({})", ErrorCode::BAD_FRAME.0);
     assert!(r[3].contains(&bad_frame), "{r:?}");
     // A message the target never receives (Done goes host-ward): unsupported.
@@ -353,7 +372,10 @@ fn a_corrupt_model_is_reported_in_the_log_and_after_every_hello() {
     assert!(r[3].contains(&model), "{r:?}");
     // Nothing runs: the invoke is refused, naming its tag.
     let unsupported = format!("code: ErrorCode({})", ErrorCode::UNSUPPORTED.0);
-    assert!(r[4].contains(&unsupported) && r[4].contains("detail: 3"), "{r:?}");
+    assert!(
+        r[4].contains(&unsupported) && r[4].contains("detail: 3"),
+        "{r:?}"
+    );
 }
 
 #[test]
@@ -366,7 +388,10 @@ fn an_arena_too_small_and_a_missing_offline_plan_are_allocation_errors() {
         &[Message::HelloRequest],
         FakeCounter::default(),
     );
-    assert!(small[1].starts_with("Log(\"") && small[2].contains(&allocate), "{small:?}");
+    assert!(
+        small[1].starts_with("Log(\"") && small[2].contains(&allocate),
+        "{small:?}"
+    );
     assert!(small.last().unwrap().contains(&allocate), "{small:?}");
     let offline = serve(
         &examples::reshape_int8(),
@@ -418,6 +443,9 @@ fn a_custom_planner_places_the_buffers() {
         &[Message::PlanRequest],
         FakeCounter::default(),
     );
-    assert!(r[1].starts_with("PlanEntries { first: 0, total: 2"), "{r:?}");
+    assert!(
+        r[1].starts_with("PlanEntries { first: 0, total: 2"),
+        "{r:?}"
+    );
     assert_eq!(r[2], "Done { request: 4 }");
 }
