@@ -1,4 +1,8 @@
-//! Builds the firmware for a (board, model) pair, cached under `build/`.
+//! Builds the firmware for a (board, model) pair, cached under `build/`:
+//! hilt's own (`target/firmware`, one `board-NAME` feature per board) or the
+//! crate a board file names with `firmware = "…"` (a user's firmware linking
+//! `hilt-agent`). Both get the same `HILT_*` variables, which
+//! `hilt-firmware-build` reads in their build scripts.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -19,6 +23,14 @@ pub enum BuildError {
         board: String,
         /// The tail of cargo's output.
         output: String,
+    },
+    /// The firmware crate's manifest does not name its package.
+    #[error("{path}: {problem}")]
+    Manifest {
+        /// The `Cargo.toml`.
+        path: PathBuf,
+        /// What is wrong.
+        problem: String,
     },
     /// A file could not be read or copied.
     #[error("{path}: {source}")]
@@ -104,11 +116,26 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
             fnv(&model, 0)
         )
     );
-    let mut features = format!("board-{}", request.board.name);
-    for f in request.features {
-        features.push(',');
-        features.push_str(f);
-    }
+    // hilt's firmware picks the board by feature; a board's own firmware
+    // crate has no board features and reads HILT_BOARD.
+    let (crate_dir, board_feature) = match &request.board.firmware {
+        Some(dir) => (
+            std::fs::canonicalize(dir).map_err(|source| BuildError::Io {
+                path: dir.clone(),
+                source,
+            })?,
+            None,
+        ),
+        None => (
+            repo.join("target/firmware"),
+            Some(format!("board-{}", request.board.name)),
+        ),
+    };
+    let features = board_feature
+        .into_iter()
+        .chain(request.features.iter().cloned())
+        .collect::<Vec<_>>()
+        .join(",");
     // One build folder for every firmware: dependencies are built once; a
     // change of model, arena, planner, canary or features only re-runs the
     // firmware crate's build script (it declares those inputs), and each
@@ -144,13 +171,20 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
             source,
         })?
         .unwrap_or_else(|| repo.join("boards"));
-    let manifest = repo.join("target/firmware/Cargo.toml");
-    let output = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-        .current_dir(repo.join("target/firmware"))
+    let manifest = crate_dir.join("Cargo.toml");
+    let binary = package_name(&manifest)?;
+    let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cargo
+        .current_dir(&crate_dir)
         .args(["build", "--release", "--quiet", "--manifest-path"])
         .arg(&manifest)
-        .args(["--target", &request.board.target, "--features", &features])
+        .args(["--target", &request.board.target]);
+    if !features.is_empty() {
+        cargo.args(["--features", &features]);
+    }
+    let output = cargo
         .env("CARGO_TARGET_DIR", &target_dir)
+        .env("HILT_BOARD", &request.board.name)
         .env("HILT_MODEL", &model_path)
         .env("HILT_ARENA_SIZE", request.arena_size.to_string())
         .env("HILT_PLANNER", planner)
@@ -181,7 +215,8 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
     }
     let built = target_dir
         .join(&request.board.target)
-        .join("release/hilt-firmware");
+        .join("release")
+        .join(&binary);
     let elf = repo
         .join("build/firmware/elves")
         .join(format!("{}-{key}.elf", request.board.name));
@@ -194,4 +229,26 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
         source,
     })?;
     Ok(elf)
+}
+
+/// The firmware's binary name: its package's name (a firmware crate has one
+/// binary, named after the package, as cargo names it by default).
+fn package_name(manifest: &Path) -> Result<String, BuildError> {
+    let text = std::fs::read_to_string(manifest).map_err(|source| BuildError::Io {
+        path: manifest.into(),
+        source,
+    })?;
+    let table: toml::Table = toml::from_str(&text).map_err(|e| BuildError::Manifest {
+        path: manifest.into(),
+        problem: e.to_string(),
+    })?;
+    table
+        .get("package")
+        .and_then(|p| p.get("name"))
+        .and_then(toml::Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| BuildError::Manifest {
+            path: manifest.into(),
+            problem: "no [package] name: a firmware crate is a package with one binary".into(),
+        })
 }

@@ -7,11 +7,13 @@ use hilt_runtime::model::Model;
 use hilt_runtime::planner::{Greedy, Linear, MemoryPlanner, Offline, PlanError};
 use hilt_runtime::request::BufferRequest;
 
-/// The planner the agent commits the arena with, chosen by the firmware.
-/// `Offline` needs the model (its `OfflineMemoryAllocation` metadata), so
-/// the choice is a value resolved once the model is read, not a planner.
+/// One of the runtime's planners, by name: the ones a scenario can ask
+/// for. `Offline` needs the model (its `OfflineMemoryAllocation` metadata),
+/// so the choice is a value the agent resolves once the model is read. A
+/// planner of your own goes to `Agent::custom_planner` instead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Planner<C = NoCustomPlanner> {
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Planner {
     /// Every buffer after the previous one: no reuse, the upper bound.
     Linear,
     /// TensorFlow Lite Micro's greedy planner, offset for offset.
@@ -19,8 +21,6 @@ pub enum Planner<C = NoCustomPlanner> {
     /// The model's own offline plan (validated); a model without one is an
     /// error the agent reports in its Hello.
     Offline,
-    /// Your own planner (an allocator port, a test planner).
-    Custom(C),
 }
 
 impl Planner {
@@ -34,16 +34,29 @@ impl Planner {
             _ => Err(UnknownPlanner),
         }
     }
-}
 
-impl<C: MemoryPlanner> Planner<C> {
-    /// Its name, for logs.
-    pub fn name(&self) -> &'static str {
+    /// Its name.
+    pub fn name(self) -> &'static str {
         match self {
             Planner::Linear => "linear",
             Planner::Greedy => "greedy",
             Planner::Offline => "offline",
-            Planner::Custom(c) => c.name(),
+        }
+    }
+}
+
+/// The planner a session uses: one of the runtime's, or the firmware's own.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum PlannerChoice<C> {
+    Builtin(Planner),
+    Custom(C),
+}
+
+impl<C: MemoryPlanner> PlannerChoice<C> {
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            PlannerChoice::Builtin(p) => p.name(),
+            PlannerChoice::Custom(c) => c.name(),
         }
     }
 
@@ -55,10 +68,12 @@ impl<C: MemoryPlanner> Planner<C> {
         f: impl FnOnce(&dyn MemoryPlanner) -> R,
     ) -> Option<R> {
         match self {
-            Planner::Linear => Some(f(&Linear)),
-            Planner::Greedy => Some(f(&Greedy)),
-            Planner::Offline => Offline::from_model(model).ok().map(|o| f(&o)),
-            Planner::Custom(c) => Some(f(c)),
+            PlannerChoice::Builtin(Planner::Linear) => Some(f(&Linear)),
+            PlannerChoice::Builtin(Planner::Greedy) => Some(f(&Greedy)),
+            PlannerChoice::Builtin(Planner::Offline) => {
+                Offline::from_model(model).ok().map(|o| f(&o))
+            }
+            PlannerChoice::Custom(c) => Some(f(c)),
         }
     }
 }
@@ -76,8 +91,8 @@ impl fmt::Display for UnknownPlanner {
 
 impl core::error::Error for UnknownPlanner {}
 
-/// The type of `Planner::Custom` when a firmware has no planner of its
-/// own: it has no values, so that variant cannot be built.
+/// The custom planner type of a session that uses one of the runtime's
+/// planners: it has no values, so it is never asked to plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NoCustomPlanner {}
 

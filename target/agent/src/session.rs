@@ -22,7 +22,7 @@ use crate::config::Config;
 use crate::counter::CycleCounter;
 use crate::link::{Line, Link, WireError};
 use crate::pin::NoPin;
-use crate::planner::{Accelerator, NoAccelerator, NoCustomPlanner, Planner};
+use crate::planner::{Accelerator, NoAccelerator, NoCustomPlanner, Planner, PlannerChoice};
 use crate::report::interpreter_error;
 use crate::workspace::{MAX_OPS, MAX_PLAN, Parts};
 
@@ -45,7 +45,7 @@ pub struct Agent<W, C, T = NoPin, P = NoCustomPlanner, A = NoAccelerator> {
     wire: W,
     counter: C,
     pin: T,
-    planner: Planner<P>,
+    planner: PlannerChoice<P>,
     accelerator: A,
 }
 
@@ -58,7 +58,7 @@ impl<W: Read + Write, C: CycleCounter> Agent<W, C> {
             wire,
             counter,
             pin: NoPin,
-            planner: Planner::Greedy,
+            planner: PlannerChoice::Builtin(Planner::Greedy),
             accelerator: NoAccelerator,
         }
     }
@@ -80,8 +80,19 @@ impl<W: Read + Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner, A: Accele
         }
     }
 
-    /// Plans the arena with `planner`.
-    pub fn planner<P2: MemoryPlanner>(self, planner: Planner<P2>) -> Agent<W, C, T, P2, A> {
+    /// Plans the arena with one of the runtime's planners.
+    pub fn planner(self, planner: Planner) -> Agent<W, C, T, NoCustomPlanner, A> {
+        self.with_planner(PlannerChoice::Builtin(planner))
+    }
+
+    /// Plans the arena with a planner of your own (an allocator port, a
+    /// test planner): it gets the same requests and its plan the same
+    /// checks as the runtime's.
+    pub fn custom_planner<P2: MemoryPlanner>(self, planner: P2) -> Agent<W, C, T, P2, A> {
+        self.with_planner(PlannerChoice::Custom(planner))
+    }
+
+    fn with_planner<P2>(self, planner: PlannerChoice<P2>) -> Agent<W, C, T, P2, A> {
         Agent {
             config: self.config,
             wire: self.wire,
@@ -258,7 +269,7 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, A: Accelerator> Service<'s, W,
         model_bytes: &'s [u8],
         arena: &'s mut [u8],
         resolver: &'s dyn Resolver,
-        planner: &Planner<P>,
+        planner: &PlannerChoice<P>,
     ) -> Result<(), WireError> {
         let model = match Model::from_bytes(model_bytes) {
             Ok(m) => m,

@@ -17,9 +17,7 @@ use hilt_agent::runtime::kernels::all_builtins;
 use hilt_agent::runtime::planner::{Linear, MemoryPlanner, PlanError};
 use hilt_agent::runtime::request::BufferRequest;
 use hilt_agent::runtime::writer::examples;
-use hilt_agent::{
-    Agent, Config, CycleCounter, NoCustomPlanner, Parts, Planner, WireError, Workspace,
-};
+use hilt_agent::{Agent, Config, CycleCounter, Parts, Planner, WireError, Workspace};
 
 /// Both directions of a serial line, in memory: the test queues the
 /// host's bytes in `rx` and reads the agent's from `tx`. An empty `rx` is
@@ -146,12 +144,18 @@ fn replies(tx: &[u8]) -> Vec<String> {
     out
 }
 
+/// The planner a test session uses.
+enum Choice<P> {
+    Builtin(Planner),
+    Custom(P),
+}
+
 /// Runs `requests` through a fresh session on `model` and returns the
 /// replies (start-up log included).
 fn serve<P: MemoryPlanner>(
     model: &[u8],
     arena_bytes: usize,
-    planner: Planner<P>,
+    planner: Choice<P>,
     requests: &[Message<'_>],
     counter: FakeCounter,
 ) -> Vec<String> {
@@ -170,17 +174,24 @@ fn serve<P: MemoryPlanner>(
         rx: frames(requests),
         tx: Vec::new(),
     };
-    let mut session = Agent::new(CONFIG, wire, counter)
-        .timestamp_pin(pin)
-        .planner(planner)
-        .start(parts, &resolver)
-        .unwrap();
-    assert_eq!(session.run(), WireError::Closed);
-    replies(&session.wire().tx)
+    let agent = Agent::new(CONFIG, wire, counter).timestamp_pin(pin);
+    let tx = match planner {
+        Choice::Builtin(p) => {
+            let mut session = agent.planner(p).start(parts, &resolver).unwrap();
+            assert_eq!(session.run(), WireError::Closed);
+            std::mem::take(&mut session.wire().tx)
+        }
+        Choice::Custom(p) => {
+            let mut session = agent.custom_planner(p).start(parts, &resolver).unwrap();
+            assert_eq!(session.run(), WireError::Closed);
+            std::mem::take(&mut session.wire().tx)
+        }
+    };
+    replies(&tx)
 }
 
-fn greedy() -> Planner<NoCustomPlanner> {
-    Planner::Greedy
+fn greedy() -> Choice<Shifted> {
+    Choice::Builtin(Planner::Greedy)
 }
 
 fn count(replies: &[String], prefix: &str) -> usize {
@@ -280,7 +291,7 @@ fn a_many_op_model_reports_every_op_and_runs_with_the_linear_planner() {
     let r = serve(
         &examples::tiny_convnet_int8(),
         64 * 1024,
-        Planner::<NoCustomPlanner>::Linear,
+        Choice::<Shifted>::Builtin(Planner::Linear),
         &[
             Message::LoadInput {
                 input: 0,
@@ -396,7 +407,7 @@ fn an_arena_too_small_and_a_missing_offline_plan_are_allocation_errors() {
     let offline = serve(
         &examples::reshape_int8(),
         4096,
-        Planner::<NoCustomPlanner>::Offline,
+        Choice::<Shifted>::Builtin(Planner::Offline),
         &[Message::HelloRequest],
         FakeCounter::default(),
     );
@@ -439,7 +450,7 @@ fn a_custom_planner_places_the_buffers() {
     let r = serve(
         &examples::reshape_int8(),
         4096,
-        Planner::Custom(Shifted),
+        Choice::Custom(Shifted),
         &[Message::PlanRequest],
         FakeCounter::default(),
     );

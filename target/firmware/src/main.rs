@@ -43,18 +43,16 @@ fn main() -> ! {
     let counter = Counter::start(peripherals.SYST);
     #[cfg(not(feature = "qemu"))]
     let counter = Counter::start(peripherals.DCB, peripherals.DWT);
+    let agent = Agent::new(hilt::CONFIG, wire, counter);
     #[cfg(feature = "fault-misplan")]
-    let planner = hilt_agent::Planner::Custom(faults::Misplan);
+    let agent = agent.custom_planner(faults::Misplan);
     #[cfg(not(feature = "fault-misplan"))]
-    let planner = hilt::PLANNER;
+    let agent = agent.planner(hilt::PLANNER);
 
     let resolver = all_builtins();
     // SAFETY: the only call, before anything else touches the statics.
     let parts = unsafe { hilt::take() };
-    let error = match Agent::new(hilt::CONFIG, wire, counter)
-        .planner(planner)
-        .start(parts, &resolver)
-    {
+    let error = match agent.start(parts, &resolver) {
         Ok(mut session) => session.run(),
         Err(e) => e,
     };
