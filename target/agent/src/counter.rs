@@ -24,11 +24,14 @@ pub trait CycleCounter: Clock {
 pub(crate) mod cortex_m {
     //! The two counters of a Cortex-M core.
 
+    #[cfg(not(hilt_no_cyccnt))]
     use core::cell::Cell;
     use core::sync::atomic::{AtomicU32, Ordering};
 
+    use cortex_m::peripheral::SYST;
     use cortex_m::peripheral::syst::SystClkSource;
-    use cortex_m::peripheral::{DCB, DWT, SYST};
+    #[cfg(not(hilt_no_cyccnt))]
+    use cortex_m::peripheral::{DCB, DWT};
     use hilt_runtime::interpreter::Clock;
 
     use super::CycleCounter;
@@ -106,13 +109,16 @@ pub(crate) mod cortex_m {
 
     /// DWT CYCCNT, extended to 64 bits on every read (reads come at least
     /// once per operator, far more often than the 32-bit counter wraps).
-    /// True cycles on real cores; reads 0 under QEMU.
+    /// True cycles on real cores; reads 0 under QEMU. (Not on ARMv6-M,
+    /// which has no CYCCNT.)
+    #[cfg(not(hilt_no_cyccnt))]
     #[derive(Debug)]
     pub struct DwtCounter {
         last: Cell<u32>,
         high: Cell<u64>,
     }
 
+    #[cfg(not(hilt_no_cyccnt))]
     impl DwtCounter {
         /// Enables trace and the cycle counter, from 0.
         pub fn start(mut dcb: DCB, mut dwt: DWT) -> Self {
@@ -129,6 +135,7 @@ pub(crate) mod cortex_m {
         }
     }
 
+    #[cfg(not(hilt_no_cyccnt))]
     impl Clock for DwtCounter {
         fn now(&self) -> u64 {
             let now = DWT::cycle_count();
@@ -140,6 +147,7 @@ pub(crate) mod cortex_m {
         }
     }
 
+    #[cfg(not(hilt_no_cyccnt))]
     impl CycleCounter for DwtCounter {
         fn source(&self) -> &'static str {
             "dwt"
