@@ -48,8 +48,16 @@ pub(crate) mod cortex_m {
     /// The firmware must forward the SysTick exception:
     /// `#[exception] fn SysTick() { SysTickCounter::on_wrap() }` (the agent
     /// does not claim the handler: your firmware may have its own).
-    #[derive(Debug)]
-    pub struct SysTickCounter(());
+    pub struct SysTickCounter {
+        /// Held so that nothing else can take SysTick.
+        _syst: SYST,
+    }
+
+    impl core::fmt::Debug for SysTickCounter {
+        fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+            f.debug_struct("SysTickCounter").finish_non_exhaustive()
+        }
+    }
 
     impl SysTickCounter {
         /// Takes SysTick: processor clock, full reload, wrap interrupt on.
@@ -59,9 +67,7 @@ pub(crate) mod cortex_m {
             syst.clear_current();
             syst.enable_interrupt();
             syst.enable_counter();
-            // SysTick is ours for good; the registers are reached through SYST::PTR.
-            core::mem::forget(syst);
-            SysTickCounter(())
+            SysTickCounter { _syst: syst }
         }
 
         /// Counts one wrap: call it from the SysTick exception handler.
@@ -112,10 +118,21 @@ pub(crate) mod cortex_m {
     /// True cycles on real cores; reads 0 under QEMU. (Not on ARMv6-M,
     /// which has no CYCCNT.)
     #[cfg(not(hilt_no_cyccnt))]
-    #[derive(Debug)]
     pub struct DwtCounter {
+        /// Held so that nothing else can turn trace or the counter off.
+        _dcb: DCB,
+        _dwt: DWT,
         last: Cell<u32>,
         high: Cell<u64>,
+    }
+
+    #[cfg(not(hilt_no_cyccnt))]
+    impl core::fmt::Debug for DwtCounter {
+        fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+            f.debug_struct("DwtCounter")
+                .field("high", &self.high)
+                .finish_non_exhaustive()
+        }
     }
 
     #[cfg(not(hilt_no_cyccnt))]
@@ -126,9 +143,9 @@ pub(crate) mod cortex_m {
             DWT::unlock();
             dwt.set_cycle_count(0);
             dwt.enable_cycle_counter();
-            // Both stay set up for good; CYCCNT is read through DWT::cycle_count.
-            core::mem::forget((dcb, dwt));
             DwtCounter {
+                _dcb: dcb,
+                _dwt: dwt,
                 last: Cell::new(0),
                 high: Cell::new(0),
             }

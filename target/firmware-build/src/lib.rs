@@ -14,11 +14,9 @@
 //!   `unsafe fn take() -> hilt_agent::Parts<'static>`.
 //!
 //! ```no_run
-//! // build.rs
-//! fn main() {
-//!     let build = hilt_firmware_build::FirmwareBuild::from_env().unwrap_or_else(|e| panic!("{e}"));
-//!     build.write().unwrap_or_else(|e| panic!("{e}"));
-//! }
+//! // in build.rs's main:
+//! let build = hilt_firmware_build::FirmwareBuild::from_env().unwrap_or_else(|e| panic!("{e}"));
+//! build.write().unwrap_or_else(|e| panic!("{e}"));
 //! ```
 //! and in the firmware: `mod hilt { include!(concat!(env!("OUT_DIR"), "/hilt.rs")); }`.
 //!
@@ -410,11 +408,12 @@ static META: [u8; hilt_agent::META_LEN] = hilt_agent::meta(BOARD);
 /// # Safety
 /// Call once: the arena and the workspace are handed out as `&'static mut`.
 pub unsafe fn take() -> hilt_agent::Parts<'static> {
+    let (arena, workspace) = (&raw mut ARENA, &raw mut WORKSPACE);
     hilt_agent::Parts {
         model: &MODEL.0,
         // SAFETY: the caller calls this once: these are the only references.
-        arena: unsafe { &mut (*(&raw mut ARENA)).0 },
-        workspace: unsafe { &mut *(&raw mut WORKSPACE) },
+        arena: unsafe { &mut (*arena).0 },
+        workspace: unsafe { &mut *workspace },
     }
 }
 "#;

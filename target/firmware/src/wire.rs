@@ -37,8 +37,9 @@ mod rtt {
                 0: { size: 4096, name: "hilt" }
             }
         };
+        let log = &raw mut PANIC_LOG;
         // SAFETY: set once, before anything runs that could panic and read it.
-        unsafe { *(&raw mut PANIC_LOG) = Some(channels.up.1) };
+        unsafe { *log = Some(channels.up.1) };
         Rtt {
             up: channels.up.0,
             down: channels.down.0,
@@ -47,8 +48,9 @@ mod rtt {
 
     /// Writes a panic message to the log channel.
     pub(crate) fn report_panic_line(line: &str) {
+        let log = &raw mut PANIC_LOG;
         // SAFETY: single core; the panic handler runs once and nothing runs after it.
-        if let Some(log) = unsafe { (*(&raw mut PANIC_LOG)).as_mut() } {
+        if let Some(log) = unsafe { (*log).as_mut() } {
             log.write(line.as_bytes());
         }
     }
