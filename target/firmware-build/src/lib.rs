@@ -417,3 +417,61 @@ pub unsafe fn take() -> hilt_agent::Parts<'static> {
     }
 }
 "#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build() -> FirmwareBuild {
+        FirmwareBuild {
+            board: "qemu-x".into(),
+            board_file: "boards/qemu-x.toml".into(),
+            board_table: toml::Table::new(),
+            memory_x: "boards/qemu-x/memory.x".into(),
+            arena_size: 4096,
+            clock_hz: 25_000_000,
+            planner: PlannerName::Offline,
+            canary: CanaryName::Buffers,
+            align: 64,
+            model: "/models/tiny.tflite".into(),
+            model_bytes: b"123456789".to_vec(),
+            out_dir: "/out".into(),
+        }
+    }
+
+    #[test]
+    fn the_agent_source_carries_every_setting() {
+        let s = build().agent_source();
+        for expected in [
+            "pub const BOARD: &str = \"qemu-x\";",
+            "pub const ARENA_SIZE: usize = 4096;",
+            "pub const CLOCK_HZ: u32 = 25000000;",
+            "pub const MODEL_LEN: usize = 9;",
+            // CRC-32 of "123456789", the standard check value.
+            "pub const MODEL_CRC: u32 = 0xcbf43926;",
+            "pub const MODEL_NAME: &str = \"tiny.tflite\";",
+            "hilt_agent::Planner::Offline;",
+            "align: 64,",
+            "CanaryMode::Buffers,",
+            "#[unsafe(link_section = \".hilt_arena\")]",
+            "#[unsafe(link_section = \".hilt_meta\")]",
+            "pub unsafe fn take() -> hilt_agent::Parts<'static>",
+        ] {
+            assert!(s.contains(expected), "missing {expected:?} in\n{s}");
+        }
+    }
+
+    #[test]
+    fn bad_settings_say_what_they_may_be() {
+        let e = BuildError::Variable {
+            name: "HILT_CANARY",
+            value: "loud".into(),
+            expected: "use off, bounds or buffers",
+        };
+        assert_eq!(
+            e.to_string(),
+            "HILT_CANARY=\"loud\": use off, bounds or buffers"
+        );
+        assert!(BuildError::NoBoard.to_string().contains("HILT_BOARD"));
+    }
+}
