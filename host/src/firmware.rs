@@ -116,21 +116,7 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
             fnv(&model, 0)
         )
     );
-    // hilt's firmware picks the board by feature; a board's own firmware
-    // crate has no board features and reads HILT_BOARD.
-    let (crate_dir, board_feature) = match &request.board.firmware {
-        Some(dir) => (
-            std::fs::canonicalize(dir).map_err(|source| BuildError::Io {
-                path: dir.clone(),
-                source,
-            })?,
-            None,
-        ),
-        None => (
-            repo.join("target/firmware"),
-            Some(format!("board-{}", request.board.name)),
-        ),
-    };
+    let (crate_dir, board_feature) = firmware_crate(repo, request.board)?;
     let features = board_feature
         .into_iter()
         .chain(request.features.iter().cloned())
@@ -229,6 +215,25 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
         source,
     })?;
     Ok(elf)
+}
+
+/// The crate to build and the board feature it takes: hilt's firmware picks
+/// the board by feature; a board's own firmware crate (`firmware = "…"`)
+/// has no board features and reads `HILT_BOARD`.
+fn firmware_crate(repo: &Path, board: &Board) -> Result<(PathBuf, Option<String>), BuildError> {
+    match &board.firmware {
+        Some(dir) => {
+            let dir = std::fs::canonicalize(dir).map_err(|source| BuildError::Io {
+                path: dir.clone(),
+                source,
+            })?;
+            Ok((dir, None))
+        }
+        None => Ok((
+            repo.join("target/firmware"),
+            Some(format!("board-{}", board.name)),
+        )),
+    }
 }
 
 /// The firmware's binary name: its package's name (a firmware crate has one
