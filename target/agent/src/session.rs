@@ -5,7 +5,7 @@
 use core::fmt::Write as _;
 
 use embedded_hal::digital::OutputPin;
-use embedded_io::{Error as _, Read, Write};
+use embedded_io::{Error as _, Read, ReadReady, Write};
 use hilt_proto::message::{Cycles, PlanEntries};
 use hilt_proto::{
     ErrorCode, FrameAccumulator, Hello, MAX_CHUNK, MAX_FRAME, Message, PROTOCOL_VERSION, PlanEntry,
@@ -217,6 +217,27 @@ impl<'s, W: Read + Write, C: CycleCounter, T: OutputPin, A: Accelerator> Session
     /// The wire, e.g. for a test to look at what was sent.
     pub fn wire(&mut self) -> &mut W {
         &mut self.service.link.wire
+    }
+}
+
+impl<'s, W: Read + ReadReady + Write, C: CycleCounter, T: OutputPin, A: Accelerator>
+    Session<'s, W, C, T, A>
+{
+    /// [`poll`](Self::poll) without the wait: handles what has arrived and
+    /// returns at once when nothing has (`Ok(false)`), for a main loop that
+    /// has other work between requests. A request in progress still runs
+    /// to its end (an invoke is not split).
+    pub fn poll_ready(&mut self) -> Result<bool, WireError> {
+        let ready = self
+            .service
+            .link
+            .wire
+            .read_ready()
+            .map_err(|e| WireError::Read(e.kind()))?;
+        if ready {
+            self.poll()?;
+        }
+        Ok(ready)
     }
 }
 

@@ -42,6 +42,12 @@ impl embedded_io::Read for Pipe {
     }
 }
 
+impl embedded_io::ReadReady for Pipe {
+    fn read_ready(&mut self) -> Result<bool, Infallible> {
+        Ok(!self.rx.is_empty())
+    }
+}
+
 impl embedded_io::Write for Pipe {
     fn write(&mut self, buf: &[u8]) -> Result<usize, Infallible> {
         self.tx.extend_from_slice(buf);
@@ -459,4 +465,27 @@ fn a_custom_planner_places_the_buffers() {
         "{r:?}"
     );
     assert_eq!(r[2], "Done { request: 4 }");
+}
+
+#[test]
+fn poll_ready_returns_at_once_when_nothing_has_arrived() {
+    let model = aligned(&examples::reshape_int8());
+    let mut arena = vec![0u128; 256];
+    let mut workspace = Box::new(Workspace::new());
+    let resolver = all_builtins();
+    let parts = Parts {
+        model: bytemuck::cast_slice(&model),
+        arena: bytemuck::cast_slice_mut(&mut arena),
+        workspace: &mut workspace,
+    };
+    let mut session = Agent::new(CONFIG, Pipe::default(), FakeCounter::default())
+        .start(parts, &resolver)
+        .unwrap();
+    assert_eq!(session.poll_ready(), Ok(false));
+    session.wire().rx = frames(&[Message::HelloRequest]);
+    // The pipe hands over 7 bytes a read: a few polls complete the frame.
+    while session.poll_ready() == Ok(true) {}
+    let r = replies(&session.wire().tx);
+    assert!(r.last().unwrap().starts_with("Guards {"), "{r:?}");
+    assert!(r.iter().any(|m| m.starts_with("Hello(")), "{r:?}");
 }

@@ -54,9 +54,12 @@ fn main() -> ! {
         Ok(session) => session,
         Err(e) => panic!("hilt: {e}"),
     };
+    // The product's main loop: hilt's requests are served between its own
+    // tasks (an invoke, once started, runs to its end).
     loop {
-        match session.poll() {
-            Ok(()) => {}
+        match session.poll_ready() {
+            Ok(true) => {}
+            Ok(false) => product_tasks(),
             // A lost byte spoils one frame, which the agent answers with a
             // BAD_FRAME error: the host reports it; keep serving.
             Err(WireError::Read(_)) => {}
@@ -64,6 +67,10 @@ fn main() -> ! {
         }
     }
 }
+
+/// Where the product's own work would run between requests (this example
+/// has none).
+fn product_tasks() {}
 
 // hilt: SysTick's wraps make the counter's high word.
 #[exception]

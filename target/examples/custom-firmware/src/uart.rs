@@ -85,6 +85,12 @@ impl embedded_io::Read for CmsdkUart {
     }
 }
 
+impl embedded_io::ReadReady for CmsdkUart {
+    fn read_ready(&mut self) -> Result<bool, Overrun> {
+        Ok(self.read_reg(STATE) & RX_FULL != 0)
+    }
+}
+
 impl embedded_io::Write for CmsdkUart {
     fn write(&mut self, buf: &[u8]) -> Result<usize, Overrun> {
         for &byte in buf {
