@@ -15,6 +15,7 @@ mod link;
 mod pin;
 mod planner;
 mod report;
+mod service;
 mod session;
 mod workspace;
 
