@@ -2,7 +2,8 @@
 # The test command: set up, then every test suite hilt has.
 # - the workspace's unit, integration, property and doc tests;
 # - the runtime and protocol built no_std for every pinned thumb target;
-# - the firmware built for every board in boards/;
+# - the firmware built for every board in boards/ (hilt's, or the crate a
+#   board names with `firmware = "..."`, e.g. the bring-your-own example);
 # - the QEMU end-to-end tests (qemu-system-arm is installed by setup);
 # - `hilt gate` over the shipped scenarios on the virtual boards;
 # - the CI workflows in ci/github/: GitHub's schema, no zizmor finding, and
@@ -23,17 +24,25 @@ cargo fmt --all -- --check
 
 echo "== no_std builds of the target crates"
 for t in $(sed -n 's/^targets *= *\[\(.*\)\]/\1/p' rust-toolchain.toml | tr -d '",'); do
-  cargo build --quiet -p hilt-runtime -p hilt-proto --target "$t"
-  echo "hilt-runtime and hilt-proto build for $t"
+  cargo build --quiet -p hilt-runtime -p hilt-proto -p hilt-agent --features hilt-agent/cortex-m --target "$t"
+  echo "hilt-runtime, hilt-proto and hilt-agent build for $t"
 done
 
 echo "== firmware for every board"
 for board_file in boards/*.toml; do
   board="$(basename "$board_file" .toml)"
   triple="$(sed -n 's/^target *= *"\(.*\)"/\1/p' "$board_file")"
-  (cd target/firmware && CARGO_TARGET_DIR="$REPO/build/firmware/check" \
-    cargo build --quiet --release --target "$triple" --features "board-$board")
-  echo "firmware builds for $board ($triple)"
+  firmware="$(sed -n 's/^firmware *= *"\(.*\)"/\1/p' "$board_file")"
+  if [ -n "$firmware" ]; then
+    # The board's own firmware crate (no board features: it reads HILT_BOARD).
+    (cd "$firmware" && HILT_BOARD="$board" CARGO_TARGET_DIR="$REPO/build/firmware/check" \
+      cargo build --quiet --release --target "$triple")
+    echo "firmware $firmware builds for $board ($triple)"
+  else
+    (cd target/firmware && CARGO_TARGET_DIR="$REPO/build/firmware/check" \
+      cargo build --quiet --release --target "$triple" --features "board-$board")
+    echo "firmware builds for $board ($triple)"
+  fi
 done
 
 log="$(mktemp)"

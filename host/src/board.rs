@@ -36,6 +36,14 @@
 //! clock_hz = 42000000        # the UART's input clock (default: core_clock_hz)
 //! init = [ { address = 0x40023840, set = 0x40000 } ]   # clocks, pins
 //! ```
+//!
+//! A board that runs your own firmware (a crate linking `hilt-agent`) names
+//! it, by its folder from the repository root (the folder holding
+//! `boards/`); `hilt run` builds it instead of `target/firmware`:
+//!
+//! ```toml
+//! firmware = "target/examples/custom-firmware"
+//! ```
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -212,6 +220,8 @@ struct RawBoard {
     uart: Option<UartSettings>,
     #[serde(default)]
     latency_tolerance_percent: Option<f64>,
+    #[serde(default)]
+    firmware: Option<String>,
 }
 
 /// A validated board definition.
@@ -254,6 +264,10 @@ pub struct Board {
     pub latency_tolerance_percent: f64,
     /// The linker script.
     pub memory_x: PathBuf,
+    /// The firmware crate built for this board instead of hilt's
+    /// `target/firmware` (a folder with a `Cargo.toml`), resolved from the
+    /// repository root.
+    pub firmware: Option<PathBuf>,
 }
 
 impl Board {
@@ -522,6 +536,11 @@ fn validate(path: &Path, raw: RawBoard) -> Result<Board, BoardError> {
     }
     let memory_x = path.with_extension("").join("memory.x");
     check_memory_x(path, &memory_x, &raw.memory)?;
+    let firmware = raw
+        .firmware
+        .as_deref()
+        .map(|f| firmware_crate(path, f))
+        .transpose()?;
     let tolerance = raw
         .latency_tolerance_percent
         .unwrap_or(if raw.runner == RunnerKind::Qemu {
@@ -554,7 +573,48 @@ fn validate(path: &Path, raw: RawBoard) -> Result<Board, BoardError> {
         uart: raw.uart,
         latency_tolerance_percent: tolerance,
         memory_x,
+        firmware,
     })
+}
+
+/// The `firmware` folder, from the repository root (the folder that holds
+/// the board's `boards/` folder): it must hold a crate's `Cargo.toml`.
+fn firmware_crate(path: &Path, firmware: &str) -> Result<PathBuf, BoardError> {
+    if firmware.trim().is_empty() {
+        return Err(invalid(
+            path,
+            "firmware",
+            "empty: give the firmware crate's folder from the repository root, e.g. \"target/examples/custom-firmware\"",
+        ));
+    }
+    let repo = path
+        .parent()
+        .and_then(Path::parent)
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or_else(|| Path::new("."));
+    let dir = repo.join(firmware);
+    if !dir.is_dir() {
+        return Err(invalid(
+            path,
+            "firmware",
+            format!(
+                "{} is not a folder (the path is taken from {})",
+                dir.display(),
+                repo.display()
+            ),
+        ));
+    }
+    if !dir.join("Cargo.toml").is_file() {
+        return Err(invalid(
+            path,
+            "firmware",
+            format!(
+                "{} has no Cargo.toml: name a firmware crate's folder",
+                dir.display()
+            ),
+        ));
+    }
+    Ok(dir)
 }
 
 /// A UART the firmware can set up: a real baud rate its clock can divide

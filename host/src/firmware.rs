@@ -1,4 +1,8 @@
-//! Builds the firmware for a (board, model) pair, cached under `build/`.
+//! Builds the firmware for a (board, model) pair, cached under `build/`:
+//! hilt's own (`target/firmware`, one `board-NAME` feature per board) or the
+//! crate a board file names with `firmware = "…"` (a user's firmware linking
+//! `hilt-agent`). Both get the same `HILT_*` variables, which
+//! `hilt-firmware-build` reads in their build scripts.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -20,6 +24,14 @@ pub enum BuildError {
         board: String,
         /// The tail of cargo's output.
         output: String,
+    },
+    /// The firmware crate's manifest does not name its package.
+    #[error("{path}: {problem}")]
+    Manifest {
+        /// The `Cargo.toml`.
+        path: PathBuf,
+        /// What is wrong.
+        problem: String,
     },
     /// A file could not be read or copied.
     #[error("{path}: {source}")]
@@ -75,11 +87,12 @@ fn fnv(bytes: &[u8], seed: u64) -> u64 {
 /// A digest of every file a firmware build reads from the repository: the
 /// crates under `target/` (their sources, manifests, lock files, linker
 /// scripts and build scripts; not their tests, benches or fuzzers), the
-/// pinned toolchain, and the board's own files. A build whose key (this and
+/// pinned toolchain, the firmware crate built (a board's own may live
+/// elsewhere) and the board's own files. A build whose key (this and
 /// the request) names an ELF already built is not run again: cargo would
 /// rebuild anyway whenever another (board, model) was built in between, as
 /// every firmware shares one output folder, and a fat-LTO link costs seconds.
-fn source_digest(repo: &Path, board_files: &[&Path]) -> Result<u64, BuildError> {
+fn source_digest(repo: &Path, crate_dir: &Path, board_files: &[&Path]) -> Result<u64, BuildError> {
     fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), BuildError> {
         let entries = std::fs::read_dir(dir).map_err(|source| BuildError::Io {
             path: dir.into(),
@@ -109,7 +122,12 @@ fn source_digest(repo: &Path, board_files: &[&Path]) -> Result<u64, BuildError> 
         Ok(())
     }
     let mut files = Vec::new();
-    walk(&repo.join("target"), &mut files)?;
+    let target = repo.join("target");
+    walk(&target, &mut files)?;
+    // A board's own firmware crate may live outside `target/`.
+    if !crate_dir.starts_with(&target) {
+        walk(crate_dir, &mut files)?;
+    }
     files.sort();
     files.push(repo.join("rust-toolchain.toml"));
     files.extend(board_files.iter().map(|p| p.to_path_buf()));
@@ -141,12 +159,12 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
         path: repo.into(),
         source,
     })?;
-
-    let mut features = format!("board-{}", request.board.name);
-    for f in request.features {
-        features.push(',');
-        features.push_str(f);
-    }
+    let (crate_dir, board_feature) = firmware_crate(repo, request.board)?;
+    let features = board_feature
+        .into_iter()
+        .chain(request.features.iter().cloned())
+        .collect::<Vec<_>>()
+        .join(",");
     // One build folder for every firmware: dependencies are built once; a
     // change of model, arena, planner, canary or features only re-runs the
     // firmware crate's build script (it declares those inputs), and each
@@ -185,7 +203,7 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
     let planner = request.planner.name();
     let extra = request.features.join(",");
     let board_toml = boards_dir.join(format!("{}.toml", request.board.name));
-    let sources = source_digest(repo, &[&board_toml, &request.board.memory_x])?;
+    let sources = source_digest(repo, &crate_dir, &[&board_toml, &request.board.memory_x])?;
     let key = format!(
         "{:016x}",
         fnv(
@@ -203,13 +221,20 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
     if elf.is_file() {
         return Ok(elf);
     }
-    let manifest = repo.join("target/firmware/Cargo.toml");
-    let output = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-        .current_dir(repo.join("target/firmware"))
+    let manifest = crate_dir.join("Cargo.toml");
+    let binary = package_name(&manifest)?;
+    let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cargo
+        .current_dir(&crate_dir)
         .args(["build", "--release", "--quiet", "--manifest-path"])
         .arg(&manifest)
-        .args(["--target", &request.board.target, "--features", &features])
+        .args(["--target", &request.board.target]);
+    if !features.is_empty() {
+        cargo.args(["--features", &features]);
+    }
+    let output = cargo
         .env("CARGO_TARGET_DIR", &target_dir)
+        .env("HILT_BOARD", &request.board.name)
         .env("HILT_MODEL", &model_path)
         .env("HILT_ARENA_SIZE", request.arena_size.to_string())
         .env("HILT_PLANNER", planner)
@@ -240,7 +265,8 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
     }
     let built = target_dir
         .join(&request.board.target)
-        .join("release/hilt-firmware");
+        .join("release")
+        .join(&binary);
     std::fs::create_dir_all(elf.parent().unwrap_or(repo)).map_err(|source| BuildError::Io {
         path: elf.clone(),
         source,
@@ -257,4 +283,45 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
         source,
     })?;
     Ok(elf)
+}
+
+/// The crate to build and the board feature it takes: hilt's firmware picks
+/// the board by feature; a board's own firmware crate (`firmware = "…"`)
+/// has no board features and reads `HILT_BOARD`.
+fn firmware_crate(repo: &Path, board: &Board) -> Result<(PathBuf, Option<String>), BuildError> {
+    match &board.firmware {
+        Some(dir) => {
+            let dir = std::fs::canonicalize(dir).map_err(|source| BuildError::Io {
+                path: dir.clone(),
+                source,
+            })?;
+            Ok((dir, None))
+        }
+        None => Ok((
+            repo.join("target/firmware"),
+            Some(format!("board-{}", board.name)),
+        )),
+    }
+}
+
+/// The firmware's binary name: its package's name (a firmware crate has one
+/// binary, named after the package, as cargo names it by default).
+fn package_name(manifest: &Path) -> Result<String, BuildError> {
+    let text = std::fs::read_to_string(manifest).map_err(|source| BuildError::Io {
+        path: manifest.into(),
+        source,
+    })?;
+    let table: toml::Table = toml::from_str(&text).map_err(|e| BuildError::Manifest {
+        path: manifest.into(),
+        problem: e.to_string(),
+    })?;
+    table
+        .get("package")
+        .and_then(|p| p.get("name"))
+        .and_then(toml::Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| BuildError::Manifest {
+            path: manifest.into(),
+            problem: "no [package] name: a firmware crate is a package with one binary".into(),
+        })
 }

@@ -22,6 +22,7 @@ fn shipped_boards_are_valid() {
             "nrf5340-dk",
             "nucleo-h743zi",
             "qemu-mps2-an386",
+            "qemu-mps2-an386-custom",
             "qemu-mps2-an386-uart",
             "qemu-mps2-an500",
             "qemu-netduinoplus2",
@@ -30,11 +31,17 @@ fn shipped_boards_are_valid() {
         ]
     );
     let virtual_boards = select(&boards, "qemu-*").unwrap();
-    assert_eq!(virtual_boards.len(), 5);
+    assert_eq!(virtual_boards.len(), 6);
     for b in &virtual_boards {
         assert_eq!(
             b.transport == Transport::Uart,
-            b.name.ends_with("-uart"),
+            b.name.ends_with("-uart") || b.name.ends_with("-custom"),
+            "{}",
+            b.name
+        );
+        assert_eq!(
+            b.firmware.is_some(),
+            b.name.ends_with("-custom"),
             "{}",
             b.name
         );
@@ -52,6 +59,19 @@ fn shipped_boards_are_valid() {
         virtual_boards
             .iter()
             .all(|b| b.runner == RunnerKind::Qemu && b.latency_tolerance_percent == 0.0)
+    );
+    let custom = boards
+        .iter()
+        .find(|b| b.name == "qemu-mps2-an386-custom")
+        .unwrap();
+    assert!(
+        custom
+            .firmware
+            .as_ref()
+            .unwrap()
+            .ends_with("target/examples/custom-firmware"),
+        "{:?}",
+        custom.firmware
     );
     let netduino = boards
         .iter()
@@ -338,4 +358,41 @@ fn latency_tolerance_is_the_clock_resolution_on_virtual_boards() {
     // Real boards: their run-to-run spread, no clock slack (DWT is exact).
     let real = by_name("stm32f746g-disco").latency_tolerance();
     assert_eq!((real.percent, real.cycles), (2.0, 0));
+}
+
+/// `firmware = "…"` names a crate folder from the folder that holds
+/// `boards/`: a missing folder, one with no Cargo.toml, and an empty value
+/// are each named; a crate is accepted.
+#[test]
+fn a_board_firmware_crate_must_exist_and_be_a_crate() {
+    let root = std::env::temp_dir().join(format!("hilt-board-firmware-{}", std::process::id()));
+    std::fs::create_dir_all(root.join("boards/b")).unwrap();
+    std::fs::create_dir_all(root.join("fw/no-crate")).unwrap();
+    std::fs::create_dir_all(root.join("fw/crate")).unwrap();
+    std::fs::write(
+        root.join("fw/crate/Cargo.toml"),
+        "[package]\nname = \"crate\"\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("boards/b/memory.x"), MEMORY_X).unwrap();
+    let load_with = |firmware: &str| {
+        let toml = GOOD.replace(
+            "runner = \"qemu\"",
+            &format!("runner = \"qemu\"\nfirmware = {firmware:?}"),
+        );
+        std::fs::write(root.join("boards/b.toml"), toml).unwrap();
+        load(&root.join("boards/b.toml"))
+    };
+    let missing = load_with("fw/gone").unwrap_err().to_string();
+    assert!(
+        missing.contains("field `firmware`") && missing.contains("fw/gone is not a folder"),
+        "{missing}"
+    );
+    let not_a_crate = load_with("fw/no-crate").unwrap_err().to_string();
+    assert!(not_a_crate.contains("has no Cargo.toml"), "{not_a_crate}");
+    let empty = load_with(" ").unwrap_err().to_string();
+    assert!(empty.contains("field `firmware`: empty"), "{empty}");
+    let board = load_with("fw/crate").unwrap();
+    assert_eq!(board.firmware, Some(root.join("fw/crate")));
+    std::fs::remove_dir_all(&root).unwrap();
 }

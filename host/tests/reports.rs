@@ -278,18 +278,18 @@ fn bad_shard_values_are_refused_with_a_clear_message() {
 #[test]
 fn an_empty_shard_runs_nothing_and_still_writes_valid_reports() {
     let dir = temp_dir("empty-shard");
-    // smoke_reshape has five virtual boards: shard 6 of 6 gets none.
+    // smoke_reshape has six virtual boards: shard 7 of 7 gets none.
     let out = hilt([
         "run",
         "scenarios/smoke_reshape.toml",
         "--shard",
-        "6/6",
+        "7/7",
         "--report-dir",
         dir.to_str().unwrap(),
     ]);
     let stdout = common::succeeded(&out);
     assert!(
-        stdout.contains("shard 6/6: 0 of 5 (scenario, board) pairs"),
+        stdout.contains("shard 7/7: 0 of 6 (scenario, board) pairs"),
         "{stdout}"
     );
     assert_eq!(summary(&dir)["totals"]["pairs"], 0);
@@ -305,13 +305,13 @@ fn hilt_run_with_a_shard_runs_its_share_and_reports_it() {
         return;
     }
     let dir = temp_dir("e2e");
-    // Sorted pairs: an386, an386-uart, an500, netduinoplus2,
-    // netduinoplus2-uart; shard 3 of 5 is an500 alone.
+    // Sorted pairs: an386, an386-custom, an386-uart, an500, netduinoplus2,
+    // netduinoplus2-uart; shard 4 of 6 is an500 alone.
     let out = hilt([
         "run",
         "scenarios/smoke_reshape.toml",
         "--shard",
-        "3/5",
+        "4/6",
         "--report-dir",
         dir.to_str().unwrap(),
     ]);
@@ -321,7 +321,7 @@ fn hilt_run_with_a_shard_runs_its_share_and_reports_it() {
         "{stdout}"
     );
     let s = summary(&dir);
-    assert_eq!(s["title"], "hilt run (shard 3/5)");
+    assert_eq!(s["title"], "hilt run (shard 4/6)");
     assert_eq!(s["totals"]["passed"], 1);
     assert_eq!(s["runs"][0]["board"], "qemu-mps2-an500");
     assert!(s["runs"][0]["steps"][0]["total_cycles"].as_u64().unwrap() > 0);

@@ -1,4 +1,4 @@
-//! A polled UART as the [`Wire`]: no interrupts, no DMA, nothing to set up
+//! A polled UART as the wire (`embedded_io` Read + Write): no interrupts, no DMA, nothing to set up
 //! but the registers the board's `[uart]` table names. Two register layouts
 //! cover the virtual boards and most STM32 parts:
 //!
@@ -12,12 +12,14 @@
 //! answer), so a one-byte receive register cannot overrun: nothing arrives
 //! while the firmware is busy answering.
 
+use core::convert::Infallible;
 use core::ptr::{read_volatile, write_volatile};
 
-use hilt_proto::{MAX_FRAME, Message, encode_frame};
-
-use crate::config::uart as board;
-use crate::wire::Wire;
+/// The board's `[uart]` table, as constants (`build.rs`).
+mod board {
+    use super::{Kind, RegisterWrite};
+    include!(concat!(env!("OUT_DIR"), "/uart.rs"));
+}
 
 /// Register layout of the board's UART.
 #[derive(Clone, Copy)]
@@ -134,23 +136,36 @@ pub(crate) fn report_panic_line(line: &str) {
         base: board::BASE,
         kind: board::KIND,
     };
-    let mut frame = [0u8; MAX_FRAME];
-    if let Ok(n) = encode_frame(&Message::Log(line), &mut frame) {
-        for &b in &frame[..n] {
-            uart.put(b);
-        }
-    }
+    // Nothing is left to tell if even this fails.
+    let _ = hilt_agent::send_log(&mut uart, line);
 }
 
-impl Wire for Uart {
-    fn write(&mut self, bytes: &[u8]) -> usize {
+impl embedded_io::ErrorType for Uart {
+    type Error = Infallible;
+}
+
+impl embedded_io::Write for Uart {
+    fn write(&mut self, bytes: &[u8]) -> Result<usize, Infallible> {
         for &b in bytes {
             self.put(b);
         }
-        bytes.len()
+        Ok(bytes.len())
     }
 
-    fn read(&mut self, buf: &mut [u8]) -> usize {
+    /// Each byte is in the transmit register before `write` returns.
+    fn flush(&mut self) -> Result<(), Infallible> {
+        Ok(())
+    }
+}
+
+impl embedded_io::Read for Uart {
+    /// Waits for a first byte, then takes the ones that follow while they
+    /// keep arriving.
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Infallible> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        while !self.rx_ready() {}
         let data = layout(self.kind).data;
         let mut n = 0;
         while n < buf.len() && self.rx_ready() {
@@ -158,6 +173,6 @@ impl Wire for Uart {
             buf[n] = unsafe { read_volatile(self.reg(data)) } as u8;
             n += 1;
         }
-        n
+        Ok(n)
     }
 }

@@ -1,17 +1,8 @@
-//! The byte pipe to the host: a hardware seam with two implementations,
-//! picked by the board's `transport` at build time. RTT (a debug probe or
-//! QEMU's gdbstub reads and writes ring buffers in RAM) and a UART (for
-//! boards reached over a serial line, and a check that nothing in the
-//! protocol depends on RTT).
-
-/// Bytes both ways. Neither call blocks: `write` takes what fits now,
-/// `read` hands over what has arrived.
-pub(crate) trait Wire {
-    /// Queues as many of `bytes` as fit now; returns how many.
-    fn write(&mut self, bytes: &[u8]) -> usize;
-    /// Moves bytes that have arrived into `buf`; returns how many (0: none).
-    fn read(&mut self, buf: &mut [u8]) -> usize;
-}
+//! The byte pipe to the host, picked by the board's `transport` at build
+//! time: RTT (a debug probe or QEMU's gdbstub reads and writes ring buffers
+//! in RAM) or a UART (for boards reached over a serial line, and a check
+//! that nothing in the protocol depends on RTT). Both are `embedded_io`
+//! Read + Write, which is all the agent asks of a wire.
 
 #[cfg(not(hilt_uart))]
 pub(crate) use rtt::{open, report_panic_line};
@@ -21,9 +12,9 @@ pub(crate) use crate::uart::{open, report_panic_line};
 
 #[cfg(not(hilt_uart))]
 mod rtt {
-    use rtt_target::{ChannelMode, DownChannel, UpChannel, rtt_init};
+    use core::convert::Infallible;
 
-    use super::Wire;
+    use rtt_target::{ChannelMode, DownChannel, UpChannel, rtt_init};
 
     /// Up channel 1, where a panic's message goes (raw text, no framing:
     /// the host reads it even when the protocol is in pieces).
@@ -46,8 +37,9 @@ mod rtt {
                 0: { size: 4096, name: "hilt" }
             }
         };
+        let log = &raw mut PANIC_LOG;
         // SAFETY: set once, before anything runs that could panic and read it.
-        unsafe { *(&raw mut PANIC_LOG) = Some(channels.up.1) };
+        unsafe { *log = Some(channels.up.1) };
         Rtt {
             up: channels.up.0,
             down: channels.down.0,
@@ -56,19 +48,46 @@ mod rtt {
 
     /// Writes a panic message to the log channel.
     pub(crate) fn report_panic_line(line: &str) {
+        let log = &raw mut PANIC_LOG;
         // SAFETY: single core; the panic handler runs once and nothing runs after it.
-        if let Some(log) = unsafe { (*(&raw mut PANIC_LOG)).as_mut() } {
+        if let Some(log) = unsafe { (*log).as_mut() } {
             log.write(line.as_bytes());
         }
     }
 
-    impl Wire for Rtt {
-        fn write(&mut self, bytes: &[u8]) -> usize {
-            self.up.write(bytes)
+    impl embedded_io::ErrorType for Rtt {
+        type Error = Infallible;
+    }
+
+    impl embedded_io::Read for Rtt {
+        /// Waits until the host has written something, then takes what is there.
+        fn read(&mut self, buf: &mut [u8]) -> Result<usize, Infallible> {
+            if buf.is_empty() {
+                return Ok(0);
+            }
+            loop {
+                let n = self.down.read(buf);
+                if n > 0 {
+                    return Ok(n);
+                }
+            }
+        }
+    }
+
+    impl embedded_io::Write for Rtt {
+        /// The up channel blocks while full (the host drains it), so this
+        /// takes every byte.
+        fn write(&mut self, bytes: &[u8]) -> Result<usize, Infallible> {
+            let mut sent = 0;
+            while sent < bytes.len() {
+                sent += self.up.write(&bytes[sent..]);
+            }
+            Ok(sent)
         }
 
-        fn read(&mut self, buf: &mut [u8]) -> usize {
-            self.down.read(buf)
+        /// The bytes are in the ring buffer the host reads: nothing is held.
+        fn flush(&mut self) -> Result<(), Infallible> {
+            Ok(())
         }
     }
 }

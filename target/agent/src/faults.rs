@@ -1,0 +1,64 @@
+//! Fault injection for hilt's failure tests (cargo features `fault-*`,
+//! never in a release build): each fault must be caught by the host or by
+//! the canaries, and reported as the right fault.
+
+#[cfg(feature = "fault-corrupt-frame")]
+use hilt_proto::Message;
+
+/// Flips one byte in the middle of the first `OutputChunk` frame, after its
+/// CRC was computed and keeping its delimiter: the host must see a CRC error.
+#[cfg(feature = "fault-corrupt-frame")]
+pub(crate) fn corrupt_first_output(message: &Message<'_>, frame: &mut [u8], done: &mut bool) {
+    if !*done && matches!(message, Message::OutputChunk { .. }) {
+        let i = frame.len() / 2;
+        frame[i] = if frame[i] == 0x55 { 0x56 } else { 0x55 };
+        *done = true;
+    }
+}
+
+/// Never answers again, as a firmware stuck in a kernel would. (Typed as
+/// returning, so the code after the call stays as it is in a real build.)
+#[cfg(feature = "fault-hang-on-invoke")]
+pub(crate) fn hang() {
+    loop {
+        core::hint::spin_loop();
+    }
+}
+
+/// Hides a canary failure of the invoke, as a firmware that does not check
+/// its own guards would: the host's read-back must still find the damage.
+#[cfg(feature = "fault-blind-checker")]
+pub(crate) fn blind(
+    result: Result<(), hilt_runtime::interpreter::InterpreterError>,
+) -> Result<(), hilt_runtime::interpreter::InterpreterError> {
+    match result {
+        Err(hilt_runtime::interpreter::InterpreterError::Canary(_)) => Ok(()),
+        other => other,
+    }
+}
+
+/// Recurses until the stack reaches the arena's end (`arena_end`, the
+/// address after its last byte; the stack sits above the arena), then lets
+/// the deepest frame spill 8 bytes into the arena's last bytes, as a stack
+/// overflow would (deeper spills would also wreck the tail's records, and
+/// the point is to see the guard catch the first bytes).
+#[cfg(feature = "fault-stack-overflow")]
+pub(crate) fn grow_stack_into_arena(arena_end: usize) {
+    core::hint::black_box(dig(arena_end));
+}
+
+#[cfg(feature = "fault-stack-overflow")]
+#[inline(never)]
+fn dig(arena_end: usize) -> u32 {
+    let mut frame = [0x5Au8; 64];
+    core::hint::black_box(&mut frame);
+    let here = frame.as_ptr() as usize;
+    if here > arena_end + 128 {
+        dig(arena_end).wrapping_add(u32::from(frame[1]))
+    } else {
+        // SAFETY: the injected fault: 8 bytes just below the arena's end,
+        // inside the arena this session owns.
+        unsafe { core::ptr::write_volatile((arena_end - 8) as *mut u64, 0x5A5A_5A5A_5A5A_5A5A) };
+        u32::from(frame[0])
+    }
+}

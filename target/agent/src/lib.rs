@@ -1,0 +1,37 @@
+#![cfg_attr(not(test), no_std)]
+#![warn(missing_docs)]
+#![doc = include_str!("../README.md")]
+
+mod config;
+mod counter;
+#[cfg(any(
+    feature = "fault-corrupt-frame",
+    feature = "fault-stack-overflow",
+    feature = "fault-hang-on-invoke",
+    feature = "fault-blind-checker",
+))]
+mod faults;
+mod link;
+mod pin;
+mod planner;
+mod report;
+mod service;
+mod session;
+mod workspace;
+
+pub use embedded_hal;
+pub use embedded_io;
+pub use hilt_proto as proto;
+pub use hilt_runtime as runtime;
+
+pub use config::{Aligned, Config, META_LEN, meta};
+pub use counter::CycleCounter;
+#[cfg(all(feature = "cortex-m", not(hilt_no_cyccnt)))]
+pub use counter::cortex_m::DwtCounter;
+#[cfg(feature = "cortex-m")]
+pub use counter::cortex_m::SysTickCounter;
+pub use link::{Line, WireError, send_log};
+pub use pin::NoPin;
+pub use planner::{Accelerator, NoAccelerator, NoCustomPlanner, Planner, UnknownPlanner};
+pub use session::{Agent, Session};
+pub use workspace::{MAX_OPS, MAX_PLAN, Parts, Workspace};

@@ -1,0 +1,127 @@
+//! Frames out to the host over the wire, and the wire's failures.
+
+use core::fmt;
+
+use embedded_io::{Error as _, ErrorKind, Write};
+use hilt_proto::{ErrorCode, MAX_FRAME, Message, ProtoError, TargetError, encode_frame};
+
+/// Why a session stopped talking: the wire failed, or a message could not
+/// be framed. The wire's own error is kept as its `embedded_io` kind, so
+/// this stays `Copy` whatever the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum WireError {
+    /// Reading from the host failed.
+    Read(ErrorKind),
+    /// Writing to the host failed.
+    Write(ErrorKind),
+    /// The wire reached its end (a read returned no bytes): on a target
+    /// this does not happen; an in-memory wire in a test ends here.
+    Closed,
+    /// A message did not fit a frame (a bug: every message the agent sends
+    /// is sized to fit).
+    Frame(ProtoError),
+}
+
+impl fmt::Display for WireError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WireError::Read(kind) => write!(f, "reading from the host failed: {kind}"),
+            WireError::Write(kind) => write!(f, "writing to the host failed: {kind}"),
+            WireError::Closed => f.write_str("the wire to the host is closed"),
+            WireError::Frame(e) => write!(f, "a message did not fit a frame: {e:?}"),
+        }
+    }
+}
+
+impl core::error::Error for WireError {}
+
+/// The outgoing half: frames, written whole and flushed one at a time (the
+/// host waits for each answer, so a buffered serial port must not hold one).
+pub(crate) struct Link<'s, W> {
+    pub(crate) wire: W,
+    /// Address of the arena's first byte (canary offsets are relative to it).
+    pub(crate) arena_base: u32,
+    frame: &'s mut [u8; MAX_FRAME],
+    #[cfg(feature = "fault-corrupt-frame")]
+    corrupted: bool,
+}
+
+impl<'s, W: Write> Link<'s, W> {
+    pub(crate) fn new(wire: W, arena_base: u32, frame: &'s mut [u8; MAX_FRAME]) -> Self {
+        Link {
+            wire,
+            arena_base,
+            frame,
+            #[cfg(feature = "fault-corrupt-frame")]
+            corrupted: false,
+        }
+    }
+
+    pub(crate) fn send(&mut self, message: &Message<'_>) -> Result<(), WireError> {
+        let n = encode_frame(message, self.frame).map_err(WireError::Frame)?;
+        #[cfg(feature = "fault-corrupt-frame")]
+        crate::faults::corrupt_first_output(message, &mut self.frame[..n], &mut self.corrupted);
+        write_frame(&mut self.wire, &self.frame[..n])
+    }
+
+    pub(crate) fn error(&mut self, code: ErrorCode, op: u16, detail: u32) -> Result<(), WireError> {
+        self.send(&Message::Error(TargetError { code, op, detail }))
+    }
+
+    pub(crate) fn log(&mut self, line: &Line) -> Result<(), WireError> {
+        self.send(&Message::Log(line.as_str()))
+    }
+}
+
+fn write_frame<W: Write>(wire: &mut W, frame: &[u8]) -> Result<(), WireError> {
+    wire.write_all(frame)
+        .map_err(|e| WireError::Write(e.kind()))?;
+    wire.flush().map_err(|e| WireError::Write(e.kind()))
+}
+
+/// Sends `line` as one `Log` frame on `wire`: for a panic handler, which
+/// has no session left to ask (the host prints it with the run's error).
+pub fn send_log<W: Write>(wire: &mut W, line: &str) -> Result<(), WireError> {
+    let mut frame = [0u8; MAX_FRAME];
+    let n = encode_frame(&Message::Log(line), &mut frame).map_err(WireError::Frame)?;
+    write_frame(wire, &frame[..n])
+}
+
+/// A fixed-size text line for log messages and panic reports (`write!`
+/// into it; text past 160 bytes is cut, never an error).
+#[derive(Debug, Clone)]
+pub struct Line {
+    buf: [u8; 160],
+    len: usize,
+}
+
+impl Default for Line {
+    fn default() -> Self {
+        Line {
+            buf: [0; 160],
+            len: 0,
+        }
+    }
+}
+
+impl Line {
+    /// The text so far (cut at a character boundary).
+    pub fn as_str(&self) -> &str {
+        match core::str::from_utf8(&self.buf[..self.len]) {
+            Ok(s) => s,
+            // A multi-byte character cut at the end: keep what is whole.
+            Err(e) => core::str::from_utf8(&self.buf[..e.valid_up_to()]).unwrap_or(""),
+        }
+    }
+}
+
+impl fmt::Write for Line {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let n = s.len().min(self.buf.len() - self.len);
+        self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
+        self.len += n;
+        Ok(())
+    }
+}

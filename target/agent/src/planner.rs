@@ -1,0 +1,137 @@
+//! Which memory planner places the arena's buffers, and the place kept for
+//! an accelerator.
+
+use core::fmt;
+
+use hilt_runtime::model::Model;
+use hilt_runtime::planner::{Greedy, Linear, MemoryPlanner, Offline, PlanError};
+use hilt_runtime::request::BufferRequest;
+
+/// One of the runtime's planners, by name: the ones a scenario can ask
+/// for. `Offline` needs the model (its `OfflineMemoryAllocation` metadata),
+/// so the choice is a value the agent resolves once the model is read. A
+/// planner of your own goes to `Agent::custom_planner` instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Planner {
+    /// Every buffer after the previous one: no reuse, the upper bound.
+    Linear,
+    /// TensorFlow Lite Micro's greedy planner, offset for offset.
+    Greedy,
+    /// The model's own offline plan (validated); a model without one is an
+    /// error the agent reports in its Hello.
+    Offline,
+}
+
+impl Planner {
+    /// The planner named `linear`, `greedy` or `offline` (the names the
+    /// host and the build scripts use).
+    pub fn from_name(name: &str) -> Result<Self, UnknownPlanner> {
+        match name {
+            "linear" => Ok(Planner::Linear),
+            "greedy" => Ok(Planner::Greedy),
+            "offline" => Ok(Planner::Offline),
+            _ => Err(UnknownPlanner),
+        }
+    }
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Planner::Linear => "linear",
+            Planner::Greedy => "greedy",
+            Planner::Offline => "offline",
+        }
+    }
+}
+
+/// The planner a session uses: one of the runtime's, or the firmware's own.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum PlannerChoice<C> {
+    Builtin(Planner),
+    Custom(C),
+}
+
+impl<C: MemoryPlanner> PlannerChoice<C> {
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            PlannerChoice::Builtin(p) => p.name(),
+            PlannerChoice::Custom(c) => c.name(),
+        }
+    }
+
+    /// Calls `f` with the planner to use for `model`; `None` when the
+    /// model has no valid offline plan for `Offline`.
+    pub(crate) fn with<R>(
+        &self,
+        model: &Model<'_>,
+        f: impl FnOnce(&dyn MemoryPlanner) -> R,
+    ) -> Option<R> {
+        match self {
+            PlannerChoice::Builtin(Planner::Linear) => Some(f(&Linear)),
+            PlannerChoice::Builtin(Planner::Greedy) => Some(f(&Greedy)),
+            PlannerChoice::Builtin(Planner::Offline) => {
+                Offline::from_model(model).ok().map(|o| f(&o))
+            }
+            PlannerChoice::Custom(c) => Some(f(c)),
+        }
+    }
+}
+
+/// A planner name that is not `linear`, `greedy` or `offline`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct UnknownPlanner;
+
+impl fmt::Display for UnknownPlanner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("unknown planner: use linear, greedy or offline")
+    }
+}
+
+impl core::error::Error for UnknownPlanner {}
+
+/// The custom planner type of a session that uses one of the runtime's
+/// planners: it has no values, so it is never asked to plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoCustomPlanner {}
+
+impl MemoryPlanner for NoCustomPlanner {
+    fn name(&self) -> &'static str {
+        match *self {}
+    }
+
+    fn workspace_words(&self, _count: usize) -> usize {
+        match *self {}
+    }
+
+    fn plan(
+        &self,
+        _requests: &[BufferRequest],
+        _workspace: &mut [u32],
+        _offsets: &mut [u32],
+    ) -> Result<u32, PlanError> {
+        match *self {}
+    }
+}
+
+/// An accelerator that takes operators over from the CPU (an NPU, a DMA
+/// engine). This is the place kept for it: the interpreter does not offer
+/// operators to a backend yet, so the agent only holds one. A later issue
+/// adds the rest of the contract (capabilities, submit / poll / wait,
+/// cache maintenance; `DESIGN.md`, "Accelerators"), and with it the arena
+/// holds that a backend's jobs need.
+pub trait Accelerator {
+    /// Its name, for logs and reports.
+    fn name(&self) -> &'static str;
+}
+
+/// No accelerator: every operator runs on the CPU.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoAccelerator;
+
+impl Accelerator for NoAccelerator {
+    fn name(&self) -> &'static str {
+        "none"
+    }
+}

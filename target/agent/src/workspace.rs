@@ -1,0 +1,62 @@
+//! The agent's large buffers, kept out of the stack: on a 128 KiB part the
+//! stack is what is left after the arena, and must stay small.
+
+use hilt_proto::{MAX_FRAME, PlanEntry};
+
+/// Most operators a model may have for per-op cycle counts (later ops are
+/// timed in the invoke's total but not reported one by one).
+pub const MAX_OPS: usize = 256;
+
+/// Most plan entries kept for the host's `PlanRequest`.
+pub const MAX_PLAN: usize = 384;
+
+const EMPTY_ENTRY: PlanEntry = PlanEntry {
+    kind: 0,
+    index: 0,
+    first_step: 0,
+    last_step: 0,
+    size: 0,
+    align: 0,
+    offset: 0,
+};
+
+/// Buffers a session works in: the committed arena plan, per-op cycle
+/// counts, and one outgoing and one decoded frame (about 12 KiB). Place it
+/// in a `static` (`Workspace::new` is `const`), so it lands in `.bss`.
+#[derive(Debug)]
+pub struct Workspace {
+    pub(crate) plan: [PlanEntry; MAX_PLAN],
+    pub(crate) per_op: [u64; MAX_OPS],
+    pub(crate) frame: [u8; MAX_FRAME],
+    pub(crate) scratch: [u8; MAX_FRAME],
+}
+
+impl Workspace {
+    /// Zeroed buffers.
+    pub const fn new() -> Self {
+        Workspace {
+            plan: [EMPTY_ENTRY; MAX_PLAN],
+            per_op: [0; MAX_OPS],
+            frame: [0; MAX_FRAME],
+            scratch: [0; MAX_FRAME],
+        }
+    }
+}
+
+impl Default for Workspace {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The memory a session runs in, all borrowed for its whole life: the model
+/// bytes (flash), the arena, and the workspace.
+#[derive(Debug)]
+pub struct Parts<'s> {
+    /// The `.tflite` bytes, 16-byte aligned (kernels read constants in place).
+    pub model: &'s [u8],
+    /// The tensor arena.
+    pub arena: &'s mut [u8],
+    /// The session's buffers.
+    pub workspace: &'s mut Workspace,
+}

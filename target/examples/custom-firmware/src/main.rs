@@ -1,0 +1,97 @@
+//! A product's own firmware with hilt inside: its own start-up, its own
+//! UART driver and heap, its own planner choice — and `hilt-agent`, so that
+//! `hilt run --board qemu-mps2-an386-custom` tests this very binary (built
+//! from here because the board file says `firmware =
+//! "target/examples/custom-firmware"`).
+//!
+//! What hilt needs from it is the few lines marked `hilt:` below; the rest
+//! is what any firmware has.
+
+#![no_std]
+#![no_main]
+
+extern crate alloc;
+
+mod heap;
+mod uart;
+
+use core::fmt::Write as _;
+
+use cortex_m_rt::{entry, exception};
+use hilt_agent::runtime::kernels::all_builtins;
+use hilt_agent::{Agent, Line, NoPin, Planner, SysTickCounter, WireError};
+
+use crate::uart::CmsdkUart;
+
+// hilt: the board, model and arena `hilt run` asked for (build.rs).
+mod hilt {
+    include!(concat!(env!("OUT_DIR"), "/hilt.rs"));
+}
+
+/// The MPS2 AN386's UART0 and its clock.
+const UART0: usize = 0x4000_4000;
+const UART_CLOCK_HZ: u32 = 25_000_000;
+const BAUD: u32 = 115_200;
+
+#[entry]
+fn main() -> ! {
+    // The product's own start-up.
+    let peripherals = cortex_m::Peripherals::take().unwrap_or_else(|| stop());
+    // SAFETY: UART0 is this firmware's, and only this driver touches it.
+    let uart = unsafe { CmsdkUart::new(UART0, UART_CLOCK_HZ, BAUD) };
+
+    // hilt: a counter (SysTick: the one that counts under QEMU), the
+    // kernels, the statics, and the agent on the product's UART.
+    let counter = SysTickCounter::start(peripherals.SYST);
+    let resolver = all_builtins();
+    // SAFETY: the only call.
+    let parts = unsafe { hilt::take() };
+    let mut session = match Agent::new(hilt::CONFIG, uart, counter)
+        .planner(Planner::Greedy)
+        .timestamp_pin(NoPin)
+        .start(parts, &resolver)
+    {
+        Ok(session) => session,
+        Err(e) => panic!("hilt: {e}"),
+    };
+    // The product's main loop: hilt's requests are served between its own
+    // tasks (an invoke, once started, runs to its end).
+    loop {
+        match session.poll_ready() {
+            Ok(true) => {}
+            Ok(false) => product_tasks(),
+            // A lost byte spoils one frame, which the agent answers with a
+            // BAD_FRAME error: the host reports it; keep serving.
+            Err(WireError::Read(_)) => {}
+            Err(e) => panic!("hilt: {e}"),
+        }
+    }
+}
+
+/// Where the product's own work would run between requests (this example
+/// has none).
+fn product_tasks() {}
+
+// hilt: SysTick's wraps make the counter's high word.
+#[exception]
+fn SysTick() {
+    SysTickCounter::on_wrap();
+}
+
+fn stop() -> ! {
+    loop {
+        cortex_m::asm::wfi();
+    }
+}
+
+/// The product reports a panic on its console, which here is the UART the
+/// host reads: as a `Log` frame, so the host shows it with the run's error.
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
+    let mut line = Line::default();
+    let _ = write!(line, "panic: {info}");
+    // SAFETY: the panic handler runs last; nothing else uses the UART after it.
+    let mut uart = unsafe { CmsdkUart::new(UART0, UART_CLOCK_HZ, BAUD) };
+    let _ = hilt_agent::send_log(&mut uart, line.as_str());
+    stop()
+}

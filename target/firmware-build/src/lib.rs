@@ -1,0 +1,477 @@
+//! The build-script half of a firmware that links `hilt-agent`, for hilt's
+//! own board binaries and for yours alike. `hilt run` builds a firmware per
+//! (board, model) and says what it wants in environment variables; this
+//! reads them, with the board file, and writes into `OUT_DIR`:
+//!
+//! - `memory.x`: the board's memory map plus the `.hilt_arena` section (the
+//!   arena, between `__hilt_arena_start` and `__hilt_arena_end`, where the
+//!   host reads the guards) and the `.hilt_meta` record (which board the
+//!   ELF is for); the linker finds it through `-Tlink.x` (cortex-m-rt);
+//! - `model.tflite`: the model to embed;
+//! - `hilt.rs`: the agent's [`Config`](../hilt_agent/struct.Config.html)
+//!   as `CONFIG`, the planner asked for as `PLANNER`, and the statics (model
+//!   in flash, arena, workspace, meta record) handed out once by
+//!   `unsafe fn take() -> hilt_agent::Parts<'static>`.
+//!
+//! ```no_run
+//! // in build.rs's main:
+//! let build = hilt_firmware_build::FirmwareBuild::from_env().unwrap_or_else(|e| panic!("{e}"));
+//! build.write().unwrap_or_else(|e| panic!("{e}"));
+//! ```
+//! and in the firmware: `mod hilt { include!(concat!(env!("OUT_DIR"), "/hilt.rs")); }`.
+//!
+//! Environment (all optional but the board): `HILT_BOARD` (else the one
+//! `board-NAME` cargo feature), `HILT_BOARDS_DIR` (default: the repo's
+//! `boards/`), `HILT_MODEL` (default: the repo's seed model),
+//! `HILT_ARENA_SIZE` (default: the board's `arena_size`), `HILT_PLANNER`
+//! (`linear`, `greedy`, `offline`; default greedy), `HILT_CANARY` (`off`,
+//! `bounds`, `buffers`; default off), `HILT_ALIGN` (default 16).
+
+use std::fmt;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// The planner a scenario asks for (`HILT_PLANNER`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlannerName {
+    /// No reuse.
+    Linear,
+    /// TFLM's greedy planner.
+    Greedy,
+    /// The model's offline plan.
+    Offline,
+}
+
+impl PlannerName {
+    /// The name `hilt run` passes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlannerName::Linear => "linear",
+            PlannerName::Greedy => "greedy",
+            PlannerName::Offline => "offline",
+        }
+    }
+
+    fn variant(self) -> &'static str {
+        match self {
+            PlannerName::Linear => "Linear",
+            PlannerName::Greedy => "Greedy",
+            PlannerName::Offline => "Offline",
+        }
+    }
+}
+
+/// The canary mode a scenario asks for (`HILT_CANARY`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CanaryName {
+    /// No guards.
+    Off,
+    /// Guards around the arena's sections.
+    Bounds,
+    /// Also a guard after every planned buffer.
+    Buffers,
+}
+
+impl CanaryName {
+    fn variant(self) -> &'static str {
+        match self {
+            CanaryName::Off => "Off",
+            CanaryName::Bounds => "Bounds",
+            CanaryName::Buffers => "Buffers",
+        }
+    }
+}
+
+/// What is wrong with the build's inputs.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// Neither `HILT_BOARD` nor a `board-NAME` feature.
+    NoBoard,
+    /// More than one `board-NAME` feature.
+    SeveralBoards(Vec<String>),
+    /// A `HILT_*` variable with a value that cannot work.
+    Variable {
+        /// The variable.
+        name: &'static str,
+        /// Its value.
+        value: String,
+        /// What it may be.
+        expected: &'static str,
+    },
+    /// The board file or its `memory.x` is unreadable or malformed.
+    Board {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        problem: String,
+    },
+    /// A file could not be read or written.
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::NoBoard => f.write_str(
+                "no board: set HILT_BOARD=NAME (boards/NAME.toml) or enable one board-NAME feature",
+            ),
+            BuildError::SeveralBoards(b) => write!(f, "several board features enabled: {b:?}"),
+            BuildError::Variable {
+                name,
+                value,
+                expected,
+            } => write!(f, "{name}={value:?}: {expected}"),
+            BuildError::Board { path, problem } => write!(f, "{}: {problem}", path.display()),
+            BuildError::Io { path, source } => write!(f, "{}: {source}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+/// One firmware build's inputs, read and checked.
+#[derive(Debug, Clone)]
+pub struct FirmwareBuild {
+    /// Board name.
+    pub board: String,
+    /// `boards/NAME.toml`.
+    pub board_file: PathBuf,
+    /// Its contents (the host validated them; build scripts only read).
+    pub board_table: toml::Table,
+    /// `boards/NAME/memory.x`.
+    pub memory_x: PathBuf,
+    /// Arena bytes.
+    pub arena_size: u64,
+    /// Core clock, Hz.
+    pub clock_hz: u64,
+    /// Planner asked for.
+    pub planner: PlannerName,
+    /// Canary mode asked for.
+    pub canary: CanaryName,
+    /// Activation alignment.
+    pub align: u32,
+    /// The model file.
+    pub model: PathBuf,
+    /// Its bytes.
+    pub model_bytes: Vec<u8>,
+    /// Where the outputs go.
+    pub out_dir: PathBuf,
+}
+
+fn var(name: &str) -> Option<String> {
+    println!("cargo:rerun-if-env-changed={name}");
+    std::env::var(name).ok()
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BuildError + '_ {
+    move |source| BuildError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The repository this crate sits in (`target/firmware-build`).
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+impl FirmwareBuild {
+    /// Reads the environment cargo and `hilt run` set, and the board file.
+    pub fn from_env() -> Result<Self, BuildError> {
+        let board = board_name()?;
+        let boards_dir =
+            var("HILT_BOARDS_DIR").map_or_else(|| repo().join("boards"), PathBuf::from);
+        let board_file = boards_dir.join(format!("{board}.toml"));
+        let text = std::fs::read_to_string(&board_file).map_err(io(&board_file))?;
+        let board_table: toml::Table =
+            text.parse()
+                .map_err(|e: toml::de::Error| BuildError::Board {
+                    path: board_file.clone(),
+                    problem: e.to_string(),
+                })?;
+        let number = |key: &str| board_table.get(key).and_then(toml::Value::as_integer);
+        let arena_size = match var("HILT_ARENA_SIZE") {
+            Some(v) => v.parse().map_err(|_| BuildError::Variable {
+                name: "HILT_ARENA_SIZE",
+                value: v,
+                expected: "a number of bytes",
+            })?,
+            None => number("arena_size").ok_or_else(|| BuildError::Board {
+                path: board_file.clone(),
+                problem: "no arena_size".into(),
+            })? as u64,
+        };
+        let clock_hz = number("core_clock_hz").unwrap_or(0) as u64;
+        let model = var("HILT_MODEL").map_or_else(
+            || repo().join("scenarios/models/seed_fc_float.tflite"),
+            PathBuf::from,
+        );
+        let model_bytes = std::fs::read(&model).map_err(io(&model))?;
+        let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").ok_or(BuildError::Variable {
+            name: "OUT_DIR",
+            value: String::new(),
+            expected: "set by cargo for a build script",
+        })?);
+        Ok(FirmwareBuild {
+            memory_x: boards_dir.join(&board).join("memory.x"),
+            board,
+            board_file,
+            board_table,
+            arena_size,
+            clock_hz,
+            planner: planner()?,
+            canary: canary()?,
+            align: align()?,
+            model,
+            model_bytes,
+            out_dir,
+        })
+    }
+
+    /// Writes `memory.x`, `model.tflite` and `hilt.rs` to `OUT_DIR`, and
+    /// tells cargo where the linker script is and when to build again.
+    pub fn write(&self) -> Result<(), BuildError> {
+        let mut script = std::fs::read_to_string(&self.memory_x).map_err(io(&self.memory_x))?;
+        script.push_str(SECTIONS);
+        let out = |name: &str| self.out_dir.join(name);
+        std::fs::write(out("memory.x"), script).map_err(io(&out("memory.x")))?;
+        std::fs::write(out("model.tflite"), &self.model_bytes).map_err(io(&out("model.tflite")))?;
+        std::fs::write(out("hilt.rs"), self.agent_source()).map_err(io(&out("hilt.rs")))?;
+        println!("cargo:rustc-link-search={}", self.out_dir.display());
+        for path in [&self.board_file, &self.memory_x, &self.model] {
+            println!("cargo:rerun-if-changed={}", path.display());
+        }
+        Ok(())
+    }
+
+    /// The firmware's `hilt` module: configuration and statics.
+    pub fn agent_source(&self) -> String {
+        let mut s = String::from(
+            "// Written by hilt-firmware-build from the board file and what `hilt run` asked for.\n",
+        );
+        let model_name = self
+            .model
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let lines = [
+            format!(
+                "/// The board this firmware is built for.\npub const BOARD: &str = {:?};",
+                self.board
+            ),
+            format!(
+                "/// Arena bytes.\npub const ARENA_SIZE: usize = {};",
+                self.arena_size
+            ),
+            format!(
+                "/// Core clock, Hz.\npub const CLOCK_HZ: u32 = {};",
+                self.clock_hz
+            ),
+            format!(
+                "/// Bytes of the embedded model.\npub const MODEL_LEN: usize = {};",
+                self.model_bytes.len()
+            ),
+            format!(
+                "/// CRC-32 of the embedded model.\npub const MODEL_CRC: u32 = {:#010x};",
+                hilt_proto::crc::crc32(&self.model_bytes)
+            ),
+            format!(
+                "/// File name of the embedded model.\npub const MODEL_NAME: &str = {model_name:?};"
+            ),
+            format!(
+                "/// The planner the scenario asks for ({}).\n#[allow(dead_code)]\npub const PLANNER: hilt_agent::Planner = hilt_agent::Planner::{};",
+                self.planner.as_str(),
+                self.planner.variant()
+            ),
+            format!(
+                "/// What the agent says in its Hello, and how it lays out the arena.\n\
+                 pub const CONFIG: hilt_agent::Config = hilt_agent::Config {{\n    board: BOARD,\n    model_name: MODEL_NAME,\n    model_hash: MODEL_CRC,\n    clock_hz: CLOCK_HZ,\n    alloc: hilt_agent::runtime::allocation::AllocOptions {{\n        align: {},\n        canary: hilt_agent::runtime::canary::CanaryMode::{},\n    }},\n}};",
+                self.align,
+                self.canary.variant()
+            ),
+        ];
+        for line in lines {
+            let _ = writeln!(s, "{line}");
+        }
+        s.push_str(STATICS);
+        s
+    }
+}
+
+fn board_name() -> Result<String, BuildError> {
+    if let Some(b) = var("HILT_BOARD").filter(|b| !b.is_empty()) {
+        return Ok(b);
+    }
+    let boards: Vec<String> = std::env::vars()
+        .filter_map(|(k, _)| {
+            k.strip_prefix("CARGO_FEATURE_BOARD_")
+                .map(|b| b.to_lowercase().replace('_', "-"))
+        })
+        .collect();
+    match boards.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(BuildError::NoBoard),
+        _ => Err(BuildError::SeveralBoards(boards)),
+    }
+}
+
+fn planner() -> Result<PlannerName, BuildError> {
+    match var("HILT_PLANNER").as_deref() {
+        None | Some("greedy") => Ok(PlannerName::Greedy),
+        Some("linear") => Ok(PlannerName::Linear),
+        Some("offline") => Ok(PlannerName::Offline),
+        Some(other) => Err(BuildError::Variable {
+            name: "HILT_PLANNER",
+            value: other.into(),
+            expected: "use linear, greedy or offline",
+        }),
+    }
+}
+
+fn canary() -> Result<CanaryName, BuildError> {
+    match var("HILT_CANARY").as_deref() {
+        None | Some("off") => Ok(CanaryName::Off),
+        Some("bounds") => Ok(CanaryName::Bounds),
+        Some("buffers") => Ok(CanaryName::Buffers),
+        Some(other) => Err(BuildError::Variable {
+            name: "HILT_CANARY",
+            value: other.into(),
+            expected: "use off, bounds or buffers",
+        }),
+    }
+}
+
+fn align() -> Result<u32, BuildError> {
+    let Some(v) = var("HILT_ALIGN") else {
+        return Ok(16);
+    };
+    match v.parse::<u32>() {
+        Ok(a) if a.is_power_of_two() && a <= 1 << 20 => Ok(a),
+        _ => Err(BuildError::Variable {
+            name: "HILT_ALIGN",
+            value: v,
+            expected: "a power of two up to 1 MiB",
+        }),
+    }
+}
+
+/// Placed after the board's MEMORY: the arena in its own section after
+/// `.bss` (so the map file and the host find it), and the meta record.
+const SECTIONS: &str = "
+/* hilt: the tensor arena in its own named section, after .bss */
+SECTIONS
+{
+  .hilt_arena (NOLOAD) : ALIGN(16)
+  {
+    __hilt_arena_start = .;
+    *(.hilt_arena .hilt_arena.*);
+    __hilt_arena_end = .;
+  } > RAM
+} INSERT AFTER .bss;
+/* hilt: which board and model this ELF is for (read by the host) */
+SECTIONS
+{
+  .hilt_meta (INFO) :
+  {
+    KEEP(*(.hilt_meta));
+  }
+} INSERT AFTER .hilt_arena;
+";
+
+/// The statics every firmware needs, handed out once by `take`.
+const STATICS: &str = r#"
+/// The model, in flash.
+static MODEL: hilt_agent::Aligned<[u8; MODEL_LEN]> =
+    hilt_agent::Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/model.tflite")));
+
+/// The tensor arena, in its own section so the map file and the host's
+/// canary checks find it (`__hilt_arena_start`).
+#[unsafe(link_section = ".hilt_arena")]
+static mut ARENA: hilt_agent::Aligned<[u8; ARENA_SIZE]> = hilt_agent::Aligned([0; ARENA_SIZE]);
+
+/// The session's buffers, in .bss rather than on the stack.
+static mut WORKSPACE: hilt_agent::Workspace = hilt_agent::Workspace::new();
+
+/// What this ELF is for, read by the host before it runs the ELF on a board.
+#[unsafe(link_section = ".hilt_meta")]
+#[used]
+static META: [u8; hilt_agent::META_LEN] = hilt_agent::meta(BOARD);
+
+/// The model, the arena and the workspace, for the agent.
+///
+/// # Safety
+/// Call once: the arena and the workspace are handed out as `&'static mut`.
+pub unsafe fn take() -> hilt_agent::Parts<'static> {
+    let (arena, workspace) = (&raw mut ARENA, &raw mut WORKSPACE);
+    hilt_agent::Parts {
+        model: &MODEL.0,
+        // SAFETY: the caller calls this once: these are the only references.
+        arena: unsafe { &mut (*arena).0 },
+        workspace: unsafe { &mut *workspace },
+    }
+}
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build() -> FirmwareBuild {
+        FirmwareBuild {
+            board: "qemu-x".into(),
+            board_file: "boards/qemu-x.toml".into(),
+            board_table: toml::Table::new(),
+            memory_x: "boards/qemu-x/memory.x".into(),
+            arena_size: 4096,
+            clock_hz: 25_000_000,
+            planner: PlannerName::Offline,
+            canary: CanaryName::Buffers,
+            align: 64,
+            model: "/models/tiny.tflite".into(),
+            model_bytes: b"123456789".to_vec(),
+            out_dir: "/out".into(),
+        }
+    }
+
+    #[test]
+    fn the_agent_source_carries_every_setting() {
+        let s = build().agent_source();
+        for expected in [
+            "pub const BOARD: &str = \"qemu-x\";",
+            "pub const ARENA_SIZE: usize = 4096;",
+            "pub const CLOCK_HZ: u32 = 25000000;",
+            "pub const MODEL_LEN: usize = 9;",
+            // CRC-32 of "123456789", the standard check value.
+            "pub const MODEL_CRC: u32 = 0xcbf43926;",
+            "pub const MODEL_NAME: &str = \"tiny.tflite\";",
+            "hilt_agent::Planner::Offline;",
+            "align: 64,",
+            "CanaryMode::Buffers,",
+            "#[unsafe(link_section = \".hilt_arena\")]",
+            "#[unsafe(link_section = \".hilt_meta\")]",
+            "pub unsafe fn take() -> hilt_agent::Parts<'static>",
+        ] {
+            assert!(s.contains(expected), "missing {expected:?} in\n{s}");
+        }
+    }
+
+    #[test]
+    fn bad_settings_say_what_they_may_be() {
+        let e = BuildError::Variable {
+            name: "HILT_CANARY",
+            value: "loud".into(),
+            expected: "use off, bounds or buffers",
+        };
+        assert_eq!(
+            e.to_string(),
+            "HILT_CANARY=\"loud\": use off, bounds or buffers"
+        );
+        assert!(BuildError::NoBoard.to_string().contains("HILT_BOARD"));
+    }
+}
