@@ -87,7 +87,7 @@ fn gate_passes_unchanged_fails_on_moved_buffers_and_passes_after_accepting() {
 }
 
 /// Latencies on a virtual board: an edit to the firmware outside the timed
-/// region (`probe-unrelated-edit`: more code and work before the session,
+/// region (`edit-outside-timing`: more code and work before the session,
 /// every address after it moved) leaves the gate green; a kernel made 1%
 /// slower in one op (`fault-slow-op`: op 2, a 272 K-instruction CONV_2D,
 /// runs 1% longer) fails it, naming that op.
@@ -107,7 +107,7 @@ fn gate_is_quiet_on_an_unrelated_edit_and_fails_on_a_one_percent_slower_op() {
 
     let path = scenario(
         &dir,
-        &format!("{base}\nfirmware_features = [\"probe-unrelated-edit\"]"),
+        &format!("{base}\nfirmware_features = [\"edit-outside-timing\"]"),
     );
     let (ok, out) = gate(&path, &snapshots);
     assert!(

@@ -167,6 +167,8 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, A: Accelerator> Service<'s, W,
                 self.status = Status::Ready;
                 #[cfg(feature = "fault-overrun")]
                 interpreter.inject_overrun(0, 8);
+                #[cfg(feature = "fault-slow-op")]
+                interpreter.inject_slowdown(2, 10);
                 Ok(())
             }
             Some(Err(e)) => interpreter_error(&mut self.link, e),

@@ -37,6 +37,8 @@ type Counter = hilt_agent::DwtCounter;
 
 #[entry]
 fn main() -> ! {
+    #[cfg(feature = "edit-outside-timing")]
+    faults::edit_outside_timing();
     let wire = wire::open();
     let peripherals = cortex_m::Peripherals::take().unwrap_or_else(|| halt());
     #[cfg(feature = "qemu")]
