@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::host_run::{
     AlignedBytes, HostClock, RunError, interpreter, planner_for, read_model, verify,
 };
-use crate::layout::PlannerKind;
+use hilt_contract::PlannerKind;
 
 /// One op's share of the time.
 #[derive(Debug, Clone, Serialize)]

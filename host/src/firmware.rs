@@ -3,8 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::board::Board;
-use crate::layout::PlannerKind;
+use crate::config::board::Board;
+use hilt_contract::PlannerKind;
 
 /// A firmware build that failed.
 #[derive(Debug, thiserror::Error)]
@@ -52,7 +52,7 @@ pub struct FirmwareRequest<'a> {
 impl<'a> FirmwareRequest<'a> {
     /// The firmware a scenario needs on a board: its model, its arena size
     /// (else the board's), planner, canaries, alignment and test features.
-    pub fn for_scenario(board: &'a Board, scenario: &'a crate::scenario::Scenario) -> Self {
+    pub fn for_scenario(board: &'a Board, scenario: &'a crate::config::scenario::Scenario) -> Self {
         FirmwareRequest {
             board,
             model: &scenario.model,
@@ -87,11 +87,7 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
         path: repo.into(),
         source,
     })?;
-    let planner = match request.planner {
-        PlannerKind::Linear => "linear",
-        PlannerKind::Greedy => "greedy",
-        PlannerKind::Offline => "offline",
-    };
+    let planner = request.planner.name();
     let extra = request.features.join(",");
     let key = format!(
         "{:016x}",

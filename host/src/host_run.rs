@@ -10,7 +10,7 @@ use hilt_runtime::kernels::{OpResolver, all_builtins};
 use hilt_runtime::model::{Model, ModelError};
 use hilt_runtime::planner::{Greedy, Linear, MemoryPlanner, Offline};
 
-use crate::layout::PlannerKind;
+use hilt_contract::PlannerKind;
 
 /// Bytes kept 16-aligned in memory, as a model sits in flash: kernels view
 /// constant data as `f32`/`i32` slices in place.

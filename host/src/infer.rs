@@ -9,8 +9,8 @@ use hilt_runtime::schema::TensorType;
 use crate::host_run::{
     AlignedBytes, RunError, interpreter, planner_for, read_model, set_input, verify,
 };
-use crate::layout::PlannerKind;
 use crate::tensor_file;
+use hilt_contract::PlannerKind;
 
 /// What `hilt infer` was asked to do.
 #[derive(Debug, Clone)]

@@ -1,114 +1,18 @@
-//! Runs a scenario on one board: boot or flash, stream the inputs, invoke,
-//! read the results and compare them. Blocking (probe and gdbstub I/O);
-//! the orchestrator runs it on a blocking thread per board.
+//! The protocol session with a started board, whatever drives it: Hello
+//! and its checks, then per step the inputs streamed, the invoke, the
+//! results read and compared, and at the end the committed arena plan.
+//! Blocking (probe, gdbstub and serial I/O); a driver runs it on the
+//! orchestrator's blocking thread.
 
 use std::time::{Duration, Instant};
 
 use hilt_proto::{ErrorCode, MAX_CHUNK, Message, PROTOCOL_VERSION};
-use serde::Serialize;
 
-use crate::board::{Board, RunnerKind, Transport};
-use crate::elf::FirmwareImage;
-use crate::link::{Link, LinkError, RttWire};
-use crate::memory::TargetMemory;
-use crate::qemu::{Qemu, QemuSerial};
-use crate::rtt::Rtt;
-use crate::scenario::Scenario;
-use crate::serial::SerialWire;
-
-/// The result of one step (one invocation's outputs).
-#[derive(Debug, Clone, Serialize)]
-pub struct StepResult {
-    /// Case name.
-    pub case: String,
-    /// Step index.
-    pub step: usize,
-    /// Cycles of the last invocation of this step.
-    pub total_cycles: u64,
-    /// Per-op cycles of the last invocation.
-    pub op_cycles: Vec<u32>,
-    /// `None` when every output matched, else what differed.
-    pub mismatch: Option<String>,
-}
-
-/// How a board run ended.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-#[serde(tag = "status", content = "message", rename_all = "snake_case")]
-pub enum Outcome {
-    /// Every output of every step matched.
-    Passed,
-    /// Ran, but some output differed.
-    Mismatch(String),
-    /// Could not run to the end (build, boot, timeout, crash, garbled link).
-    Error(String),
-}
-
-/// Everything one (scenario, board) run produced.
-#[derive(Debug, Clone, Serialize)]
-pub struct BoardRun {
-    /// Scenario name.
-    pub scenario: String,
-    /// Board name.
-    pub board: String,
-    /// Result.
-    pub outcome: Outcome,
-    /// Per-step results (kept even when a later step failed).
-    pub steps: Vec<StepResult>,
-    /// Arena figures reported by the firmware: capacity, head, tail, used.
-    pub arena: Option<[u32; 4]>,
-    /// Firmware log lines.
-    pub logs: Vec<String>,
-    /// The arena plan the firmware committed (offsets from the head).
-    pub plan: Vec<PlannedBuffer>,
-}
-
-impl BoardRun {
-    /// A run that has not produced anything yet (outcome: passed until
-    /// something fails).
-    pub fn new(scenario: &str, board: &str) -> Self {
-        BoardRun {
-            scenario: scenario.to_string(),
-            board: board.to_string(),
-            outcome: Outcome::Passed,
-            steps: Vec::new(),
-            arena: None,
-            logs: Vec::new(),
-            plan: Vec::new(),
-        }
-    }
-}
-
-/// Refuses an ELF built for another board (the board is recorded in the ELF).
-pub fn check_image_board(image: &FirmwareImage, board: &Board) -> Result<(), RunFailure> {
-    if image.board == board.name {
-        return Ok(());
-    }
-    Err(RunFailure::WrongFirmware(format!(
-        "{} was built for {}, not {}",
-        image.path.display(),
-        image.board,
-        board.name
-    )))
-}
-
-/// One buffer of the firmware's plan, as the gate snapshots it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PlannedBuffer {
-    /// "tensor" or "scratch".
-    pub kind: &'static str,
-    /// Tensor index, or the requesting op for scratch.
-    pub index: u16,
-    /// First step.
-    pub first_step: u16,
-    /// Last step.
-    pub last_step: u16,
-    /// Requested bytes.
-    pub size: u32,
-    /// Alignment.
-    pub align: u32,
-    /// Offset from the head's start.
-    pub offset: u32,
-}
+use crate::config::board::{Board, RunnerKind};
+use crate::config::scenario::Scenario;
+use crate::elf::ElfError;
+use crate::link::{Link, LinkError};
+use crate::outcome::{BoardRun, PlannedBuffer, StepResult};
 
 /// A failure while running, before it becomes an [`Outcome::Error`].
 #[derive(Debug, thiserror::Error)]
@@ -132,6 +36,9 @@ pub enum RunFailure {
     /// The firmware is not the one expected.
     #[error("{0}")]
     WrongFirmware(String),
+    /// The firmware image cannot be used this way (e.g. no RTT block).
+    #[error(transparent)]
+    Image(#[from] ElfError),
     /// A guard band was found damaged (by the firmware or by the host).
     #[error("canary: {0}")]
     Canary(String),
@@ -322,7 +229,7 @@ pub fn run_session(
                             .check(got, want)
                             .map(|p| format!("output {o}: {p}"))
                     });
-            let scale = cycle_scale(board);
+            let scale = board.cycle_scale();
             let total_cycles = (total_cycles as f64 * scale).round() as u64;
             let op_cycles = op_cycles
                 .iter()
@@ -475,21 +382,6 @@ fn handshake(
     Ok(guards)
 }
 
-/// Counts per firmware tick. Real cores count cycles (DWT): 1. Under QEMU
-/// the firmware counts SysTick ticks at the board clock while QEMU's
-/// `-icount shift=N` executes one instruction per 2^N ns, so a tick is
-/// `10^9 / clock / 2^N` instructions (40 on MPS2 at 25 MHz with N = 0, as
-/// TFLM's own Cortex-M4 figures are counted): reported "cycles" on QEMU are
-/// instructions.
-pub fn cycle_scale(board: &Board) -> f64 {
-    match (&board.runner, &board.qemu) {
-        (RunnerKind::Qemu, Some(q)) => {
-            1e9 / board.core_clock_hz as f64 / f64::from(1u32 << q.icount_shift)
-        }
-        _ => 1.0,
-    }
-}
-
 fn expect_done(link: &mut Link<'_>, wait: Duration, request: u8) -> Result<(), RunFailure> {
     let done = link.recv_matching(wait, "Done", |m| match m {
         Message::Done { request: r } if *r == request => Some(Ok(())),
@@ -505,190 +397,5 @@ fn target_error(link: &Link<'_>, e: hilt_proto::TargetError) -> RunFailure {
         code: code_name(e.code),
         op: e.op,
         detail: e.detail,
-    }
-}
-
-/// Runs `scenario` on a QEMU board with the firmware `image`: over RTT
-/// through the gdbstub, or over the board's UART on a pty (the gdbstub
-/// then only serves the host's memory checks).
-pub fn run_on_qemu(
-    board: &Board,
-    scenario: &Scenario,
-    image: &FirmwareImage,
-    model_crc: u32,
-    kill: &KillSwitch,
-) -> BoardRun {
-    let mut run = BoardRun::new(&scenario.name, &board.name);
-    let result = (|| -> Result<(), RunFailure> {
-        let settings = board
-            .qemu
-            .as_ref()
-            .ok_or_else(|| RunFailure::Start("board has no [qemu] settings".into()))?;
-        if board.runner != RunnerKind::Qemu {
-            return Err(RunFailure::Start(format!(
-                "{} is not a qemu board",
-                board.name
-            )));
-        }
-        check_image_board(image, board)?;
-        let start = |e: crate::qemu::QemuError| RunFailure::Start(e.to_string());
-        let serial = match board.transport {
-            Transport::Rtt => QemuSerial::None,
-            Transport::Uart => QemuSerial::Pty,
-        };
-        let mut qemu = Qemu::start_with(settings, &image.path, serial).map_err(start)?;
-        kill.arm(qemu.pid());
-        let pty = match serial {
-            QemuSerial::Pty => Some(qemu.serial_pty(Duration::from_secs(10)).map_err(start)?),
-            QemuSerial::None => None,
-        };
-        let mut gdb = qemu.connect(Duration::from_secs(10)).map_err(start)?;
-        let mut link = match &pty {
-            Some(pty) => {
-                // The port is open before the core starts: nothing it says is lost.
-                let baud = board.uart.as_ref().map_or(115_200, |u| u.baud);
-                let wire = SerialWire::open(pty, baud, Some(&mut gdb))?;
-                let mut link = Link::over(Box::new(wire));
-                link.resume_target()?;
-                link
-            }
-            None => {
-                let rtt = Rtt::attach(
-                    &mut gdb as &mut dyn TargetMemory,
-                    image.rtt_control_block()?,
-                    Duration::from_secs(20),
-                )
-                .map_err(|e| RunFailure::Link(LinkError::Rtt(e)))?;
-                Link::over(Box::new(RttWire::new(&mut gdb, rtt)))
-            }
-        };
-        link.cancel_with(kill.clone());
-        let session = run_session(&mut link, board, scenario, model_crc, &mut run);
-        run.logs.append(&mut link.logs);
-        drop(link);
-        drop(gdb);
-        drop(qemu);
-        kill.disarm();
-        session
-    })();
-    conclude(run, result, kill, scenario)
-}
-
-/// Runs `scenario` on a board reached over a serial line (runner `uart`):
-/// flashes it with the board's `flash_command` (if it has one), opens
-/// `serial_port` and drives the session over it. `flashed` is called once
-/// the firmware is on the board: the scenario's time limit starts there.
-pub fn run_on_uart(
-    board: &Board,
-    scenario: &Scenario,
-    image: &FirmwareImage,
-    model_crc: u32,
-    kill: &KillSwitch,
-    flashed: impl FnOnce(),
-) -> BoardRun {
-    let mut run = BoardRun::new(&scenario.name, &board.name);
-    let result = (|| -> Result<(), RunFailure> {
-        if board.runner != RunnerKind::Uart {
-            return Err(RunFailure::Start(format!(
-                "{} is not a uart board",
-                board.name
-            )));
-        }
-        check_image_board(image, board)?;
-        let port = board
-            .serial_port
-            .as_deref()
-            .ok_or_else(|| RunFailure::Start(format!("{} has no serial_port", board.name)))?;
-        if let Some(command) = &board.flash_command {
-            crate::flash::run_flash_command(command, board, image, kill, &mut run.logs)
-                .map_err(|e| RunFailure::Start(e.to_string()))?;
-        }
-        flashed();
-        let baud = board.uart.as_ref().map_or(115_200, |u| u.baud);
-        let wire = SerialWire::open(port, baud, None)?;
-        let mut link = Link::over(Box::new(wire));
-        link.cancel_with(kill.clone());
-        let session = run_session(&mut link, board, scenario, model_crc, &mut run);
-        run.logs.append(&mut link.logs);
-        session
-    })();
-    conclude(run, result, kill, scenario)
-}
-
-/// The outcome from how the session ended and what the steps say.
-pub(crate) fn conclude(
-    mut run: BoardRun,
-    result: Result<(), RunFailure>,
-    kill: &KillSwitch,
-    scenario: &Scenario,
-) -> BoardRun {
-    if let Err(e) = result {
-        let mut message = e.to_string();
-        if kill.fired() {
-            message = format!("timed out after {:?} ({message})", scenario.timeout);
-        }
-        // The firmware's last words, unless it only introduced itself.
-        if let Some(last) = run
-            .logs
-            .iter()
-            .rev()
-            .find(|l| !l.starts_with("hilt: "))
-            .filter(|l| !l.starts_with("hilt firmware:"))
-        {
-            message.push_str(&format!("; firmware said: {last}"));
-        }
-        run.outcome = Outcome::Error(message);
-    } else if let Some(bad) = run.steps.iter().find(|s| s.mismatch.is_some()) {
-        run.outcome = Outcome::Mismatch(format!(
-            "{} step {}: {}",
-            bad.case,
-            bad.step,
-            bad.mismatch.as_deref().unwrap_or_default()
-        ));
-    }
-    run
-}
-
-/// Lets the orchestrator end a hung board run from another thread: it
-/// kills the board's QEMU, which makes every pending gdbstub read fail.
-#[derive(Debug, Default, Clone)]
-pub struct KillSwitch {
-    inner: std::sync::Arc<std::sync::Mutex<(Option<u32>, bool)>>,
-}
-
-impl KillSwitch {
-    pub(crate) fn arm(&self, pid: u32) {
-        if let Ok(mut g) = self.inner.lock() {
-            g.0 = Some(pid);
-        }
-    }
-
-    pub(crate) fn disarm(&self) {
-        if let Ok(mut g) = self.inner.lock() {
-            g.0 = None;
-        }
-    }
-
-    /// Kills the process, if one is running.
-    pub fn fire(&self) {
-        if let Ok(mut g) = self.inner.lock() {
-            if let Some(pid) = g.0.take() {
-                let _ = std::process::Command::new("kill")
-                    .arg("-9")
-                    .arg(pid.to_string())
-                    .status();
-            }
-            g.1 = true;
-        }
-    }
-
-    /// The process id while a board runs (tests kill it from outside).
-    pub fn pid(&self) -> Option<u32> {
-        self.inner.lock().ok().and_then(|g| g.0)
-    }
-
-    /// Whether [`fire`](Self::fire) was called.
-    pub fn fired(&self) -> bool {
-        self.inner.lock().map(|g| g.1).unwrap_or(false)
     }
 }
