@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use hilt_proto::{ErrorCode, MAX_CHUNK, Message, PROTOCOL_VERSION};
 
 use crate::config::board::{Board, RunnerKind};
-use crate::config::scenario::Scenario;
+use crate::config::scenario::{Scenario, StepData};
 use crate::elf::ElfError;
 use crate::link::{Link, LinkError};
 use crate::outcome::{BoardRun, PlannedBuffer, StepResult};
@@ -104,7 +104,7 @@ fn code_name(code: ErrorCode) -> String {
     }
 }
 
-/// Drives a session: hello, then each case's steps.
+/// Drives a session: hello, then each case's steps, then the committed plan.
 pub fn run_session(
     link: &mut Link<'_>,
     board: &Board,
@@ -112,164 +112,245 @@ pub fn run_session(
     model_crc: u32,
     run: &mut BoardRun,
 ) -> Result<(), RunFailure> {
-    let t = Duration::from_secs(30).min(scenario.timeout);
     let guards = handshake(link, board, scenario, model_crc)?;
-    if let Some(g) = &guards {
-        host_check_guards(link, g, "before the first invoke")?;
-    }
-    let wait = scenario.timeout;
+    let mut session = Session {
+        link,
+        board,
+        scenario,
+        guards,
+        run,
+    };
+    session.check_guards("before the first invoke")?;
     for (case_index, case) in scenario.cases.iter().enumerate() {
         if case_index > 0 {
-            link.send(&Message::ResetState, t)?;
-            expect_done(link, wait, 0x05)?;
+            session.reset_state()?;
         }
         for (s, step) in case.steps.iter().enumerate() {
-            for (input, bytes) in step.inputs.iter().enumerate() {
-                for (c, chunk) in bytes.chunks(MAX_CHUNK).enumerate() {
-                    let offset = (c * MAX_CHUNK) as u32;
-                    link.send(
-                        &Message::LoadInput {
-                            input: input as u8,
-                            offset,
-                            chunk,
-                        },
-                        t,
-                    )?;
-                    let ack = link.recv_matching(wait, "InputAck", |m| match m {
-                        Message::InputAck { .. } => Some(Ok(())),
-                        Message::Error(e) => Some(Err(*e)),
-                        _ => None,
-                    })?;
-                    ack.map_err(|e| target_error(link, e))?;
+            session.load_inputs(step)?;
+            let results = session.invoke(step.expected.len())?;
+            session.check_guards(&format!("after {} step {s}", case.name))?;
+            session.record_step(&case.name, s, step, results);
+        }
+    }
+    session.read_plan()
+}
+
+/// A session after its handshake: one method per exchange.
+struct Session<'s, 'l> {
+    link: &'s mut Link<'l>,
+    board: &'s Board,
+    scenario: &'s Scenario,
+    guards: Option<Guards>,
+    run: &'s mut BoardRun,
+}
+
+/// What one invoke sent back, before scaling and comparison.
+#[derive(Debug, Default)]
+struct InvokeResults {
+    outputs: Vec<Vec<u8>>,
+    total_cycles: u64,
+    op_cycles: Vec<u32>,
+}
+
+impl InvokeResults {
+    /// Folds one result message in: figures, output chunks.
+    fn add(&mut self, message: &Message<'_>) {
+        match message {
+            Message::Timing { total_cycles, .. } => self.total_cycles = *total_cycles,
+            Message::OpCycles { first_op, cycles } => {
+                let first = usize::from(*first_op);
+                if self.op_cycles.len() < first + cycles.len() {
+                    self.op_cycles.resize(first + cycles.len(), 0);
+                }
+                for (i, c) in cycles.iter().enumerate() {
+                    self.op_cycles[first + i] = c;
                 }
             }
-            link.send(
-                &Message::Invoke {
-                    count: scenario.iterations,
-                },
-                t,
-            )?;
-            let mut outputs: Vec<Vec<u8>> = vec![Vec::new(); step.expected.len()];
-            let mut total_cycles = 0;
-            let mut op_cycles: Vec<u32> = Vec::new();
-            loop {
-                enum Got {
-                    Done,
-                    Fail(hilt_proto::TargetError),
-                    Canary(String),
-                    Other,
+            Message::OutputChunk {
+                output,
+                offset,
+                total,
+                chunk,
+            } => {
+                if let Some(buf) = self.outputs.get_mut(usize::from(*output)) {
+                    buf.resize(*total as usize, 0);
+                    let end = (*offset as usize + chunk.len()).min(buf.len());
+                    let start = (*offset as usize).min(end);
+                    buf[start..end].copy_from_slice(&chunk[..end - start]);
                 }
-                let got = link.recv(wait, "the results of Invoke", |m| match m {
-                    Message::Timing {
-                        total_cycles: c, ..
-                    } => {
-                        total_cycles = *c;
-                        Got::Other
-                    }
-                    Message::OpCycles { first_op, cycles } => {
-                        let first = usize::from(*first_op);
-                        if op_cycles.len() < first + cycles.len() {
-                            op_cycles.resize(first + cycles.len(), 0);
-                        }
-                        for (i, c) in cycles.iter().enumerate() {
-                            op_cycles[first + i] = c;
-                        }
-                        Got::Other
-                    }
-                    Message::OutputChunk {
-                        output,
-                        offset,
-                        total,
-                        chunk,
-                    } => {
-                        if let Some(buf) = outputs.get_mut(usize::from(*output)) {
-                            buf.resize(*total as usize, 0);
-                            let end = (*offset as usize + chunk.len()).min(buf.len());
-                            let start = (*offset as usize).min(end);
-                            buf[start..end].copy_from_slice(&chunk[..end - start]);
-                        }
-                        Got::Other
-                    }
-                    Message::ArenaUsage {
-                        capacity,
-                        head,
-                        tail,
-                        used,
-                    } => {
-                        run.arena = Some([*capacity, *head, *tail, *used]);
-                        Got::Other
-                    }
-                    Message::CanaryFault { owner, index, address, bytes_hit, op } => Got::Canary(format!(
-                        "firmware check: {} was overwritten at {address:#010x} ({bytes_hit} bytes hit){}",
-                        owner_name(*owner, *index),
-                        if *op == u16::MAX { String::new() } else { format!(", after op {op}") }
-                    )),
-                    Message::Done { request: 0x03 } => Got::Done,
-                    Message::Error(e) => Got::Fail(*e),
-                    _ => Got::Other,
+            }
+            _ => {}
+        }
+    }
+}
+
+/// How a message during an invoke bears on it.
+enum InvokeEvent {
+    Done,
+    Fail(hilt_proto::TargetError),
+    Canary(String),
+    Other,
+}
+
+impl Session<'_, '_> {
+    /// How long one send may take.
+    fn send_limit(&self) -> Duration {
+        Duration::from_secs(30).min(self.scenario.timeout)
+    }
+
+    /// The host's own guard check, when the firmware announced guards.
+    fn check_guards(&mut self, when: &str) -> Result<(), RunFailure> {
+        match &self.guards {
+            Some(g) => host_check_guards(self.link, g, when),
+            None => Ok(()),
+        }
+    }
+
+    /// `ResetState` between cases: a fresh interpreter state.
+    fn reset_state(&mut self) -> Result<(), RunFailure> {
+        self.link.send(&Message::ResetState, self.send_limit())?;
+        expect_done(self.link, self.scenario.timeout, 0x05)
+    }
+
+    /// Streams a step's inputs in chunks, each acknowledged.
+    fn load_inputs(&mut self, step: &StepData) -> Result<(), RunFailure> {
+        let (t, wait) = (self.send_limit(), self.scenario.timeout);
+        for (input, bytes) in step.inputs.iter().enumerate() {
+            for (c, chunk) in bytes.chunks(MAX_CHUNK).enumerate() {
+                let offset = (c * MAX_CHUNK) as u32;
+                let message = Message::LoadInput {
+                    input: input as u8,
+                    offset,
+                    chunk,
+                };
+                self.link.send(&message, t)?;
+                let ack = self.link.recv_matching(wait, "InputAck", |m| match m {
+                    Message::InputAck { .. } => Some(Ok(())),
+                    Message::Error(e) => Some(Err(*e)),
+                    _ => None,
                 })?;
-                match got {
-                    Got::Canary(text) => return Err(RunFailure::Canary(text)),
-                    Got::Done => break,
-                    Got::Fail(e) => return Err(target_error(link, e)),
-                    Got::Other => {}
-                }
+                ack.map_err(|e| target_error(self.link, e))?;
             }
-            if let Some(g) = &guards {
-                host_check_guards(link, g, &format!("after {} step {s}", case.name))?;
+        }
+        Ok(())
+    }
+
+    /// `Invoke`, then every result message up to its `Done`.
+    fn invoke(&mut self, outputs: usize) -> Result<InvokeResults, RunFailure> {
+        let count = self.scenario.iterations;
+        self.link
+            .send(&Message::Invoke { count }, self.send_limit())?;
+        let mut results = InvokeResults {
+            outputs: vec![Vec::new(); outputs],
+            ..InvokeResults::default()
+        };
+        loop {
+            let run = &mut *self.run;
+            let event = self
+                .link
+                .recv(self.scenario.timeout, "the results of Invoke", |m| {
+                    results.add(m);
+                    invoke_event(m, run)
+                })?;
+            match event {
+                InvokeEvent::Canary(text) => return Err(RunFailure::Canary(text)),
+                InvokeEvent::Done => return Ok(results),
+                InvokeEvent::Fail(e) => return Err(target_error(self.link, e)),
+                InvokeEvent::Other => {}
             }
-            let mismatch =
-                outputs
-                    .iter()
-                    .zip(&step.expected)
-                    .enumerate()
-                    .find_map(|(o, (got, want))| {
-                        scenario
-                            .compare
-                            .check(got, want)
-                            .map(|p| format!("output {o}: {p}"))
-                    });
-            let scale = board.cycle_scale();
-            let total_cycles = (total_cycles as f64 * scale).round() as u64;
-            let op_cycles = op_cycles
+        }
+    }
+
+    /// The step's figures (scaled to the board's cycles) and how its
+    /// outputs compare with the expected ones.
+    fn record_step(&mut self, case: &str, s: usize, step: &StepData, results: InvokeResults) {
+        let mismatch = results
+            .outputs
+            .iter()
+            .zip(&step.expected)
+            .enumerate()
+            .find_map(|(o, (got, want))| {
+                self.scenario
+                    .compare
+                    .check(got, want)
+                    .map(|p| format!("output {o}: {p}"))
+            });
+        let scale = self.board.cycle_scale();
+        self.run.steps.push(StepResult {
+            case: case.to_string(),
+            step: s,
+            total_cycles: (results.total_cycles as f64 * scale).round() as u64,
+            op_cycles: results
+                .op_cycles
                 .iter()
                 .map(|&c| (f64::from(c) * scale).round() as u32)
-                .collect();
-            run.steps.push(StepResult {
-                case: case.name.clone(),
-                step: s,
-                total_cycles,
-                op_cycles,
-                mismatch,
-            });
-        }
+                .collect(),
+            mismatch,
+        });
     }
-    // The committed plan, for the layout snapshot.
-    link.send(&Message::PlanRequest, t)?;
-    loop {
-        let done = link.recv(wait, "the arena plan", |m| match m {
-            Message::PlanEntries { entries, .. } => {
-                for e in entries.iter() {
-                    run.plan.push(PlannedBuffer {
-                        kind: if e.kind == 0 { "tensor" } else { "scratch" },
-                        index: e.index,
-                        first_step: e.first_step,
-                        last_step: e.last_step,
-                        size: e.size,
-                        align: e.align,
-                        offset: e.offset,
-                    });
-                }
-                false
+
+    /// The committed plan, for the layout snapshot.
+    fn read_plan(&mut self) -> Result<(), RunFailure> {
+        self.link.send(&Message::PlanRequest, self.send_limit())?;
+        loop {
+            let plan = &mut self.run.plan;
+            let done = self
+                .link
+                .recv(self.scenario.timeout, "the arena plan", |m| match m {
+                    Message::PlanEntries { entries, .. } => {
+                        plan.extend(entries.iter().map(|e| PlannedBuffer {
+                            kind: if e.kind == 0 { "tensor" } else { "scratch" },
+                            index: e.index,
+                            first_step: e.first_step,
+                            last_step: e.last_step,
+                            size: e.size,
+                            align: e.align,
+                            offset: e.offset,
+                        }));
+                        false
+                    }
+                    Message::Done { request: 0x04 } => true,
+                    _ => false,
+                })?;
+            if done {
+                return Ok(());
             }
-            Message::Done { request: 0x04 } => true,
-            _ => false,
-        })?;
-        if done {
-            break;
         }
     }
-    Ok(())
+}
+
+/// What a message means for a running invoke; arena figures go straight
+/// into `run`.
+fn invoke_event(message: &Message<'_>, run: &mut BoardRun) -> InvokeEvent {
+    match message {
+        Message::ArenaUsage {
+            capacity,
+            head,
+            tail,
+            used,
+        } => {
+            run.arena = Some([*capacity, *head, *tail, *used]);
+            InvokeEvent::Other
+        }
+        Message::CanaryFault {
+            owner,
+            index,
+            address,
+            bytes_hit,
+            op,
+        } => InvokeEvent::Canary(format!(
+            "firmware check: {} was overwritten at {address:#010x} ({bytes_hit} bytes hit){}",
+            owner_name(*owner, *index),
+            if *op == u16::MAX {
+                String::new()
+            } else {
+                format!(", after op {op}")
+            }
+        )),
+        Message::Done { request: 0x03 } => InvokeEvent::Done,
+        Message::Error(e) => InvokeEvent::Fail(*e),
+        _ => InvokeEvent::Other,
+    }
 }
 
 /// How long to wait for the first Hello before asking again, and the most
