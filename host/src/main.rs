@@ -432,7 +432,7 @@ impl Workspace {
         boards_dir: Option<PathBuf>,
     ) -> anyhow::Result<Self> {
         let repo = match repo {
-            Some(dir) => hilt::paths::folder("the hilt repository", dir, "--repo")?,
+            Some(dir) => hilt::paths::repo_at(dir)?,
             None => hilt::paths::find_repo(scenarios)?,
         };
         let boards_dir = match boards_dir {

@@ -82,6 +82,19 @@ pub fn find_repo(files: &[PathBuf]) -> Result<PathBuf, PathError> {
         .ok_or(PathError::NoRepository { looked_from })
 }
 
+/// `dir` if it is a hilt checkout (`--repo`), else what was expected there.
+pub fn repo_at(dir: PathBuf) -> Result<PathBuf, PathError> {
+    if is_repo_root(&dir) {
+        Ok(dir)
+    } else {
+        Err(PathError::Missing {
+            what: "the hilt repository (boards/ beside a Cargo.toml whose workspace names \"host\")",
+            path: dir,
+            flag: "--repo",
+        })
+    }
+}
+
 /// `path` if it is an existing folder, else what is missing, where it was
 /// looked for and which flag sets it.
 pub fn folder(what: &'static str, path: PathBuf, flag: &'static str) -> Result<PathBuf, PathError> {

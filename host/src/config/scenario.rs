@@ -126,7 +126,13 @@ fn conformance_cases(
     name: &str,
     only: Option<&[String]>,
 ) -> Result<Loaded, ConfigError> {
-    let manifest = read_manifest(conformance_dir).map_err(|e| invalid(path, "conformance", e))?;
+    let manifest = read_manifest(conformance_dir).map_err(|e| {
+        invalid(
+            path,
+            "conformance",
+            format!("{e} (the conformance set; set its folder with HILT_CONFORMANCE_DIR)"),
+        )
+    })?;
     let entry = manifest
         .models
         .iter()
