@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use hilt_proto::{ErrorCode, MAX_CHUNK, Message, PROTOCOL_VERSION};
 
-use crate::config::board::{Board, RunnerKind};
+use crate::config::board::Board;
 use crate::config::scenario::{Scenario, StepData};
 use crate::elf::ElfError;
 use crate::link::{Link, LinkError};
@@ -428,7 +428,7 @@ fn handshake(
         )));
     }
     if hello.model_hash != model_crc {
-        let hint = if board.runner == RunnerKind::Uart && board.flash_command.is_none() {
+        let hint = if !board.hilt_installs_firmware() {
             format!(
                 "; {} has no flash_command, so hilt cannot put the scenario's firmware on it",
                 board.name

@@ -351,6 +351,13 @@ impl Board {
         }
     }
 
+    /// Whether hilt puts a scenario's firmware on the board itself: QEMU
+    /// loads the ELF, probe-rs flashes it, a uart board only through its
+    /// `flash_command` (without one, it runs whatever it was given).
+    pub fn hilt_installs_firmware(&self) -> bool {
+        self.runner != RunnerKind::Uart || self.flash_command.is_some()
+    }
+
     /// Counts per firmware tick. Real cores count cycles (DWT): 1. Under
     /// QEMU the firmware counts SysTick ticks at the board clock while
     /// QEMU's `-icount shift=N` executes one instruction per 2^N ns, so a
