@@ -93,8 +93,8 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
         "{:016x}",
         fnv(
             format!(
-                "{}:{planner}:{extra}:{}",
-                request.arena_size, request.canary
+                "{}:{planner}:{extra}:{}:{}",
+                request.arena_size, request.canary, request.align
             )
             .as_bytes(),
             fnv(&model, 0)
@@ -113,19 +113,7 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
     // Builds share one output folder: hold a lock from the build until the
     // ELF is copied out, so a concurrent build (another thread or process)
     // cannot replace it in between.
-    std::fs::create_dir_all(&target_dir).map_err(|source| BuildError::Io {
-        path: target_dir.clone(),
-        source,
-    })?;
-    let lock_path = target_dir.join("hilt-build.lock");
-    let lock = std::fs::File::create(&lock_path).map_err(|source| BuildError::Io {
-        path: lock_path.clone(),
-        source,
-    })?;
-    lock.lock().map_err(|source| BuildError::Io {
-        path: lock_path.clone(),
-        source,
-    })?;
+    let _lock = lock_build_folder(&target_dir)?;
     // The board's own folder (`NAME.toml` beside `NAME/memory.x`): boards
     // may be defined outside the repo (`--boards-dir`).
     let boards_dir = request
@@ -156,24 +144,10 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
         .output()
         .map_err(BuildError::Spawn)?;
     if !output.status.success() {
-        // The compiler's or build script's own words, without backtraces.
-        let text = String::from_utf8_lossy(&output.stderr);
-        let lines: Vec<&str> = text
-            .lines()
-            .filter(|l| {
-                let t = l.trim_start();
-                !(t.is_empty()
-                    || t.starts_with("at ")
-                    || t.chars().next().is_some_and(|c| c.is_ascii_digit())
-                    || t.starts_with("note:")
-                    || t.starts_with("stack backtrace"))
-            })
-            .collect();
-        let tail = &lines[lines.len().saturating_sub(12)..];
-        return Err(BuildError::Failed {
-            board: request.board.name.clone(),
-            output: tail.join("\n"),
-        });
+        return Err(build_failure(
+            &request.board.name,
+            &String::from_utf8_lossy(&output.stderr),
+        ));
     }
     let built = target_dir
         .join(&request.board.target)
@@ -190,4 +164,44 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
         source,
     })?;
     Ok(elf)
+}
+
+/// Takes the lock of the shared build folder `target_dir` (made if new);
+/// released when the returned file is dropped.
+fn lock_build_folder(target_dir: &Path) -> Result<std::fs::File, BuildError> {
+    std::fs::create_dir_all(target_dir).map_err(|source| BuildError::Io {
+        path: target_dir.to_path_buf(),
+        source,
+    })?;
+    let lock_path = target_dir.join("hilt-build.lock");
+    let lock = std::fs::File::create(&lock_path).map_err(|source| BuildError::Io {
+        path: lock_path.clone(),
+        source,
+    })?;
+    lock.lock().map_err(|source| BuildError::Io {
+        path: lock_path,
+        source,
+    })?;
+    Ok(lock)
+}
+
+/// A failed build, with the compiler's or build script's own last words
+/// (without backtraces).
+fn build_failure(board: &str, stderr: &str) -> BuildError {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| {
+            let t = l.trim_start();
+            !(t.is_empty()
+                || t.starts_with("at ")
+                || t.chars().next().is_some_and(|c| c.is_ascii_digit())
+                || t.starts_with("note:")
+                || t.starts_with("stack backtrace"))
+        })
+        .collect();
+    let tail = &lines[lines.len().saturating_sub(12)..];
+    BuildError::Failed {
+        board: board.to_string(),
+        output: tail.join("\n"),
+    }
 }
