@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::builder::TypedValueParser as _;
 use clap::{Parser, Subcommand, ValueEnum};
 use hilt::bench::{bench, render as render_bench};
 use hilt::config::board::{Board, Transport, load_all};
@@ -44,8 +43,8 @@ enum Command {
         /// repository's boards/].
         #[arg(long)]
         boards_dir: Option<PathBuf>,
-        /// Memory planner.
-        #[arg(long, default_value = "greedy", value_parser = planner_parser())]
+        /// Memory planner: linear, greedy or offline.
+        #[arg(long, default_value = "greedy")]
         planner: PlannerKind,
         /// Alignment of every activation buffer (power of two, up to 1 MiB).
         #[arg(long, default_value_t = 16)]
@@ -147,8 +146,8 @@ enum Command {
         /// Arena bytes.
         #[arg(long, default_value_t = hilt::host_run::DEFAULT_ARENA)]
         arena: usize,
-        /// Memory planner.
-        #[arg(long, default_value = "greedy", value_parser = planner_parser())]
+        /// Memory planner: linear, greedy or offline.
+        #[arg(long, default_value = "greedy")]
         planner: PlannerKind,
         /// Invocations on one interpreter (state carries over).
         #[arg(long, default_value_t = 1)]
@@ -169,8 +168,8 @@ enum Command {
         /// Arena bytes.
         #[arg(long, default_value_t = hilt::host_run::DEFAULT_ARENA)]
         arena: usize,
-        /// Memory planner.
-        #[arg(long, default_value = "greedy", value_parser = planner_parser())]
+        /// Memory planner: linear, greedy or offline.
+        #[arg(long, default_value = "greedy")]
         planner: PlannerKind,
         /// Print JSON instead of the table.
         #[arg(long)]
@@ -211,19 +210,6 @@ enum Format {
     Table,
     Json,
     Svg,
-}
-
-/// `--planner`: the contract's planner names, each with its one-line help,
-/// as a value list clap shows and checks.
-fn planner_parser() -> impl clap::builder::TypedValueParser<Value = PlannerKind> {
-    let summary = |p: PlannerKind| match p {
-        PlannerKind::Linear => "No reuse (\"preserve all tensors\")",
-        PlannerKind::Greedy => "TFLM's greedy-by-size planner",
-        PlannerKind::Offline => "The model's `OfflineMemoryAllocation` metadata",
-    };
-    let values =
-        PlannerKind::ALL.map(|p| clap::builder::PossibleValue::new(p.name()).help(summary(p)));
-    clap::builder::PossibleValuesParser::new(values).try_map(|s| s.parse::<PlannerKind>())
 }
 
 fn main() -> ExitCode {

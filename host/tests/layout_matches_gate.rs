@@ -17,8 +17,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use hilt::config::board::{Board, load_all, select};
-use hilt::layout::{BufferRow, LayoutOptions, LayoutReport, layout_for_board};
 use hilt::config::scenario::Scenario;
+use hilt::layout::{BufferRow, LayoutOptions, LayoutReport, layout_for_board};
 
 use common::repo;
 
