@@ -273,17 +273,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 canary,
                 ..LayoutOptions::default()
             };
-            let board = match board {
-                None => None,
-                Some(name) => {
-                    let dir = match boards_dir {
-                        Some(dir) => dir,
-                        None => hilt::paths::find_repo(&[])?.join("boards"),
-                    };
-                    let dir = hilt::paths::folder("the boards folder", dir, "--boards-dir")?;
-                    Some(hilt::config::board::load_named(&dir, &name)?)
-                }
-            };
+            let board = board
+                .map(|name| layout_board(&name, boards_dir))
+                .transpose()?;
             layout_command(&model, board.as_ref(), &options, format, output.as_deref())
         }
         Command::Run {
@@ -374,6 +366,17 @@ fn file_name(path: &Path) -> String {
 }
 
 /// `hilt layout`: plan `model`'s arena and print it (or write it).
+/// `hilt layout --board NAME`: that board alone, from `--boards-dir` (else
+/// the repository's `boards/`).
+fn layout_board(name: &str, boards_dir: Option<PathBuf>) -> anyhow::Result<Board> {
+    let dir = match boards_dir {
+        Some(dir) => dir,
+        None => hilt::paths::find_repo(&[])?.join("boards"),
+    };
+    let dir = hilt::paths::folder("the boards folder", dir, "--boards-dir")?;
+    Ok(hilt::config::board::load_named(&dir, name)?)
+}
+
 fn layout_command(
     model: &Path,
     board: Option<&Board>,
