@@ -19,8 +19,18 @@ fn every_shipped_board_loads_by_name() {
     for b in &all {
         let again = board::load_named(&boards, &b.name).unwrap();
         assert_eq!(&again, b);
-        assert!(again.arena_size > 0 && !again.features.is_empty());
+        // hilt's firmware takes board features; a board's own firmware
+        // crate (`firmware = "..."`) reads HILT_BOARD instead.
+        assert!(again.arena_size > 0 && (!again.features.is_empty() || again.firmware.is_some()));
     }
+}
+
+#[test]
+fn a_board_with_its_own_firmware_names_the_crate() {
+    let b = board::load_named(&repo().join("boards"), "qemu-mps2-an386-custom").unwrap();
+    let firmware = b.firmware.expect("the example board names its firmware");
+    assert!(firmware.ends_with("target/examples/custom-firmware"));
+    assert!(firmware.join("Cargo.toml").is_file());
 }
 
 #[test]
@@ -39,10 +49,14 @@ fn a_uart_board_gives_the_firmware_its_divisor() {
 }
 
 #[test]
-fn an_unknown_board_names_the_file_looked_for() {
+fn an_unknown_board_lists_the_defined_ones() {
     let e = board::load_named(&repo().join("boards"), "no-such-board").unwrap_err();
-    assert!(matches!(e, ConfigError::Read { .. }), "{e}");
-    assert!(e.to_string().contains("no-such-board.toml"), "{e}");
+    assert!(matches!(e, ConfigError::Unknown { .. }), "{e}");
+    let text = e.to_string();
+    assert!(
+        text.contains("unknown board \"no-such-board\"") && text.contains("qemu-mps2-an386"),
+        "{text}"
+    );
 }
 
 #[test]
