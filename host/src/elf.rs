@@ -37,16 +37,21 @@ pub enum ElfError {
         /// What is missing.
         problem: String,
     },
+    /// Built for a uart transport, asked for RTT.
+    #[error(
+        "{path} has no RTT control block (`_SEGGER_RTT`): it was built for a board that talks over a uart"
+    )]
+    NoRtt {
+        /// File.
+        path: PathBuf,
+    },
 }
 
 impl FirmwareImage {
     /// The RTT control block's address, for a run over RTT.
-    pub fn rtt_control_block(&self) -> Result<u32, crate::runner::RunFailure> {
-        self.rtt_address.ok_or_else(|| {
-            crate::runner::RunFailure::WrongFirmware(format!(
-                "{} has no RTT control block (`_SEGGER_RTT`): it was built for a board that talks over a uart",
-                self.path.display()
-            ))
+    pub fn rtt_control_block(&self) -> Result<u32, ElfError> {
+        self.rtt_address.ok_or_else(|| ElfError::NoRtt {
+            path: self.path.clone(),
         })
     }
 }

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::board::Board;
+use crate::config::board::Board;
 use hilt_runtime::canary::CanaryMode;
 use hilt_runtime::planner::PlannerKind;
 
@@ -65,7 +65,7 @@ pub struct FirmwareRequest<'a> {
 impl<'a> FirmwareRequest<'a> {
     /// The firmware a scenario needs on a board: its model, its arena size
     /// (else the board's), planner, canaries, alignment and test features.
-    pub fn for_scenario(board: &'a Board, scenario: &'a crate::scenario::Scenario) -> Self {
+    pub fn for_scenario(board: &'a Board, scenario: &'a crate::config::scenario::Scenario) -> Self {
         FirmwareRequest {
             board,
             model: &scenario.model,
@@ -173,19 +173,7 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
     // Builds share one output folder: hold a lock from the build until the
     // ELF is copied out, so a concurrent build (another thread or process)
     // cannot replace it in between.
-    std::fs::create_dir_all(&target_dir).map_err(|source| BuildError::Io {
-        path: target_dir.clone(),
-        source,
-    })?;
-    let lock_path = target_dir.join("hilt-build.lock");
-    let lock = std::fs::File::create(&lock_path).map_err(|source| BuildError::Io {
-        path: lock_path.clone(),
-        source,
-    })?;
-    lock.lock().map_err(|source| BuildError::Io {
-        path: lock_path.clone(),
-        source,
-    })?;
+    let _lock = lock_build_folder(&target_dir)?;
     // The board's own folder (`NAME.toml` beside `NAME/memory.x`): boards
     // may be defined outside the repo (`--boards-dir`).
     let boards_dir = request
@@ -244,24 +232,10 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
         .output()
         .map_err(BuildError::Spawn)?;
     if !output.status.success() {
-        // The compiler's or build script's own words, without backtraces.
-        let text = String::from_utf8_lossy(&output.stderr);
-        let lines: Vec<&str> = text
-            .lines()
-            .filter(|l| {
-                let t = l.trim_start();
-                !(t.is_empty()
-                    || t.starts_with("at ")
-                    || t.chars().next().is_some_and(|c| c.is_ascii_digit())
-                    || t.starts_with("note:")
-                    || t.starts_with("stack backtrace"))
-            })
-            .collect();
-        let tail = &lines[lines.len().saturating_sub(12)..];
-        return Err(BuildError::Failed {
-            board: request.board.name.clone(),
-            output: tail.join("\n"),
-        });
+        return Err(build_failure(
+            &request.board.name,
+            &String::from_utf8_lossy(&output.stderr),
+        ));
     }
     let built = target_dir
         .join(&request.board.target)
@@ -324,4 +298,44 @@ fn package_name(manifest: &Path) -> Result<String, BuildError> {
             path: manifest.into(),
             problem: "no [package] name: a firmware crate is a package with one binary".into(),
         })
+}
+
+/// Takes the lock of the shared build folder `target_dir` (made if new);
+/// released when the returned file is dropped.
+fn lock_build_folder(target_dir: &Path) -> Result<std::fs::File, BuildError> {
+    std::fs::create_dir_all(target_dir).map_err(|source| BuildError::Io {
+        path: target_dir.to_path_buf(),
+        source,
+    })?;
+    let lock_path = target_dir.join("hilt-build.lock");
+    let lock = std::fs::File::create(&lock_path).map_err(|source| BuildError::Io {
+        path: lock_path.clone(),
+        source,
+    })?;
+    lock.lock().map_err(|source| BuildError::Io {
+        path: lock_path,
+        source,
+    })?;
+    Ok(lock)
+}
+
+/// A failed build, with the compiler's or build script's own last words
+/// (without backtraces).
+fn build_failure(board: &str, stderr: &str) -> BuildError {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| {
+            let t = l.trim_start();
+            !(t.is_empty()
+                || t.starts_with("at ")
+                || t.chars().next().is_some_and(|c| c.is_ascii_digit())
+                || t.starts_with("note:")
+                || t.starts_with("stack backtrace"))
+        })
+        .collect();
+    let tail = &lines[lines.len().saturating_sub(12)..];
+    BuildError::Failed {
+        board: board.to_string(),
+        output: tail.join("\n"),
+    }
 }

@@ -22,29 +22,11 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::runner::{BoardRun, Outcome};
+use crate::outcome::{BoardRun, Outcome};
 
-/// How far a latency may move before the gate says so.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Tolerance {
-    /// Relative slack, percent of the accepted figure (real boards).
-    pub percent: f64,
-    /// Absolute slack, cycles: the board clock's resolution (virtual boards).
-    pub cycles: u64,
-}
-
-impl Tolerance {
-    /// No slack at all.
-    pub const EXACT: Tolerance = Tolerance {
-        percent: 0.0,
-        cycles: 0,
-    };
-
-    /// The slack around an accepted figure `old`, in cycles.
-    pub fn slack(&self, old: f64) -> f64 {
-        (old.abs() * self.percent / 100.0).max(self.cycles as f64)
-    }
-}
+/// How far a latency may move: a fact of the board (its spread and its
+/// clock's resolution), so it is defined with the board contract.
+pub use hilt_contract::board::Tolerance;
 
 /// One (scenario, board) verdict.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,14 +44,9 @@ pub enum Verdict {
     RunFailed(String),
 }
 
-/// Names used to make a snapshot readable.
-#[derive(Debug, Clone, Default)]
-pub struct ModelNames {
-    /// Tensor names by index.
-    pub tensors: Vec<String>,
-    /// Operator names by index.
-    pub ops: Vec<String>,
-}
+/// Names used to make a snapshot readable (read from the model by
+/// [`crate::layout::model_names`]).
+pub use crate::layout::ModelNames;
 
 /// The snapshot text of a run: a YAML document of one entry per line, so
 /// that comparisons and diffs work line by line.

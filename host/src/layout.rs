@@ -45,8 +45,35 @@ use hilt_runtime::planner::{MemoryPlanner, OfflinePlanError, PlannerKind};
 use hilt_runtime::request::{BufferOwner, MAX_ALIGN};
 use serde::Serialize;
 
-use crate::board::Board;
-use crate::scenario::Scenario;
+use crate::config::board::Board;
+use crate::config::scenario::Scenario;
+
+/// A model's names, to make figures readable: the gate's snapshots, the
+/// reports and `hilt run`'s lines label ops and buffers with them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ModelNames {
+    /// Tensor names by index.
+    pub tensors: Vec<String>,
+    /// Operator names by index (execution order).
+    pub ops: Vec<String>,
+}
+
+/// The names in `model`, empty when it cannot be read: names only label
+/// figures, so an unreadable model must not stop a run's output (its run
+/// fails on its own).
+pub fn model_names(model: &Path) -> ModelNames {
+    let Ok(bytes) = std::fs::read(model) else {
+        return ModelNames::default();
+    };
+    let aligned = crate::host_run::AlignedBytes::new(&bytes);
+    match Model::from_bytes(aligned.as_slice()) {
+        Ok(m) => ModelNames {
+            ops: m.operators().map(|op| op.code.to_string()).collect(),
+            tensors: m.tensors().map(|t| t.name.to_string()).collect(),
+        },
+        Err(_) => ModelNames::default(),
+    }
+}
 
 /// Everything that can go wrong making a layout.
 #[derive(Debug, thiserror::Error)]

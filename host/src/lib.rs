@@ -1,31 +1,41 @@
 //! hilt's host side: the `hilt` CLI and the orchestrator library behind it.
 //!
-//! Today it plans arenas (`hilt layout`) and runs models (`hilt infer`,
+//! It plans arenas (`hilt layout`) and runs models (`hilt infer`,
 //! `hilt bench`) on the host with the same runtime crate the firmware runs,
-//! so a layout or an output can be checked without a board.
+//! and runs scenarios on boards (`hilt run`, `hilt gate`).
+//!
+//! The modules, from the bottom up (no module imports one above it; the
+//! test `host/tests/module_graph.rs` checks there is no cycle):
+//! - leaves: [`cancel`] (ending a run from another thread), [`memory`]
+//!   (the target-memory seam), [`elf`], [`tensor_file`], [`svg`], [`paths`];
+//! - [`config`]: board and scenario files (typed in `hilt-contract`);
+//! - [`link`]: hilt-proto over RTT (through a probe or QEMU's gdbstub) or a
+//!   serial line;
+//! - [`session`]: the protocol session with a started board; [`outcome`]:
+//!   what a run produced;
+//! - [`driver`]: QEMU, probe-rs and UART boards behind one trait;
+//! - [`orchestrate`]: builds, locks, limits and runs boards in parallel;
+//! - [`gate`] and [`report`]: what a run is judged against and written as.
 
 pub mod accel;
 pub mod bench;
-pub mod board;
+pub mod cancel;
+pub mod config;
 pub mod conformance;
+pub mod driver;
 pub mod elf;
 pub mod firmware;
-pub mod flash;
 pub mod gate;
-pub mod gdbstub;
 pub mod host_run;
 pub mod infer;
 pub mod layout;
 pub mod link;
 pub mod memory;
 pub mod orchestrate;
-pub mod probe;
-pub mod qemu;
+pub mod outcome;
+pub mod paths;
 pub mod report;
-pub mod rtt;
-pub mod runner;
-pub mod scenario;
-pub mod serial;
+pub mod session;
 pub mod shard;
 pub mod svg;
 pub mod tensor_file;

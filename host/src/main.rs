@@ -1,12 +1,21 @@
 //! The `hilt` command line.
 
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use hilt::bench::{bench, render as render_bench};
+use hilt::config::board::{Board, Transport, load_all};
+use hilt::gate::{Tolerance, Verdict, gate_run};
 use hilt::infer::{InferRequest, infer, output_bytes, output_path, render as render_value};
-use hilt::layout::{LayoutOptions, layout_file, layout_for_board, render_table};
+use hilt::layout::{
+    LayoutOptions, ModelNames, layout_file, layout_for_board, model_names, render_table,
+};
+use hilt::orchestrate::{Job, run_jobs_timed};
+use hilt::outcome::{BoardRun, Outcome};
+use hilt::report::{PendingPair, ReportWriter, ScenarioContext};
 use hilt::svg::render_svg;
 use hilt_runtime::canary::CanaryMode;
 use hilt_runtime::planner::PlannerKind;
@@ -30,9 +39,10 @@ enum Command {
         /// prepare, in the board's arena (figures equal to what it commits).
         #[arg(long)]
         board: Option<String>,
-        /// The board definitions folder (with --board).
-        #[arg(long, default_value = "boards")]
-        boards_dir: PathBuf,
+        /// The board definitions folder (with --board) [default: the
+        /// repository's boards/].
+        #[arg(long)]
+        boards_dir: Option<PathBuf>,
         /// Memory planner: linear, greedy or offline.
         #[arg(long, default_value = "greedy")]
         planner: PlannerKind,
@@ -66,13 +76,17 @@ enum Command {
         /// Boards to run at once (default: the number of CPUs).
         #[arg(long)]
         jobs: Option<usize>,
-        /// The board definitions folder.
-        #[arg(long, default_value = "boards")]
-        boards_dir: PathBuf,
+        /// The board definitions folder [default: the repository's boards/].
+        #[arg(long)]
+        boards_dir: Option<PathBuf>,
+        /// The hilt repository (firmware sources, boards) [default: found
+        /// above the scenario files, the current folder or this executable].
+        #[arg(long)]
+        repo: Option<PathBuf>,
         /// Write junit.xml, summary.json and report.html here, updated as
-        /// each board finishes.
-        #[arg(long, default_value = "build/reports")]
-        report_dir: PathBuf,
+        /// each board finishes [default: the repository's build/reports].
+        #[arg(long)]
+        report_dir: Option<PathBuf>,
         /// Run only this host's share, I of N (1-based), of the sorted
         /// (scenario, board) pairs: N hosts with 1/N .. N/N run each once.
         #[arg(long, value_name = "I/N")]
@@ -90,16 +104,22 @@ enum Command {
         /// Boards to run at once.
         #[arg(long)]
         jobs: Option<usize>,
-        /// The accepted snapshots.
-        #[arg(long, default_value = "snapshots/gate")]
-        snapshots: PathBuf,
-        /// The board definitions folder.
-        #[arg(long, default_value = "boards")]
-        boards_dir: PathBuf,
+        /// The accepted snapshots [default: the repository's snapshots/gate].
+        #[arg(long)]
+        snapshots: Option<PathBuf>,
+        /// The board definitions folder [default: the repository's boards/].
+        #[arg(long)]
+        boards_dir: Option<PathBuf>,
+        /// The hilt repository (firmware sources, boards, scenarios)
+        /// [default: found above the scenario files, the current folder or
+        /// this executable].
+        #[arg(long)]
+        repo: Option<PathBuf>,
         /// Write junit.xml, summary.json and report.html here (a changed
-        /// snapshot is a failed test case), updated as each board finishes.
-        #[arg(long, default_value = "build/reports/gate")]
-        report_dir: PathBuf,
+        /// snapshot is a failed test case), updated as each board finishes
+        /// [default: the repository's build/reports/gate].
+        #[arg(long)]
+        report_dir: Option<PathBuf>,
         /// Gate only this host's share, I of N (1-based), of the sorted
         /// (scenario, board) pairs.
         #[arg(long, value_name = "I/N")]
@@ -107,9 +127,9 @@ enum Command {
     },
     /// List the defined boards.
     Boards {
-        /// The board definitions folder.
-        #[arg(long, default_value = "boards")]
-        dir: PathBuf,
+        /// The board definitions folder [default: the repository's boards/].
+        #[arg(long)]
+        dir: Option<PathBuf>,
     },
     /// Run a model once (or --steps N times) on the host.
     Infer {
@@ -246,121 +266,60 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             format,
             output,
         } => {
-            let report = match board {
-                None => layout_file(
-                    &model,
-                    &LayoutOptions {
-                        planner,
-                        align,
-                        arena,
-                        canary,
-                        ..LayoutOptions::default()
-                    },
-                )?,
-                Some(name) => {
-                    let board = hilt::board::find(&boards_dir, &name)?;
-                    let defaults = LayoutOptions::for_board(&board);
-                    let options = LayoutOptions {
-                        planner,
-                        align,
-                        canary,
-                        arena: arena.or(defaults.arena),
-                        ..defaults
-                    };
-                    layout_for_board(&model, &board, &options)?
-                }
+            let options = LayoutOptions {
+                planner,
+                align,
+                arena,
+                canary,
+                ..LayoutOptions::default()
             };
-            let name = model.file_name().map_or_else(
-                || model.display().to_string(),
-                |n| n.to_string_lossy().into_owned(),
-            );
-            let text = match format {
-                Format::Table => render_table(&report, &name),
-                Format::Json => serde_json::to_string_pretty(&report)? + "\n",
-                Format::Svg => render_svg(&report, &name),
-            };
-            match output {
-                Some(path) => std::fs::write(&path, text)
-                    .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?,
-                None => print!("{text}"),
-            }
-            Ok(())
+            let board = board
+                .map(|name| layout_board(&name, boards_dir))
+                .transpose()?;
+            layout_command(&model, board.as_ref(), &options, format, output.as_deref())
         }
         Command::Run {
             scenarios,
             board,
             jobs,
             boards_dir,
+            repo,
             report_dir,
             shard,
-        } => run_scenarios(
-            &scenarios,
-            board.as_deref(),
-            jobs,
-            &boards_dir,
-            &RunReporting { report_dir, shard },
-        ),
+        } => {
+            let place = Workspace::find(&scenarios, repo, boards_dir)?;
+            let reporting = RunReporting {
+                report_dir: report_dir.unwrap_or_else(|| place.repo.join("build/reports")),
+                shard,
+            };
+            run_scenarios(&place, &scenarios, board.as_deref(), jobs, &reporting)
+        }
         Command::Gate {
             scenarios,
             board,
             jobs,
             snapshots,
             boards_dir,
+            repo,
             report_dir,
             shard,
-        } => gate_scenarios(
-            &scenarios,
-            board.as_deref(),
-            jobs,
-            &snapshots,
-            &boards_dir,
-            &RunReporting { report_dir, shard },
-        ),
-        Command::Boards { dir } => {
-            let boards = hilt::board::load_all(&dir)?;
-            let width = boards
-                .iter()
-                .map(|b| b.name.len())
-                .max()
-                .unwrap_or(5)
-                .max(5);
-            println!(
-                "{:<width$} {:<9} {:<5} {:<26} {:>10} {:>10}  description",
-                "board", "runner", "link", "target", "arena", "RAM"
-            );
-            for b in &boards {
-                let ram = b
-                    .memory
-                    .iter()
-                    .find(|m| m.name == "RAM")
-                    .map_or(0, |m| m.length);
-                let runner = match b.runner {
-                    hilt::board::RunnerKind::Qemu => "qemu",
-                    hilt::board::RunnerKind::ProbeRs => "probe-rs",
-                    hilt::board::RunnerKind::Uart => "uart",
-                };
-                let link = match b.transport {
-                    hilt::board::Transport::Rtt => "rtt",
-                    hilt::board::Transport::Uart => "uart",
-                };
-                println!(
-                    "{:<width$} {:<9} {:<5} {:<26} {:>10} {:>10}  {}",
-                    b.name, runner, link, b.target, b.arena_size, ram, b.description
-                );
-            }
-            for b in &boards {
-                if let Some(port) = &b.serial_port {
-                    let state = if std::path::Path::new(port).exists() {
-                        "present"
-                    } else {
-                        "not present"
-                    };
-                    println!("\n{}: serial port {port} ({state})", b.name);
-                }
-            }
-            print_probes(&boards);
-            Ok(())
+        } => {
+            let place = Workspace::find(&scenarios, repo, boards_dir)?;
+            let reporting = RunReporting {
+                report_dir: report_dir.unwrap_or_else(|| place.repo.join("build/reports/gate")),
+                shard,
+            };
+            let snapshots = snapshots.unwrap_or_else(|| place.repo.join("snapshots/gate"));
+            gate_scenarios(
+                &place,
+                &scenarios,
+                board.as_deref(),
+                jobs,
+                &snapshots,
+                &reporting,
+            )
         }
+        Command::Boards { dir } => list_boards(dir),
         Command::Infer {
             model,
             inputs,
@@ -369,39 +328,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             planner,
             steps,
             accel,
-        } => {
-            let request = InferRequest {
-                model,
-                inputs,
-                outputs: outputs.clone(),
-                arena,
-                planner,
-                steps,
-                accelerator: accel.choice()?,
-            };
-            let (values, arena_used) = infer(&request)?;
-            if !outputs.is_empty() && outputs.len() != values.iter().filter(|v| v.step == 0).count()
-            {
-                anyhow::bail!(
-                    "{} output files given, the model has {} outputs",
-                    outputs.len(),
-                    values.iter().filter(|v| v.step == 0).count()
-                );
-            }
-            for value in &values {
-                match outputs.get(value.position) {
-                    Some(base) => {
-                        let path = output_path(base, value.step, steps);
-                        std::fs::write(&path, output_bytes(&path, value))
-                            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
-                        println!("wrote {}", path.display());
-                    }
-                    None => println!("{}", render_value(value)),
-                }
-            }
-            println!("arena used: {arena_used} bytes");
-            Ok(())
-        }
+        } => infer_command(&InferRequest {
+            model,
+            inputs,
+            outputs,
+            arena,
+            planner,
+            steps,
+            accelerator: accel.choice()?,
+        }),
         Command::Bench {
             model,
             iterations,
@@ -415,83 +350,232 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
-                let name = model.file_name().map_or_else(
-                    || model.display().to_string(),
-                    |n| n.to_string_lossy().into_owned(),
-                );
-                print!("{}", render_bench(&report, &name, 10));
+                print!("{}", render_bench(&report, &file_name(&model), 10));
             }
             Ok(())
         }
     }
 }
 
+/// A path's file name for headings (the whole path when it has none).
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+/// `hilt layout`: plan `model`'s arena and print it (or write it).
+/// `hilt layout --board NAME`: that board alone, from `--boards-dir` (else
+/// the repository's `boards/`).
+fn layout_board(name: &str, boards_dir: Option<PathBuf>) -> anyhow::Result<Board> {
+    let dir = match boards_dir {
+        Some(dir) => dir,
+        None => hilt::paths::find_repo(&[])?.join("boards"),
+    };
+    let dir = hilt::paths::folder("the boards folder", dir, "--boards-dir")?;
+    Ok(hilt::config::board::load_named(&dir, name)?)
+}
+
+fn layout_command(
+    model: &Path,
+    board: Option<&Board>,
+    options: &LayoutOptions,
+    format: Format,
+    output: Option<&Path>,
+) -> anyhow::Result<()> {
+    let report = match board {
+        None => layout_file(model, options)?,
+        Some(board) => {
+            let defaults = LayoutOptions::for_board(board);
+            let options = LayoutOptions {
+                arena: options.arena.or(defaults.arena),
+                covers: defaults.covers,
+                ..*options
+            };
+            layout_for_board(model, board, &options)?
+        }
+    };
+    let name = file_name(model);
+    let text = match format {
+        Format::Table => render_table(&report, &name),
+        Format::Json => serde_json::to_string_pretty(&report)? + "\n",
+        Format::Svg => render_svg(&report, &name),
+    };
+    match output {
+        Some(path) => std::fs::write(path, text)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?,
+        None => print!("{text}"),
+    }
+    Ok(())
+}
+
+/// `hilt infer`: run a model on the host and print or write its outputs.
+fn infer_command(request: &InferRequest) -> anyhow::Result<()> {
+    let (values, arena_used) = infer(request)?;
+    let outputs = &request.outputs;
+    let per_step = values.iter().filter(|v| v.step == 0).count();
+    if !outputs.is_empty() && outputs.len() != per_step {
+        anyhow::bail!(
+            "{} output files given, the model has {per_step} outputs",
+            outputs.len()
+        );
+    }
+    for value in &values {
+        match outputs.get(value.position) {
+            Some(base) => {
+                let path = output_path(base, value.step, request.steps);
+                std::fs::write(&path, output_bytes(&path, value))
+                    .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+                println!("wrote {}", path.display());
+            }
+            None => println!("{}", render_value(value)),
+        }
+    }
+    println!("arena used: {arena_used} bytes");
+    Ok(())
+}
+
+/// `hilt boards`: the defined boards, their serial ports and the attached
+/// probes.
+fn list_boards(dir: Option<PathBuf>) -> anyhow::Result<()> {
+    let dir = match dir {
+        Some(dir) => dir,
+        None => hilt::paths::find_repo(&[])?.join("boards"),
+    };
+    let dir = hilt::paths::folder("the boards folder", dir, "--dir")?;
+    let boards = load_all(&dir)?;
+    let width = boards
+        .iter()
+        .map(|b| b.name.len())
+        .max()
+        .unwrap_or(5)
+        .max(5);
+    println!(
+        "{:<width$} {:<9} {:<5} {:<26} {:>10} {:>10}  description",
+        "board", "runner", "link", "target", "arena", "RAM"
+    );
+    for b in &boards {
+        let ram = b
+            .memory
+            .iter()
+            .find(|m| m.name == "RAM")
+            .map_or(0, |m| m.length);
+        let link = match b.transport {
+            Transport::Rtt => "rtt",
+            Transport::Uart => "uart",
+        };
+        println!(
+            "{:<width$} {:<9} {:<5} {:<26} {:>10} {:>10}  {}",
+            b.name, b.runner, link, b.target, b.arena_size, ram, b.description
+        );
+    }
+    for b in &boards {
+        if let Some(port) = &b.serial_port {
+            let state = if Path::new(port).exists() {
+                "present"
+            } else {
+                "not present"
+            };
+            println!("\n{}: serial port {port} ({state})", b.name);
+        }
+    }
+    print_probes(&boards);
+    Ok(())
+}
+
+/// Where `hilt run` and `hilt gate` work: the repository (firmware sources,
+/// default folders), its boards and the conformance set.
+struct Workspace {
+    repo: PathBuf,
+    boards: Vec<Board>,
+    conformance: PathBuf,
+}
+
+impl Workspace {
+    /// The repository from `--repo` or found from `scenarios` (see
+    /// [`hilt::paths::find_repo`]), and its boards from `--boards-dir` or its
+    /// `boards/`: each missing one named with where it was looked for and
+    /// the flag that sets it.
+    fn find(
+        scenarios: &[PathBuf],
+        repo: Option<PathBuf>,
+        boards_dir: Option<PathBuf>,
+    ) -> anyhow::Result<Self> {
+        let repo = match repo {
+            Some(dir) => hilt::paths::repo_at(dir)?,
+            None => hilt::paths::find_repo(scenarios)?,
+        };
+        let boards_dir = match boards_dir {
+            Some(dir) => hilt::paths::folder("the boards folder", dir, "--boards-dir")?,
+            None => hilt::paths::folder("the boards folder", repo.join("boards"), "--boards-dir")?,
+        };
+        Ok(Workspace {
+            boards: load_all(&boards_dir)?,
+            conformance: hilt::conformance::locate(&repo),
+            repo,
+        })
+    }
+
+    /// Every (scenario, board) pair of `paths`, with each scenario's model
+    /// names for readable output.
+    fn jobs(&self, paths: &[PathBuf], board_filter: Option<&str>) -> anyhow::Result<Work> {
+        let mut scenarios = Vec::new();
+        let mut names = HashMap::new();
+        for path in paths {
+            let scenario = hilt::config::scenario::load(path, &self.conformance)?;
+            names.insert(scenario.name.clone(), model_names(&scenario.model));
+            scenarios.push(Arc::new(scenario));
+        }
+        let work = hilt::orchestrate::jobs_for(&scenarios, &self.boards, board_filter)?;
+        if work.is_empty() {
+            anyhow::bail!(
+                "no (scenario, board) pair to run: check the scenarios' `boards` and --board"
+            );
+        }
+        Ok((work, names))
+    }
+}
+
+/// `hilt gate`: run the scenarios (default: every one of the repository)
+/// and judge each run against its accepted snapshot.
 fn gate_scenarios(
+    place: &Workspace,
     paths: &[PathBuf],
     board_filter: Option<&str>,
     jobs: Option<usize>,
-    snapshots: &std::path::Path,
-    boards_dir: &std::path::Path,
+    snapshots: &Path,
     reporting: &RunReporting,
 ) -> anyhow::Result<()> {
-    use hilt::gate::{ModelNames, Verdict, gate_run};
-    let mut paths = paths.to_vec();
-    if paths.is_empty() {
-        for entry in std::fs::read_dir("scenarios")? {
-            let path = entry?.path();
-            if path.extension().is_some_and(|e| e == "toml") {
-                paths.push(path);
-            }
-        }
-        paths.sort();
-    }
-    let (work, names) = jobs_for(&paths, board_filter, boards_dir)?;
-    let (work, mut reports) = reporting.start("hilt gate", work)?;
-    let tolerance: std::collections::HashMap<String, hilt::gate::Tolerance> = work
+    let paths = if paths.is_empty() {
+        every_scenario(&place.repo.join("scenarios"))?
+    } else {
+        paths.to_vec()
+    };
+    let (work, names) = place.jobs(&paths, board_filter)?;
+    let (work, mut reports) = reporting.start("hilt gate", work, &names)?;
+    let tolerance: HashMap<String, Tolerance> = work
         .iter()
         .map(|j| (j.board.name.clone(), j.board.latency_tolerance()))
         .collect();
-    let repo = std::env::current_dir()?;
-    let parallel =
-        jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let runtime = runtime()?;
     let mut verdicts = Vec::new();
-    runtime.block_on(hilt::orchestrate::run_jobs_timed(&repo, work, parallel, |run, wall| {
-        let (ops, tensors) = names.get(&run.scenario).cloned().unwrap_or_default();
-        let names = ModelNames { tensors, ops };
+    let on_result = |run: &BoardRun, wall| {
+        let names = names.get(&run.scenario).cloned().unwrap_or_default();
         let tol = tolerance
             .get(&run.board)
             .copied()
-            .unwrap_or(hilt::gate::Tolerance::EXACT);
+            .unwrap_or(Tolerance::EXACT);
         let verdict = gate_run(snapshots, run, &names, tol)
             .unwrap_or_else(|e| Verdict::RunFailed(format!("cannot write snapshot: {e}")));
-        let key = format!("{} @ {}", run.scenario, run.board);
-        match &verdict {
-            Verdict::Unchanged => println!("ok       {key}"),
-            Verdict::Faster(diffs) => {
-                println!("ok       {key} (faster; accept the .snap.new to keep the gain):");
-                for d in diffs {
-                    println!("           {d}");
-                }
-            }
-            Verdict::New => println!(
-                "NEW      {key}: no accepted snapshot; review the .snap.new (cargo insta review)"
-            ),
-            Verdict::Changed(diffs) => {
-                println!("CHANGED  {key}:");
-                for d in diffs {
-                    println!("           {d}");
-                }
-            }
-            Verdict::RunFailed(m) => println!("FAILED   {key}: {m}"),
-        }
+        print_verdict(&format!("{} @ {}", run.scenario, run.board), &verdict);
         if let Err(e) = reports.record(&hilt::report::gated(run, &verdict), wall) {
             eprintln!("warning: {e}");
         }
         verdicts.push(verdict);
-    }));
+    };
+    let parallel = parallel(jobs);
+    runtime.block_on(run_jobs_timed(&place.repo, work, parallel, on_result));
     println!("reports: {}", reports.finish()?.display());
     let bad = verdicts.iter().filter(|v| !v.passes()).count();
     let faster = verdicts
@@ -509,122 +593,75 @@ fn gate_scenarios(
     Ok(())
 }
 
-/// Operator names and tensor names of a model, for readable output.
-type OpAndTensorNames = (Vec<String>, Vec<String>);
+/// Every `*.toml` of `dir`, sorted.
+fn every_scenario(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let dir = hilt::paths::folder("the scenarios folder", dir.to_path_buf(), "--repo")?;
+    let mut paths = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            paths.push(path);
+        }
+    }
+    paths.sort();
+    Ok(paths)
+}
 
-type Work = (
-    Vec<hilt::orchestrate::Job>,
-    std::collections::HashMap<String, OpAndTensorNames>,
-);
-
-fn jobs_for(
-    paths: &[PathBuf],
-    board_filter: Option<&str>,
-    boards_dir: &std::path::Path,
-) -> anyhow::Result<Work> {
-    use hilt::orchestrate::Job;
-    let repo = std::env::current_dir()?;
-    let boards = hilt::board::load_all(boards_dir)?;
-    let conformance = hilt::conformance::locate(&repo);
-    let mut work = Vec::new();
-    let mut names = std::collections::HashMap::new();
-    for path in paths {
-        let scenario = std::sync::Arc::new(hilt::scenario::load(path, &conformance)?);
-        names.insert(scenario.name.clone(), model_names(&scenario.model));
-        let mut chosen: Vec<&hilt::board::Board> = Vec::new();
-        for pattern in &scenario.boards {
-            for b in hilt::board::select(&boards, pattern)? {
-                if !chosen.iter().any(|c| c.name == b.name) {
-                    chosen.push(b);
-                }
+/// One gate verdict as a line (and its differences below it).
+fn print_verdict(key: &str, verdict: &Verdict) {
+    match verdict {
+        Verdict::Unchanged => println!("ok       {key}"),
+        Verdict::Faster(diffs) => {
+            println!("ok       {key} (faster; accept the .snap.new to keep the gain):");
+            for d in diffs {
+                println!("           {d}");
             }
         }
-        if let Some(filter) = board_filter {
-            chosen.retain(|b| hilt::board::glob_match(filter, &b.name));
-        }
-        for board in chosen {
-            work.push(Job {
-                scenario: scenario.clone(),
-                board: board.clone(),
-            });
-        }
-    }
-    if work.is_empty() {
-        anyhow::bail!(
-            "no (scenario, board) pair to run: check the scenarios' `boards` and --board"
-        );
-    }
-    Ok((work, names))
-}
-
-fn model_names(model: &std::path::Path) -> OpAndTensorNames {
-    let Ok(bytes) = std::fs::read(model) else {
-        return Default::default();
-    };
-    let aligned = hilt::host_run::AlignedBytes::new(&bytes);
-    match hilt_runtime::model::Model::from_bytes(aligned.as_slice()) {
-        Ok(m) => (
-            m.operators().map(|op| op.code.to_string()).collect(),
-            m.tensors().map(|t| t.name.to_string()).collect(),
+        Verdict::New => println!(
+            "NEW      {key}: no accepted snapshot; review the .snap.new (cargo insta review)"
         ),
-        Err(_) => Default::default(),
+        Verdict::Changed(diffs) => {
+            println!("CHANGED  {key}:");
+            for d in diffs {
+                println!("           {d}");
+            }
+        }
+        Verdict::RunFailed(m) => println!("FAILED   {key}: {m}"),
     }
 }
 
+/// The jobs of a command and each scenario's model names.
+type Work = (Vec<Job>, HashMap<String, ModelNames>);
+
+/// Boards run at once: `--jobs`, else one per CPU.
+fn parallel(jobs: Option<usize>) -> usize {
+    jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
+}
+
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+}
+
+/// `hilt run`: run the scenarios on their boards and print each result.
 fn run_scenarios(
+    place: &Workspace,
     paths: &[PathBuf],
     board_filter: Option<&str>,
     jobs: Option<usize>,
-    boards_dir: &std::path::Path,
     reporting: &RunReporting,
 ) -> anyhow::Result<()> {
-    use hilt::orchestrate::{Job, run_jobs_timed};
-    use hilt::runner::Outcome;
-    let repo = std::env::current_dir()?;
-    let boards = hilt::board::load_all(boards_dir)?;
-    let conformance = hilt::conformance::locate(&repo);
-    let mut work = Vec::new();
-    for path in paths {
-        let scenario = std::sync::Arc::new(hilt::scenario::load(path, &conformance)?);
-        let mut chosen: Vec<&hilt::board::Board> = Vec::new();
-        for pattern in &scenario.boards {
-            for b in hilt::board::select(&boards, pattern)? {
-                if !chosen.iter().any(|c| c.name == b.name) {
-                    chosen.push(b);
-                }
-            }
-        }
-        if let Some(filter) = board_filter {
-            chosen.retain(|b| hilt::board::glob_match(filter, &b.name));
-        }
-        for board in chosen {
-            work.push(Job {
-                scenario: scenario.clone(),
-                board: board.clone(),
-            });
-        }
-    }
-    if work.is_empty() {
-        anyhow::bail!(
-            "no (scenario, board) pair to run: check the scenarios' `boards` and --board"
-        );
-    }
-    let (work, mut reports) = reporting.start("hilt run", work)?;
-    let parallel =
-        jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    let names: std::collections::HashMap<String, Vec<String>> = work
-        .iter()
-        .map(|j| (j.scenario.name.clone(), op_names(&j.scenario.model)))
-        .collect();
-    let results = runtime.block_on(run_jobs_timed(&repo, work, parallel, |run, wall| {
-        print_run(run, names.get(&run.scenario), wall);
+    let (work, names) = place.jobs(paths, board_filter)?;
+    let (work, mut reports) = reporting.start("hilt run", work, &names)?;
+    let runtime = runtime()?;
+    let on_result = |run: &BoardRun, wall| {
+        print_run(run, names.get(&run.scenario).map(|n| &n.ops), wall);
         if let Err(e) = reports.record(run, wall) {
             eprintln!("warning: {e}");
         }
-    }));
+    };
+    let results = runtime.block_on(run_jobs_timed(&place.repo, work, parallel(jobs), on_result));
     println!("reports: {}", reports.finish()?.display());
     let failed = results
         .iter()
@@ -654,8 +691,9 @@ impl RunReporting {
     fn start(
         &self,
         command: &str,
-        work: Vec<hilt::orchestrate::Job>,
-    ) -> anyhow::Result<(Vec<hilt::orchestrate::Job>, hilt::report::ReportWriter)> {
+        work: Vec<Job>,
+        names: &HashMap<String, ModelNames>,
+    ) -> anyhow::Result<(Vec<Job>, ReportWriter)> {
         let mut title = command.to_string();
         let work = match self.shard {
             Some(shard) => {
@@ -670,15 +708,56 @@ impl RunReporting {
             }
             None => work,
         };
-        let reports = hilt::report::ReportWriter::for_jobs(&self.report_dir, &title, &work)?;
+        let reports = ReportWriter::new(
+            &self.report_dir,
+            &title,
+            scenario_contexts(&work, names),
+            pending_pairs(&work),
+        )?;
         Ok((work, reports))
     }
 }
 
+/// What the reports show of each scenario of `work`: its model's names
+/// (read once, for the run's own lines too) and the host's plan of its arena
+/// with the scenario's planner.
+fn scenario_contexts(work: &[Job], names: &HashMap<String, ModelNames>) -> Vec<ScenarioContext> {
+    let mut contexts: Vec<ScenarioContext> = Vec::new();
+    for job in work {
+        let scenario = &job.scenario;
+        if contexts.iter().any(|c| c.name == scenario.name) {
+            continue;
+        }
+        let options = LayoutOptions {
+            planner: scenario.planner,
+            ..LayoutOptions::default()
+        };
+        let layout = layout_file(&scenario.model, &options).map_err(|e| e.to_string());
+        let names = names.get(&scenario.name).cloned().unwrap_or_default();
+        contexts.push(ScenarioContext::new(
+            scenario,
+            names.ops,
+            names.tensors,
+            layout,
+        ));
+    }
+    contexts
+}
+
+/// Every pair of `work`, none reported yet.
+fn pending_pairs(work: &[Job]) -> Vec<PendingPair> {
+    work.iter()
+        .map(|j| PendingPair {
+            scenario: j.scenario.name.clone(),
+            board: j.board.name.clone(),
+        })
+        .collect()
+}
+
 /// The attached probes and the boards each one serves (USB listing only:
 /// no probe is opened, so this stays fast).
-fn print_probes(boards: &[hilt::board::Board]) {
-    let probes = hilt::probe::list_probes(&probe_rs::probe::list::Lister::new());
+fn print_probes(boards: &[Board]) {
+    let probes = hilt::driver::probe_rs::list_probes(&probe_rs::probe::list::Lister::new());
     println!();
     if probes.is_empty() {
         println!("no probes attached");
@@ -691,7 +770,7 @@ fn print_probes(boards: &[hilt::board::Board]) {
             .filter(|b| {
                 b.probe
                     .as_ref()
-                    .is_some_and(|s| hilt::probe::selector_matches(s, p))
+                    .is_some_and(|s| hilt::driver::probe_rs::selector_matches(s, p))
             })
             .map(|b| b.name.as_str())
             .collect();
@@ -700,17 +779,6 @@ fn print_probes(boards: &[hilt::board::Board]) {
         } else {
             println!("  {p}  -> {}", users.join(", "));
         }
-    }
-}
-
-fn op_names(model: &std::path::Path) -> Vec<String> {
-    let Ok(bytes) = std::fs::read(model) else {
-        return Vec::new();
-    };
-    let aligned = hilt::host_run::AlignedBytes::new(&bytes);
-    match hilt_runtime::model::Model::from_bytes(aligned.as_slice()) {
-        Ok(m) => m.operators().map(|op| op.code.to_string()).collect(),
-        Err(_) => Vec::new(),
     }
 }
 
@@ -726,8 +794,7 @@ fn thousands(n: u64) -> String {
     out
 }
 
-fn print_run(run: &hilt::runner::BoardRun, ops: Option<&Vec<String>>, wall: std::time::Duration) {
-    use hilt::runner::Outcome;
+fn print_run(run: &BoardRun, ops: Option<&Vec<String>>, wall: std::time::Duration) {
     let status = match &run.outcome {
         Outcome::Passed => "PASS".to_string(),
         Outcome::Mismatch(m) => format!("MISMATCH: {m}"),

@@ -15,12 +15,14 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::OwnedMutexGuard;
 
-use crate::board::{Board, RunnerKind};
+use crate::cancel::KillSwitch;
+use crate::config::ConfigError;
+use crate::config::board::{self, Board};
+use crate::config::scenario::Scenario;
+use crate::driver::{self, BoardDriver};
 use crate::elf::{self, FirmwareImage};
 use crate::firmware::{self, FirmwareRequest};
-use crate::probe::run_on_probe;
-use crate::runner::{BoardRun, KillSwitch, Outcome, run_on_qemu, run_on_uart};
-use crate::scenario::Scenario;
+use crate::outcome::{BoardRun, Outcome};
 
 /// How long opening the probe, attaching and flashing (or a uart board's
 /// flash command) may take before a run is given up; the scenario's own
@@ -100,11 +102,40 @@ pub fn board_lock(name: &str) -> Arc<tokio::sync::Mutex<()>> {
     locks.entry(name.to_string()).or_default().clone()
 }
 
+/// Every (scenario, board) pair to run: each scenario on the boards its
+/// `boards` patterns name (each board once), narrowed to `board_filter`
+/// (a name or glob) when given.
+pub fn jobs_for(
+    scenarios: &[Arc<Scenario>],
+    boards: &[Board],
+    board_filter: Option<&str>,
+) -> Result<Vec<Job>, ConfigError> {
+    let mut work = Vec::new();
+    for scenario in scenarios {
+        let mut chosen: Vec<&Board> = Vec::new();
+        for pattern in &scenario.boards {
+            for b in board::select(boards, pattern)? {
+                if !chosen.iter().any(|c| c.name == b.name) {
+                    chosen.push(b);
+                }
+            }
+        }
+        if let Some(filter) = board_filter {
+            chosen.retain(|b| board::glob_match(filter, &b.name));
+        }
+        work.extend(chosen.into_iter().map(|board| Job {
+            scenario: scenario.clone(),
+            board: board.clone(),
+        }));
+    }
+    Ok(work)
+}
+
 /// Takes `board`'s lock if it is real hardware (see [`board_lock`]).
 async fn lock_if_real(board: &Board) -> Option<OwnedMutexGuard<()>> {
-    match board.runner {
-        RunnerKind::ProbeRs | RunnerKind::Uart => Some(board_lock(&board.name).lock_owned().await),
-        RunnerKind::Qemu => None,
+    match driver::for_board(board).flash_phase() {
+        Some(_) => Some(board_lock(&board.name).lock_owned().await),
+        None => None,
     }
 }
 
@@ -184,17 +215,22 @@ async fn run_one(job: Job, elf: PathBuf, board: Option<OwnedMutexGuard<()>>) -> 
         Ok(bytes) => hilt_proto::crc::crc32(&bytes),
         Err(e) => return error_run(&job, format!("{}: {e}", job.scenario.model.display())),
     };
-    match job.board.runner {
-        RunnerKind::Qemu => {}
-        RunnerKind::ProbeRs | RunnerKind::Uart => {
-            return run_real_job(job, image, model_crc, board, FLASH_LIMIT).await;
-        }
+    let driver = driver::for_board(&job.board);
+    if let Some(phase) = driver.flash_phase() {
+        return run_real_job(job, driver, phase, image, model_crc, board, FLASH_LIMIT).await;
     }
     let kill = KillSwitch::default();
     let limit = job.scenario.timeout;
     let (j, k) = (job.clone(), kill.clone());
     let mut handle = tokio::task::spawn_blocking(move || {
-        run_on_qemu(&j.board, &j.scenario, &image, model_crc, &k)
+        driver.run(
+            &j.board,
+            &j.scenario,
+            &image,
+            model_crc,
+            &k,
+            Box::new(|| {}),
+        )
     });
     match tokio::time::timeout(limit, &mut handle).await {
         Ok(Ok(run)) => run,
@@ -223,6 +259,8 @@ async fn run_one(job: Job, elf: PathBuf, board: Option<OwnedMutexGuard<()>>) -> 
 /// next wait or memory access fails and the run ends with what it had.
 async fn run_real_job(
     job: Job,
+    driver: &'static dyn BoardDriver,
+    flash_phase: &'static str,
     image: FirmwareImage,
     model_crc: u32,
     board: Option<OwnedMutexGuard<()>>,
@@ -233,24 +271,24 @@ async fn run_real_job(
     let (j, k) = (job.clone(), kill.clone());
     let handle = tokio::task::spawn_blocking(move || {
         let _board = board;
-        let flashed = move || {
+        let flashed = Box::new(move || {
             let _ = flashed_tx.send(());
-        };
-        if j.board.runner == RunnerKind::Uart {
-            run_on_uart(&j.board, &j.scenario, &image, model_crc, &k, flashed)
-        } else {
-            run_on_probe(&j.board, &j.scenario, &image, model_crc, &k, flashed)
-        }
+        });
+        driver.run(&j.board, &j.scenario, &image, model_crc, &k, flashed)
     });
-    supervise(&job, kill, flashed_rx, handle, flash_limit).await
+    let limits = Limits {
+        flash_phase,
+        flash_limit,
+    };
+    supervise(&job, kill, flashed_rx, handle, limits).await
 }
 
-/// What the first limit of a real-board run covers, for its error.
-fn flash_phase(board: &Board) -> &'static str {
-    match board.runner {
-        RunnerKind::Uart => "the flash command",
-        _ => "opening the probe and flashing",
-    }
+/// The first limit of a real-board run: what it covers (for its error) and
+/// how long it is.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    flash_phase: &'static str,
+    flash_limit: Duration,
 }
 
 /// Waits for a board thread under the two limits of [`run_real_job`].
@@ -259,8 +297,12 @@ async fn supervise(
     kill: KillSwitch,
     flashed: tokio::sync::oneshot::Receiver<()>,
     mut handle: tokio::task::JoinHandle<BoardRun>,
-    flash_limit: Duration,
+    limits: Limits,
 ) -> BoardRun {
+    let Limits {
+        flash_phase,
+        flash_limit,
+    } = limits;
     let joined = |r: Result<BoardRun, tokio::task::JoinError>| {
         r.unwrap_or_else(|e| error_run(job, format!("board thread failed: {e}")))
     };
@@ -276,17 +318,13 @@ async fn supervise(
                     // echo of it; the cause is the limit.
                     let mut run = joined(r);
                     run.outcome = Outcome::Error(format!(
-                        "{} did not finish within {flash_limit:?}",
-                        flash_phase(&job.board)
+                        "{flash_phase} did not finish within {flash_limit:?}"
                     ));
                     run
                 }
                 Err(_) => error_run(
                     job,
-                    format!(
-                        "{} did not finish within {flash_limit:?} and did not stop",
-                        flash_phase(&job.board)
-                    ),
+                    format!("{flash_phase} did not finish within {flash_limit:?} and did not stop"),
                 ),
             };
         }
@@ -317,13 +355,13 @@ mod tests {
 
     fn job(timeout: Duration) -> Job {
         let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let mut scenario = crate::scenario::load(
+        let mut scenario = crate::config::scenario::load(
             &repo.join("scenarios/smoke_reshape.toml"),
             &crate::conformance::locate(&repo),
         )
         .unwrap();
         scenario.timeout = timeout;
-        let board = crate::board::load(&repo.join("boards/nrf52840-dk.toml")).unwrap();
+        let board = crate::config::board::load(&repo.join("boards/nrf52840-dk.toml")).unwrap();
         Job {
             scenario: Arc::new(scenario),
             board,
@@ -360,7 +398,13 @@ mod tests {
             }
             run
         });
-        supervise(job, kill, rx, handle, flash_limit).await
+        let limits = Limits {
+            flash_phase: driver::for_board(&job.board)
+                .flash_phase()
+                .unwrap_or("flashing"),
+            flash_limit,
+        };
+        supervise(job, kill, rx, handle, limits).await
     }
 
     #[tokio::test]

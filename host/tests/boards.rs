@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use hilt::board::{
+use hilt::config::board::{
     BoardError, RunnerKind, Transport, UartKind, glob_match, load, load_all, select,
 };
 
@@ -113,7 +113,10 @@ const UART: &str = "[uart]\nkind = \"cmsdk-apb\"\nbase = 0x40004000\n";
 
 const MEMORY_X: &str = "MEMORY\n{\n  FLASH : ORIGIN = 0x00000000, LENGTH = 64K\n  RAM : ORIGIN = 0x20000000, LENGTH = 32K\n}\n";
 
-fn board_in_temp(toml: &str, memory_x: Option<&str>) -> Result<hilt::board::Board, BoardError> {
+fn board_in_temp(
+    toml: &str,
+    memory_x: Option<&str>,
+) -> Result<hilt::config::board::Board, BoardError> {
     // A fresh folder per call: tests run in parallel threads.
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -506,3 +506,100 @@ fn infer_and_bench_offload_to_vnpu_with_the_same_outputs() {
         stderr(&out)
     );
 }
+/// The repository this test binary was built in.
+fn repo() -> PathBuf {
+    std::fs::canonicalize(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")).unwrap()
+}
+
+/// `hilt ARGS` run from `dir` (outside the repository).
+fn hilt_in(dir: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hilt"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run hilt")
+}
+
+/// A fresh folder outside the repository.
+fn outside(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hilt-cli-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn run_from_outside_the_repository_finds_its_boards() {
+    let dir = outside("run");
+    let scenario = repo().join("scenarios/smoke_reshape.toml");
+    // No board matches: the command gets as far as pairing scenarios with
+    // boards, which needs the boards folder found from the scenario file.
+    let out = hilt_in(
+        &dir,
+        &[
+            "run",
+            scenario.to_str().unwrap(),
+            "--board",
+            "no-such-board",
+        ],
+    );
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(!err.contains("No such file"), "{err}");
+    assert!(err.contains("no (scenario, board) pair to run"), "{err}");
+}
+
+#[test]
+fn a_scenario_outside_the_repository_uses_the_repository_of_hilt() {
+    // The scenario and the current folder are both outside: the repository
+    // is found from the executable (built in its build/ folder).
+    let dir = outside("elsewhere");
+    // Its own paths are relative to itself: point them into the repository.
+    let scenarios = repo().join("scenarios");
+    let text = std::fs::read_to_string(scenarios.join("smoke_reshape.toml"))
+        .unwrap()
+        .replace("\"models/", &format!("\"{}/models/", scenarios.display()))
+        .replace("\"data/", &format!("\"{}/data/", scenarios.display()));
+    let scenario = dir.join("mine.toml");
+    std::fs::write(&scenario, text).unwrap();
+    let out = hilt_in(&dir, &["run", "mine.toml", "--board", "no-such-board"]);
+    let err = stderr(&out);
+    assert!(!err.contains("No such file"), "{err}");
+    assert!(err.contains("no (scenario, board) pair to run"), "{err}");
+}
+
+#[test]
+fn a_missing_folder_is_named_with_where_and_which_flag() {
+    let dir = outside("missing");
+    let scenario = repo().join("scenarios/smoke_reshape.toml");
+    let nowhere = dir.join("no-boards-here");
+    let out = hilt_in(
+        &dir,
+        &[
+            "run",
+            scenario.to_str().unwrap(),
+            "--boards-dir",
+            nowhere.to_str().unwrap(),
+        ],
+    );
+    assert!(!out.status.success());
+    assert_eq!(
+        stderr(&out).trim(),
+        format!(
+            "error: the boards folder not found: looked for {}; set it with --boards-dir",
+            nowhere.display()
+        )
+    );
+    let out = hilt_in(&dir, &["run", scenario.to_str().unwrap(), "--repo", "."]);
+    let err = stderr(&out);
+    assert!(
+        err.contains("the hilt repository") && err.contains("--repo"),
+        "{err}"
+    );
+}
+
+#[test]
+fn boards_lists_from_anywhere() {
+    let out = hilt_in(&outside("boards"), &["boards"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("qemu-mps2-an386"));
+}

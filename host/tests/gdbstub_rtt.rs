@@ -16,10 +16,10 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use hilt::gdbstub::GdbClient;
+use hilt::link::gdbstub::GdbClient;
+use hilt::link::rtt::{Channel, Rtt, RttError};
 use hilt::link::{Link, LinkError};
 use hilt::memory::{FakeMemory, MemoryError, TargetMemory};
-use hilt::rtt::{Channel, Rtt, RttError};
 use hilt_proto::{MAX_FRAME, Message, encode_frame};
 
 /// Where the target's RAM starts, in both halves of the file.

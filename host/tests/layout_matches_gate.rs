@@ -16,9 +16,9 @@ mod common;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use hilt::board::{Board, load_all, select};
+use hilt::config::board::{Board, load_all, select};
+use hilt::config::scenario::Scenario;
 use hilt::layout::{BufferRow, LayoutOptions, LayoutReport, layout_for_board};
-use hilt::scenario::Scenario;
 
 use common::repo;
 
@@ -227,7 +227,7 @@ fn scenarios() -> Vec<Scenario> {
             continue;
         }
         loaded.push(
-            hilt::scenario::load(&path, &conformance)
+            hilt::config::scenario::load(&path, &conformance)
                 .unwrap_or_else(|e| panic!("{}: {e}", path.display())),
         );
     }

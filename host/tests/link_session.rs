@@ -7,9 +7,11 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
+use hilt::cancel::KillSwitch;
 use hilt::link::{Link, LinkError, Wire};
 use hilt::memory::TargetMemory;
-use hilt::runner::{BoardRun, KillSwitch, run_session};
+use hilt::outcome::BoardRun;
+use hilt::session::run_session;
 use hilt_proto::{FrameAccumulator, Hello, MAX_FRAME, Message, PROTOCOL_VERSION, encode_frame};
 
 fn repo() -> std::path::PathBuf {
@@ -255,9 +257,14 @@ impl Wire for FakeFirmware {
     }
 }
 
-fn smoke() -> (hilt::board::Board, hilt::scenario::Scenario, u32) {
-    let board = hilt::board::load(&repo().join("boards/qemu-mps2-an386-uart.toml")).unwrap();
-    let scenario = hilt::scenario::load(
+fn smoke() -> (
+    hilt::config::board::Board,
+    hilt::config::scenario::Scenario,
+    u32,
+) {
+    let board =
+        hilt::config::board::load(&repo().join("boards/qemu-mps2-an386-uart.toml")).unwrap();
+    let scenario = hilt::config::scenario::load(
         &repo().join("scenarios/smoke_reshape.toml"),
         &hilt::conformance::locate(&repo()),
     )
@@ -285,10 +292,10 @@ fn fake(board: &str, model_hash: u32, lose: usize, late: bool) -> FakeFirmware {
 /// passed) or the failure, and the log lines.
 fn session(
     firmware: &mut FakeFirmware,
-    board: &hilt::board::Board,
-    scenario: &hilt::scenario::Scenario,
+    board: &hilt::config::board::Board,
+    scenario: &hilt::config::scenario::Scenario,
     crc: u32,
-) -> (Result<BoardRun, hilt::runner::RunFailure>, Vec<String>) {
+) -> (Result<BoardRun, hilt::session::RunFailure>, Vec<String>) {
     let mut run = BoardRun::new(&scenario.name, &board.name);
     let mut link = Link::over(Box::new(firmware));
     let result = run_session(&mut link, board, scenario, crc, &mut run);

@@ -11,15 +11,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use hilt::board::{Board, ProbeSelector, RunnerKind, load_all};
-use hilt::memory::{MemoryError, TargetMemory};
-use hilt::orchestrate::{Job, board_lock, run_built};
-use hilt::probe::{
+use hilt::cancel::KillSwitch;
+use hilt::config::board::{Board, ProbeSelector, RunnerKind, load_all};
+use hilt::driver::probe_rs::{
     AttachedProbe, FlashReport, ProbeError, ProbeMemory, attach, check_chip, choose_probe,
     firmware_core, list_probes, open_probe, run_on_probe_with, selector_matches, start,
 };
-use hilt::rtt::{Rtt, RttError};
-use hilt::runner::{KillSwitch, Outcome};
+use hilt::link::rtt::{Rtt, RttError};
+use hilt::memory::{MemoryError, TargetMemory};
+use hilt::orchestrate::{Job, board_lock, run_built};
+use hilt::outcome::Outcome;
 use probe_rs::flashing::{ProgressEvent, ProgressOperation};
 use probe_rs::integration::{FakeProbe, ProbeLister};
 use probe_rs::probe::list::{Lister, ProbeListItem};
@@ -501,8 +502,8 @@ fn opening_picks_the_selected_probe_and_reports_others() {
 
 // ------------------------------------------------------------- whole runs
 
-fn scenario(timeout: Duration) -> Arc<hilt::scenario::Scenario> {
-    let mut s = hilt::scenario::load(
+fn scenario(timeout: Duration) -> Arc<hilt::config::scenario::Scenario> {
+    let mut s = hilt::config::scenario::load(
         &repo().join("scenarios/smoke_reshape.toml"),
         &hilt::conformance::locate(&repo()),
     )

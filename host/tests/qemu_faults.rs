@@ -11,9 +11,9 @@ mod common;
 
 use std::sync::Arc;
 
-use hilt::board::{load_all, select};
+use hilt::config::board::{load_all, select};
 use hilt::orchestrate::{Job, run_jobs};
-use hilt::runner::{BoardRun, Outcome};
+use hilt::outcome::{BoardRun, Outcome};
 
 use common::repo;
 
@@ -22,7 +22,7 @@ fn run(paths: &[&str], canary_override: Option<&str>) -> Vec<BoardRun> {
     let conformance = hilt::conformance::locate(&repo());
     let mut jobs = Vec::new();
     for path in paths {
-        let mut scenario = hilt::scenario::load(&repo().join(path), &conformance).unwrap();
+        let mut scenario = hilt::config::scenario::load(&repo().join(path), &conformance).unwrap();
         if let Some(c) = canary_override {
             scenario.canary = c.parse().expect("a canary mode");
         }

@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use hilt::outcome::{BoardRun, Outcome, StepResult};
 use hilt::report::{
     HTML_FILE, JUNIT_FILE, PendingPair, ReportError, ReportWriter, SUMMARY_FILE, ScenarioContext,
 };
-use hilt::runner::{BoardRun, Outcome, StepResult};
 
 use common::{hilt, repo};
 
@@ -67,12 +67,18 @@ fn validate(xml: &Path) -> Result<(), String> {
 }
 
 fn smoke_context() -> ScenarioContext {
-    let scenario = hilt::scenario::load(
+    let scenario = hilt::config::scenario::load(
         &repo().join("scenarios/smoke_reshape.toml"),
         &hilt::conformance::locate(&repo()),
     )
     .unwrap();
-    ScenarioContext::of(&scenario)
+    let names = hilt::layout::model_names(&scenario.model);
+    let options = hilt::layout::LayoutOptions {
+        planner: scenario.planner,
+        ..Default::default()
+    };
+    let layout = hilt::layout::layout_file(&scenario.model, &options).map_err(|e| e.to_string());
+    ScenarioContext::new(&scenario, names.ops, names.tensors, layout)
 }
 
 fn step(case: &str, step: usize, mismatch: Option<&str>) -> StepResult {

@@ -16,9 +16,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-use hilt::board::Board;
+use hilt::config::board::Board;
 use hilt::orchestrate::{Job, run_jobs};
-use hilt::runner::Outcome;
+use hilt::outcome::Outcome;
 
 use common::repo;
 
@@ -81,7 +81,7 @@ impl SerialBoard {
     }
 
     fn board(&self) -> Board {
-        hilt::board::load(&self.dir.join("qemu-mps2-an386-uart.toml")).unwrap()
+        hilt::config::board::load(&self.dir.join("qemu-mps2-an386-uart.toml")).unwrap()
     }
 
     /// Runs the flasher by hand (for a board without a flash command).
@@ -114,11 +114,14 @@ fn flash_with_qemu() -> Vec<String> {
     ]
 }
 
-fn scenario(path: &str) -> Arc<hilt::scenario::Scenario> {
-    Arc::new(hilt::scenario::load(&repo().join(path), &hilt::conformance::locate(&repo())).unwrap())
+fn scenario(path: &str) -> Arc<hilt::config::scenario::Scenario> {
+    Arc::new(
+        hilt::config::scenario::load(&repo().join(path), &hilt::conformance::locate(&repo()))
+            .unwrap(),
+    )
 }
 
-fn run(board: &Board, scenarios: &[&str]) -> Vec<hilt::runner::BoardRun> {
+fn run(board: &Board, scenarios: &[&str]) -> Vec<hilt::outcome::BoardRun> {
     let jobs = scenarios
         .iter()
         .map(|s| Job {
@@ -130,7 +133,7 @@ fn run(board: &Board, scenarios: &[&str]) -> Vec<hilt::runner::BoardRun> {
     runtime.block_on(run_jobs(&repo(), jobs, 2, |_| {}))
 }
 
-fn error_of(run: &hilt::runner::BoardRun) -> &str {
+fn error_of(run: &hilt::outcome::BoardRun) -> &str {
     match &run.outcome {
         Outcome::Error(m) => m,
         other => panic!("{}: expected an error, got {other:?}", run.scenario),

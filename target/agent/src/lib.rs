@@ -32,6 +32,6 @@ pub use counter::cortex_m::DwtCounter;
 pub use counter::cortex_m::SysTickCounter;
 pub use link::{Line, WireError, send_log};
 pub use pin::NoPin;
-pub use planner::{Accelerator, NoAccelerator, NoCustomPlanner, Planner, UnknownPlanner};
+pub use planner::{Accelerator, NoAccelerator, NoCustomPlanner, PlannerKind};
 pub use session::{Agent, Session};
 pub use workspace::{MAX_OPS, MAX_PLAN, Parts, Workspace};

@@ -1,54 +1,22 @@
 //! Which memory planner places the arena's buffers, and the place kept for
 //! an accelerator.
 
-use core::fmt;
-
 use hilt_runtime::model::Model;
 use hilt_runtime::planner::{Greedy, Linear, MemoryPlanner, Offline, PlanError};
 use hilt_runtime::request::BufferRequest;
 
-/// One of the runtime's planners, by name: the ones a scenario can ask
-/// for. `Offline` needs the model (its `OfflineMemoryAllocation` metadata),
-/// so the choice is a value the agent resolves once the model is read. A
+/// One of the runtime's planners, by name: the runtime's own choice type
+/// (the one the host's CLI and the firmware build script use too).
+/// `Offline` needs the model (its `OfflineMemoryAllocation` metadata), so
+/// the choice is a value the agent resolves once the model is read; a model
+/// without a valid plan is an error the agent reports in its Hello. A
 /// planner of your own goes to `Agent::custom_planner` instead.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum Planner {
-    /// Every buffer after the previous one: no reuse, the upper bound.
-    Linear,
-    /// TensorFlow Lite Micro's greedy planner, offset for offset.
-    Greedy,
-    /// The model's own offline plan (validated); a model without one is an
-    /// error the agent reports in its Hello.
-    Offline,
-}
-
-impl Planner {
-    /// The planner named `linear`, `greedy` or `offline` (the names the
-    /// host and the build scripts use).
-    pub fn from_name(name: &str) -> Result<Self, UnknownPlanner> {
-        match name {
-            "linear" => Ok(Planner::Linear),
-            "greedy" => Ok(Planner::Greedy),
-            "offline" => Ok(Planner::Offline),
-            _ => Err(UnknownPlanner),
-        }
-    }
-
-    /// Its name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Planner::Linear => "linear",
-            Planner::Greedy => "greedy",
-            Planner::Offline => "offline",
-        }
-    }
-}
+pub use hilt_runtime::planner::PlannerKind;
 
 /// The planner a session uses: one of the runtime's, or the firmware's own.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum PlannerChoice<C> {
-    Builtin(Planner),
+    Builtin(PlannerKind),
     Custom(C),
 }
 
@@ -68,28 +36,15 @@ impl<C: MemoryPlanner> PlannerChoice<C> {
         f: impl FnOnce(&dyn MemoryPlanner) -> R,
     ) -> Option<R> {
         match self {
-            PlannerChoice::Builtin(Planner::Linear) => Some(f(&Linear)),
-            PlannerChoice::Builtin(Planner::Greedy) => Some(f(&Greedy)),
-            PlannerChoice::Builtin(Planner::Offline) => {
+            PlannerChoice::Builtin(PlannerKind::Linear) => Some(f(&Linear)),
+            PlannerChoice::Builtin(PlannerKind::Greedy) => Some(f(&Greedy)),
+            PlannerChoice::Builtin(PlannerKind::Offline) => {
                 Offline::from_model(model).ok().map(|o| f(&o))
             }
             PlannerChoice::Custom(c) => Some(f(c)),
         }
     }
 }
-
-/// A planner name that is not `linear`, `greedy` or `offline`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct UnknownPlanner;
-
-impl fmt::Display for UnknownPlanner {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("unknown planner: use linear, greedy or offline")
-    }
-}
-
-impl core::error::Error for UnknownPlanner {}
 
 /// The custom planner type of a session that uses one of the runtime's
 /// planners: it has no values, so it is never asked to plan.

@@ -13,7 +13,7 @@ use crate::config::Config;
 use crate::counter::CycleCounter;
 use crate::link::{Link, WireError};
 use crate::pin::NoPin;
-use crate::planner::{Accelerator, NoAccelerator, NoCustomPlanner, Planner, PlannerChoice};
+use crate::planner::{Accelerator, NoAccelerator, NoCustomPlanner, PlannerChoice, PlannerKind};
 use crate::service::{NO_OP, Seams, Service};
 use crate::workspace::Parts;
 
@@ -41,7 +41,7 @@ impl<W: Read + Write, C: CycleCounter> Agent<W, C> {
             wire,
             counter,
             pin: NoPin,
-            planner: PlannerChoice::Builtin(Planner::Greedy),
+            planner: PlannerChoice::Builtin(PlannerKind::Greedy),
             accelerator: NoAccelerator,
         }
     }
@@ -64,7 +64,7 @@ impl<W: Read + Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner, A: Accele
     }
 
     /// Plans the arena with one of the runtime's planners.
-    pub fn planner(self, planner: Planner) -> Agent<W, C, T, NoCustomPlanner, A> {
+    pub fn planner(self, planner: PlannerKind) -> Agent<W, C, T, NoCustomPlanner, A> {
         self.with_planner(PlannerChoice::Builtin(planner))
     }
 

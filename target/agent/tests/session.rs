@@ -17,7 +17,7 @@ use hilt_agent::runtime::kernels::all_builtins;
 use hilt_agent::runtime::planner::{Linear, MemoryPlanner, PlanError};
 use hilt_agent::runtime::request::BufferRequest;
 use hilt_agent::runtime::writer::examples;
-use hilt_agent::{Agent, Config, CycleCounter, Parts, Planner, WireError, Workspace};
+use hilt_agent::{Agent, Config, CycleCounter, Parts, PlannerKind, WireError, Workspace};
 
 /// Both directions of a serial line, in memory: the test queues the
 /// host's bytes in `rx` and reads the agent's from `tx`. An empty `rx` is
@@ -152,7 +152,7 @@ fn replies(tx: &[u8]) -> Vec<String> {
 
 /// The planner a test session uses.
 enum Choice<P> {
-    Builtin(Planner),
+    Builtin(PlannerKind),
     Custom(P),
 }
 
@@ -197,7 +197,7 @@ fn serve<P: MemoryPlanner>(
 }
 
 fn greedy() -> Choice<Shifted> {
-    Choice::Builtin(Planner::Greedy)
+    Choice::Builtin(PlannerKind::Greedy)
 }
 
 fn count(replies: &[String], prefix: &str) -> usize {
@@ -297,7 +297,7 @@ fn a_many_op_model_reports_every_op_and_runs_with_the_linear_planner() {
     let r = serve(
         &examples::tiny_convnet_int8(),
         64 * 1024,
-        Choice::<Shifted>::Builtin(Planner::Linear),
+        Choice::<Shifted>::Builtin(PlannerKind::Linear),
         &[
             Message::LoadInput {
                 input: 0,
@@ -413,7 +413,7 @@ fn an_arena_too_small_and_a_missing_offline_plan_are_allocation_errors() {
     let offline = serve(
         &examples::reshape_int8(),
         4096,
-        Choice::<Shifted>::Builtin(Planner::Offline),
+        Choice::<Shifted>::Builtin(PlannerKind::Offline),
         &[Message::HelloRequest],
         FakeCounter::default(),
     );

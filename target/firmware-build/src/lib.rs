@@ -26,61 +26,19 @@
 //! `HILT_ARENA_SIZE` (default: the board's `arena_size`), `HILT_PLANNER`
 //! (`linear`, `greedy`, `offline`; default greedy), `HILT_CANARY` (`off`,
 //! `bounds`, `buffers`; default off), `HILT_ALIGN` (default 16).
+//!
+//! The board file is read and checked by `hilt-contract`, the same typed
+//! contract the host uses ([`FirmwareBuild::board`]); the planner and
+//! canary choices are the runtime's own types ([`PlannerKind`],
+//! [`CanaryMode`]), and the model's CRC-32 is the project's one
+//! ([`hilt_contract::crc32`]).
 
 use std::fmt;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-/// The planner a scenario asks for (`HILT_PLANNER`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PlannerName {
-    /// No reuse.
-    Linear,
-    /// TFLM's greedy planner.
-    Greedy,
-    /// The model's offline plan.
-    Offline,
-}
-
-impl PlannerName {
-    /// The name `hilt run` passes.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PlannerName::Linear => "linear",
-            PlannerName::Greedy => "greedy",
-            PlannerName::Offline => "offline",
-        }
-    }
-
-    fn variant(self) -> &'static str {
-        match self {
-            PlannerName::Linear => "Linear",
-            PlannerName::Greedy => "Greedy",
-            PlannerName::Offline => "Offline",
-        }
-    }
-}
-
-/// The canary mode a scenario asks for (`HILT_CANARY`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CanaryName {
-    /// No guards.
-    Off,
-    /// Guards around the arena's sections.
-    Bounds,
-    /// Also a guard after every planned buffer.
-    Buffers,
-}
-
-impl CanaryName {
-    fn variant(self) -> &'static str {
-        match self {
-            CanaryName::Off => "Off",
-            CanaryName::Bounds => "Bounds",
-            CanaryName::Buffers => "Buffers",
-        }
-    }
-}
+pub use hilt_contract::board::{self, Board};
+pub use hilt_contract::{CanaryMode, PlannerKind};
 
 /// What is wrong with the build's inputs.
 #[derive(Debug)]
@@ -99,13 +57,9 @@ pub enum BuildError {
         /// What it may be.
         expected: &'static str,
     },
-    /// The board file or its `memory.x` is unreadable or malformed.
-    Board {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        problem: String,
-    },
+    /// The board file or its `memory.x` is unreadable or fails the
+    /// contract's checks.
+    Board(hilt_contract::ConfigError),
     /// A file could not be read or written.
     Io {
         /// The file.
@@ -127,7 +81,7 @@ impl fmt::Display for BuildError {
                 value,
                 expected,
             } => write!(f, "{name}={value:?}: {expected}"),
-            BuildError::Board { path, problem } => write!(f, "{}: {problem}", path.display()),
+            BuildError::Board(e) => write!(f, "{e}"),
             BuildError::Io { path, source } => write!(f, "{}: {source}", path.display()),
         }
     }
@@ -138,22 +92,17 @@ impl std::error::Error for BuildError {}
 /// One firmware build's inputs, read and checked.
 #[derive(Debug, Clone)]
 pub struct FirmwareBuild {
-    /// Board name.
-    pub board: String,
+    /// The board, read and checked by `hilt-contract` (its name, memory
+    /// map, clock, UART...; `board.memory_x` is its linker script).
+    pub board: Board,
     /// `boards/NAME.toml`.
     pub board_file: PathBuf,
-    /// Its contents (the host validated them; build scripts only read).
-    pub board_table: toml::Table,
-    /// `boards/NAME/memory.x`.
-    pub memory_x: PathBuf,
-    /// Arena bytes.
+    /// Arena bytes (`HILT_ARENA_SIZE`, else the board's).
     pub arena_size: u64,
-    /// Core clock, Hz.
-    pub clock_hz: u64,
     /// Planner asked for.
-    pub planner: PlannerName,
+    pub planner: PlannerKind,
     /// Canary mode asked for.
-    pub canary: CanaryName,
+    pub canary: CanaryMode,
     /// Activation alignment.
     pub align: u32,
     /// The model file.
@@ -184,30 +133,20 @@ fn repo() -> PathBuf {
 impl FirmwareBuild {
     /// Reads the environment cargo and `hilt run` set, and the board file.
     pub fn from_env() -> Result<Self, BuildError> {
-        let board = board_name()?;
+        let name = board_name()?;
         let boards_dir =
             var("HILT_BOARDS_DIR").map_or_else(|| repo().join("boards"), PathBuf::from);
-        let board_file = boards_dir.join(format!("{board}.toml"));
-        let text = std::fs::read_to_string(&board_file).map_err(io(&board_file))?;
-        let board_table: toml::Table =
-            text.parse()
-                .map_err(|e: toml::de::Error| BuildError::Board {
-                    path: board_file.clone(),
-                    problem: e.to_string(),
-                })?;
-        let number = |key: &str| board_table.get(key).and_then(toml::Value::as_integer);
+        let board_file = boards_dir.join(format!("{name}.toml"));
+        let board =
+            hilt_contract::board::load_named(&boards_dir, &name).map_err(BuildError::Board)?;
         let arena_size = match var("HILT_ARENA_SIZE") {
             Some(v) => v.parse().map_err(|_| BuildError::Variable {
                 name: "HILT_ARENA_SIZE",
                 value: v,
                 expected: "a number of bytes",
             })?,
-            None => number("arena_size").ok_or_else(|| BuildError::Board {
-                path: board_file.clone(),
-                problem: "no arena_size".into(),
-            })? as u64,
+            None => board.arena_size,
         };
-        let clock_hz = number("core_clock_hz").unwrap_or(0) as u64;
         let model = var("HILT_MODEL").map_or_else(
             || repo().join("scenarios/models/seed_fc_float.tflite"),
             PathBuf::from,
@@ -219,12 +158,9 @@ impl FirmwareBuild {
             expected: "set by cargo for a build script",
         })?);
         Ok(FirmwareBuild {
-            memory_x: boards_dir.join(&board).join("memory.x"),
             board,
             board_file,
-            board_table,
             arena_size,
-            clock_hz,
             planner: planner()?,
             canary: canary()?,
             align: align()?,
@@ -237,14 +173,15 @@ impl FirmwareBuild {
     /// Writes `memory.x`, `model.tflite` and `hilt.rs` to `OUT_DIR`, and
     /// tells cargo where the linker script is and when to build again.
     pub fn write(&self) -> Result<(), BuildError> {
-        let mut script = std::fs::read_to_string(&self.memory_x).map_err(io(&self.memory_x))?;
+        let memory_x = &self.board.memory_x;
+        let mut script = std::fs::read_to_string(memory_x).map_err(io(memory_x))?;
         script.push_str(SECTIONS);
         let out = |name: &str| self.out_dir.join(name);
         std::fs::write(out("memory.x"), script).map_err(io(&out("memory.x")))?;
         std::fs::write(out("model.tflite"), &self.model_bytes).map_err(io(&out("model.tflite")))?;
         std::fs::write(out("hilt.rs"), self.agent_source()).map_err(io(&out("hilt.rs")))?;
         println!("cargo:rustc-link-search={}", self.out_dir.display());
-        for path in [&self.board_file, &self.memory_x, &self.model] {
+        for path in [&self.board_file, memory_x, &self.model] {
             println!("cargo:rerun-if-changed={}", path.display());
         }
         Ok(())
@@ -263,7 +200,7 @@ impl FirmwareBuild {
         let lines = [
             format!(
                 "/// The board this firmware is built for.\npub const BOARD: &str = {:?};",
-                self.board
+                self.board.name
             ),
             format!(
                 "/// Arena bytes.\npub const ARENA_SIZE: usize = {};",
@@ -271,7 +208,7 @@ impl FirmwareBuild {
             ),
             format!(
                 "/// Core clock, Hz.\npub const CLOCK_HZ: u32 = {};",
-                self.clock_hz
+                self.board.core_clock_hz
             ),
             format!(
                 "/// Bytes of the embedded model.\npub const MODEL_LEN: usize = {};",
@@ -279,21 +216,20 @@ impl FirmwareBuild {
             ),
             format!(
                 "/// CRC-32 of the embedded model.\npub const MODEL_CRC: u32 = {:#010x};",
-                hilt_proto::crc::crc32(&self.model_bytes)
+                hilt_contract::crc32(&self.model_bytes)
             ),
             format!(
                 "/// File name of the embedded model.\npub const MODEL_NAME: &str = {model_name:?};"
             ),
             format!(
-                "/// The planner the scenario asks for ({}).\n#[allow(dead_code)]\npub const PLANNER: hilt_agent::Planner = hilt_agent::Planner::{};",
-                self.planner.as_str(),
-                self.planner.variant()
+                "/// The planner the scenario asks for ({}).\n#[allow(dead_code)]\npub const PLANNER: hilt_agent::PlannerKind = hilt_agent::PlannerKind::{:?};",
+                self.planner.name(),
+                self.planner
             ),
             format!(
                 "/// What the agent says in its Hello, and how it lays out the arena.\n\
-                 pub const CONFIG: hilt_agent::Config = hilt_agent::Config {{\n    board: BOARD,\n    model_name: MODEL_NAME,\n    model_hash: MODEL_CRC,\n    clock_hz: CLOCK_HZ,\n    alloc: hilt_agent::runtime::allocation::AllocOptions {{\n        align: {},\n        canary: hilt_agent::runtime::canary::CanaryMode::{},\n    }},\n}};",
-                self.align,
-                self.canary.variant()
+                 pub const CONFIG: hilt_agent::Config = hilt_agent::Config {{\n    board: BOARD,\n    model_name: MODEL_NAME,\n    model_hash: MODEL_CRC,\n    clock_hz: CLOCK_HZ,\n    alloc: hilt_agent::runtime::allocation::AllocOptions {{\n        align: {},\n        canary: hilt_agent::runtime::canary::CanaryMode::{:?},\n    }},\n}};",
+                self.align, self.canary
             ),
         ];
         for line in lines {
@@ -321,27 +257,23 @@ fn board_name() -> Result<String, BuildError> {
     }
 }
 
-fn planner() -> Result<PlannerName, BuildError> {
-    match var("HILT_PLANNER").as_deref() {
-        None | Some("greedy") => Ok(PlannerName::Greedy),
-        Some("linear") => Ok(PlannerName::Linear),
-        Some("offline") => Ok(PlannerName::Offline),
-        Some(other) => Err(BuildError::Variable {
+fn planner() -> Result<PlannerKind, BuildError> {
+    match var("HILT_PLANNER") {
+        None => Ok(PlannerKind::default()),
+        Some(v) => v.parse().map_err(|_| BuildError::Variable {
             name: "HILT_PLANNER",
-            value: other.into(),
+            value: v,
             expected: "use linear, greedy or offline",
         }),
     }
 }
 
-fn canary() -> Result<CanaryName, BuildError> {
-    match var("HILT_CANARY").as_deref() {
-        None | Some("off") => Ok(CanaryName::Off),
-        Some("bounds") => Ok(CanaryName::Bounds),
-        Some("buffers") => Ok(CanaryName::Buffers),
-        Some(other) => Err(BuildError::Variable {
+fn canary() -> Result<CanaryMode, BuildError> {
+    match var("HILT_CANARY") {
+        None => Ok(CanaryMode::default()),
+        Some(v) => v.parse().map_err(|_| BuildError::Variable {
             name: "HILT_CANARY",
-            value: other.into(),
+            value: v,
             expected: "use off, bounds or buffers",
         }),
     }
@@ -423,15 +355,17 @@ mod tests {
     use super::*;
 
     fn build() -> FirmwareBuild {
+        // A shipped board, checked by the contract, renamed.
+        let mut board = hilt_contract::board::load_named(&repo().join("boards"), "qemu-mps2-an386")
+            .expect("a shipped board");
+        board.name = "qemu-x".into();
+        board.core_clock_hz = 25_000_000;
         FirmwareBuild {
-            board: "qemu-x".into(),
+            board,
             board_file: "boards/qemu-x.toml".into(),
-            board_table: toml::Table::new(),
-            memory_x: "boards/qemu-x/memory.x".into(),
             arena_size: 4096,
-            clock_hz: 25_000_000,
-            planner: PlannerName::Offline,
-            canary: CanaryName::Buffers,
+            planner: PlannerKind::Offline,
+            canary: CanaryMode::Buffers,
             align: 64,
             model: "/models/tiny.tflite".into(),
             model_bytes: b"123456789".to_vec(),
@@ -450,7 +384,7 @@ mod tests {
             // CRC-32 of "123456789", the standard check value.
             "pub const MODEL_CRC: u32 = 0xcbf43926;",
             "pub const MODEL_NAME: &str = \"tiny.tflite\";",
-            "hilt_agent::Planner::Offline;",
+            "hilt_agent::PlannerKind::Offline;",
             "align: 64,",
             "CanaryMode::Buffers,",
             "#[unsafe(link_section = \".hilt_arena\")]",

@@ -19,7 +19,7 @@ use core::fmt::Write as _;
 
 use cortex_m_rt::{entry, exception};
 use hilt_agent::runtime::kernels::all_builtins;
-use hilt_agent::{Agent, Line, NoPin, Planner, SysTickCounter, WireError};
+use hilt_agent::{Agent, Line, NoPin, PlannerKind, SysTickCounter, WireError};
 
 use crate::uart::CmsdkUart;
 
@@ -47,7 +47,7 @@ fn main() -> ! {
     // SAFETY: the only call.
     let parts = unsafe { hilt::take() };
     let mut session = match Agent::new(hilt::CONFIG, uart, counter)
-        .planner(Planner::Greedy)
+        .planner(PlannerKind::Greedy)
         .timestamp_pin(NoPin)
         .start(parts, &resolver)
     {

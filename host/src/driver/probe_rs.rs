@@ -6,7 +6,7 @@
 //! use probe_rs::probe::list::Lister;
 //!
 //! let lister = Lister::new();
-//! for probe in hilt::probe::list_probes(&lister) {
+//! for probe in hilt::driver::probe_rs::list_probes(&lister) {
 //!     println!("{probe}");
 //! }
 //! ```
@@ -31,13 +31,38 @@ use probe_rs::probe::list::Lister;
 use probe_rs::probe::{DebugProbeInfo, DebugProbeSelector, Probe};
 use probe_rs::{Core, MemoryInterface, Permissions, Session};
 
-use crate::board::{Board, ProbeSelector, RunnerKind};
+use super::{BoardDriver, OnFlashed, check_image_board, conclude};
+use crate::cancel::KillSwitch;
+use crate::config::board::{Board, ProbeSelector};
+use crate::config::scenario::Scenario;
 use crate::elf::FirmwareImage;
+use crate::link::rtt::Rtt;
 use crate::link::{Link, LinkError};
 use crate::memory::{MemoryError, TargetMemory};
-use crate::rtt::Rtt;
-use crate::runner::{BoardRun, KillSwitch, RunFailure, check_image_board, run_session};
-use crate::scenario::Scenario;
+use crate::outcome::BoardRun;
+use crate::session::{RunFailure, run_session};
+
+/// Drives real boards through a debug probe (`runner = "probe-rs"`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProbeRsDriver;
+
+impl BoardDriver for ProbeRsDriver {
+    fn run(
+        &self,
+        board: &Board,
+        scenario: &Scenario,
+        image: &FirmwareImage,
+        model_crc: u32,
+        kill: &KillSwitch,
+        on_flashed: OnFlashed,
+    ) -> BoardRun {
+        run_on_probe(board, scenario, image, model_crc, kill, on_flashed)
+    }
+
+    fn flash_phase(&self) -> Option<&'static str> {
+        Some("opening the probe and flashing")
+    }
+}
 
 /// How long the firmware gets, after reset, to set up its RTT control block.
 const RTT_ATTACH: Duration = Duration::from_secs(20);
@@ -633,12 +658,6 @@ pub fn run_on_probe_with(
     let mut run = BoardRun::new(&scenario.name, &board.name);
     let start_error = |e: ProbeError| RunFailure::Start(e.to_string());
     let result = (|| -> Result<(), RunFailure> {
-        if board.runner != RunnerKind::ProbeRs {
-            return Err(RunFailure::Start(format!(
-                "{} is not a probe-rs board",
-                board.name
-            )));
-        }
         check_image_board(image, board)?;
         let rtt_address = image.rtt_control_block()?;
         let probe = open_probe(board, lister).map_err(start_error)?;
@@ -664,5 +683,5 @@ pub fn run_on_probe_with(
         run.logs.append(&mut link.logs);
         session_result
     })();
-    crate::runner::conclude(run, result, kill, scenario)
+    conclude(run, result, kill, scenario)
 }

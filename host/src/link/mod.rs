@@ -1,15 +1,20 @@
-//! hilt-proto over a byte pipe ([`Wire`]): RTT buffers in target memory
-//! ([`RttWire`]: frames to down channel 0, frames from up channel 0, a
-//! panic's text from up channel 1) or a serial line
-//! ([`crate::serial::SerialWire`]). The session logic above it is the same
-//! for both.
+//! The links between host and firmware: hilt-proto over a byte pipe
+//! ([`Wire`]), so the session above is the same whatever carries the bytes —
+//! RTT buffers in target memory ([`RttWire`] over [`rtt`]: frames to down
+//! channel 0, frames from up channel 0, a panic's text from up channel 1),
+//! reached through a probe or QEMU's [`gdbstub`], or a serial line
+//! ([`serial::SerialWire`]).
+
+pub mod gdbstub;
+pub mod rtt;
+pub mod serial;
 
 use std::time::{Duration, Instant};
 
 use hilt_proto::{FrameAccumulator, MAX_FRAME, Message, ProtoError, decode_frame, encode_frame};
 
+use self::rtt::{Rtt, RttError};
 use crate::memory::{MemoryError, TargetMemory};
-use crate::rtt::{Rtt, RttError};
 
 /// Why talking to the firmware failed.
 #[derive(Debug, thiserror::Error)]
@@ -149,7 +154,7 @@ pub struct Link<'m> {
     synced: bool,
     /// Bytes dropped before the first frame.
     pub noise: usize,
-    cancel: Option<crate::runner::KillSwitch>,
+    cancel: Option<crate::cancel::KillSwitch>,
     /// Log lines the firmware wrote on up channel 1 (and `Log` messages).
     pub logs: Vec<String>,
     /// How often to look at the buffers.
@@ -189,7 +194,7 @@ impl<'m> Link<'m> {
 
     /// Ends every wait early, with [`LinkError::Cancelled`], once `switch`
     /// fires.
-    pub fn cancel_with(&mut self, switch: crate::runner::KillSwitch) {
+    pub fn cancel_with(&mut self, switch: crate::cancel::KillSwitch) {
         self.cancel = Some(switch);
     }
 

@@ -10,8 +10,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
-use crate::board::QemuSettings;
-use crate::gdbstub::GdbClient;
+use crate::config::board::QemuSettings;
+use crate::link::gdbstub::GdbClient;
 use crate::memory::MemoryError;
 
 /// Why QEMU could not be started.

@@ -6,9 +6,9 @@
 
 use std::process::{Command, Stdio};
 
-use crate::board::Board;
+use crate::cancel::KillSwitch;
+use crate::config::board::Board;
 use crate::elf::FirmwareImage;
-use crate::runner::KillSwitch;
 
 /// Why flashing failed.
 #[derive(Debug, thiserror::Error)]

@@ -1,0 +1,281 @@
+//! Scenarios: what to run where (`scenarios/NAME.toml`; the file format is
+//! described and checked in `hilt_contract::scenario`). This module turns a
+//! checked file into what a run needs: the model's path, the comparison,
+//! and every step's input and expected bytes — read from the conformance
+//! set or the scenario's own files, or computed by the host runtime.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use hilt_contract::scenario::{ScenarioFile, ScenarioSource, StepFiles};
+
+use crate::config::ConfigError;
+use crate::conformance::{Comparison, ModelEntry, read_manifest};
+use hilt_contract::{CanaryMode, PlannerKind};
+
+/// What is wrong with a scenario: the one config error (boards and
+/// scenarios share it), under the name callers of this module know.
+pub type ScenarioError = ConfigError;
+
+/// One invocation's inputs and expected outputs (file contents).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepData {
+    /// Input bytes, in model input order.
+    pub inputs: Vec<Vec<u8>>,
+    /// Expected output bytes, in model output order.
+    pub expected: Vec<Vec<u8>>,
+}
+
+/// A sequence of steps on one interpreter (state carries over).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaseData {
+    /// Name.
+    pub name: String,
+    /// Steps.
+    pub steps: Vec<StepData>,
+}
+
+/// A loaded, validated scenario.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// Name (file stem).
+    pub name: String,
+    /// One line for people.
+    pub description: String,
+    /// The model file.
+    pub model: PathBuf,
+    /// Board names or globs.
+    pub boards: Vec<String>,
+    /// Planner.
+    pub planner: PlannerKind,
+    /// Arena bytes (None: the board's).
+    pub arena_size: Option<u64>,
+    /// Invocations per step.
+    pub iterations: u32,
+    /// Per-board time limit.
+    pub timeout: Duration,
+    /// How outputs are compared.
+    pub compare: Comparison,
+    /// The cases.
+    pub cases: Vec<CaseData>,
+    /// Extra firmware features: fault injection, for the host's own tests.
+    pub firmware_features: Vec<String>,
+    /// Guard bands.
+    pub canary: CanaryMode,
+    /// Alignment of every activation buffer.
+    pub align: u32,
+}
+
+fn invalid(path: &Path, field: &'static str, problem: impl Into<String>) -> ConfigError {
+    ConfigError::invalid(path, field, problem)
+}
+
+fn read_file(path: &Path, field: &'static str, file: &Path) -> Result<Vec<u8>, ConfigError> {
+    std::fs::read(file).map_err(|e| invalid(path, field, format!("{}: {e}", file.display())))
+}
+
+/// Loads `path`; `conformance_dir` is where conformance models live.
+pub fn load(path: &Path, conformance_dir: &Path) -> Result<Scenario, ScenarioError> {
+    let file = hilt_contract::scenario::load(path)?;
+    let (model, compare, cases) = match &file.source {
+        ScenarioSource::Conformance { name, cases } => {
+            conformance_cases(path, conformance_dir, name, cases.as_deref())?
+        }
+        ScenarioSource::Model {
+            model,
+            compare,
+            steps,
+            expected_from_host,
+        } => model_case(path, model, compare, steps, *expected_from_host)?,
+    };
+    if !model.is_file() {
+        return Err(invalid(
+            path,
+            "model",
+            format!("{} does not exist", model.display()),
+        ));
+    }
+    if cases.is_empty() {
+        return Err(invalid(path, "cases", "no case to run"));
+    }
+    Ok(Scenario {
+        name: file.name,
+        description: file.description,
+        model,
+        boards: file.boards,
+        planner: file.planner,
+        arena_size: file.arena_size,
+        iterations: file.iterations,
+        timeout: file.timeout,
+        compare,
+        cases,
+        firmware_features: file.firmware_features,
+        canary: file.canary,
+        align: file.align,
+    })
+}
+
+/// What a scenario runs: the model, its comparison and its cases.
+type Loaded = (PathBuf, Comparison, Vec<CaseData>);
+
+/// A conformance model's cases (those named in `only`, or all), read from
+/// the conformance set in `conformance_dir`.
+fn conformance_cases(
+    path: &Path,
+    conformance_dir: &Path,
+    name: &str,
+    only: Option<&[String]>,
+) -> Result<Loaded, ConfigError> {
+    let manifest = read_manifest(conformance_dir).map_err(|e| {
+        invalid(
+            path,
+            "conformance",
+            format!("{e} (the conformance set; set its folder with HILT_CONFORMANCE_DIR)"),
+        )
+    })?;
+    let entry = manifest
+        .models
+        .iter()
+        .find(|m| m.name == name)
+        .ok_or_else(|| {
+            invalid(
+                path,
+                "conformance",
+                format!("no model {name:?} in the conformance set"),
+            )
+        })?;
+    let compare = Comparison::parse(&entry.compare).ok_or_else(|| {
+        invalid(
+            path,
+            "conformance",
+            format!("unknown comparison {:?}", entry.compare),
+        )
+    })?;
+    let cases = read_conformance_cases(path, conformance_dir, entry, only)?;
+    let missing = only.and_then(|only| only.iter().find(|w| !cases.iter().any(|c| &c.name == *w)));
+    if let Some(wanted) = missing {
+        return Err(invalid(
+            path,
+            "cases",
+            format!("{name} has no case {wanted:?}"),
+        ));
+    }
+    Ok((conformance_dir.join(&entry.model), compare, cases))
+}
+
+fn read_conformance_cases(
+    path: &Path,
+    conformance_dir: &Path,
+    entry: &ModelEntry,
+    only: Option<&[String]>,
+) -> Result<Vec<CaseData>, ConfigError> {
+    let case_dir = conformance_dir.join("cases").join(&entry.name);
+    let load = |files: &[crate::conformance::TensorFile]| -> Result<Vec<Vec<u8>>, ConfigError> {
+        files
+            .iter()
+            .map(|f| read_file(path, "conformance", &case_dir.join(&f.file)))
+            .collect()
+    };
+    let mut cases = Vec::new();
+    for case in &entry.cases {
+        if only.is_some_and(|only| !only.contains(&case.name)) {
+            continue;
+        }
+        let steps = case
+            .steps
+            .iter()
+            .map(|step| {
+                Ok(StepData {
+                    inputs: load(&step.inputs)?,
+                    expected: load(&step.outputs)?,
+                })
+            })
+            .collect::<Result<_, ConfigError>>()?;
+        cases.push(CaseData {
+            name: case.name.clone(),
+            steps,
+        });
+    }
+    Ok(cases)
+}
+
+/// A `model` scenario's one case: its steps' files read, and their expected
+/// outputs computed on the host when the file asks for it.
+fn model_case(
+    path: &Path,
+    model: &Path,
+    compare_text: &str,
+    files: &[StepFiles],
+    expected_from_host: bool,
+) -> Result<Loaded, ConfigError> {
+    let compare = Comparison::parse(compare_text).ok_or_else(|| {
+        invalid(
+            path,
+            "compare",
+            format!("{compare_text:?}: use \"exact\" or \"float: |a-b| <= A + R*|b|\""),
+        )
+    })?;
+    let read = |files: &[PathBuf]| -> Result<Vec<Vec<u8>>, ConfigError> {
+        files.iter().map(|f| read_file(path, "steps", f)).collect()
+    };
+    let mut steps = files
+        .iter()
+        .map(|s| {
+            Ok(StepData {
+                inputs: read(&s.inputs)?,
+                expected: read(&s.expected)?,
+            })
+        })
+        .collect::<Result<Vec<_>, ConfigError>>()?;
+    if steps.is_empty() {
+        return Err(invalid(
+            path,
+            "steps",
+            "a `model` scenario needs at least one [[steps]]",
+        ));
+    }
+    if expected_from_host {
+        // The host runs the same runtime on the same inputs: the
+        // firmware must agree with it byte for byte.
+        expected_on_host(model, &mut steps).map_err(|e| invalid(path, "expected_from_host", e))?;
+    } else if steps.iter().any(|s| s.expected.is_empty()) {
+        return Err(invalid(
+            path,
+            "steps",
+            "every step needs `expected` files (or set expected_from_host = true)",
+        ));
+    }
+    let case = CaseData {
+        name: "case0".into(),
+        steps,
+    };
+    Ok((model.to_path_buf(), compare, vec![case]))
+}
+
+/// Fills every step's expected outputs by running the model on the host
+/// (one interpreter for all steps, as on the board).
+fn expected_on_host(model: &Path, steps: &mut [StepData]) -> Result<(), String> {
+    use crate::host_run::{
+        AlignedBytes, DEFAULT_ARENA, interpreter, read_model, set_input, verify,
+    };
+    let bytes = read_model(model).map_err(|e| e.to_string())?;
+    let m = verify(model, &bytes).map_err(|e| e.to_string())?;
+    let mut arena = AlignedBytes::zeroed(DEFAULT_ARENA);
+    let mut interp =
+        interpreter(m, &hilt_runtime::planner::Greedy, &mut arena).map_err(|e| e.to_string())?;
+    for step in steps {
+        for (i, input) in step.inputs.iter().enumerate() {
+            set_input(&mut interp, i, input).map_err(|e| e.to_string())?;
+        }
+        interp.invoke().map_err(|e| e.to_string())?;
+        step.expected = (0..interp.output_count())
+            .map(|o| {
+                interp
+                    .output(o)
+                    .map(<[u8]>::to_vec)
+                    .map_err(|e| e.to_string())
+            })
+            .collect::<Result<_, _>>()?;
+    }
+    Ok(())
+}

@@ -1,0 +1,228 @@
+//! The formats' own checks, on hand-built reports.
+
+use super::html::{arena_picture, board_layout};
+use super::*;
+use crate::outcome::{PlannedBuffer, StepResult};
+
+fn run(scenario: &str, board: &str, outcome: Outcome) -> BoardRun {
+    BoardRun {
+        scenario: scenario.into(),
+        board: board.into(),
+        outcome,
+        steps: vec![StepResult {
+            case: "case0".into(),
+            step: 0,
+            total_cycles: 1500,
+            op_cycles: vec![1000, 250],
+            mismatch: None,
+        }],
+        arena: Some([4096, 1024, 64, 1088]),
+        logs: vec!["booted".into()],
+        plan: Vec::new(),
+    }
+}
+
+fn report(runs: Vec<BoardRun>, pending: Vec<PendingPair>) -> RunReport {
+    RunReport {
+        title: "hilt run".into(),
+        started: UNIX_EPOCH + Duration::from_secs(1_700_000_000),
+        elapsed: Duration::from_millis(12_345),
+        hostname: Some("farm-1".into()),
+        scenarios: BTreeMap::new(),
+        runs: runs
+            .into_iter()
+            .map(|run| TimedRun {
+                run,
+                wall_seconds: 1.5,
+            })
+            .collect(),
+        pending,
+    }
+}
+
+#[test]
+fn timestamps_are_utc_civil_dates() {
+    assert_eq!(utc_timestamp(UNIX_EPOCH), "1970-01-01T00:00:00");
+    assert_eq!(
+        utc_timestamp(UNIX_EPOCH + Duration::from_secs(1_700_000_000)),
+        "2023-11-14T22:13:20"
+    );
+    // A leap day.
+    assert_eq!(
+        utc_timestamp(UNIX_EPOCH + Duration::from_secs(951_782_400)),
+        "2000-02-29T00:00:00"
+    );
+}
+
+#[test]
+fn escaping_keeps_xml_well_formed_whatever_the_log_holds() {
+    assert_eq!(
+        escape("a<b & \"c\" 'd'>\n\u{1b}[0m\u{0}"),
+        "a&lt;b &amp; &quot;c&quot; &#39;d&#39;&gt;&#10;\\x1B[0m\\x00"
+    );
+    assert_eq!(escape_text("x\ny"), "x\ny");
+}
+
+#[test]
+fn totals_count_each_outcome_and_the_pending_pairs() {
+    let r = report(
+        vec![
+            run("s", "a", Outcome::Passed),
+            run("s", "b", Outcome::Mismatch("out 0 differs".into())),
+            run("t", "a", Outcome::Error("timed out".into())),
+        ],
+        vec![PendingPair {
+            scenario: "t".into(),
+            board: "b".into(),
+        }],
+    );
+    assert_eq!(
+        r.totals(),
+        Totals {
+            pairs: 4,
+            passed: 1,
+            mismatched: 1,
+            errors: 1,
+            pending: 1
+        }
+    );
+    let xml = junit_xml(&r);
+    assert!(
+        xml.contains(
+            r#"<testsuites name="hilt run" tests="4" failures="1" errors="1" time="12.345">"#
+        ),
+        "{xml}"
+    );
+    assert!(
+        xml.contains(
+            r#"<testsuite name="t" tests="2" failures="0" errors="1" skipped="1" time="1.500""#
+        ),
+        "{xml}"
+    );
+    assert!(xml.contains(r#"<failure message="out 0 differs" type="mismatch">"#));
+    assert!(xml.contains(r#"<error message="timed out" type="error">"#));
+    assert!(xml.contains(r#"<skipped message="did not finish"#));
+    assert!(xml.contains("op   0 ?"), "{xml}");
+}
+
+#[test]
+fn the_html_lists_failures_first_and_loads_nothing_from_outside() {
+    let r = report(
+        vec![
+            run("a", "x", Outcome::Passed),
+            run("b", "x", Outcome::Mismatch("m".into())),
+            run("c", "x", Outcome::Error("e".into())),
+        ],
+        Vec::new(),
+    );
+    let page = html(&r);
+    let error = page.find(r#"id="c--x""#).unwrap();
+    let mismatch = page.find(r#"id="b--x""#).unwrap();
+    let pass = page.find(r#"id="a--x""#).unwrap();
+    assert!(error < mismatch && mismatch < pass);
+    for external in ["<script", "<link", "src=", "url(", "@import"] {
+        assert!(!page.contains(external), "{external}");
+    }
+    // Bars are scaled to the largest op.
+    assert!(page.contains("width:100.00%") && page.contains("width:25.00%"));
+}
+
+fn planned(index: u16, steps: (u16, u16), size: u32, align: u32, offset: u32) -> PlannedBuffer {
+    PlannedBuffer {
+        kind: "tensor",
+        index,
+        first_step: steps.0,
+        last_step: steps.1,
+        size,
+        align,
+        offset,
+    }
+}
+
+#[test]
+fn the_picture_draws_the_plan_the_board_committed_with_tensor_names() {
+    let mut r = run("s", "a", Outcome::Passed);
+    r.plan = vec![
+        planned(0, (0, 1), 100, 16, 0),
+        planned(1, (1, 2), 64, 16, 112),
+    ];
+    let context = ScenarioContext {
+        name: "s".into(),
+        description: String::new(),
+        model: "m.tflite".into(),
+        op_names: Vec::new(),
+        tensor_names: vec!["input".into(), "conv/out".into()],
+        layout: Err("not planned".into()),
+    };
+    let layout = board_layout(&r, Some(&context)).unwrap();
+    assert_eq!(layout.buffers[1].name, "conv/out");
+    // Step 1 holds both: 112 + 64 bytes.
+    assert_eq!(layout.lower_bound, 176);
+    let picture = arena_picture(&r, Some(&context));
+    assert!(
+        picture.contains("as the board committed it (head 1,024 B)"),
+        "{picture}"
+    );
+    assert!(picture.contains("<svg") && picture.contains("conv/out"));
+}
+
+#[test]
+fn a_garbled_plan_is_left_out_not_drawn_or_trusted() {
+    let mut r = run("s", "a", Outcome::Passed);
+    r.plan = vec![
+        planned(0, (3, 1), 100, 0, 0),
+        planned(1, (0, 0), u32::MAX, 16, 0),
+        planned(2, (0, 0), 16, 16, u32::MAX - 4),
+    ];
+    // Zero alignment counts as 1 and a reversed life as one step; the
+    // rows whose end passes 4 GiB are dropped.
+    let layout = board_layout(&r, None).unwrap();
+    assert_eq!(layout.buffers.len(), 1);
+    assert_eq!(
+        (layout.buffers[0].align, layout.buffers[0].last_step),
+        (1, 3)
+    );
+    let _ = arena_picture(&r, None);
+    r.plan = vec![planned(1, (0, 0), u32::MAX, 16, 0)];
+    assert!(board_layout(&r, None).is_none());
+    assert!(arena_picture(&r, None).contains("scenario is unknown"));
+}
+
+#[test]
+fn a_gate_verdict_other_than_unchanged_fails_the_test_case() {
+    let passed = run("s", "a", Outcome::Passed);
+    assert_eq!(gated(&passed, &Verdict::Unchanged).outcome, Outcome::Passed);
+    assert!(matches!(
+        gated(&passed, &Verdict::New).outcome,
+        Outcome::Mismatch(m) if m.starts_with("no accepted snapshot")
+    ));
+    assert_eq!(
+        gated(
+            &passed,
+            &Verdict::Changed(vec!["op 3: +12%".into(), "head".into()])
+        )
+        .outcome,
+        Outcome::Mismatch("snapshot changed: op 3: +12%; head".into())
+    );
+    assert_eq!(
+        gated(&passed, &Verdict::RunFailed("cannot write".into())).outcome,
+        Outcome::Error("cannot write".into())
+    );
+    // A run that failed keeps its own outcome.
+    let failed = run("s", "a", Outcome::Error("timed out".into()));
+    assert_eq!(
+        gated(&failed, &Verdict::RunFailed("timed out".into())).outcome,
+        Outcome::Error("timed out".into())
+    );
+}
+
+#[test]
+fn the_summary_has_every_run_and_the_totals() {
+    let r = report(vec![run("s", "a", Outcome::Passed)], Vec::new());
+    let v: serde_json::Value = serde_json::from_str(&summary_json(&r).unwrap()).unwrap();
+    assert_eq!(v["totals"]["passed"], 1);
+    assert_eq!(v["runs"][0]["board"], "a");
+    assert_eq!(v["runs"][0]["outcome"]["status"], "passed");
+    assert_eq!(v["runs"][0]["wall_seconds"], 1.5);
+    assert_eq!(v["started_at"], "2023-11-14T22:13:20Z");
+}

@@ -1,0 +1,482 @@
+//! The protocol session with a started board, whatever drives it: Hello
+//! and its checks, then per step the inputs streamed, the invoke, the
+//! results read and compared, and at the end the committed arena plan.
+//! Blocking (probe, gdbstub and serial I/O); a driver runs it on the
+//! orchestrator's blocking thread.
+
+use std::time::{Duration, Instant};
+
+use hilt_proto::{ErrorCode, MAX_CHUNK, Message, PROTOCOL_VERSION};
+
+use crate::config::board::Board;
+use crate::config::scenario::{Scenario, StepData};
+use crate::elf::ElfError;
+use crate::link::{Link, LinkError};
+use crate::outcome::{BoardRun, PlannedBuffer, StepResult};
+
+/// A failure while running, before it becomes an [`Outcome::Error`].
+#[derive(Debug, thiserror::Error)]
+pub enum RunFailure {
+    /// Starting the board failed.
+    #[error("{0}")]
+    Start(String),
+    /// The protocol session failed.
+    #[error(transparent)]
+    Link(#[from] LinkError),
+    /// The firmware reported an error.
+    #[error("firmware error {code} (op {op}, detail {detail})")]
+    Target {
+        /// Error code name.
+        code: String,
+        /// Operator.
+        op: u16,
+        /// Detail.
+        detail: u32,
+    },
+    /// The firmware is not the one expected.
+    #[error("{0}")]
+    WrongFirmware(String),
+    /// The firmware image cannot be used this way (e.g. no RTT block).
+    #[error(transparent)]
+    Image(#[from] ElfError),
+    /// A guard band was found damaged (by the firmware or by the host).
+    #[error("canary: {0}")]
+    Canary(String),
+}
+
+/// Guard bands the firmware announced, checked by the host through memory reads.
+#[derive(Debug, Clone, Copy)]
+struct Guards {
+    len: u16,
+    addresses: [u32; 4],
+}
+
+const GUARD_NAMES: [&str; 4] = [
+    "the arena's start guard",
+    "the guard after the head",
+    "the guard before the tail",
+    "the arena's end guard",
+];
+
+fn owner_name(owner: u8, index: u32) -> String {
+    match owner {
+        0..=3 => GUARD_NAMES[owner as usize].to_string(),
+        4 => format!("the guard after tensor {index}"),
+        5 => format!("the guard after op {index}'s scratch buffer"),
+        other => format!("guard kind {other}"),
+    }
+}
+
+/// The host's own check: reads every section guard from target memory, so
+/// a firmware whose checker is itself broken is still caught. Over a bare
+/// serial line there is no memory access: the firmware's check stands alone
+/// (said once in the run's log).
+fn host_check_guards(link: &mut Link<'_>, guards: &Guards, when: &str) -> Result<(), RunFailure> {
+    for (i, &address) in guards.addresses.iter().enumerate() {
+        let Some(bytes) = link.read_memory(address, usize::from(guards.len))? else {
+            const NOTE: &str = "hilt: no memory access over this serial line: the host's own guard check is skipped, the firmware's runs";
+            if !link.logs.iter().any(|l| l == NOTE) {
+                link.logs.push(NOTE.to_string());
+            }
+            return Ok(());
+        };
+        if let Some((first, count)) = hilt_runtime::canary::damage(&bytes) {
+            return Err(RunFailure::Canary(format!(
+                "host check {when}: {} was overwritten at {:#010x} ({count} bytes hit)",
+                GUARD_NAMES[i],
+                address + first as u32
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn code_name(code: ErrorCode) -> String {
+    match code {
+        ErrorCode::BAD_FRAME => "BAD_FRAME".into(),
+        ErrorCode::UNSUPPORTED => "UNSUPPORTED".into(),
+        ErrorCode::BAD_INPUT => "BAD_INPUT".into(),
+        ErrorCode::MODEL => "MODEL".into(),
+        ErrorCode::ALLOCATE => "ALLOCATE".into(),
+        ErrorCode::KERNEL => "KERNEL".into(),
+        ErrorCode::CANARY => "CANARY".into(),
+        ErrorCode(other) => format!("#{other}"),
+    }
+}
+
+/// Drives a session: hello, then each case's steps, then the committed plan.
+pub fn run_session(
+    link: &mut Link<'_>,
+    board: &Board,
+    scenario: &Scenario,
+    model_crc: u32,
+    run: &mut BoardRun,
+) -> Result<(), RunFailure> {
+    let guards = handshake(link, board, scenario, model_crc)?;
+    let mut session = Session {
+        link,
+        board,
+        scenario,
+        guards,
+        run,
+    };
+    session.check_guards("before the first invoke")?;
+    for (case_index, case) in scenario.cases.iter().enumerate() {
+        if case_index > 0 {
+            session.reset_state()?;
+        }
+        for (s, step) in case.steps.iter().enumerate() {
+            session.load_inputs(step)?;
+            let results = session.invoke(step.expected.len())?;
+            session.check_guards(&format!("after {} step {s}", case.name))?;
+            session.record_step(&case.name, s, step, results);
+        }
+    }
+    session.read_plan()
+}
+
+/// A session after its handshake: one method per exchange.
+struct Session<'s, 'l> {
+    link: &'s mut Link<'l>,
+    board: &'s Board,
+    scenario: &'s Scenario,
+    guards: Option<Guards>,
+    run: &'s mut BoardRun,
+}
+
+/// What one invoke sent back, before scaling and comparison.
+#[derive(Debug, Default)]
+struct InvokeResults {
+    outputs: Vec<Vec<u8>>,
+    total_cycles: u64,
+    op_cycles: Vec<u32>,
+}
+
+impl InvokeResults {
+    /// Folds one result message in: figures, output chunks.
+    fn add(&mut self, message: &Message<'_>) {
+        match message {
+            Message::Timing { total_cycles, .. } => self.total_cycles = *total_cycles,
+            Message::OpCycles { first_op, cycles } => {
+                let first = usize::from(*first_op);
+                if self.op_cycles.len() < first + cycles.len() {
+                    self.op_cycles.resize(first + cycles.len(), 0);
+                }
+                for (i, c) in cycles.iter().enumerate() {
+                    self.op_cycles[first + i] = c;
+                }
+            }
+            Message::OutputChunk {
+                output,
+                offset,
+                total,
+                chunk,
+            } => {
+                if let Some(buf) = self.outputs.get_mut(usize::from(*output)) {
+                    buf.resize(*total as usize, 0);
+                    let end = (*offset as usize + chunk.len()).min(buf.len());
+                    let start = (*offset as usize).min(end);
+                    buf[start..end].copy_from_slice(&chunk[..end - start]);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// How a message during an invoke bears on it.
+enum InvokeEvent {
+    Done,
+    Fail(hilt_proto::TargetError),
+    Canary(String),
+    Other,
+}
+
+impl Session<'_, '_> {
+    /// How long one send may take.
+    fn send_limit(&self) -> Duration {
+        Duration::from_secs(30).min(self.scenario.timeout)
+    }
+
+    /// The host's own guard check, when the firmware announced guards.
+    fn check_guards(&mut self, when: &str) -> Result<(), RunFailure> {
+        match &self.guards {
+            Some(g) => host_check_guards(self.link, g, when),
+            None => Ok(()),
+        }
+    }
+
+    /// `ResetState` between cases: a fresh interpreter state.
+    fn reset_state(&mut self) -> Result<(), RunFailure> {
+        self.link.send(&Message::ResetState, self.send_limit())?;
+        expect_done(self.link, self.scenario.timeout, 0x05)
+    }
+
+    /// Streams a step's inputs in chunks, each acknowledged.
+    fn load_inputs(&mut self, step: &StepData) -> Result<(), RunFailure> {
+        let (t, wait) = (self.send_limit(), self.scenario.timeout);
+        for (input, bytes) in step.inputs.iter().enumerate() {
+            for (c, chunk) in bytes.chunks(MAX_CHUNK).enumerate() {
+                let offset = (c * MAX_CHUNK) as u32;
+                let message = Message::LoadInput {
+                    input: input as u8,
+                    offset,
+                    chunk,
+                };
+                self.link.send(&message, t)?;
+                let ack = self.link.recv_matching(wait, "InputAck", |m| match m {
+                    Message::InputAck { .. } => Some(Ok(())),
+                    Message::Error(e) => Some(Err(*e)),
+                    _ => None,
+                })?;
+                ack.map_err(|e| target_error(self.link, e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `Invoke`, then every result message up to its `Done`.
+    fn invoke(&mut self, outputs: usize) -> Result<InvokeResults, RunFailure> {
+        let count = self.scenario.iterations;
+        self.link
+            .send(&Message::Invoke { count }, self.send_limit())?;
+        let mut results = InvokeResults {
+            outputs: vec![Vec::new(); outputs],
+            ..InvokeResults::default()
+        };
+        loop {
+            let run = &mut *self.run;
+            let event = self
+                .link
+                .recv(self.scenario.timeout, "the results of Invoke", |m| {
+                    results.add(m);
+                    invoke_event(m, run)
+                })?;
+            match event {
+                InvokeEvent::Canary(text) => return Err(RunFailure::Canary(text)),
+                InvokeEvent::Done => return Ok(results),
+                InvokeEvent::Fail(e) => return Err(target_error(self.link, e)),
+                InvokeEvent::Other => {}
+            }
+        }
+    }
+
+    /// The step's figures (scaled to the board's cycles) and how its
+    /// outputs compare with the expected ones.
+    fn record_step(&mut self, case: &str, s: usize, step: &StepData, results: InvokeResults) {
+        let mismatch = results
+            .outputs
+            .iter()
+            .zip(&step.expected)
+            .enumerate()
+            .find_map(|(o, (got, want))| {
+                self.scenario
+                    .compare
+                    .check(got, want)
+                    .map(|p| format!("output {o}: {p}"))
+            });
+        let scale = self.board.cycle_scale();
+        self.run.steps.push(StepResult {
+            case: case.to_string(),
+            step: s,
+            total_cycles: (results.total_cycles as f64 * scale).round() as u64,
+            op_cycles: results
+                .op_cycles
+                .iter()
+                .map(|&c| (f64::from(c) * scale).round() as u32)
+                .collect(),
+            mismatch,
+        });
+    }
+
+    /// The committed plan, for the layout snapshot.
+    fn read_plan(&mut self) -> Result<(), RunFailure> {
+        self.link.send(&Message::PlanRequest, self.send_limit())?;
+        loop {
+            let plan = &mut self.run.plan;
+            let done = self
+                .link
+                .recv(self.scenario.timeout, "the arena plan", |m| match m {
+                    Message::PlanEntries { entries, .. } => {
+                        plan.extend(entries.iter().map(|e| PlannedBuffer {
+                            kind: if e.kind == 0 { "tensor" } else { "scratch" },
+                            index: e.index,
+                            first_step: e.first_step,
+                            last_step: e.last_step,
+                            size: e.size,
+                            align: e.align,
+                            offset: e.offset,
+                        }));
+                        false
+                    }
+                    Message::Done { request: 0x04 } => true,
+                    _ => false,
+                })?;
+            if done {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// What a message means for a running invoke; arena figures go straight
+/// into `run`.
+fn invoke_event(message: &Message<'_>, run: &mut BoardRun) -> InvokeEvent {
+    match message {
+        Message::ArenaUsage {
+            capacity,
+            head,
+            tail,
+            used,
+        } => {
+            run.arena = Some([*capacity, *head, *tail, *used]);
+            InvokeEvent::Other
+        }
+        Message::CanaryFault {
+            owner,
+            index,
+            address,
+            bytes_hit,
+            op,
+        } => InvokeEvent::Canary(format!(
+            "firmware check: {} was overwritten at {address:#010x} ({bytes_hit} bytes hit){}",
+            owner_name(*owner, *index),
+            if *op == u16::MAX {
+                String::new()
+            } else {
+                format!(", after op {op}")
+            }
+        )),
+        Message::Done { request: 0x03 } => InvokeEvent::Done,
+        Message::Error(e) => InvokeEvent::Fail(*e),
+        _ => InvokeEvent::Other,
+    }
+}
+
+/// How long to wait for the first Hello before asking again, and the most
+/// to wait between later asks: a serial line may lose the first request
+/// (QEMU drops a pty's traffic until it sees the host there; a real board
+/// may still be booting). Asking again soon keeps a virtual board's start-up
+/// short; backing off to a second leaves a slow real board time to answer.
+const HELLO_FIRST_RETRY: Duration = Duration::from_millis(100);
+const HELLO_RETRY: Duration = Duration::from_secs(1);
+
+/// What a Hello said that the host checks.
+struct HelloFacts {
+    protocol: u16,
+    board: String,
+    model_hash: u32,
+}
+
+/// Hello (asked again until it comes, up to the scenario's time limit),
+/// the firmware's checks against what the host expects, its guard bands,
+/// then a barrier: `ResetState` and its `Done`, so that answers to repeated
+/// Hellos are behind us and no state is left from an earlier session.
+fn handshake(
+    link: &mut Link<'_>,
+    board: &Board,
+    scenario: &Scenario,
+    model_crc: u32,
+) -> Result<Option<Guards>, RunFailure> {
+    let t = Duration::from_secs(30).min(scenario.timeout);
+    let deadline = Instant::now() + scenario.timeout;
+    // Errors the firmware hit at start-up arrive before its Hello.
+    let mut startup_error = None;
+    let mut retry = HELLO_FIRST_RETRY;
+    let hello = 'ask: loop {
+        // A lone delimiter ends any partial frame the firmware holds.
+        link.send_bytes(&[0], t)?;
+        link.send(&Message::HelloRequest, t)?;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let got = link.recv_matching(left.min(retry), "Hello", |m| match m {
+                Message::Hello(h) => Some(Ok(HelloFacts {
+                    protocol: h.protocol,
+                    board: h.board.to_string(),
+                    model_hash: h.model_hash,
+                })),
+                Message::Error(e) => Some(Err(*e)),
+                _ => None,
+            });
+            match got {
+                Ok(Ok(hello)) => break 'ask hello,
+                Ok(Err(e)) => startup_error = Some(e),
+                Err(LinkError::Timeout { .. }) if left > retry => {
+                    retry = (retry * 2).min(HELLO_RETRY);
+                    continue 'ask;
+                }
+                Err(LinkError::Timeout { .. }) => {
+                    return Err(RunFailure::Link(LinkError::Timeout {
+                        waiting_for: "Hello".into(),
+                        timeout: scenario.timeout,
+                    }));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    };
+    if hello.protocol != PROTOCOL_VERSION {
+        return Err(RunFailure::WrongFirmware(format!(
+            "firmware speaks protocol {}, the host {PROTOCOL_VERSION}",
+            hello.protocol
+        )));
+    }
+    if hello.board != board.name {
+        return Err(RunFailure::WrongFirmware(format!(
+            "firmware was built for {}, not {}",
+            hello.board, board.name
+        )));
+    }
+    if hello.model_hash != model_crc {
+        let hint = if !board.hilt_installs_firmware() {
+            format!(
+                "; {} has no flash_command, so hilt cannot put the scenario's firmware on it",
+                board.name
+            )
+        } else {
+            String::new()
+        };
+        return Err(RunFailure::WrongFirmware(format!(
+            "firmware embeds a different model (CRC {:#010x}, expected {model_crc:#010x}){hint}",
+            hello.model_hash
+        )));
+    }
+    if let Some(e) = startup_error {
+        return Err(target_error(link, e));
+    }
+    // A ready firmware describes its guard bands next (an unready one sends its error).
+    let guards = link.recv_matching(t, "the guard description", |m| match m {
+        Message::Guards {
+            mode,
+            len,
+            addresses,
+        } => Some(Ok((*mode != 0).then_some(Guards {
+            len: *len,
+            addresses: *addresses,
+        }))),
+        Message::Error(e) => Some(Err(*e)),
+        _ => None,
+    })?;
+    let guards = guards.map_err(|e| target_error(link, e))?;
+    link.send(&Message::ResetState, t)?;
+    expect_done(link, scenario.timeout, 0x05)?;
+    Ok(guards)
+}
+
+fn expect_done(link: &mut Link<'_>, wait: Duration, request: u8) -> Result<(), RunFailure> {
+    let done = link.recv_matching(wait, "Done", |m| match m {
+        Message::Done { request: r } if *r == request => Some(Ok(())),
+        Message::Error(e) => Some(Err(*e)),
+        _ => None,
+    })?;
+    done.map_err(|e| target_error(link, e))
+}
+
+fn target_error(link: &Link<'_>, e: hilt_proto::TargetError) -> RunFailure {
+    let _ = link;
+    RunFailure::Target {
+        code: code_name(e.code),
+        op: e.op,
+        detail: e.detail,
+    }
+}

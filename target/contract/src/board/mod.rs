@@ -1,0 +1,485 @@
+//! Board definitions: `boards/NAME.toml` (+ `boards/NAME/memory.x`), parsed
+//! into a raw form and then validated, so every mistake is reported with the
+//! file and field at fault — by the host and by the firmware's build script
+//! alike, from this one definition.
+//!
+//! ```toml
+//! name = "qemu-mps2-an386"
+//! description = "Arm MPS2 AN386 (Cortex-M4F) under QEMU"
+//! target = "thumbv7em-none-eabihf"
+//! features = ["mps2-an386"]
+//! runner = "qemu"            # qemu | probe-rs | uart
+//! transport = "rtt"          # rtt | uart
+//! arena_size = 262144
+//! core_clock_hz = 25000000
+//! memory = [
+//!   { name = "FLASH", origin = 0x00000000, length = 0x400000 },
+//!   { name = "RAM", origin = 0x20000000, length = 0x400000 },
+//! ]
+//! [qemu]
+//! machine = "mps2-an386"
+//! cpu = "cortex-m4"
+//! icount_shift = 0
+//! ```
+//!
+//! A board reached over a serial line adds a `[uart]` table (the UART the
+//! firmware drives) and, for a real board, where the host finds it:
+//!
+//! ```toml
+//! runner = "uart"
+//! transport = "uart"
+//! serial_port = "/dev/serial/by-id/usb-STMicroelectronics_STLINK-V3_0042-if02"
+//! flash_command = ["probe-rs", "download", "--chip", "STM32F429ZITx", "{elf}"]
+//! [uart]
+//! kind = "stm32-usart"       # cmsdk-apb | stm32-usart
+//! base = 0x40004800
+//! baud = 115200
+//! clock_hz = 42000000        # the UART's input clock (default: core_clock_hz)
+//! init = [ { address = 0x40023840, set = 0x40000 } ]   # clocks, pins
+//! ```
+//!
+//! A board that runs your own firmware (a crate linking `hilt-agent`) names
+//! it, by its folder from the repository root (the folder holding
+//! `boards/`); `hilt run` builds it instead of `target/firmware`:
+//!
+//! ```toml
+//! firmware = "target/examples/custom-firmware"
+//! ```
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+mod checks;
+mod memory_x;
+
+use crate::error::{ConfigError, read_toml};
+
+/// How a board is driven.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunnerKind {
+    /// A virtual board: `qemu-system-arm`, memory through its gdbstub.
+    Qemu,
+    /// A real board through a debug probe.
+    ProbeRs,
+    /// A real board over a serial port: flashed by the board's
+    /// `flash_command` (any tool: a bootloader, a vendor flasher, probe-rs'
+    /// CLI), then driven over `serial_port`.
+    Uart,
+}
+
+/// How messages travel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Transport {
+    /// SEGGER RTT buffers in target RAM.
+    Rtt,
+    /// A UART.
+    Uart,
+}
+
+/// A memory region of the board.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryRegion {
+    /// Linker name (`FLASH`, `RAM`, ...).
+    pub name: String,
+    /// Start address.
+    pub origin: u64,
+    /// Bytes.
+    pub length: u64,
+}
+
+/// QEMU settings of a virtual board.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct QemuSettings {
+    /// `-M` machine.
+    pub machine: String,
+    /// `-cpu`.
+    pub cpu: String,
+    /// `-icount shift=N`: instructions are counted deterministically.
+    #[serde(default)]
+    pub icount_shift: u8,
+}
+
+/// Register layout of the UART the firmware drives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UartKind {
+    /// Arm's CMSDK APB UART (MPS2/MPS3).
+    CmsdkApb,
+    /// The STM32F1/F2/F4 USART (SR, DR, BRR, CR1).
+    Stm32Usart,
+}
+
+/// One read-modify-write the firmware does before enabling its UART
+/// (a clock enable, a pin's function): `*address = (*address & !clear) | set`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterWrite {
+    /// Register address (4-aligned).
+    pub address: u32,
+    /// Bits cleared first.
+    #[serde(default)]
+    pub clear: u32,
+    /// Bits set then.
+    #[serde(default)]
+    pub set: u32,
+}
+
+/// The `[uart]` table: the UART the firmware talks over.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct UartSettings {
+    /// Register layout.
+    pub kind: UartKind,
+    /// Register block address.
+    pub base: u32,
+    /// Baud rate (also what the host opens the serial port at).
+    #[serde(default = "default_baud")]
+    pub baud: u32,
+    /// The UART's input clock, Hz (default: the core clock).
+    #[serde(default)]
+    pub clock_hz: Option<u64>,
+    /// Set-up writes, in order, before the UART is enabled.
+    #[serde(default)]
+    pub init: Vec<RegisterWrite>,
+}
+
+fn default_baud() -> u32 {
+    115_200
+}
+
+/// A probe selector `VID:PID[:SERIAL]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProbeSelector {
+    /// USB vendor id.
+    pub vid: u16,
+    /// USB product id.
+    pub pid: u16,
+    /// Serial number, when several identical probes are attached.
+    pub serial: Option<String>,
+}
+
+impl fmt::Display for ProbeSelector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:04x}:{:04x}", self.vid, self.pid)?;
+        if let Some(s) = &self.serial {
+            write!(f, ":{s}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::str::FromStr for ProbeSelector {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let mut parts = s.splitn(3, ':');
+        let hex = |p: Option<&str>, what: &str| -> Result<u16, String> {
+            let p = p
+                .filter(|p| !p.is_empty())
+                .ok_or_else(|| format!("{what} missing in {s:?} (want VID:PID[:SERIAL])"))?;
+            u16::from_str_radix(p, 16)
+                .map_err(|_| format!("{what} {p:?} is not a 16-bit hex number"))
+        };
+        let vid = hex(parts.next(), "vendor id")?;
+        let pid = hex(parts.next(), "product id")?;
+        let serial = parts.next().map(str::to_string);
+        if serial.as_deref() == Some("") {
+            return Err(format!("empty serial number in {s:?}"));
+        }
+        Ok(ProbeSelector { vid, pid, serial })
+    }
+}
+
+impl RunnerKind {
+    /// The name board files use (`runner = "..."`).
+    pub fn name(self) -> &'static str {
+        match self {
+            RunnerKind::Qemu => "qemu",
+            RunnerKind::ProbeRs => "probe-rs",
+            RunnerKind::Uart => "uart",
+        }
+    }
+}
+
+impl fmt::Display for RunnerKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl UartSettings {
+    /// The UART's input clock: its own `clock_hz`, else the core clock.
+    pub fn clock(&self, core_clock_hz: u64) -> u64 {
+        self.clock_hz.unwrap_or(core_clock_hz)
+    }
+
+    /// The baud-rate divisor (rounded to nearest) the firmware programs:
+    /// CMSDK's BAUDDIV, or STM32's BRR with 16x oversampling — both are
+    /// the input clock over the baud rate. 0 when `baud` is 0 (which
+    /// validation refuses).
+    pub fn divisor(&self, core_clock_hz: u64) -> u64 {
+        let baud = u64::from(self.baud);
+        if baud == 0 {
+            return 0;
+        }
+        (self.clock(core_clock_hz) + baud / 2) / baud
+    }
+
+    /// The largest divisor the UART's register holds (CMSDK: 20 bits;
+    /// STM32: 16 bits).
+    pub fn max_divisor(&self) -> u64 {
+        match self.kind {
+            UartKind::CmsdkApb => (1 << 20) - 1,
+            UartKind::Stm32Usart => 0xFFFF,
+        }
+    }
+}
+
+/// The file as written (unvalidated).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawBoard {
+    pub(super) name: String,
+    #[serde(default)]
+    pub(super) description: String,
+    #[serde(default)]
+    pub(super) chip: Option<String>,
+    #[serde(default)]
+    pub(super) probe: Option<String>,
+    pub(super) target: String,
+    #[serde(default)]
+    pub(super) features: Vec<String>,
+    pub(super) runner: RunnerKind,
+    pub(super) transport: Transport,
+    pub(super) arena_size: u64,
+    pub(super) core_clock_hz: u64,
+    pub(super) memory: Vec<MemoryRegion>,
+    #[serde(default)]
+    pub(super) qemu: Option<QemuSettings>,
+    #[serde(default)]
+    pub(super) serial_port: Option<String>,
+    #[serde(default)]
+    pub(super) flash_command: Option<Vec<String>>,
+    #[serde(default)]
+    pub(super) uart: Option<UartSettings>,
+    #[serde(default)]
+    pub(super) latency_tolerance_percent: Option<f64>,
+    #[serde(default)]
+    pub(super) firmware: Option<String>,
+}
+
+/// A validated board definition.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Board {
+    /// Name (the file's stem).
+    pub name: String,
+    /// One line for people.
+    pub description: String,
+    /// probe-rs chip name (real boards).
+    pub chip: Option<String>,
+    /// Probe selector (probe-rs boards).
+    pub probe: Option<ProbeSelector>,
+    /// Rust target triple.
+    pub target: String,
+    /// Firmware cargo features.
+    pub features: Vec<String>,
+    /// Runner.
+    pub runner: RunnerKind,
+    /// Transport.
+    pub transport: Transport,
+    /// Arena bytes the firmware reserves.
+    pub arena_size: u64,
+    /// Core clock, Hz.
+    pub core_clock_hz: u64,
+    /// Memory regions.
+    pub memory: Vec<MemoryRegion>,
+    /// QEMU settings (qemu boards).
+    pub qemu: Option<QemuSettings>,
+    /// Serial device (uart runner).
+    pub serial_port: Option<String>,
+    /// How a uart-runner board is flashed: a command and its arguments, with
+    /// `{elf}`, `{board}` and `{serial_port}` replaced. None: the board
+    /// already runs the scenario's firmware (the Hello's model hash says
+    /// whether it does).
+    pub flash_command: Option<Vec<String>>,
+    /// The UART the firmware talks over (uart transport).
+    pub uart: Option<UartSettings>,
+    /// Allowed latency drift in snapshots, percent (0 = exact, as on QEMU).
+    pub latency_tolerance_percent: f64,
+    /// The linker script.
+    pub memory_x: PathBuf,
+    /// The firmware crate built for this board instead of hilt's
+    /// `target/firmware` (a folder with a `Cargo.toml`), resolved from the
+    /// repository root.
+    pub firmware: Option<PathBuf>,
+}
+
+/// How far a latency may move before the gate says so. It lives with the
+/// board because both of its parts are facts of the board: its run-to-run
+/// spread and the resolution of the clock its firmware counts with.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Tolerance {
+    /// Relative slack, percent of the accepted figure (real boards).
+    pub percent: f64,
+    /// Absolute slack, cycles: the board clock's resolution (virtual boards).
+    pub cycles: u64,
+}
+
+impl Tolerance {
+    /// No slack at all.
+    pub const EXACT: Tolerance = Tolerance {
+        percent: 0.0,
+        cycles: 0,
+    };
+
+    /// The slack around an accepted figure `old`, in cycles.
+    pub fn slack(&self, old: f64) -> f64 {
+        (old.abs() * self.percent / 100.0).max(self.cycles as f64)
+    }
+}
+
+impl Board {
+    /// How far a latency figure may move in the gate: the board's
+    /// `latency_tolerance_percent`, and on virtual boards one tick of the
+    /// clock the firmware counts with. Under QEMU's `-icount shift=N` an
+    /// instruction takes 2^N ns of virtual time and SysTick ticks at the
+    /// core clock, so one tick is `1e9 / core_clock_hz / 2^N` instructions
+    /// (40 on MPS2 at 25 MHz): a figure read through it is exact only to
+    /// that resolution.
+    pub fn latency_tolerance(&self) -> Tolerance {
+        let cycles = match &self.qemu {
+            Some(q) if self.core_clock_hz > 0 => {
+                let ns_per_tick = 1e9 / self.core_clock_hz as f64;
+                let ns_per_instruction = f64::from(1u32 << q.icount_shift.min(31));
+                (ns_per_tick / ns_per_instruction).ceil().max(1.0) as u64
+            }
+            _ => 0,
+        };
+        Tolerance {
+            percent: self.latency_tolerance_percent,
+            cycles,
+        }
+    }
+
+    /// Whether hilt puts a scenario's firmware on the board itself: QEMU
+    /// loads the ELF, probe-rs flashes it, a uart board only through its
+    /// `flash_command` (without one, it runs whatever it was given).
+    pub fn hilt_installs_firmware(&self) -> bool {
+        self.runner != RunnerKind::Uart || self.flash_command.is_some()
+    }
+
+    /// Counts per firmware tick. Real cores count cycles (DWT): 1. Under
+    /// QEMU the firmware counts SysTick ticks at the board clock while
+    /// QEMU's `-icount shift=N` executes one instruction per 2^N ns, so a
+    /// tick is `10^9 / clock / 2^N` instructions (40 on MPS2 at 25 MHz with
+    /// N = 0, as TFLM's own Cortex-M4 figures are counted): reported
+    /// "cycles" on QEMU are instructions.
+    pub fn cycle_scale(&self) -> f64 {
+        match (&self.runner, &self.qemu) {
+            (RunnerKind::Qemu, Some(q)) => {
+                1e9 / self.core_clock_hz as f64 / f64::from(1u32 << q.icount_shift)
+            }
+            _ => 1.0,
+        }
+    }
+}
+
+/// Rust targets the firmware builds for.
+pub const KNOWN_TARGETS: [&str; 4] = [
+    "thumbv6m-none-eabi",
+    "thumbv7em-none-eabihf",
+    "thumbv7em-none-eabi",
+    "thumbv8m.main-none-eabihf",
+];
+
+/// Reads and validates `path` (`boards/NAME.toml`).
+pub fn load(path: &Path) -> Result<Board, ConfigError> {
+    let raw: RawBoard = read_toml(path)?;
+    checks::validate(path, raw)
+}
+
+/// Reads and validates board `name` of `boards_dir` (`boards_dir/NAME.toml`)
+/// alone, so a command about one board is not stopped by another board's
+/// file: what `hilt layout --board` and a firmware build script call. An
+/// unknown name is [`ConfigError::Unknown`], listing the defined boards.
+pub fn load_named(boards_dir: &Path, name: &str) -> Result<Board, ConfigError> {
+    let path = boards_dir.join(format!("{name}.toml"));
+    if path.is_file() {
+        return load(&path);
+    }
+    let mut known: Vec<String> = std::fs::read_dir(boards_dir)
+        .map_err(|source| ConfigError::Read {
+            path: boards_dir.into(),
+            source,
+        })?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .filter_map(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .collect();
+    known.sort();
+    Err(ConfigError::Unknown {
+        name: name.to_string(),
+        known: known.join(", "),
+    })
+}
+
+/// Every board in `dir`, sorted by name; the first invalid one is an error.
+pub fn load_all(dir: &Path) -> Result<Vec<Board>, ConfigError> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|source| ConfigError::Read {
+            path: dir.into(),
+            source,
+        })?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    paths.sort();
+    let mut boards = paths
+        .iter()
+        .map(|p| load(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    // By name, not file name ("a-uart.toml" sorts before "a.toml").
+    boards.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(boards)
+}
+
+/// The boards whose names match `pattern` (a name or a glob with `*`/`?`).
+pub fn select<'b>(boards: &'b [Board], pattern: &str) -> Result<Vec<&'b Board>, ConfigError> {
+    let chosen: Vec<&Board> = boards
+        .iter()
+        .filter(|b| glob_match(pattern, &b.name))
+        .collect();
+    if chosen.is_empty() {
+        return Err(ConfigError::Unknown {
+            name: pattern.to_string(),
+            known: boards
+                .iter()
+                .map(|b| b.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
+    Ok(chosen)
+}
+
+/// Shell-style matching with `*` and `?`.
+pub fn glob_match(pattern: &str, name: &str) -> bool {
+    fn go(p: &[char], n: &[char]) -> bool {
+        match (p.first(), n.first()) {
+            (None, None) => true,
+            (Some('*'), _) => go(&p[1..], n) || (!n.is_empty() && go(p, &n[1..])),
+            (Some('?'), Some(_)) => go(&p[1..], &n[1..]),
+            (Some(a), Some(b)) if a == b => go(&p[1..], &n[1..]),
+            _ => false,
+        }
+    }
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    go(&p, &n)
+}

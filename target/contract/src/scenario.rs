@@ -1,0 +1,242 @@
+//! Scenario files: what to run where. `scenarios/NAME.toml`:
+//!
+//! ```toml
+//! description = "TFLM hello_world, int8"
+//! conformance = "tflm_hello_world_int8"   # model, inputs, expected outputs
+//! cases = ["case0", "case1"]              # default: every case
+//! boards = ["qemu-*"]                     # names or globs
+//! planner = "greedy"                      # linear | greedy | offline
+//! arena_size = 65536                      # default: the board's
+//! iterations = 1                          # invocations per step
+//! timeout_s = 120                         # per board
+//! canary = "buffers"                     # off | bounds | buffers
+//! align = 16                              # activation buffer alignment
+//! firmware_features = []                  # fault injection (tests only)
+//! ```
+//!
+//! or, instead of `conformance`, a model of the repository with explicit
+//! steps:
+//!
+//! ```toml
+//! model = "models/tiny.tflite"            # relative to the scenario file
+//! compare = "exact"                       # or "float: |a-b| <= 1e-5 + 1e-4*|b|"
+//! expected_from_host = false              # true: expected = the host runtime's outputs
+//! [[steps]]
+//! inputs = ["data/in0.bin"]
+//! expected = ["data/out0.bin"]
+//! ```
+//!
+//! This module checks the file itself (every field's value, paths made
+//! relative to the file); reading the tensors and the conformance set it
+//! points at is the host's job, since that needs the runtime.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::error::{ConfigError, read_toml};
+use crate::{CanaryMode, PlannerKind};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenario {
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    conformance: Option<String>,
+    #[serde(default)]
+    cases: Option<Vec<String>>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    compare: Option<String>,
+    #[serde(default)]
+    steps: Vec<RawStep>,
+    boards: Vec<String>,
+    #[serde(default)]
+    planner: Option<String>,
+    #[serde(default)]
+    arena_size: Option<u64>,
+    #[serde(default)]
+    iterations: Option<u32>,
+    #[serde(default)]
+    timeout_s: Option<u64>,
+    #[serde(default)]
+    firmware_features: Vec<String>,
+    #[serde(default)]
+    canary: Option<String>,
+    #[serde(default)]
+    align: Option<u32>,
+    #[serde(default)]
+    expected_from_host: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStep {
+    inputs: Vec<String>,
+    #[serde(default)]
+    expected: Vec<String>,
+}
+
+/// One step of a `model` scenario: its files, relative paths resolved
+/// against the scenario file's folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepFiles {
+    /// Input files, in model input order.
+    pub inputs: Vec<PathBuf>,
+    /// Expected output files, in model output order (empty when the host
+    /// computes them).
+    pub expected: Vec<PathBuf>,
+}
+
+/// Where a scenario's model, inputs and expected outputs come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScenarioSource {
+    /// A model of the conformance set, its cases (all, or those named).
+    Conformance {
+        /// The conformance model's name.
+        name: String,
+        /// Only these cases (None: every case).
+        cases: Option<Vec<String>>,
+    },
+    /// A model file with explicit steps (one case).
+    Model {
+        /// The model file.
+        model: PathBuf,
+        /// The comparison, as written (`exact` by default).
+        compare: String,
+        /// The steps.
+        steps: Vec<StepFiles>,
+        /// The expected outputs are the host runtime's.
+        expected_from_host: bool,
+    },
+}
+
+/// A scenario file, checked: every field valid, paths resolved.
+#[derive(Debug, Clone)]
+pub struct ScenarioFile {
+    /// Name (file stem).
+    pub name: String,
+    /// One line for people.
+    pub description: String,
+    /// Model, inputs and expected outputs.
+    pub source: ScenarioSource,
+    /// Board names or globs.
+    pub boards: Vec<String>,
+    /// Planner.
+    pub planner: PlannerKind,
+    /// Arena bytes (None: the board's).
+    pub arena_size: Option<u64>,
+    /// Invocations per step (at least 1).
+    pub iterations: u32,
+    /// Per-board time limit.
+    pub timeout: Duration,
+    /// Extra firmware features: fault injection, for the host's own tests.
+    pub firmware_features: Vec<String>,
+    /// Guard bands.
+    pub canary: CanaryMode,
+    /// Alignment of every activation buffer.
+    pub align: u32,
+}
+
+/// Reads and checks `path`.
+pub fn load(path: &Path) -> Result<ScenarioFile, ConfigError> {
+    let raw: RawScenario = read_toml(path)?;
+    validate(path, raw)
+}
+
+fn validate(path: &Path, raw: RawScenario) -> Result<ScenarioFile, ConfigError> {
+    let name = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let planner = planner(path, raw.planner.as_deref())?;
+    let canary = canary(path, raw.canary.as_deref())?;
+    let align = align(path, raw.align)?;
+    if raw.boards.is_empty() {
+        return Err(ConfigError::invalid(path, "boards", "names no board"));
+    }
+    let source = source(path, &raw)?;
+    Ok(ScenarioFile {
+        name,
+        description: raw.description,
+        source,
+        boards: raw.boards,
+        planner,
+        arena_size: raw.arena_size,
+        iterations: raw.iterations.unwrap_or(1).max(1),
+        timeout: Duration::from_secs(raw.timeout_s.unwrap_or(300)),
+        firmware_features: raw.firmware_features,
+        canary,
+        align,
+    })
+}
+
+fn planner(path: &Path, written: Option<&str>) -> Result<PlannerKind, ConfigError> {
+    written.map_or(Ok(PlannerKind::default()), |name| {
+        name.parse()
+            .map_err(|e: hilt_runtime::choice::UnknownName| {
+                ConfigError::invalid(path, "planner", e.to_string())
+            })
+    })
+}
+
+fn canary(path: &Path, written: Option<&str>) -> Result<CanaryMode, ConfigError> {
+    written.map_or(Ok(CanaryMode::default()), |name| {
+        name.parse()
+            .map_err(|e: hilt_runtime::choice::UnknownName| {
+                ConfigError::invalid(path, "canary", e.to_string())
+            })
+    })
+}
+
+/// A power of two up to 1 MiB: what the planner and the firmware accept.
+pub fn check_align(align: u32) -> Result<u32, String> {
+    if !align.is_power_of_two() || align > 1 << 20 {
+        return Err(format!("{align}: a power of two up to 1 MiB"));
+    }
+    Ok(align)
+}
+
+fn align(path: &Path, written: Option<u32>) -> Result<u32, ConfigError> {
+    check_align(written.unwrap_or(16)).map_err(|e| ConfigError::invalid(path, "align", e))
+}
+
+/// Exactly one of `conformance` and `model`; a `model` scenario has steps.
+fn source(path: &Path, raw: &RawScenario) -> Result<ScenarioSource, ConfigError> {
+    match (&raw.conformance, &raw.model) {
+        (Some(_), Some(_)) => Err(ConfigError::invalid(
+            path,
+            "model",
+            "give either `conformance` or `model`, not both",
+        )),
+        (None, None) => Err(ConfigError::invalid(
+            path,
+            "model",
+            "give `conformance` (a conformance model) or `model`",
+        )),
+        (Some(name), None) => Ok(ScenarioSource::Conformance {
+            name: name.clone(),
+            cases: raw.cases.clone(),
+        }),
+        (None, Some(model)) => {
+            let base = path.parent().unwrap_or(Path::new("."));
+            let files = |names: &[String]| names.iter().map(|f| base.join(f)).collect();
+            Ok(ScenarioSource::Model {
+                model: base.join(model),
+                compare: raw.compare.clone().unwrap_or_else(|| "exact".into()),
+                steps: raw
+                    .steps
+                    .iter()
+                    .map(|s| StepFiles {
+                        inputs: files(&s.inputs),
+                        expected: files(&s.expected),
+                    })
+                    .collect(),
+                expected_from_host: raw.expected_from_host,
+            })
+        }
+    }
+}
