@@ -39,10 +39,30 @@ impl FlagEvent {
 
 impl EventWait for FlagEvent {
     fn wait_until(&self, _deadline: u64) -> bool {
-        self.set.swap(false, Ordering::Acquire)
+        take(&self.set)
     }
 
     fn notify(&self) {
         self.set.store(true, Ordering::Release);
     }
+}
+
+/// Reads and clears `flag` in one step where the core has atomic
+/// read-modify-write instructions.
+#[cfg(target_has_atomic = "8")]
+fn take(flag: &AtomicBool) -> bool {
+    flag.swap(false, Ordering::Acquire)
+}
+
+/// ARMv6-M (Cortex-M0/M0+) has no atomic read-modify-write: a load, then a
+/// store of `false` only when it was set. A notify landing between the two
+/// is merged into the one being consumed, which a flag (not a counter)
+/// allows: the waiter has already seen the event it was waiting for.
+#[cfg(not(target_has_atomic = "8"))]
+fn take(flag: &AtomicBool) -> bool {
+    let set = flag.load(Ordering::Acquire);
+    if set {
+        flag.store(false, Ordering::Relaxed);
+    }
+    set
 }
