@@ -33,6 +33,30 @@ pub enum BuildError {
         /// What is wrong.
         problem: String,
     },
+    /// The firmware's data and arena leave too little RAM for its stack.
+    #[error(
+        "firmware for {board} leaves {stack} bytes of RAM for its stack after its data and \
+         a {arena}-byte arena (at least {needed} needed): lower arena_size in the board file \
+         or the scenario"
+    )]
+    Stack {
+        /// Board.
+        board: String,
+        /// Bytes between the end of the last RAM section and the stack's top.
+        stack: u64,
+        /// The least the firmware is given.
+        needed: u64,
+        /// The arena asked for.
+        arena: u64,
+    },
+    /// The built ELF could not be read.
+    #[error("{path}: not a readable ELF: {problem}")]
+    Elf {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        problem: String,
+    },
     /// A file could not be read or copied.
     #[error("{path}: {source}")]
     Io {
@@ -241,6 +265,7 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
         .join(&request.board.target)
         .join("release")
         .join(&binary);
+    check_stack_room(&built, request)?;
     std::fs::create_dir_all(elf.parent().unwrap_or(repo)).map_err(|source| BuildError::Io {
         path: elf.clone(),
         source,
@@ -257,6 +282,58 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
         source,
     })?;
     Ok(elf)
+}
+
+/// The least stack a firmware is given: the agent's session, a kernel's
+/// prepare and the deepest invoke together need about 10 KiB on Cortex-M
+/// (seen: 9.4 KiB was not enough); the rest is margin.
+pub const MIN_STACK_BYTES: u64 = 16 * 1024;
+
+/// The stack grows down from the top of RAM towards the arena, which sits
+/// after the firmware's data: a stack that reaches the arena corrupts the
+/// arena's tail (op data, tensor records) before any guard is checked, and
+/// the run fails far from its cause. Refused at build time instead, with
+/// the figures.
+fn check_stack_room(elf: &Path, request: &FirmwareRequest<'_>) -> Result<(), BuildError> {
+    use object::{Object, ObjectSection, ObjectSymbol, SectionFlags};
+    let Some(ram) = request.board.memory.iter().find(|r| r.name == "RAM") else {
+        return Ok(());
+    };
+    let bytes = std::fs::read(elf).map_err(|source| BuildError::Io {
+        path: elf.into(),
+        source,
+    })?;
+    let file = object::File::parse(&*bytes).map_err(|e| BuildError::Elf {
+        path: elf.into(),
+        problem: e.to_string(),
+    })?;
+    let ram_end = ram.origin + ram.length;
+    // cortex-m-rt's initial stack pointer; the top of RAM by default.
+    let top = file
+        .symbols()
+        .find(|s| s.name() == Ok("_stack_start"))
+        .map_or(ram_end, |s| s.address());
+    let allocated = |flags: SectionFlags| match flags {
+        SectionFlags::Elf { sh_flags } => sh_flags & u64::from(object::elf::SHF_ALLOC) != 0,
+        _ => true,
+    };
+    let data_end = file
+        .sections()
+        .filter(|s| allocated(s.flags()) && s.size() > 0)
+        .filter(|s| (ram.origin..ram_end).contains(&s.address()))
+        .map(|s| s.address() + s.size())
+        .max()
+        .unwrap_or(ram.origin);
+    let stack = top.saturating_sub(data_end);
+    if stack < MIN_STACK_BYTES {
+        return Err(BuildError::Stack {
+            board: request.board.name.clone(),
+            stack,
+            needed: MIN_STACK_BYTES,
+            arena: request.arena_size,
+        });
+    }
+    Ok(())
 }
 
 /// The crate to build and the board feature it takes: hilt's firmware picks
