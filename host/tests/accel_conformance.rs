@@ -5,32 +5,19 @@
 //! Skipped when the set is absent unless `HILT_CONFORMANCE_REQUIRED=1`;
 //! `HILT_CONFORMANCE_MODELS=a,b` limits the run, as in `conformance_outputs`.
 
-use std::path::Path;
+mod common;
 
 use hilt::accel::AccelChoice;
-use hilt::conformance::{locate, read_manifest};
 use hilt::infer::{InferRequest, infer};
 use hilt_runtime::planner::PlannerKind;
 
 #[test]
 fn vnpu_outputs_match_the_cpu_on_every_conformance_model() {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let dir = locate(repo);
-    if !dir.join("manifest.json").is_file() {
-        let required = std::env::var("HILT_CONFORMANCE_REQUIRED").is_ok_and(|v| v == "1");
-        assert!(!required, "conformance set not found at {}", dir.display());
-        eprintln!("conformance set not found at {}: skipped", dir.display());
+    let Some((dir, models)) = common::conformance_models() else {
         return;
-    }
-    let manifest = read_manifest(&dir).unwrap();
-    let only: Option<Vec<String>> = std::env::var("HILT_CONFORMANCE_MODELS")
-        .ok()
-        .map(|v| v.split(',').map(str::to_string).collect());
+    };
     let mut failed = Vec::new();
-    for entry in &manifest.models {
-        if only.as_ref().is_some_and(|o| !o.contains(&entry.name)) {
-            continue;
-        }
+    for entry in &models {
         for case in &entry.cases {
             let Some(step) = case.steps.first() else {
                 continue;

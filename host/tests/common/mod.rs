@@ -51,3 +51,27 @@ pub fn succeeded(out: &std::process::Output) -> String {
     );
     stdout
 }
+
+/// The shared conformance set and the models to run from it: every model,
+/// or those `HILT_CONFORMANCE_MODELS=a,b` names. `None` (after a message)
+/// when the set is absent, which fails instead under
+/// `HILT_CONFORMANCE_REQUIRED=1`.
+pub fn conformance_models() -> Option<(PathBuf, Vec<hilt::conformance::ModelEntry>)> {
+    let dir = hilt::conformance::locate(&repo());
+    if !dir.join("manifest.json").is_file() {
+        let required = std::env::var("HILT_CONFORMANCE_REQUIRED").is_ok_and(|v| v == "1");
+        assert!(!required, "conformance set not found at {}", dir.display());
+        eprintln!("conformance set not found at {}: skipped", dir.display());
+        return None;
+    }
+    let manifest = hilt::conformance::read_manifest(&dir).unwrap();
+    let only: Option<Vec<String>> = std::env::var("HILT_CONFORMANCE_MODELS")
+        .ok()
+        .map(|v| v.split(',').map(str::to_string).collect());
+    let models = manifest
+        .models
+        .into_iter()
+        .filter(|m| only.as_ref().is_none_or(|o| o.contains(&m.name)))
+        .collect();
+    Some((dir, models))
+}
