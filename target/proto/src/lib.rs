@@ -8,7 +8,9 @@ pub mod frame;
 pub mod message;
 
 pub use frame::{FrameAccumulator, decode_frame, encode_frame};
-pub use message::{ErrorCode, Hello, Message, PlanEntry, TargetError};
+pub use message::{
+    ErrorCode, Hello, JobList, JobTimes, Message, OffloadMode, PlanEntry, TargetError,
+};
 
 /// The protocol version this crate speaks; `Hello` carries it and the host
 /// refuses a firmware that speaks another.

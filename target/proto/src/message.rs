@@ -22,6 +22,108 @@ impl ErrorCode {
     pub const KERNEL: ErrorCode = ErrorCode(6);
     /// An arena guard band was damaged.
     pub const CANARY: ErrorCode = ErrorCode(7);
+    /// An offloaded op's job failed (`op` names the operator; `detail` is
+    /// the runtime's `AccelError` code, see `hilt_runtime::accel`).
+    pub const ACCELERATOR: ErrorCode = ErrorCode(8);
+}
+
+/// How the firmware's virtual NPU sees memory ([`Message::SetOffload`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum OffloadMode {
+    /// No offload: every op on the CPU (the default after reset).
+    Off = 0,
+    /// Offload to vnpu, memory coherent between CPU and engine.
+    Coherent = 1,
+    /// Offload to vnpu behind a modelled data cache: the engine sees only
+    /// what the CPU cleaned, the CPU its writes only once invalidated.
+    NonCoherent = 2,
+}
+
+impl OffloadMode {
+    /// From its wire byte.
+    pub fn from_u8(v: u8) -> Option<Self> {
+        match v {
+            0 => Some(OffloadMode::Off),
+            1 => Some(OffloadMode::Coherent),
+            2 => Some(OffloadMode::NonCoherent),
+            _ => None,
+        }
+    }
+}
+
+/// One offloaded job's times in an invoke, in the invoke's cycles (from its
+/// start): sent in [`Message::Jobs`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct JobTimes {
+    /// The operator.
+    pub op: u16,
+    /// When it was submitted.
+    pub submitted: u32,
+    /// When the engine completed it (as the engine reports it).
+    pub completed: u32,
+    /// When the CPU started waiting for it.
+    pub wait_started: u32,
+    /// When the wait returned.
+    pub retired: u32,
+}
+
+impl JobTimes {
+    /// Bytes per record on the wire.
+    pub const BYTES: usize = 18;
+
+    fn write(&self, out: &mut [u8]) {
+        out[..2].copy_from_slice(&self.op.to_le_bytes());
+        for (i, v) in [self.submitted, self.completed, self.wait_started, self.retired]
+            .iter()
+            .enumerate()
+        {
+            out[2 + 4 * i..6 + 4 * i].copy_from_slice(&v.to_le_bytes());
+        }
+    }
+
+    fn read(b: &[u8]) -> Self {
+        let u = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        JobTimes {
+            op: u16::from_le_bytes([b[0], b[1]]),
+            submitted: u(2),
+            completed: u(6),
+            wait_started: u(10),
+            retired: u(14),
+        }
+    }
+}
+
+/// Job records, read lazily from the frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobList<'a>(&'a [u8]);
+
+impl<'a> JobList<'a> {
+    /// Records to send (encoded into `out`).
+    pub fn encode_into(jobs: &[JobTimes], out: &'a mut [u8]) -> Result<JobList<'a>, ProtoError> {
+        let bytes = out
+            .get_mut(..JobTimes::BYTES * jobs.len())
+            .ok_or(ProtoError::BufferTooSmall)?;
+        for (c, j) in bytes.chunks_exact_mut(JobTimes::BYTES).zip(jobs) {
+            j.write(c);
+        }
+        Ok(JobList(bytes))
+    }
+
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        self.0.len() / JobTimes::BYTES
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The records.
+    pub fn iter(&self) -> impl Iterator<Item = JobTimes> + 'a {
+        self.0.chunks_exact(JobTimes::BYTES).map(JobTimes::read)
+    }
 }
 
 /// A typed error from the target.
@@ -199,6 +301,22 @@ pub enum Message<'a> {
     PlanRequest,
     /// Host: reset variable tensors.
     ResetState,
+    /// Host: offload ops to the firmware's virtual NPU (or stop), then
+    /// re-plan the arena (answered by `Done`, or an `Error`).
+    SetOffload {
+        /// Off, coherent or non-coherent.
+        mode: OffloadMode,
+        /// Fault to inject (0: none); only firmware built with the
+        /// `fault-accel` feature accepts another value.
+        fault: u8,
+        /// Latency model: fixed cycles per job.
+        job_cycles: u32,
+        /// Latency model: cycles per thousand multiply-accumulates.
+        cycles_per_1000_macs: u32,
+        /// Builtin operator codes the engine may claim (`CUSTOM`, 32, lets
+        /// it claim the custom ops it registers).
+        ops: &'a [u8],
+    },
     /// Target: introduction.
     Hello(Hello<'a>),
     /// Target: input bytes received so far.
@@ -283,6 +401,32 @@ pub enum Message<'a> {
         /// The op that ran last (`u16::MAX`: none).
         op: u16,
     },
+    /// Target: the last invoke's offload figures (after `OpCycles`, when
+    /// offloading), in the same cycles as `Timing`.
+    Offload {
+        /// Jobs submitted.
+        jobs: u16,
+        /// CPU ops that ran while a job was in flight.
+        overlapped: u16,
+        /// Cycles the engine was busy (its latency model).
+        busy: u64,
+        /// Cycles the CPU spent blocked in waits.
+        waited: u64,
+        /// Cycles the firmware spent emulating the engine (running its
+        /// kernels in an interrupt), already taken out of every figure.
+        emulation: u64,
+        /// One bit per op (LSB first): 1 when the engine ran it.
+        placement: &'a [u8],
+    },
+    /// Target: job records of the last invoke, from `first` on.
+    Jobs {
+        /// Index of the first record.
+        first: u16,
+        /// Records in the invoke.
+        total: u16,
+        /// The records.
+        jobs: JobList<'a>,
+    },
     /// Target: a typed error.
     Error(TargetError),
     /// Target: a log line.
@@ -295,6 +439,7 @@ mod tag {
     pub(super) const INVOKE: u8 = 0x03;
     pub(super) const PLAN_REQUEST: u8 = 0x04;
     pub(super) const RESET_STATE: u8 = 0x05;
+    pub(super) const SET_OFFLOAD: u8 = 0x06;
     pub(super) const HELLO: u8 = 0x81;
     pub(super) const INPUT_ACK: u8 = 0x82;
     pub(super) const OUTPUT_CHUNK: u8 = 0x83;
@@ -305,6 +450,8 @@ mod tag {
     pub(super) const DONE: u8 = 0x88;
     pub(super) const GUARDS: u8 = 0x89;
     pub(super) const CANARY_FAULT: u8 = 0x8A;
+    pub(super) const OFFLOAD: u8 = 0x8B;
+    pub(super) const JOBS: u8 = 0x8C;
     pub(super) const ERROR: u8 = 0x8F;
     pub(super) const LOG: u8 = 0x90;
 }
@@ -389,6 +536,9 @@ impl<'a> Message<'a> {
             Message::Invoke { .. } => tag::INVOKE,
             Message::PlanRequest => tag::PLAN_REQUEST,
             Message::ResetState => tag::RESET_STATE,
+            Message::SetOffload { .. } => tag::SET_OFFLOAD,
+            Message::Offload { .. } => tag::OFFLOAD,
+            Message::Jobs { .. } => tag::JOBS,
             Message::Hello(_) => tag::HELLO,
             Message::InputAck { .. } => tag::INPUT_ACK,
             Message::OutputChunk { .. } => tag::OUTPUT_CHUNK,
@@ -420,6 +570,39 @@ impl<'a> Message<'a> {
                 w.blob(chunk)?;
             }
             Message::Invoke { count } => w.u32(count)?,
+            Message::SetOffload {
+                mode,
+                fault,
+                job_cycles,
+                cycles_per_1000_macs,
+                ops,
+            } => {
+                w.u8(mode as u8)?;
+                w.u8(fault)?;
+                w.u32(job_cycles)?;
+                w.u32(cycles_per_1000_macs)?;
+                w.blob(ops)?;
+            }
+            Message::Offload {
+                jobs,
+                overlapped,
+                busy,
+                waited,
+                emulation,
+                placement,
+            } => {
+                w.u16(jobs)?;
+                w.u16(overlapped)?;
+                w.u64(busy)?;
+                w.u64(waited)?;
+                w.u64(emulation)?;
+                w.blob(placement)?;
+            }
+            Message::Jobs { first, total, jobs } => {
+                w.u16(first)?;
+                w.u16(total)?;
+                w.blob(jobs.0)?;
+            }
             Message::Hello(h) => {
                 w.u16(h.protocol)?;
                 w.bytes(&h.firmware)?;
@@ -532,6 +715,34 @@ impl<'a> Message<'a> {
                     chunk: r.blob()?,
                 },
                 tag::INVOKE => Message::Invoke { count: r.u32()? },
+                tag::SET_OFFLOAD => Message::SetOffload {
+                    mode: OffloadMode::from_u8(r.u8()?)?,
+                    fault: r.u8()?,
+                    job_cycles: r.u32()?,
+                    cycles_per_1000_macs: r.u32()?,
+                    ops: r.blob()?,
+                },
+                tag::OFFLOAD => Message::Offload {
+                    jobs: r.u16()?,
+                    overlapped: r.u16()?,
+                    busy: r.u64()?,
+                    waited: r.u64()?,
+                    emulation: r.u64()?,
+                    placement: r.blob()?,
+                },
+                tag::JOBS => {
+                    let first = r.u16()?;
+                    let total = r.u16()?;
+                    let bytes = r.blob()?;
+                    if bytes.len() % JobTimes::BYTES != 0 {
+                        return None;
+                    }
+                    Message::Jobs {
+                        first,
+                        total,
+                        jobs: JobList(bytes),
+                    }
+                }
                 tag::HELLO => {
                     let protocol = r.u16()?;
                     let f = r.bytes(3)?;
@@ -615,7 +826,7 @@ impl<'a> Message<'a> {
                 _ => return None,
             })
         })();
-        let known = matches!(t, 0x01..=0x05 | 0x81..=0x8A | 0x8F | 0x90);
+        let known = matches!(t, 0x01..=0x06 | 0x81..=0x8C | 0x8F | 0x90);
         match message {
             Some(m) if r.done() => Ok(m),
             _ if !known => Err(ProtoError::UnknownTag(t)),

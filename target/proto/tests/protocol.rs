@@ -1,8 +1,9 @@
 //! Round trips, and every way a frame can arrive damaged.
 
-use hilt_proto::message::{Cycles, PlanEntries};
+use hilt_proto::message::{Cycles, JobList, PlanEntries};
 use hilt_proto::{
-    ErrorCode, FrameAccumulator, Hello, MAX_CHUNK, MAX_FRAME, Message, PROTOCOL_VERSION, PlanEntry,
+    ErrorCode, FrameAccumulator, Hello, JobTimes, MAX_CHUNK, MAX_FRAME, Message, OffloadMode,
+    PROTOCOL_VERSION, PlanEntry,
     ProtoError, TargetError, decode_frame, encode_frame,
 };
 use proptest::prelude::*;
@@ -50,7 +51,44 @@ fn every_message_round_trips() {
     assert_eq!(cycles.iter().collect::<Vec<_>>(), [1, 2, u32::MAX]);
     let plan = PlanEntries::encode_into(&entries, &mut entry_bytes).unwrap();
     assert_eq!(plan.iter().collect::<Vec<_>>(), entries);
+    let times = [
+        JobTimes {
+            op: 2,
+            submitted: 10,
+            completed: 900,
+            wait_started: 700,
+            retired: 905,
+        },
+        JobTimes {
+            op: 513,
+            submitted: u32::MAX,
+            ..JobTimes::default()
+        },
+    ];
+    let mut job_bytes = [0u8; 64];
+    let jobs = JobList::encode_into(&times, &mut job_bytes).unwrap();
+    assert_eq!(jobs.iter().collect::<Vec<_>>(), times);
     for m in [
+        Message::SetOffload {
+            mode: OffloadMode::NonCoherent,
+            fault: 3,
+            job_cycles: 2000,
+            cycles_per_1000_macs: 4,
+            ops: &[3, 4, 0, 9],
+        },
+        Message::Offload {
+            jobs: 14,
+            overlapped: 3,
+            busy: 1 << 40,
+            waited: 77,
+            emulation: 12345,
+            placement: &[0b1011, 0x80],
+        },
+        Message::Jobs {
+            first: 45,
+            total: 47,
+            jobs,
+        },
         Message::HelloRequest,
         Message::PlanRequest,
         Message::ResetState,

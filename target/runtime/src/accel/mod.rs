@@ -297,6 +297,86 @@ impl fmt::Display for AccelError {
 
 impl core::error::Error for AccelError {}
 
+impl RegionRole {
+    fn code(self) -> u32 {
+        match self {
+            RegionRole::Input(i) => i.min(0x3FF),
+            RegionRole::Output(i) => 1 << 10 | i.min(0x3FF),
+            RegionRole::Scratch(i) => 2 << 10 | i.min(0x3FF),
+            RegionRole::Descriptor => 3 << 10,
+        }
+    }
+
+    fn from_code(code: u32) -> Self {
+        let index = code & 0x3FF;
+        match code >> 10 & 3 {
+            0 => RegionRole::Input(index),
+            1 => RegionRole::Output(index),
+            2 => RegionRole::Scratch(index),
+            _ => RegionRole::Descriptor,
+        }
+    }
+}
+
+impl AccelError {
+    /// The error and the low 8 bits of its job id as one word, for a wire
+    /// that has a 32-bit detail field (hilt's `Error` frame): kind in bits
+    /// 0..8, region in 8..12, role in 12..24 (kind 2 bits, index 10 bits),
+    /// job in 24..32. An engine error carries its own code in 8..24; a
+    /// kernel error only its kind (the firmware logs its text).
+    /// [`from_code`](Self::from_code) reverses it.
+    pub fn code(&self, job: u32) -> u32 {
+        let (kind, rest): (u32, u32) = match *self {
+            AccelError::Misaligned { region, role } => (1, region_role(region, role)),
+            AccelError::OutsideWindow { region, role } => (2, region_role(region, role)),
+            AccelError::WriteToReadOnly { region, role } => (3, region_role(region, role)),
+            AccelError::TooManyRegions { count } => (4, u32::from(count)),
+            AccelError::Busy => (5, 0),
+            AccelError::Unsupported => (6, 0),
+            AccelError::Timeout => (7, 0),
+            AccelError::Aborted => (8, 0),
+            AccelError::UnknownJob => (9, 0),
+            AccelError::Kernel(_) => (10, 0),
+            AccelError::LeaseViolation { region, role } => (11, region_role(region, role)),
+            AccelError::NotWholeLines { role } => (12, role.code() << 4),
+            AccelError::NotHeld { role } => (13, role.code() << 4),
+            AccelError::Engine { code } => (14, code & 0xFFFF),
+        };
+        kind | (rest & 0xFFFF) << 8 | (job & 0xFF) << 24
+    }
+
+    /// Reads [`code`](Self::code)'s word back: the error and the job id's
+    /// low 8 bits (a kernel error reads as [`KernelError::Internal`]).
+    pub fn from_code(word: u32) -> Option<(AccelError, u32)> {
+        let rest = word >> 8 & 0xFFFF;
+        let region = (rest & 0xF) as u8;
+        let role = RegionRole::from_code(rest >> 4);
+        let error = match word & 0xFF {
+            1 => AccelError::Misaligned { region, role },
+            2 => AccelError::OutsideWindow { region, role },
+            3 => AccelError::WriteToReadOnly { region, role },
+            4 => AccelError::TooManyRegions { count: rest as u8 },
+            5 => AccelError::Busy,
+            6 => AccelError::Unsupported,
+            7 => AccelError::Timeout,
+            8 => AccelError::Aborted,
+            9 => AccelError::UnknownJob,
+            10 => AccelError::Kernel(KernelError::Internal),
+            11 => AccelError::LeaseViolation { region, role },
+            12 => AccelError::NotWholeLines { role },
+            13 => AccelError::NotHeld { role },
+            14 => AccelError::Engine { code: rest },
+            _ => return None,
+        };
+        Some((error, word >> 24))
+    }
+}
+
+fn region_role(region: u8, role: RegionRole) -> u32 {
+    u32::from(region & 0xF) | role.code() << 4
+}
+
+
 /// A backend: an NPU driver, a DMA engine, or the virtual NPU.
 ///
 /// Methods take `&self`: a backend is shared between the code that submits
