@@ -9,7 +9,7 @@ pub mod message;
 
 pub use frame::{FrameAccumulator, decode_frame, encode_frame};
 pub use message::{
-    ErrorCode, Hello, JobList, JobTimes, Message, OffloadMode, PlanEntry, TargetError,
+    AccelFault, ErrorCode, Hello, JobList, JobTimes, Message, OffloadMode, PlanEntry, TargetError,
 };
 
 /// The protocol version this crate speaks; `Hello` carries it and the host

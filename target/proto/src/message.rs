@@ -52,6 +52,71 @@ impl OffloadMode {
     }
 }
 
+/// Faults a `fault-accel` firmware injects into its offload path, by the
+/// byte [`Message::SetOffload`] carries: each is a bug a real NPU
+/// integration has, and each must be caught and named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum AccelFault {
+    /// No fault.
+    None = 0,
+    /// The schedule never waits a job before a CPU op reads its output.
+    SkipWait = 1,
+    /// The planner drops the holds (buffers freed before the job's wait).
+    DropHolds = 2,
+    /// A job's output region is given at an address off its alignment.
+    Misaligned = 3,
+    /// The engine's window excludes the arena's head.
+    OutsideWindow = 4,
+    /// A job marks its output read-only.
+    WriteReadOnly = 5,
+    /// The CPU does not clean a job's inputs before submit.
+    MissingClean = 6,
+    /// The CPU does not invalidate a job's outputs after its wait.
+    MissingInvalidate = 7,
+    /// The engine never completes a job.
+    NeverCompletes = 8,
+    /// The engine fails every job with an error of its own.
+    EngineError = 9,
+}
+
+impl AccelFault {
+    /// Every fault, in wire order.
+    pub const ALL: [AccelFault; 10] = [
+        AccelFault::None,
+        AccelFault::SkipWait,
+        AccelFault::DropHolds,
+        AccelFault::Misaligned,
+        AccelFault::OutsideWindow,
+        AccelFault::WriteReadOnly,
+        AccelFault::MissingClean,
+        AccelFault::MissingInvalidate,
+        AccelFault::NeverCompletes,
+        AccelFault::EngineError,
+    ];
+
+    /// From its wire byte.
+    pub fn from_u8(v: u8) -> Option<Self> {
+        Self::ALL.get(usize::from(v)).copied()
+    }
+
+    /// Its name, as the host's `--accel-fault` flag spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            AccelFault::None => "none",
+            AccelFault::SkipWait => "skip-wait",
+            AccelFault::DropHolds => "drop-holds",
+            AccelFault::Misaligned => "misaligned",
+            AccelFault::OutsideWindow => "outside-window",
+            AccelFault::WriteReadOnly => "write-read-only",
+            AccelFault::MissingClean => "missing-clean",
+            AccelFault::MissingInvalidate => "missing-invalidate",
+            AccelFault::NeverCompletes => "never-completes",
+            AccelFault::EngineError => "engine-error",
+        }
+    }
+}
+
 /// One offloaded job's times in an invoke, in the invoke's cycles (from its
 /// start): sent in [`Message::Jobs`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -74,9 +139,14 @@ impl JobTimes {
 
     fn write(&self, out: &mut [u8]) {
         out[..2].copy_from_slice(&self.op.to_le_bytes());
-        for (i, v) in [self.submitted, self.completed, self.wait_started, self.retired]
-            .iter()
-            .enumerate()
+        for (i, v) in [
+            self.submitted,
+            self.completed,
+            self.wait_started,
+            self.retired,
+        ]
+        .iter()
+        .enumerate()
         {
             out[2 + 4 * i..6 + 4 * i].copy_from_slice(&v.to_le_bytes());
         }

@@ -3,8 +3,7 @@
 use hilt_proto::message::{Cycles, JobList, PlanEntries};
 use hilt_proto::{
     ErrorCode, FrameAccumulator, Hello, JobTimes, MAX_CHUNK, MAX_FRAME, Message, OffloadMode,
-    PROTOCOL_VERSION, PlanEntry,
-    ProtoError, TargetError, decode_frame, encode_frame,
+    PROTOCOL_VERSION, PlanEntry, ProtoError, TargetError, decode_frame, encode_frame,
 };
 use proptest::prelude::*;
 
