@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use hilt_runtime::accel::vnpu::{NEGATE_NAME, Violation, VnpuConfig, VnpuCore, VnpuStats};
 use hilt_runtime::accel::{
     AccelError, Accelerator, Capabilities, Coherent, DEFAULT_OFFLOAD, Deadline, EventWait, Job,
-    JobId, Offload, OpKind,
+    JobId, Offload, OpKind, OpSet,
 };
 use hilt_runtime::schema::BuiltinOperator;
 
@@ -228,7 +228,7 @@ impl ThreadedVnpu {
         Offload {
             accelerator: self,
             cache: &Coherent,
-            ops,
+            ops: OpSet::from_kinds(ops),
             timeout: WAIT_TIMEOUT_NS,
         }
     }

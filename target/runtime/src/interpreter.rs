@@ -29,9 +29,11 @@
 use core::cell::Cell;
 use core::fmt;
 
+#[cfg(feature = "fault-injection")]
+use crate::accel::OffloadFault;
 use crate::accel::schedule::{self, JobRecord};
 use crate::accel::{
-    AccelError, Access, Job, JobRegion, Offload, OffloadStats, OpWork, RegionRole, Ticket,
+    AccelError, Access, Job, JobRegion, JobTrace, Offload, OffloadStats, OpWork, RegionRole, Ticket,
 };
 use crate::allocation::{
     AllocError, AllocOptions, Allocation, ArenaPlan, Staging, TensorSlot, cast_mut,
@@ -184,6 +186,25 @@ struct Pending<'t> {
     ticket: Ticket<'t>,
     job: Job,
     wait_before: u32,
+    /// The backend's clock at submit, to turn its completion time into the
+    /// profile clock.
+    backend_submitted: u64,
+    /// Its entry in the caller's trace, if there is room.
+    trace: Option<usize>,
+}
+
+/// A profiled run's clock, per-op sums and job trace.
+struct Profile<'p, C: ?Sized> {
+    clock: &'p C,
+    per_op: &'p mut [u64],
+    trace: &'p mut [JobTrace],
+    start: u64,
+}
+
+impl<C: Clock + ?Sized> Profile<'_, C> {
+    fn since_start(&self) -> u64 {
+        self.clock.now().saturating_sub(self.start)
+    }
 }
 
 /// A model, its kernels and its arena.
@@ -200,6 +221,8 @@ pub struct Interpreter<'m, 'a, 'r> {
     overrun: Option<(u32, u32)>,
     #[cfg(feature = "fault-injection")]
     slowdown: Option<(u32, u32)>,
+    #[cfg(feature = "fault-injection")]
+    offload_fault: Option<OffloadFault>,
 }
 
 impl fmt::Debug for Interpreter<'_, '_, '_> {
@@ -228,6 +251,8 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
             overrun: None,
             #[cfg(feature = "fault-injection")]
             slowdown: None,
+            #[cfg(feature = "fault-injection")]
+            offload_fault: None,
         }
     }
 
@@ -550,7 +575,7 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
     /// each waited before the first op that conflicts with it, all of them
     /// before this returns).
     pub fn invoke(&mut self) -> Result<(), InterpreterError> {
-        self.run(None::<(&NoClock, &mut [u64])>)
+        self.run(None::<Profile<'_, NoClock>>)
     }
 
     /// [`invoke`](Self::invoke), adding each op's elapsed clock counts to
@@ -560,12 +585,31 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
         clock: &dyn Clock,
         per_op: &mut [u64],
     ) -> Result<(), InterpreterError> {
-        self.run(Some((clock, per_op)))
+        self.invoke_traced(clock, per_op, &mut [])
+    }
+
+    /// [`invoke_profiled`](Self::invoke_profiled), also recording each
+    /// offloaded job's times in `jobs` (in order, as many as fit; the
+    /// number submitted is [`offload_stats`](Self::offload_stats)`.jobs`)
+    /// and the time spent waiting in `offload_stats().waited`.
+    pub fn invoke_traced(
+        &mut self,
+        clock: &dyn Clock,
+        per_op: &mut [u64],
+        jobs: &mut [JobTrace],
+    ) -> Result<(), InterpreterError> {
+        let start = clock.now();
+        self.run(Some(Profile {
+            clock,
+            per_op,
+            trace: jobs,
+            start,
+        }))
     }
 
     fn run<C: Clock + ?Sized>(
         &mut self,
-        mut profile: Option<(&C, &mut [u64])>,
+        mut profile: Option<Profile<'_, C>>,
     ) -> Result<(), InterpreterError> {
         let committed = self.committed()?;
         let model = self.model;
@@ -610,9 +654,10 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
         for op in model.operators() {
             if let (Some(offload), Some(p)) = (&offload, &pending)
                 && p.wait_before == op.index
+                && !self.skips_waits()
                 && let Some(p) = pending.take()
             {
-                finish_job(offload, p, &mut stats)?;
+                finish_job(offload, p, &mut stats, profile.as_mut(), self.cleans())?;
             }
             // Buffers first written by this op get fresh guards.
             for g in table.iter().filter(|g| g.first_step == op.index) {
@@ -628,7 +673,12 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                 && let Some(job_record) = job_records.get(op.index as usize)
                 && job_record.claimed != 0
             {
-                let start = profile.as_ref().map(|(clock, _)| clock.now());
+                // One job at a time: with the schedule's fences the last
+                // one was waited already (this is only for a skipped wait).
+                if let Some(p) = pending.take() {
+                    finish_job(offload, p, &mut stats, profile.as_mut(), self.cleans())?;
+                }
+                let start = profile.as_ref().map(|p| p.clock.now());
                 let fail = |job: u32, error| InterpreterError::Accelerator {
                     op: op.index,
                     job,
@@ -637,6 +687,8 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                 let mut job =
                     build_job(&model, op.index, slots, scratch, record, *job_record, base)
                         .map_err(|e| fail(0, e))?;
+                #[cfg(feature = "fault-injection")]
+                self.damage_job(&mut job);
                 job.set_work(OpWork::new(
                     kernel.invoke,
                     &model,
@@ -648,22 +700,49 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                     len,
                 ));
                 // The engine reads memory, not the CPU's cache.
-                for r in job.regions() {
-                    offload.cache.clean(r.address, r.len as usize);
+                if self.cleans().0 {
+                    for r in job.regions() {
+                        offload.cache.clean(r.address, r.len as usize);
+                    }
                 }
+                let backend_submitted = offload.accelerator.now();
                 let ticket = Ticket::submit(offload.accelerator, &job).map_err(|e| fail(0, e))?;
+                let trace = profile.as_mut().and_then(|p| {
+                    let at = p.since_start();
+                    let entry = p.trace.get_mut(stats.jobs as usize)?;
+                    *entry = JobTrace {
+                        op: op.index,
+                        submitted: at,
+                        ..JobTrace::default()
+                    };
+                    Some(stats.jobs as usize)
+                });
                 stats.jobs += 1;
                 pending = Some(Pending {
                     ticket,
                     job,
                     wait_before: job_record.wait_before,
+                    backend_submitted,
+                    trace,
                 });
-                if let (Some((clock, per_op)), Some(start)) = (profile.as_mut(), start)
-                    && let Some(slot) = per_op.get_mut(op.index as usize)
+                if let (Some(p), Some(start)) = (profile.as_mut(), start)
+                    && let Some(slot) = p.per_op.get_mut(op.index as usize)
                 {
-                    *slot += clock.now().saturating_sub(start);
+                    *slot += p.clock.now().saturating_sub(start);
                 }
                 continue;
+            }
+            // The schedule's own audit: a CPU op never touches memory a job
+            // in flight still owns (a skipped fence is named, not computed on).
+            if let Some(p) = &pending
+                && let Some(job_op) = model.operator(p.job.op)
+                && schedule::conflicts(&job_op, &op)
+            {
+                return Err(InterpreterError::Accelerator {
+                    op: p.job.op,
+                    job: p.ticket.id().0,
+                    error: AccelError::NotWaited { by_op: op.index },
+                });
             }
             if let Some(p) = &pending
                 && !p.ticket.poll().unwrap_or(true)
@@ -680,15 +759,15 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                 scratch,
                 taken: Cell::new(0),
             };
-            let start = profile.as_ref().map(|(clock, _)| clock.now());
+            let start = profile.as_ref().map(|p| p.clock.now());
             (kernel.invoke)(&ctx).map_err(|error| InterpreterError::Kernel {
                 op: op.index,
                 code,
                 error,
             })?;
             #[cfg(feature = "fault-injection")]
-            if let (Some((fault_op, permille)), Some((clock, _)), Some(start)) =
-                (self.slowdown, profile.as_ref(), start)
+            if let (Some((fault_op, permille)), Some(clock), Some(start)) =
+                (self.slowdown, profile.as_ref().map(|p| p.clock), start)
                 && fault_op == op.index
             {
                 // The kernel's own time, stretched by `permille`: as if its
@@ -699,10 +778,10 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                     core::hint::spin_loop();
                 }
             }
-            if let (Some((clock, per_op)), Some(start)) = (profile.as_mut(), start)
-                && let Some(slot) = per_op.get_mut(op.index as usize)
+            if let (Some(p), Some(start)) = (profile.as_mut(), start)
+                && let Some(slot) = p.per_op.get_mut(op.index as usize)
             {
-                *slot += clock.now().saturating_sub(start);
+                *slot += p.clock.now().saturating_sub(start);
             }
             #[cfg(feature = "fault-injection")]
             if let Some((fault_op, bytes)) = self.overrun
@@ -732,7 +811,7 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
             }
         }
         if let (Some(offload), Some(p)) = (&offload, pending.take()) {
-            finish_job(offload, p, &mut stats)?;
+            finish_job(offload, p, &mut stats, profile.as_mut(), self.cleans())?;
         }
         self.offload_stats = stats;
         if guards.mode != CanaryMode::Off {
@@ -746,6 +825,51 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
     #[cfg(feature = "fault-injection")]
     pub fn inject_overrun(&mut self, op: u32, bytes: u32) {
         self.overrun = Some((op, bytes));
+    }
+
+    /// Whether the schedule's waits are skipped (an injected fault).
+    fn skips_waits(&self) -> bool {
+        #[cfg(feature = "fault-injection")]
+        if self.offload_fault == Some(OffloadFault::SkipWait) {
+            return true;
+        }
+        false
+    }
+
+    /// Whether the CPU cleans before a submit and invalidates after a wait
+    /// (both, unless a fault leaves one out).
+    fn cleans(&self) -> (bool, bool) {
+        #[cfg(feature = "fault-injection")]
+        match self.offload_fault {
+            Some(OffloadFault::MissingClean) => return (false, true),
+            Some(OffloadFault::MissingInvalidate) => return (true, false),
+            _ => {}
+        }
+        (true, true)
+    }
+
+    /// Test builds only: the offload path has `fault` (see [`OffloadFault`]).
+    #[cfg(feature = "fault-injection")]
+    pub fn inject_offload_fault(&mut self, fault: Option<OffloadFault>) {
+        self.offload_fault = fault;
+    }
+
+    /// An injected fault in the job a kernel path builds.
+    #[cfg(feature = "fault-injection")]
+    fn damage_job(&self, job: &mut Job) {
+        match self.offload_fault {
+            Some(OffloadFault::Misaligned) => job.map_regions(|r| {
+                if matches!(r.role, RegionRole::Output(_)) {
+                    r.address += 4;
+                }
+            }),
+            Some(OffloadFault::WriteReadOnly) => job.map_regions(|r| {
+                if matches!(r.role, RegionRole::Output(_)) {
+                    r.access = Access::Read;
+                }
+            }),
+            _ => {}
+        }
     }
 
     /// Test builds only: plan without the offload holds, as a scheduler that
@@ -901,30 +1025,50 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
 }
 
 /// Waits a job, then invalidates what the engine wrote so the CPU reads it.
-fn finish_job(
+fn finish_job<C: Clock + ?Sized>(
     offload: &Offload<'_>,
     p: Pending<'_>,
     stats: &mut OffloadStats,
+    mut profile: Option<&mut Profile<'_, C>>,
+    (_, invalidates): (bool, bool),
 ) -> Result<(), InterpreterError> {
-    let id = p.ticket.id().0;
+    let id = p.ticket.id();
     if !p.ticket.poll().unwrap_or(true) {
         stats.waits_blocked += 1;
     }
+    let wait_started = profile.as_ref().map(|p| p.since_start());
     let deadline = offload.accelerator.now().saturating_add(offload.timeout);
     p.ticket
         .wait(deadline)
         .map_err(|error| InterpreterError::Accelerator {
             op: p.job.op,
-            job: id,
+            job: id.0,
             error,
         })?;
-    for r in p
-        .job
-        .regions()
-        .iter()
-        .filter(|r| r.access == Access::ReadWrite)
-    {
-        offload.cache.invalidate(r.address, r.len as usize);
+    if let (Some(profile), Some(wait_started)) = (profile.as_mut(), wait_started) {
+        let retired = profile.since_start();
+        stats.waited += retired - wait_started;
+        if let Some(entry) = p.trace.and_then(|i| profile.trace.get_mut(i)) {
+            // The engine's completion, moved from its clock to the profile's.
+            let completed = offload
+                .accelerator
+                .completed_at(id)
+                .map(|c| entry.submitted + c.saturating_sub(p.backend_submitted))
+                .unwrap_or(retired);
+            entry.completed = completed.min(retired);
+            entry.wait_started = wait_started;
+            entry.retired = retired;
+        }
+    }
+    if invalidates {
+        for r in p
+            .job
+            .regions()
+            .iter()
+            .filter(|r| r.access == Access::ReadWrite)
+        {
+            offload.cache.invalidate(r.address, r.len as usize);
+        }
     }
     Ok(())
 }

@@ -6,7 +6,7 @@ use hilt_runtime::accel::vnpu::{
     Immediate, NEGATE, NEGATE_NAME, Never, Slices, SteppedVnpu, Stepper, VnpuConfig, VnpuCore,
 };
 use hilt_runtime::accel::{
-    AccelError, CacheMaintenance, Coherent, DEFAULT_OFFLOAD, Offload, OffloadStats, OpKind,
+    AccelError, CacheMaintenance, Coherent, DEFAULT_OFFLOAD, Offload, OffloadStats, OpKind, OpSet,
     RegionRole,
 };
 use hilt_runtime::allocation::AllocOptions;
@@ -146,7 +146,7 @@ fn offload<'o, S: Stepper>(engine: &'o SteppedVnpu<'_, S>, ops: &'o [OpKind<'o>]
     Offload {
         accelerator: engine,
         cache: engine,
-        ops,
+        ops: OpSet::from_kinds(ops),
         timeout: 1_000,
     }
 }
@@ -407,12 +407,24 @@ fn non_coherent_engine_without_cache_maintenance_gives_wrong_outputs() {
         .allocate(&Greedy, &AllocOptions::default())
         .unwrap();
     interpreter.input_mut(0).unwrap().copy_from_slice(&x);
-    // The engine reads a stale descriptor (the kernel refuses it) or stale
-    // inputs, and the CPU reads stale outputs: either way it shows.
-    match interpreter.invoke() {
-        Ok(()) => assert_ne!(interpreter.output(0).unwrap(), cpu.output.as_slice()),
-        Err(e) => assert!(matches!(e, InterpreterError::Accelerator { .. }), "{e:?}"),
-    }
+    // The engine would read stale inputs: it refuses the job at submit,
+    // naming the first region whose memory differs from what was cleaned.
+    let err = interpreter.invoke().unwrap_err();
+    assert!(
+        matches!(
+            err,
+            InterpreterError::Accelerator {
+                op: 0,
+                error: AccelError::NotCleaned {
+                    role: RegionRole::Input(_) | RegionRole::Descriptor,
+                    ..
+                },
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let _ = cpu;
 }
 
 #[test]
@@ -477,4 +489,186 @@ fn an_arena_the_engine_cannot_reach_is_refused_at_allocate() {
         "{err:?}"
     );
     assert_eq!(interpreter.invoke(), Err(InterpreterError::NotAllocated));
+}
+
+/// Runs the two-branch model non-coherently with `fault` in the CPU's
+/// offload path; returns the invoke's result and the engine's violation.
+fn run_with_fault(
+    fault: Option<hilt_runtime::accel::OffloadFault>,
+    config: VnpuConfig<'static>,
+    ops: &[OpKind<'_>],
+) -> (
+    Result<(), InterpreterError>,
+    Option<hilt_runtime::accel::vnpu::Violation>,
+) {
+    let bytes = branches();
+    let model = Model::from_bytes(&bytes).unwrap();
+    let resolver = resolver();
+    let mut arena = vec![0u8; 16 * 1024];
+    let mut shadow = vec![0u8; arena.len()];
+    let start = arena.as_mut_ptr() as usize;
+    // SAFETY: `arena` outlives the engine and is the memory it mirrors.
+    let core = unsafe { VnpuCore::non_coherent(config, &mut shadow, start) };
+    let engine = SteppedVnpu::with_core(core, Slices(100));
+    let mut interpreter = Interpreter::new(model, &resolver, &mut arena);
+    interpreter.set_offload(Some(offload(&engine, ops)));
+    interpreter.inject_offload_fault(fault);
+    interpreter
+        .allocate(&Greedy, &AllocOptions::default())
+        .unwrap();
+    interpreter
+        .input_mut(0)
+        .unwrap()
+        .copy_from_slice(&input(16));
+    let result = interpreter.invoke();
+    drop(interpreter);
+    // What a firmware does after each invoke: the engine's last word.
+    let settled = engine.settle();
+    (result, engine.violation().or(settled))
+}
+
+#[test]
+fn every_offload_fault_is_caught_and_named() {
+    use hilt_runtime::accel::OffloadFault as F;
+    use hilt_runtime::accel::vnpu::EngineFault;
+    let (clean, violation) = run_with_fault(None, VnpuConfig::default(), DEFAULT_OFFLOAD);
+    assert_eq!((clean.is_ok(), violation), (true, None));
+    let accel_error = |r: Result<(), InterpreterError>| match r {
+        Err(InterpreterError::Accelerator { op, error, .. }) => (op, error),
+        other => panic!("expected an accelerator error, got {other:?}"),
+    };
+    // Only FULLY_CONNECTED offloaded: job 0 is still running when op 4
+    // (the ADD joining the branches, on the CPU) reads its output; the
+    // schedule's audit names both.
+    let fc_only = [OpKind::Builtin(Op::FULLY_CONNECTED)];
+    let (op, error) =
+        accel_error(run_with_fault(Some(F::SkipWait), VnpuConfig::default(), &fc_only).0);
+    assert_eq!((op, error), (0, AccelError::NotWaited { by_op: 4 }));
+    assert!(
+        run_with_fault(None, VnpuConfig::default(), &fc_only)
+            .0
+            .is_ok()
+    );
+    let (op, error) =
+        accel_error(run_with_fault(Some(F::Misaligned), VnpuConfig::default(), DEFAULT_OFFLOAD).0);
+    assert!(
+        matches!(
+            error,
+            AccelError::Misaligned {
+                role: RegionRole::Output(_),
+                ..
+            }
+        ) && op == 0,
+        "{error:?}"
+    );
+    let (_, error) = accel_error(
+        run_with_fault(
+            Some(F::WriteReadOnly),
+            VnpuConfig::default(),
+            DEFAULT_OFFLOAD,
+        )
+        .0,
+    );
+    assert!(matches!(
+        error,
+        AccelError::WriteToReadOnly {
+            role: RegionRole::Output(_),
+            ..
+        }
+    ));
+    let (_, error) = accel_error(
+        run_with_fault(
+            Some(F::MissingClean),
+            VnpuConfig::default(),
+            DEFAULT_OFFLOAD,
+        )
+        .0,
+    );
+    assert!(matches!(error, AccelError::NotCleaned { .. }), "{error:?}");
+    let (result, violation) = run_with_fault(
+        Some(F::MissingInvalidate),
+        VnpuConfig::default(),
+        DEFAULT_OFFLOAD,
+    );
+    let violation = violation.expect("a missing invalidate is recorded");
+    assert!(
+        matches!(
+            violation.error,
+            AccelError::NotInvalidated {
+                role: RegionRole::Output(_),
+                ..
+            }
+        ),
+        "{violation:?} {result:?}"
+    );
+    let hung = VnpuConfig {
+        fault: EngineFault::NeverCompletes,
+        ..VnpuConfig::default()
+    };
+    assert_eq!(
+        accel_error(run_with_fault(None, hung, DEFAULT_OFFLOAD).0),
+        (0, AccelError::Timeout)
+    );
+    let failing = VnpuConfig {
+        fault: EngineFault::Error(0xE1),
+        ..VnpuConfig::default()
+    };
+    assert_eq!(
+        accel_error(run_with_fault(None, failing, DEFAULT_OFFLOAD).0),
+        (0, AccelError::Engine { code: 0xE1 })
+    );
+}
+
+#[test]
+fn a_traced_invoke_records_each_job_and_the_time_spent_waiting() {
+    use core::cell::Cell;
+    use hilt_runtime::accel::JobTrace;
+    use hilt_runtime::interpreter::Clock;
+    /// Advances by one per reading, so every event gets its own time.
+    struct Steps(Cell<u64>);
+    impl Clock for Steps {
+        fn now(&self) -> u64 {
+            self.0.set(self.0.get() + 1);
+            self.0.get()
+        }
+    }
+    let bytes = branches();
+    let model = Model::from_bytes(&bytes).unwrap();
+    let resolver = resolver();
+    let engine = SteppedVnpu::new(VnpuConfig::default(), Slices(100));
+    let mut arena = vec![0u8; 16 * 1024];
+    let mut interpreter = Interpreter::new(model, &resolver, &mut arena);
+    interpreter.set_offload(Some(offload(&engine, DEFAULT_OFFLOAD)));
+    interpreter
+        .allocate(&Greedy, &AllocOptions::default())
+        .unwrap();
+    interpreter
+        .input_mut(0)
+        .unwrap()
+        .copy_from_slice(&input(16));
+    let mut per_op = [0u64; 5];
+    let mut trace = [JobTrace::default(); 4];
+    let clock = Steps(Cell::new(0));
+    interpreter
+        .invoke_traced(&clock, &mut per_op, &mut trace)
+        .unwrap();
+    let stats = interpreter.offload_stats();
+    assert_eq!(stats.jobs, 2);
+    let ops: Vec<u32> = trace[..2].iter().map(|t| t.op).collect();
+    assert_eq!(ops, [0, 4]);
+    for t in &trace[..2] {
+        assert!(
+            t.submitted < t.wait_started && t.wait_started < t.retired,
+            "{t:?}"
+        );
+        assert!(t.completed <= t.retired);
+    }
+    assert_eq!(
+        stats.waited,
+        trace[..2]
+            .iter()
+            .map(|t| t.retired - t.wait_started)
+            .sum::<u64>()
+    );
+    assert_eq!(trace[2], JobTrace::default());
 }

@@ -142,6 +142,63 @@ impl OpKind<'_> {
     }
 }
 
+/// The operators a caller lets a backend claim, as a value (a bit per
+/// builtin code, and one for every `CUSTOM` op the backend registers), so a
+/// firmware can change it at run time without a list to borrow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OpSet {
+    builtins: [u32; 8],
+    custom: bool,
+}
+
+impl OpSet {
+    /// No operator.
+    pub const EMPTY: OpSet = OpSet {
+        builtins: [0; 8],
+        custom: false,
+    };
+
+    /// The set of `kinds` (a custom name lets the backend claim every
+    /// custom op it registers).
+    pub fn from_kinds(kinds: &[OpKind<'_>]) -> Self {
+        let mut set = OpSet::EMPTY;
+        for kind in kinds {
+            match *kind {
+                OpKind::Builtin(op) => set.insert_builtin(op.0),
+                OpKind::Custom(_) => set.custom = true,
+            }
+        }
+        set
+    }
+
+    /// Adds builtin operator `code` (codes past 255 are ignored: no
+    /// builtin a backend offloads has one).
+    pub fn insert_builtin(&mut self, code: i32) {
+        if let Ok(code @ 0..=255) = u8::try_from(code) {
+            self.builtins[usize::from(code / 32)] |= 1 << (code % 32);
+        }
+    }
+
+    /// Lets the backend claim the custom ops it registers.
+    pub fn insert_custom(&mut self) {
+        self.custom = true;
+    }
+
+    /// Whether `code` is in the set.
+    pub fn contains(&self, code: OpCode<'_>) -> bool {
+        match code {
+            OpCode::Builtin(op) => u8::try_from(op.0)
+                .is_ok_and(|c| self.builtins[usize::from(c / 32)] & 1 << (c % 32) != 0),
+            OpCode::Custom(_) => self.custom,
+        }
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        !self.custom && self.builtins.iter().all(|&w| w == 0)
+    }
+}
+
 /// An operator a backend runs, and the tensor types it runs it on.
 #[derive(Debug, Clone, Copy)]
 pub struct OpSupport<'c> {
@@ -249,6 +306,28 @@ pub enum AccelError {
         /// Backend-specific code.
         code: u32,
     },
+    /// A CPU op touched the job's memory before the job was waited (the
+    /// interpreter's own audit of the schedule: a skipped fence).
+    NotWaited {
+        /// The CPU op that touched it.
+        by_op: u32,
+    },
+    /// The engine read a region whose bytes in memory differ from what the
+    /// CPU cleaned to it: a clean is missing (non-coherent memory).
+    NotCleaned {
+        /// Region position in the job.
+        region: u8,
+        /// What the region holds.
+        role: RegionRole,
+    },
+    /// The CPU went on without invalidating a region the engine wrote, so
+    /// it may read stale lines (non-coherent memory).
+    NotInvalidated {
+        /// Region position in the job.
+        region: u8,
+        /// What the region holds.
+        role: RegionRole,
+    },
 }
 
 impl fmt::Display for AccelError {
@@ -291,6 +370,18 @@ impl fmt::Display for AccelError {
                 write!(f, "{role:?} is freed in the plan before the job's wait")
             }
             AccelError::Engine { code } => write!(f, "engine error {code}"),
+            AccelError::NotWaited { by_op } => write!(
+                f,
+                "op {by_op} touched the job's memory before the job was waited"
+            ),
+            AccelError::NotCleaned { region, role } => write!(
+                f,
+                "region {region} ({role:?}) was read by the engine without the CPU cleaning it"
+            ),
+            AccelError::NotInvalidated { region, role } => write!(
+                f,
+                "region {region} ({role:?}) was written by the engine and never invalidated by the CPU"
+            ),
         }
     }
 }
@@ -341,6 +432,9 @@ impl AccelError {
             AccelError::NotWholeLines { role } => (12, role.code() << 4),
             AccelError::NotHeld { role } => (13, role.code() << 4),
             AccelError::Engine { code } => (14, code & 0xFFFF),
+            AccelError::NotWaited { by_op } => (15, by_op & 0xFFFF),
+            AccelError::NotCleaned { region, role } => (16, region_role(region, role)),
+            AccelError::NotInvalidated { region, role } => (17, region_role(region, role)),
         };
         kind | (rest & 0xFFFF) << 8 | (job & 0xFF) << 24
     }
@@ -366,6 +460,9 @@ impl AccelError {
             12 => AccelError::NotWholeLines { role },
             13 => AccelError::NotHeld { role },
             14 => AccelError::Engine { code: rest },
+            15 => AccelError::NotWaited { by_op: rest },
+            16 => AccelError::NotCleaned { region, role },
+            17 => AccelError::NotInvalidated { region, role },
             _ => return None,
         };
         Some((error, word >> 24))
@@ -375,7 +472,6 @@ impl AccelError {
 fn region_role(region: u8, role: RegionRole) -> u32 {
     u32::from(region & 0xF) | role.code() << 4
 }
-
 
 /// A backend: an NPU driver, a DMA engine, or the virtual NPU.
 ///
@@ -396,6 +492,13 @@ pub trait Accelerator {
     /// Blocks until the job completes (and retires it) or `deadline` passes
     /// (`Err(Timeout)`, the job still running).
     fn wait(&self, job: JobId, deadline: Deadline) -> Result<(), AccelError>;
+    /// When the engine completed `job`, in [`now`](Self::now)'s clock, if
+    /// the backend knows (for timelines). Asked right after the job's
+    /// wait; a backend needs to remember only its last completed job.
+    fn completed_at(&self, job: JobId) -> Option<u64> {
+        let _ = job;
+        None
+    }
     /// Asks the engine to stop the job. A backend whose engine stops
     /// asynchronously lets a following [`wait`](Self::wait) block until it
     /// has; once that returns (with any result) the engine no longer
@@ -609,6 +712,12 @@ impl Job {
         }
     }
 
+    /// Changes every region (an injected fault in a job builder).
+    #[cfg(feature = "fault-injection")]
+    pub(crate) fn map_regions(&mut self, f: impl Fn(&mut JobRegion)) {
+        self.regions[..self.count as usize].iter_mut().for_each(f);
+    }
+
     /// The regions it names.
     pub fn regions(&self) -> &[JobRegion] {
         &self.regions[..self.count as usize]
@@ -639,9 +748,9 @@ pub struct Offload<'o> {
     pub accelerator: &'o dyn Accelerator,
     /// The CPU's cache maintenance towards that backend.
     pub cache: &'o dyn CacheMaintenance,
-    /// Ops the caller lets the backend claim (builtins and custom names);
-    /// the backend claims only those it also supports.
-    pub ops: &'o [OpKind<'o>],
+    /// Ops the caller lets the backend claim; the backend claims only
+    /// those it also supports.
+    pub ops: OpSet,
     /// How long one wait may take, in the backend's clock.
     pub timeout: u64,
 }
@@ -665,6 +774,24 @@ pub const DEFAULT_OFFLOAD: &[OpKind<'static>] = &[
     OpKind::Builtin(BuiltinOperator::MAX_POOL_2D),
 ];
 
+/// Faults an offload path can be given, for the tests that must catch
+/// them (feature `fault-injection`): each is a bug a real NPU
+/// integration has.
+#[cfg(feature = "fault-injection")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OffloadFault {
+    /// The schedule never waits a job before a CPU op that needs it.
+    SkipWait,
+    /// A job's output region is given 4 bytes off its aligned address.
+    Misaligned,
+    /// A job marks its output read-only.
+    WriteReadOnly,
+    /// The CPU does not clean a job's regions before submitting it.
+    MissingClean,
+    /// The CPU does not invalidate what a job wrote after its wait.
+    MissingInvalidate,
+}
+
 /// Per-invoke figures of the offload schedule.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct OffloadStats {
@@ -675,4 +802,25 @@ pub struct OffloadStats {
     pub cpu_ops_overlapped: u32,
     /// Waits that found their job still running.
     pub waits_blocked: u32,
+    /// Clock units the CPU spent in waits (profiled invokes only).
+    pub waited: u64,
+}
+
+/// One job's times in a profiled invoke, in the profile clock from the
+/// invoke's start (see [`Interpreter::invoke_traced`]).
+///
+/// [`Interpreter::invoke_traced`]: crate::interpreter::Interpreter::invoke_traced
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JobTrace {
+    /// The operator.
+    pub op: u32,
+    /// When it was submitted.
+    pub submitted: u64,
+    /// When the engine completed it (its own report; else when the wait
+    /// saw it complete).
+    pub completed: u64,
+    /// When the CPU started its wait.
+    pub wait_started: u64,
+    /// When the wait returned.
+    pub retired: u64,
 }

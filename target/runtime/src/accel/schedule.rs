@@ -32,7 +32,7 @@ pub(crate) struct JobRecord {
 /// Whether the backend of `offload` claims `op`: the caller lists it and the
 /// backend supports it for the types of all its activation tensors.
 pub(crate) fn claims(offload: &Offload<'_>, model: &Model<'_>, op: &OperatorInfo<'_>) -> bool {
-    if !offload.ops.iter().any(|k| k.matches(op.code)) {
+    if !offload.ops.contains(op.code) {
         return false;
     }
     let caps = offload.accelerator.capabilities();
@@ -58,23 +58,26 @@ pub(crate) fn wait_before(model: &Model<'_>, k: u32, claimed: impl Fn(u32) -> bo
         if claimed(j) {
             return j;
         }
-        let Some(op) = model.operator(j) else {
-            continue;
-        };
-        let touches_outputs = op
-            .inputs()
-            .chain(op.outputs())
-            .flatten()
-            .any(|t| job.outputs().flatten().any(|o| o == t));
-        let writes_inputs = op
-            .outputs()
-            .flatten()
-            .any(|t| job.inputs().flatten().any(|i| i == t));
-        if touches_outputs || writes_inputs {
+        if model.operator(j).is_some_and(|op| conflicts(&job, &op)) {
             return j;
         }
     }
     n
+}
+
+/// Whether CPU op `op` may not run while `job`'s op is on the engine: it
+/// reads or writes one of the job's outputs, or writes one of its inputs.
+pub(crate) fn conflicts(job: &OperatorInfo<'_>, op: &OperatorInfo<'_>) -> bool {
+    let touches_outputs = op
+        .inputs()
+        .chain(op.outputs())
+        .flatten()
+        .any(|t| job.outputs().flatten().any(|o| o == t));
+    let writes_inputs = op
+        .outputs()
+        .flatten()
+        .any(|t| job.inputs().flatten().any(|i| i == t));
+    touches_outputs || writes_inputs
 }
 
 /// Multiply-accumulates of an op, for latency models: for ops with a

@@ -135,6 +135,18 @@ impl LatencyModel {
     }
 }
 
+/// A failure vnpu plays, for the tests that must catch it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EngineFault {
+    /// None: jobs run to completion.
+    #[default]
+    None,
+    /// Jobs never complete (a hung engine): every wait reaches its deadline.
+    NeverCompletes,
+    /// Every job completes with `AccelError::Engine { code }`.
+    Error(u32),
+}
+
 /// vnpu's settings: what it reports as its capabilities, and its latency.
 #[derive(Debug, Clone, Copy)]
 pub struct VnpuConfig<'c> {
@@ -150,6 +162,8 @@ pub struct VnpuConfig<'c> {
     pub windows: &'c [AddressWindow],
     /// Latency model.
     pub latency: LatencyModel,
+    /// A failure to play (tests only; `None` otherwise).
+    pub fault: EngineFault,
 }
 
 impl Default for VnpuConfig<'static> {
@@ -165,6 +179,7 @@ impl Default for VnpuConfig<'static> {
                 job_cycles: 2_000,
                 cycles_per_1000_macs: 4,
             },
+            fault: EngineFault::None,
         }
     }
 }
@@ -226,6 +241,9 @@ pub struct VnpuCore<'c> {
     config: VnpuConfig<'c>,
     shadow: Option<Shadow<'c>>,
     running: Option<Running>,
+    /// Non-coherent mode: the last retired job, and a bit per region it
+    /// wrote that the CPU has not invalidated yet.
+    unseen: Option<(Running, u16)>,
     next_id: u32,
     violation: Option<Violation>,
     stats: VnpuStats,
@@ -238,6 +256,7 @@ impl<'c> VnpuCore<'c> {
             config,
             shadow: None,
             running: None,
+            unseen: None,
             next_id: 1,
             violation: None,
             stats: VnpuStats::default(),
@@ -286,7 +305,9 @@ impl<'c> VnpuCore<'c> {
         if self.running.is_some() {
             return Err(AccelError::Busy);
         }
+        self.settle();
         self.check(job)?;
+        self.check_cleaned(job)?;
         let id = JobId(self.next_id);
         self.next_id = self.next_id.wrapping_add(1).max(1);
         for region in job.regions() {
@@ -340,23 +361,74 @@ impl<'c> VnpuCore<'c> {
         Ok(())
     }
 
+    /// Non-coherent mode: every region the engine reads must hold in memory
+    /// what the CPU last cleaned to it; a difference is a missing clean
+    /// (the engine would compute on stale bytes).
+    fn check_cleaned(&self, job: &Job) -> Result<(), AccelError> {
+        let Some(shadow) = &self.shadow else {
+            return Ok(());
+        };
+        for (i, r) in job.regions().iter().enumerate() {
+            if matches!(r.role, RegionRole::Output(_) | RegionRole::Scratch(_)) {
+                continue;
+            }
+            let at = r.address.wrapping_sub(shadow.start);
+            let engine = shadow.bytes.get(at..at + r.len as usize);
+            if engine != Some(cpu_bytes(r)) {
+                return Err(AccelError::NotCleaned {
+                    region: i as u8,
+                    role: r.role,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Non-coherent mode: records a violation when the CPU moved on without
+    /// invalidating every region the last retired job wrote. Called at the
+    /// next submit and by the firmware after each invoke; returns it.
+    pub fn settle(&mut self) -> Option<Violation> {
+        let (job, missing) = self.unseen.take()?;
+        if missing == 0 {
+            return None;
+        }
+        let region = missing.trailing_zeros() as usize;
+        let role = job.job.regions().get(region)?.role;
+        let violation = Violation {
+            job: job.id,
+            op: job.job.op,
+            error: AccelError::NotInvalidated {
+                region: region as u8,
+                role,
+            },
+        };
+        self.stats.violations += 1;
+        self.violation.get_or_insert(violation);
+        Some(violation)
+    }
+
     /// Advances the job by `budget` cycles; returns whether it completed in
-    /// this step. Bounded work per call, so an interrupt handler can call it.
+    /// this step. Bounded work per call (leases are checked when the job
+    /// computes and when it is retired, not at every step), so an
+    /// interrupt handler can call it.
     pub fn step(&mut self, budget: u64) -> bool {
         let Some(mut running) = self.running else {
             return false;
         };
-        if running.outcome.is_some() {
-            self.check_lease(&mut running);
-            self.running = Some(running);
+        if running.outcome.is_some() || self.config.fault == EngineFault::NeverCompletes {
             return false;
         }
         let used = budget.min(running.remaining);
         running.remaining -= used;
         self.stats.busy_cycles += used;
-        self.check_lease(&mut running);
+        if running.remaining == 0 {
+            self.check_lease(&mut running);
+        }
         if running.remaining == 0 && running.outcome.is_none() {
-            running.outcome = Some(self.execute(&running.job));
+            running.outcome = Some(match self.config.fault {
+                EngineFault::Error(code) => Err(AccelError::Engine { code }),
+                _ => self.execute(&running.job),
+            });
             // The engine's own writes are now part of what it holds.
             self.take_sums(&mut running);
             self.stats.jobs += 1;
@@ -399,6 +471,16 @@ impl<'c> VnpuCore<'c> {
         };
         self.check_lease(&mut running);
         self.running = None;
+        if self.shadow.is_some() {
+            let written = running
+                .job
+                .regions()
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.access == Access::ReadWrite)
+                .fold(0u16, |bits, (i, _)| bits | 1 << i);
+            self.unseen = Some((running, written));
+        }
         running.outcome.unwrap_or(Err(AccelError::Aborted))
     }
 
@@ -468,6 +550,13 @@ impl<'c> VnpuCore<'c> {
     /// hardware. A no-op when coherent.
     pub fn invalidate(&mut self, address: usize, len: usize) {
         self.copy_lines(address, len, false);
+        if let Some((job, missing)) = &mut self.unseen {
+            for (i, r) in job.job.regions().iter().enumerate() {
+                if address <= r.address && r.address + r.len as usize <= address + len {
+                    *missing &= !(1 << i);
+                }
+            }
+        }
     }
 
     fn copy_lines(&mut self, address: usize, len: usize, to_engine: bool) {
@@ -585,6 +674,11 @@ impl<'c, S: Stepper> SteppedVnpu<'c, S> {
     /// Its figures.
     pub fn stats(&self) -> VnpuStats {
         self.core.borrow().stats()
+    }
+
+    /// See [`VnpuCore::settle`].
+    pub fn settle(&self) -> Option<Violation> {
+        self.core.borrow_mut().settle()
     }
 
     fn tick(&self) {
@@ -762,10 +856,13 @@ mod tests {
         assert!((64..96).all(|i| byte(i) == OUTPUT_PATTERN));
         core.step(10);
         assert_eq!(core.violation(), None);
-        // Someone writes the input while the engine holds it.
+        // Someone writes the input while the engine holds it: seen when
+        // the job computes (leases are not checked at every step).
         // SAFETY: as above.
         unsafe { base.add(5).write_volatile(1) };
         core.step(10);
+        assert_eq!(core.violation(), None);
+        core.step(10_000);
         let v = core.violation().unwrap();
         assert_eq!((v.job, v.op), (id, 7));
         assert_eq!(
