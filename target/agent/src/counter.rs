@@ -18,14 +18,21 @@ pub trait CycleCounter: Clock {
     /// Called before each timed invoke, outside the timed region. Counters
     /// that are exact from any starting point (DWT CYCCNT) do nothing.
     fn restart(&self) {}
+
+    /// Raises a periodic interrupt every `cycles` counts (SysTick), for an
+    /// engine stepped from it (`TickVnpu`), or stops it (`None`). Returns
+    /// whether the counter can; one without a timer says `false`, and the
+    /// agent then refuses to offload.
+    fn tick_every(&self, cycles: Option<u32>) -> bool {
+        let _ = cycles;
+        false
+    }
 }
 
 #[cfg(feature = "cortex-m")]
 pub(crate) mod cortex_m {
     //! The two counters of a Cortex-M core.
 
-    #[cfg(not(hilt_no_cyccnt))]
-    use core::cell::Cell;
     use core::sync::atomic::{AtomicU32, Ordering};
 
     use cortex_m::peripheral::SYST;
@@ -36,10 +43,18 @@ pub(crate) mod cortex_m {
 
     use super::CycleCounter;
 
-    const RELOAD: u32 = 0x00FF_FFFF;
+    const FULL: u32 = 0x00FF_FFFF;
 
     /// SysTick wraps since the last restart (the software high word).
     static WRAPS: AtomicU32 = AtomicU32::new(0);
+    /// The reload value: a full 24-bit period, or an engine's tick.
+    static RELOAD: AtomicU32 = AtomicU32::new(FULL);
+    /// The count at the last restart (low and high words; written only by
+    /// `restart`, outside every interrupt's use of the clock), so the
+    /// count never goes back: an engine's deadlines and its emulation
+    /// figures span restarts.
+    static BASE_LOW: AtomicU32 = AtomicU32::new(0);
+    static BASE_HIGH: AtomicU32 = AtomicU32::new(0);
 
     /// SysTick on the processor clock, wrapping every 2^24 ticks into a
     /// software high word. The one counter that works under QEMU (its DWT
@@ -63,7 +78,7 @@ pub(crate) mod cortex_m {
         /// Takes SysTick: processor clock, full reload, wrap interrupt on.
         pub fn start(mut syst: SYST) -> Self {
             syst.set_clock_source(SystClkSource::Core);
-            syst.set_reload(RELOAD);
+            syst.set_reload(FULL);
             syst.clear_current();
             syst.enable_interrupt();
             syst.enable_counter();
@@ -81,15 +96,26 @@ pub(crate) mod cortex_m {
         }
     }
 
-    impl Clock for SysTickCounter {
-        fn now(&self) -> u64 {
+    impl SysTickCounter {
+        /// The count, readable from an interrupt handler too (an engine's
+        /// clock).
+        pub fn read() -> u64 {
+            let reload = RELOAD.load(Ordering::Relaxed);
+            let base = u64::from(BASE_HIGH.load(Ordering::Relaxed)) << 32
+                | u64::from(BASE_LOW.load(Ordering::Relaxed));
             loop {
                 let high = WRAPS.load(Ordering::Acquire);
-                let low = RELOAD - SYST::get_current();
+                let low = reload - SYST::get_current().min(reload);
                 if WRAPS.load(Ordering::Acquire) == high {
-                    return (u64::from(high) << 24) | u64::from(low);
+                    return base + u64::from(high) * u64::from(reload + 1) + u64::from(low);
                 }
             }
+        }
+    }
+
+    impl Clock for SysTickCounter {
+        fn now(&self) -> u64 {
+            Self::read()
         }
     }
 
@@ -98,12 +124,15 @@ pub(crate) mod cortex_m {
             "systick"
         }
 
-        /// Restarts the count at 0. QEMU's SysTick realigns its period to
-        /// the moment CVR is written, so counts measured from here depend
-        /// only on the instructions executed since, not on how long the
-        /// firmware happened to wait for the host before: two runs give
-        /// identical figures.
+        /// Restarts SysTick's period (the count goes on from where it was).
+        /// QEMU's SysTick realigns its period to the moment CVR is written,
+        /// so counts measured from here depend only on the instructions
+        /// executed since, not on how long the firmware happened to wait
+        /// for the host before: two runs give identical figures.
         fn restart(&self) {
+            let base = Self::read() + 1;
+            BASE_LOW.store(base as u32, Ordering::Relaxed);
+            BASE_HIGH.store((base >> 32) as u32, Ordering::Relaxed);
             // SAFETY: writing CVR only clears the current value; SysTick is ours alone.
             unsafe { (*SYST::PTR).cvr.write(0) };
             // CVR reads 0 until the next tick reloads it: start counting
@@ -111,27 +140,45 @@ pub(crate) mod cortex_m {
             while SYST::get_current() == 0 {}
             WRAPS.store(0, Ordering::Release);
         }
+
+        /// A shorter period while an engine is stepped from SysTick (the
+        /// count stays exact: each wrap adds the period), the full 24 bits
+        /// otherwise.
+        fn tick_every(&self, cycles: Option<u32>) -> bool {
+            let reload = cycles.map_or(FULL, |c| c.clamp(2, FULL + 1) - 1);
+            RELOAD.store(reload, Ordering::Relaxed);
+            // SAFETY: SysTick is ours alone; the count restarts from the new
+            // period at the next timed invoke.
+            unsafe { (*SYST::PTR).rvr.write(reload) };
+            self.restart();
+            true
+        }
     }
+
+    /// The high word and last reading of the extended DWT count (statics,
+    /// so an engine's interrupt handler reads the same clock).
+    #[cfg(not(hilt_no_cyccnt))]
+    static DWT_HIGH: AtomicU32 = AtomicU32::new(0);
+    #[cfg(not(hilt_no_cyccnt))]
+    static DWT_LAST: AtomicU32 = AtomicU32::new(0);
 
     /// DWT CYCCNT, extended to 64 bits on every read (reads come at least
     /// once per operator, far more often than the 32-bit counter wraps).
     /// True cycles on real cores; reads 0 under QEMU. (Not on ARMv6-M,
-    /// which has no CYCCNT.)
+    /// which has no CYCCNT.) SysTick, which it leaves free, can raise an
+    /// engine's tick ([`with_tick`](Self::with_tick)).
     #[cfg(not(hilt_no_cyccnt))]
     pub struct DwtCounter {
         /// Held so that nothing else can turn trace or the counter off.
         _dcb: DCB,
         _dwt: DWT,
-        last: Cell<u32>,
-        high: Cell<u64>,
+        syst: Option<SYST>,
     }
 
     #[cfg(not(hilt_no_cyccnt))]
     impl core::fmt::Debug for DwtCounter {
         fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-            f.debug_struct("DwtCounter")
-                .field("high", &self.high)
-                .finish_non_exhaustive()
+            f.debug_struct("DwtCounter").finish_non_exhaustive()
         }
     }
 
@@ -146,21 +193,35 @@ pub(crate) mod cortex_m {
             DwtCounter {
                 _dcb: dcb,
                 _dwt: dwt,
-                last: Cell::new(0),
-                high: Cell::new(0),
+                syst: None,
             }
+        }
+
+        /// Takes SysTick too, to raise an engine's tick when asked.
+        pub fn with_tick(mut self, syst: SYST) -> Self {
+            self.syst = Some(syst);
+            self
+        }
+
+        /// The count, readable from an interrupt handler too.
+        pub fn read() -> u64 {
+            cortex_m::interrupt::free(|_| {
+                let now = DWT::cycle_count();
+                let mut high = DWT_HIGH.load(Ordering::Relaxed);
+                if now < DWT_LAST.load(Ordering::Relaxed) {
+                    high = high.wrapping_add(1);
+                    DWT_HIGH.store(high, Ordering::Relaxed);
+                }
+                DWT_LAST.store(now, Ordering::Relaxed);
+                (u64::from(high) << 32) | u64::from(now)
+            })
         }
     }
 
     #[cfg(not(hilt_no_cyccnt))]
     impl Clock for DwtCounter {
         fn now(&self) -> u64 {
-            let now = DWT::cycle_count();
-            if now < self.last.get() {
-                self.high.set(self.high.get() + (1 << 32));
-            }
-            self.last.set(now);
-            self.high.get() | u64::from(now)
+            Self::read()
         }
     }
 
@@ -168,6 +229,27 @@ pub(crate) mod cortex_m {
     impl CycleCounter for DwtCounter {
         fn source(&self) -> &'static str {
             "dwt"
+        }
+
+        fn tick_every(&self, cycles: Option<u32>) -> bool {
+            if self.syst.is_none() {
+                return false;
+            }
+            // SAFETY: SysTick is ours (`with_tick`); only its reload, value
+            // and control change.
+            unsafe {
+                let syst = &*SYST::PTR;
+                match cycles {
+                    Some(c) => {
+                        syst.rvr.write(c.clamp(2, FULL + 1) - 1);
+                        syst.cvr.write(0);
+                        // Processor clock, interrupt on, counter on.
+                        syst.csr.write(0b111);
+                    }
+                    None => syst.csr.write(0),
+                }
+            }
+            true
         }
     }
 }

@@ -12,6 +12,7 @@ mod counter;
 ))]
 mod faults;
 mod link;
+mod offload;
 mod pin;
 mod planner;
 mod report;
@@ -31,7 +32,10 @@ pub use counter::cortex_m::DwtCounter;
 #[cfg(feature = "cortex-m")]
 pub use counter::cortex_m::SysTickCounter;
 pub use link::{Line, WireError, send_log};
+#[cfg(feature = "cortex-m")]
+pub use offload::TickVnpu;
+pub use offload::{EngineSetup, OffloadEngine, ShadowMemory, TICK_CYCLES, WAIT_TIMEOUT};
 pub use pin::NoPin;
-pub use planner::{Accelerator, NoAccelerator, NoCustomPlanner, PlannerKind};
+pub use planner::{NoCustomPlanner, PlannerKind};
 pub use session::{Agent, Session};
-pub use workspace::{MAX_OPS, MAX_PLAN, Parts, Workspace};
+pub use workspace::{MAX_JOBS, MAX_OPS, MAX_PLAN, Parts, Workspace};

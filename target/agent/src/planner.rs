@@ -1,5 +1,4 @@
-//! Which memory planner places the arena's buffers, and the place kept for
-//! an accelerator.
+//! Which memory planner places the arena's buffers.
 
 use hilt_runtime::model::Model;
 use hilt_runtime::planner::{Greedy, Linear, MemoryPlanner, Offline, PlanError};
@@ -67,26 +66,5 @@ impl MemoryPlanner for NoCustomPlanner {
         _offsets: &mut [u32],
     ) -> Result<u32, PlanError> {
         match *self {}
-    }
-}
-
-/// An accelerator that takes operators over from the CPU (an NPU, a DMA
-/// engine). This is the place kept for it: the interpreter does not offer
-/// operators to a backend yet, so the agent only holds one. A later issue
-/// adds the rest of the contract (capabilities, submit / poll / wait,
-/// cache maintenance; `DESIGN.md`, "Accelerators"), and with it the arena
-/// holds that a backend's jobs need.
-pub trait Accelerator {
-    /// Its name, for logs and reports.
-    fn name(&self) -> &'static str;
-}
-
-/// No accelerator: every operator runs on the CPU.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoAccelerator;
-
-impl Accelerator for NoAccelerator {
-    fn name(&self) -> &'static str {
-        "none"
     }
 }

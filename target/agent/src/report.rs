@@ -6,6 +6,7 @@ use core::fmt::Write as _;
 
 use embedded_io::Write;
 use hilt_proto::{ErrorCode, Message};
+use hilt_runtime::accel::AccelError;
 use hilt_runtime::canary::{CanaryFault, GuardOwner};
 use hilt_runtime::interpreter::InterpreterError;
 
@@ -23,6 +24,9 @@ pub(crate) fn interpreter_error<W: Write>(
             (ErrorCode::KERNEL, op as u16)
         }
         InterpreterError::Alloc(_) => (ErrorCode::ALLOCATE, NO_OP),
+        InterpreterError::Accelerator { op, job, error } => {
+            return accelerator_error(link, op, job, error);
+        }
         InterpreterError::Canary(fault) => {
             canary_fault(link, &fault)?;
             (ErrorCode::CANARY, fault.op.map_or(NO_OP, |o| o as u16))
@@ -33,6 +37,21 @@ pub(crate) fn interpreter_error<W: Write>(
     let _ = write!(line, "{e}");
     link.log(&line)?;
     link.error(code, op, 0)
+}
+
+/// An offloaded op's job failed, or the engine saw a violation: the text
+/// as a `Log`, then an `ACCELERATOR` error with the op and the error's code
+/// (which names the job and the region).
+pub(crate) fn accelerator_error<W: Write>(
+    link: &mut Link<'_, W>,
+    op: u32,
+    job: u32,
+    error: AccelError,
+) -> Result<(), WireError> {
+    let mut line = Line::default();
+    let _ = write!(line, "op {op}, job {job}: {error}");
+    link.log(&line)?;
+    link.error(ErrorCode::ACCELERATOR, op as u16, error.code(job))
 }
 
 /// The guard that was hit, by owner (the protocol's numbering) and address.

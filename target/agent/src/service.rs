@@ -5,10 +5,15 @@ use core::fmt::Write as _;
 
 use embedded_hal::digital::OutputPin;
 use embedded_io::Write;
-use hilt_proto::message::{Cycles, PlanEntries};
-use hilt_proto::{ErrorCode, Hello, MAX_CHUNK, Message, PROTOCOL_VERSION, PlanEntry};
+use hilt_proto::message::{Cycles, JobList, PlanEntries};
+use hilt_proto::{
+    AccelFault, ErrorCode, Hello, JobTimes, MAX_CHUNK, Message, OffloadMode, PROTOCOL_VERSION,
+    PlanEntry,
+};
+use hilt_runtime::accel::vnpu::LatencyModel;
+use hilt_runtime::accel::{AddressWindow, Coherent, JobTrace, Offload};
 use hilt_runtime::canary::{CanaryMode, GUARD_BYTES};
-use hilt_runtime::interpreter::Interpreter;
+use hilt_runtime::interpreter::{Clock, Interpreter};
 use hilt_runtime::kernels::Resolver;
 use hilt_runtime::model::Model;
 use hilt_runtime::planner::MemoryPlanner;
@@ -17,9 +22,13 @@ use hilt_runtime::request::BufferOwner;
 use crate::config::Config;
 use crate::counter::CycleCounter;
 use crate::link::{Line, Link, WireError};
-use crate::planner::{Accelerator, PlannerChoice};
-use crate::report::interpreter_error;
-use crate::workspace::{MAX_OPS, MAX_PLAN};
+use crate::offload::{
+    EngineSetup, NetClock, OffloadChoice, OffloadEngine, ShadowMemory, TICK_CYCLES, WAIT_TIMEOUT,
+    op_set,
+};
+use crate::planner::PlannerChoice;
+use crate::report::{accelerator_error, interpreter_error};
+use crate::workspace::{MAX_JOBS, MAX_OPS, MAX_PLAN};
 
 /// No operator: the error is not about one.
 pub(crate) const NO_OP: u16 = u16::MAX;
@@ -29,12 +38,25 @@ const VERSION: [u8; 3] = [0, 1, 0];
 const CYCLES_PER_MESSAGE: usize = 64;
 /// Plan entries per `PlanEntries` message (19 bytes each).
 const PLAN_PER_MESSAGE: usize = 40;
+/// Job records per `Jobs` message.
+const JOBS_PER_MESSAGE: usize = 48;
 
 /// The firmware's seams a service holds.
-pub(crate) struct Seams<C, T, A> {
+pub(crate) struct Seams<'s, C, T, P> {
     pub(crate) counter: C,
     pub(crate) pin: T,
-    pub(crate) accelerator: A,
+    pub(crate) planner: PlannerChoice<P>,
+    pub(crate) engine: Option<&'s dyn OffloadEngine>,
+}
+
+/// The last invoke's offload figures, for the `Offload` message.
+#[derive(Debug, Clone, Copy, Default)]
+struct OffloadFigures {
+    jobs: u32,
+    overlapped: u32,
+    busy: u64,
+    waited: u64,
+    emulation: u64,
 }
 
 /// Whether the session can run the model, and if not, why (the Hello
@@ -48,14 +70,26 @@ pub(crate) enum Status {
 
 /// The part of a session that answers requests (the frame reader is kept
 /// apart: a decoded message borrows its buffer while a handler runs).
-pub(crate) struct Service<'s, W, C, T, A> {
+pub(crate) struct Service<'s, W, C, T, P> {
     config: Config,
     pub(crate) link: Link<'s, W>,
     interpreter: Option<Interpreter<'s, 's, 's>>,
     status: Status,
     counter: C,
     pin: T,
-    accelerator: A,
+    planner: PlannerChoice<P>,
+    engine: Option<&'s dyn OffloadEngine>,
+    /// The model and kernels, kept to re-plan when the offload changes.
+    model: Option<Model<'s>>,
+    resolver: Option<&'s dyn Resolver>,
+    /// The whole arena the session was given (the interpreter runs in all
+    /// of it, or in its first half when the other is an engine's shadow).
+    arena_full: (*mut u8, usize),
+    offload: OffloadChoice,
+    /// One bit per op: the engine claimed it.
+    placement: [u8; MAX_OPS / 8],
+    jobs: &'s mut [JobTrace; MAX_JOBS],
+    figures: OffloadFigures,
     /// The arena plan as committed, for `PlanRequest`.
     plan: &'s mut [PlanEntry; MAX_PLAN],
     plan_len: usize,
@@ -64,14 +98,15 @@ pub(crate) struct Service<'s, W, C, T, A> {
     arena_capacity: u32,
 }
 
-impl<'s, W, C, T, A> Service<'s, W, C, T, A> {
+impl<'s, W, C, T, P> Service<'s, W, C, T, P> {
     pub(crate) fn new(
         config: Config,
         link: Link<'s, W>,
         arena_capacity: u32,
-        seams: Seams<C, T, A>,
+        seams: Seams<'s, C, T, P>,
         plan: &'s mut [PlanEntry; MAX_PLAN],
         per_op: &'s mut [u64; MAX_OPS],
+        jobs: &'s mut [JobTrace; MAX_JOBS],
     ) -> Self {
         Service {
             config,
@@ -80,7 +115,15 @@ impl<'s, W, C, T, A> Service<'s, W, C, T, A> {
             status: Status::NoModel,
             counter: seams.counter,
             pin: seams.pin,
-            accelerator: seams.accelerator,
+            planner: seams.planner,
+            engine: seams.engine,
+            model: None,
+            resolver: None,
+            arena_full: (core::ptr::null_mut(), 0),
+            offload: OffloadChoice::OFF,
+            placement: [0; MAX_OPS / 8],
+            jobs,
+            figures: OffloadFigures::default(),
             plan,
             plan_len: 0,
             per_op,
@@ -97,12 +140,13 @@ impl<'s, W, C, T, A> Service<'s, W, C, T, A> {
         self.invocations
     }
 
-    pub(crate) fn accelerator(&self) -> &A {
-        &self.accelerator
+    /// The engine offloading is done to, if the firmware has one.
+    pub(crate) fn engine(&self) -> Option<&'s dyn OffloadEngine> {
+        self.engine
     }
 }
 
-impl<'s, W: Write, C: CycleCounter, T: OutputPin, A: Accelerator> Service<'s, W, C, T, A> {
+impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, W, C, T, P> {
     pub(crate) fn log_start(&mut self, model_len: usize) -> Result<(), WireError> {
         let mut line = Line::default();
         let _ = write!(
@@ -119,12 +163,11 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, A: Accelerator> Service<'s, W,
 
     /// Reads the model and commits its arena plan, recording the plan for
     /// `PlanRequest`.
-    pub(crate) fn host<P: MemoryPlanner>(
+    pub(crate) fn host(
         &mut self,
         model_bytes: &'s [u8],
         arena: &'s mut [u8],
         resolver: &'s dyn Resolver,
-        planner: &PlannerChoice<P>,
     ) -> Result<(), WireError> {
         let model = match Model::from_bytes(model_bytes) {
             Ok(m) => m,
@@ -134,13 +177,47 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, A: Accelerator> Service<'s, W,
                 return self.link.log(&line);
             }
         };
+        self.model = Some(model);
+        self.resolver = Some(resolver);
+        self.arena_full = (arena.as_mut_ptr(), arena.len());
+        self.commit(arena)
+    }
+
+    /// A new interpreter in `arena`, offloading as chosen, with its plan
+    /// committed and recorded. A plan that fails is reported (the status
+    /// says so); only the wire failing is an error.
+    fn commit(&mut self, arena: &'s mut [u8]) -> Result<(), WireError> {
+        let (Some(model), Some(resolver)) = (self.model, self.resolver) else {
+            return Ok(());
+        };
         self.status = Status::NotAllocated;
+        self.plan_len = 0;
+        self.arena_capacity = arena.len() as u32;
         let interpreter = self
             .interpreter
             .insert(Interpreter::new(model, resolver, arena));
+        let engine = self
+            .engine
+            .filter(|_| self.offload.mode != OffloadMode::Off);
+        interpreter.set_offload(engine.map(|engine| Offload {
+            accelerator: engine,
+            cache: match self.offload.mode {
+                OffloadMode::NonCoherent => engine,
+                _ => &Coherent,
+            },
+            ops: self.offload.ops,
+            timeout: WAIT_TIMEOUT,
+        }));
+        #[cfg(feature = "fault-accel")]
+        {
+            interpreter.inject_offload_fault(self.offload.runtime_fault());
+            if self.offload.fault == AccelFault::DropHolds {
+                interpreter.inject_drop_holds();
+            }
+        }
         let (plan, plan_len) = (&mut *self.plan, &mut self.plan_len);
         let alloc = self.config.alloc;
-        let result = planner.with(&model, |p| {
+        let result = self.planner.with(&model, |p| {
             interpreter
                 .allocate_with_report(p, &alloc, |report| {
                     for (r, &offset) in report.requests.iter().zip(report.offsets) {
@@ -159,12 +236,20 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, A: Accelerator> Service<'s, W,
                 let _ = write!(
                     line,
                     "planner {}: the model has no valid offline plan",
-                    planner.name()
+                    self.planner.name()
                 );
                 self.link.log(&line)
             }
             Some(Ok(())) => {
                 self.status = Status::Ready;
+                let mut claimed = [false; MAX_OPS];
+                let ops = (model.operator_count() as usize).min(MAX_OPS);
+                self.placement = [0; MAX_OPS / 8];
+                if interpreter.claimed_ops(&mut claimed[..ops]).is_ok() {
+                    for (i, _) in claimed.iter().enumerate().filter(|(_, c)| **c) {
+                        self.placement[i / 8] |= 1 << (i % 8);
+                    }
+                }
                 #[cfg(feature = "fault-overrun")]
                 interpreter.inject_overrun(0, 8);
                 #[cfg(feature = "fault-slow-op")]
@@ -179,6 +264,20 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, A: Accelerator> Service<'s, W,
         let tag = message.tag();
         match message {
             Message::HelloRequest => self.handle_hello(),
+            // Allowed after a plan failed too: the host may turn offload off.
+            Message::SetOffload {
+                mode,
+                fault,
+                job_cycles,
+                cycles_per_1000_macs,
+                ops,
+            } if self.status != Status::NoModel => {
+                let latency = LatencyModel {
+                    job_cycles: u64::from(job_cycles),
+                    cycles_per_1000_macs: u64::from(cycles_per_1000_macs),
+                };
+                self.handle_set_offload(mode, fault, latency, ops, tag)
+            }
             _ if self.status != Status::Ready => {
                 self.link
                     .error(ErrorCode::UNSUPPORTED, NO_OP, u32::from(tag))
@@ -195,6 +294,130 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, A: Accelerator> Service<'s, W,
                 .link
                 .error(ErrorCode::UNSUPPORTED, NO_OP, u32::from(tag)),
         }
+    }
+
+    /// Sets the offload up as the host asks, then re-plans the arena:
+    /// non-coherent mode gives the interpreter the arena's first half and
+    /// the engine the second as its view of memory. Answered by `Done`, or
+    /// by the error that stopped it (no engine, a fault this firmware was
+    /// not built to inject, a plan that does not fit).
+    fn handle_set_offload(
+        &mut self,
+        mode: OffloadMode,
+        fault: u8,
+        latency: LatencyModel,
+        ops: &[u8],
+        tag: u8,
+    ) -> Result<(), WireError> {
+        let fault = match AccelFault::from_u8(fault) {
+            Some(AccelFault::None) => AccelFault::None,
+            Some(f) if cfg!(feature = "fault-accel") => f,
+            _ => {
+                let mut line = Line::default();
+                let _ = write!(
+                    line,
+                    "offload fault {fault}: this firmware was not built with `fault-accel`"
+                );
+                self.link.log(&line)?;
+                return self
+                    .link
+                    .error(ErrorCode::UNSUPPORTED, NO_OP, u32::from(tag));
+            }
+        };
+        let ticking = mode != OffloadMode::Off;
+        if ticking && (self.engine.is_none() || !self.counter.tick_every(Some(TICK_CYCLES))) {
+            let mut line = Line::default();
+            let _ = write!(
+                line,
+                "offload: this firmware has no engine, or no timer to step it"
+            );
+            self.link.log(&line)?;
+            return self
+                .link
+                .error(ErrorCode::UNSUPPORTED, NO_OP, u32::from(tag));
+        }
+        if !ticking {
+            self.counter.tick_every(None);
+        }
+        self.offload = OffloadChoice {
+            mode,
+            fault,
+            latency,
+            ops: op_set(ops),
+        };
+        let arena = self.release_arena();
+        let arena = self.set_up_engine(arena);
+        self.commit(arena)?;
+        if self.status == Status::Ready {
+            self.link.send(&Message::Done { request: tag })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Ends the interpreter and stops the engine; returns the whole arena.
+    fn release_arena(&mut self) -> &'s mut [u8] {
+        if let Some(interpreter) = self.interpreter.take() {
+            let _ = interpreter.into_arena();
+        }
+        if let Some(engine) = self.engine {
+            // SAFETY: no shadow is given.
+            unsafe { engine.configure(None) };
+        }
+        // SAFETY: `arena_full` is the arena `start` was handed for the
+        // session's whole life; the interpreter that borrowed it is gone
+        // and the engine no longer mirrors any of it.
+        unsafe { core::slice::from_raw_parts_mut(self.arena_full.0, self.arena_full.1) }
+    }
+
+    /// Configures the engine for the chosen offload; returns the part of
+    /// `arena` the interpreter runs in.
+    fn set_up_engine(&mut self, arena: &'s mut [u8]) -> &'s mut [u8] {
+        let Some(engine) = self
+            .engine
+            .filter(|_| self.offload.mode != OffloadMode::Off)
+        else {
+            return arena;
+        };
+        let (arena, shadow) = match self.offload.mode {
+            OffloadMode::NonCoherent => {
+                let half = (arena.len() / 2) & !63;
+                let (arena, shadow) = arena.split_at_mut(half);
+                let mirror = ShadowMemory {
+                    start: arena.as_ptr() as usize,
+                    shadow: shadow.as_mut_ptr(),
+                    len: arena.len(),
+                };
+                (arena, Some(mirror))
+            }
+            _ => (arena, None),
+        };
+        let (start, len) = (arena.as_ptr() as usize, arena.len());
+        // The window fault: the engine reaches only the arena's upper half,
+        // where the tail (op data), not the activations, lives.
+        let window = if self.offload.fault == AccelFault::OutsideWindow {
+            AddressWindow {
+                start: start + len / 2,
+                len: len - len / 2,
+                writable: true,
+            }
+        } else {
+            AddressWindow {
+                start,
+                len,
+                writable: true,
+            }
+        };
+        let setup = EngineSetup {
+            latency: self.offload.latency,
+            window,
+            shadow,
+            fault: self.offload.engine_fault(),
+        };
+        // SAFETY: the shadow is the arena's second half, which nothing else
+        // uses until the next `release_arena`.
+        unsafe { engine.configure(Some(setup)) };
+        arena
     }
 
     /// Who we are, the guards' addresses (so the host can check them
@@ -284,6 +507,9 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, A: Accelerator> Service<'s, W,
             }
         }
         self.send_op_cycles(ops)?;
+        if self.offload.mode != OffloadMode::Off {
+            self.send_offload(ops)?;
+        }
         self.send_outputs()?;
         self.send_arena_usage()?;
         self.link.send(&Message::Done { request: tag })
@@ -302,11 +528,34 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, A: Accelerator> Service<'s, W,
             self.link.arena_base as usize + self.arena_capacity as usize,
         );
         let pin_high = self.pin.set_high();
+        let engine = self
+            .engine
+            .filter(|_| self.offload.mode != OffloadMode::Off);
+        let (busy, emulation) = engine.map_or((0, 0), |e| (e.busy_cycles(), e.emulation_cycles()));
         self.counter.restart();
-        let start = self.counter.now();
-        let result = interpreter.invoke_profiled(&self.counter, per_op);
-        let total = self.counter.now() - start;
+        // Net of the engine's emulation: what the run takes beside a real
+        // engine (the same as the counter when nothing is offloaded).
+        let clock = NetClock {
+            counter: &self.counter,
+            engine,
+        };
+        let start = clock.now();
+        let result = interpreter.invoke_traced(&clock, per_op, &mut self.jobs[..]);
+        let total = clock.now() - start;
         let pin_low = self.pin.set_low();
+        if let Some(e) = engine {
+            let stats = interpreter.offload_stats();
+            self.figures = OffloadFigures {
+                jobs: stats.jobs,
+                overlapped: stats.cpu_ops_overlapped,
+                busy: e.busy_cycles() - busy,
+                waited: stats.waited,
+                emulation: e.emulation_cycles() - emulation,
+            };
+        }
+        // What the engine saw that the schedule did not: a lease broken, an
+        // invalidate missing.
+        let violation = engine.and_then(|e| e.settle());
         self.invocations += 1;
         #[cfg(feature = "fault-blind-checker")]
         let result = crate::faults::blind(result);
@@ -320,6 +569,10 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, A: Accelerator> Service<'s, W,
         }
         if let Err(e) = result {
             interpreter_error(&mut self.link, e)?;
+            return Ok(false);
+        }
+        if let Some(v) = violation {
+            accelerator_error(&mut self.link, v.op, v.job.0, v.error)?;
             return Ok(false);
         }
         self.link.send(&Message::Timing {
@@ -342,6 +595,41 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, A: Accelerator> Service<'s, W,
             self.link.send(&Message::OpCycles {
                 first_op: (chunk_index * CYCLES_PER_MESSAGE) as u16,
                 cycles: encoded,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The last invoke's offload figures and placement, then its jobs.
+    fn send_offload(&mut self, ops: usize) -> Result<(), WireError> {
+        let f = self.figures;
+        self.link.send(&Message::Offload {
+            jobs: f.jobs.min(u32::from(u16::MAX)) as u16,
+            overlapped: f.overlapped.min(u32::from(u16::MAX)) as u16,
+            busy: f.busy,
+            waited: f.waited,
+            emulation: f.emulation,
+            placement: &self.placement[..ops.div_ceil(8)],
+        })?;
+        let traced = (f.jobs as usize).min(MAX_JOBS);
+        let mut bytes = [0u8; JobTimes::BYTES * JOBS_PER_MESSAGE];
+        let mut times = [JobTimes::default(); JOBS_PER_MESSAGE];
+        for (i, chunk) in self.jobs[..traced].chunks(JOBS_PER_MESSAGE).enumerate() {
+            for (t, j) in times.iter_mut().zip(chunk) {
+                *t = JobTimes {
+                    op: j.op as u16,
+                    submitted: j.submitted,
+                    completed: j.completed,
+                    wait_started: j.wait_started,
+                    retired: j.retired,
+                };
+            }
+            let jobs = JobList::encode_into(&times[..chunk.len()], &mut bytes)
+                .map_err(WireError::Frame)?;
+            self.link.send(&Message::Jobs {
+                first: (i * JOBS_PER_MESSAGE) as u16,
+                total: traced as u16,
+                jobs,
             })?;
         }
         Ok(())

@@ -12,8 +12,9 @@ use hilt_runtime::planner::MemoryPlanner;
 use crate::config::Config;
 use crate::counter::CycleCounter;
 use crate::link::{Link, WireError};
+use crate::offload::OffloadEngine;
 use crate::pin::NoPin;
-use crate::planner::{Accelerator, NoAccelerator, NoCustomPlanner, PlannerChoice, PlannerKind};
+use crate::planner::{NoCustomPlanner, PlannerChoice, PlannerKind};
 use crate::service::{NO_OP, Seams, Service};
 use crate::workspace::Parts;
 
@@ -22,19 +23,27 @@ const READ_CHUNK: usize = 256;
 
 /// A session being set up: the seams first, then [`start`](Self::start)
 /// with the memory to run in.
-#[derive(Debug)]
-pub struct Agent<W, C, T = NoPin, P = NoCustomPlanner, A = NoAccelerator> {
+pub struct Agent<W, C, T = NoPin, P = NoCustomPlanner> {
     config: Config,
     wire: W,
     counter: C,
     pin: T,
     planner: PlannerChoice<P>,
-    accelerator: A,
+    engine: Option<&'static dyn OffloadEngine>,
+}
+
+impl<W, C, T, P> core::fmt::Debug for Agent<W, C, T, P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Agent")
+            .field("board", &self.config.board)
+            .field("engine", &self.engine.map(|e| e.name()))
+            .finish_non_exhaustive()
+    }
 }
 
 impl<W: Read + Write, C: CycleCounter> Agent<W, C> {
     /// An agent on `wire`, timing with `counter`; greedy planning, no
-    /// timestamp pin, no accelerator until said otherwise.
+    /// timestamp pin, no offload engine until said otherwise.
     pub fn new(config: Config, wire: W, counter: C) -> Self {
         Agent {
             config,
@@ -42,59 +51,56 @@ impl<W: Read + Write, C: CycleCounter> Agent<W, C> {
             counter,
             pin: NoPin,
             planner: PlannerChoice::Builtin(PlannerKind::Greedy),
-            accelerator: NoAccelerator,
+            engine: None,
         }
     }
 }
 
-impl<W: Read + Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner, A: Accelerator>
-    Agent<W, C, T, P, A>
-{
+impl<W: Read + Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Agent<W, C, T, P> {
     /// Holds `pin` high for the duration of each invoke (set just outside
     /// the timed region, so the cycle figures do not include it).
-    pub fn timestamp_pin<T2: OutputPin>(self, pin: T2) -> Agent<W, C, T2, P, A> {
+    pub fn timestamp_pin<T2: OutputPin>(self, pin: T2) -> Agent<W, C, T2, P> {
         Agent {
             config: self.config,
             wire: self.wire,
             counter: self.counter,
             pin,
             planner: self.planner,
-            accelerator: self.accelerator,
+            engine: self.engine,
         }
     }
 
     /// Plans the arena with one of the runtime's planners.
-    pub fn planner(self, planner: PlannerKind) -> Agent<W, C, T, NoCustomPlanner, A> {
+    pub fn planner(self, planner: PlannerKind) -> Agent<W, C, T, NoCustomPlanner> {
         self.with_planner(PlannerChoice::Builtin(planner))
     }
 
     /// Plans the arena with a planner of your own (an allocator port, a
     /// test planner): it gets the same requests and its plan the same
     /// checks as the runtime's.
-    pub fn custom_planner<P2: MemoryPlanner>(self, planner: P2) -> Agent<W, C, T, P2, A> {
+    pub fn custom_planner<P2: MemoryPlanner>(self, planner: P2) -> Agent<W, C, T, P2> {
         self.with_planner(PlannerChoice::Custom(planner))
     }
 
-    fn with_planner<P2>(self, planner: PlannerChoice<P2>) -> Agent<W, C, T, P2, A> {
+    fn with_planner<P2>(self, planner: PlannerChoice<P2>) -> Agent<W, C, T, P2> {
         Agent {
             config: self.config,
             wire: self.wire,
             counter: self.counter,
             pin: self.pin,
             planner,
-            accelerator: self.accelerator,
+            engine: self.engine,
         }
     }
 
-    /// Hands operators to `accelerator` (a place kept: see [`Accelerator`]).
-    pub fn accelerator<A2: Accelerator>(self, accelerator: A2) -> Agent<W, C, T, P, A2> {
+    /// Lets the host offload operators to `engine` (`SetOffload`): hilt's
+    /// `TickVnpu`, or a driver of your own for a real NPU. The counter
+    /// must be able to raise the engine's tick
+    /// ([`CycleCounter::tick_every`]).
+    pub fn offload_engine(self, engine: &'static dyn OffloadEngine) -> Self {
         Agent {
-            config: self.config,
-            wire: self.wire,
-            counter: self.counter,
-            pin: self.pin,
-            planner: self.planner,
-            accelerator,
+            engine: Some(engine),
+            ..self
         }
     }
 
@@ -107,7 +113,7 @@ impl<W: Read + Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner, A: Accele
         self,
         parts: Parts<'s>,
         resolver: &'s dyn Resolver,
-    ) -> Result<Session<'s, W, C, T, A>, WireError> {
+    ) -> Result<Session<'s, W, C, T, P>, WireError> {
         let Parts {
             model,
             arena,
@@ -120,13 +126,15 @@ impl<W: Read + Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner, A: Accele
             Seams {
                 counter: self.counter,
                 pin: self.pin,
-                accelerator: self.accelerator,
+                planner: self.planner,
+                engine: self.engine,
             },
             &mut workspace.plan,
             &mut workspace.per_op,
+            &mut workspace.jobs,
         );
         service.log_start(model.len())?;
-        service.host(model, arena, resolver, &self.planner)?;
+        service.host(model, arena, resolver)?;
         Ok(Session {
             service,
             accumulator: FrameAccumulator::default(),
@@ -138,14 +146,14 @@ impl<W: Read + Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner, A: Accele
 
 /// A running session: [`poll`](Self::poll) it, or [`run`](Self::run) it
 /// for good.
-pub struct Session<'s, W, C, T = NoPin, A = NoAccelerator> {
-    service: Service<'s, W, C, T, A>,
+pub struct Session<'s, W, C, T = NoPin, P = NoCustomPlanner> {
+    service: Service<'s, W, C, T, P>,
     accumulator: FrameAccumulator,
     input: [u8; READ_CHUNK],
     scratch: &'s mut [u8; MAX_FRAME],
 }
 
-impl<W, C, T, A> core::fmt::Debug for Session<'_, W, C, T, A> {
+impl<W, C, T, P> core::fmt::Debug for Session<'_, W, C, T, P> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Session")
             .field("status", &self.service.status())
@@ -154,7 +162,7 @@ impl<W, C, T, A> core::fmt::Debug for Session<'_, W, C, T, A> {
     }
 }
 
-impl<'s, W: Read + Write, C: CycleCounter, T: OutputPin, A: Accelerator> Session<'s, W, C, T, A> {
+impl<'s, W: Read + Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Session<'s, W, C, T, P> {
     /// Waits for bytes from the host (a blocking `read`), then handles every
     /// request they complete. A damaged frame is answered with a
     /// `BAD_FRAME` error and the session goes on.
@@ -189,9 +197,9 @@ impl<'s, W: Read + Write, C: CycleCounter, T: OutputPin, A: Accelerator> Session
         }
     }
 
-    /// The accelerator the session holds.
-    pub fn accelerator(&self) -> &A {
-        self.service.accelerator()
+    /// The engine the host may offload to.
+    pub fn offload_engine(&self) -> Option<&'s dyn OffloadEngine> {
+        self.service.engine()
     }
 
     /// The wire, e.g. for a test to look at what was sent.
@@ -200,8 +208,8 @@ impl<'s, W: Read + Write, C: CycleCounter, T: OutputPin, A: Accelerator> Session
     }
 }
 
-impl<'s, W: Read + ReadReady + Write, C: CycleCounter, T: OutputPin, A: Accelerator>
-    Session<'s, W, C, T, A>
+impl<'s, W: Read + ReadReady + Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner>
+    Session<'s, W, C, T, P>
 {
     /// [`poll`](Self::poll) without the wait: handles what has arrived and
     /// returns at once when nothing has (`Ok(false)`), for a main loop that

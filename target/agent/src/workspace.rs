@@ -2,6 +2,7 @@
 //! stack is what is left after the arena, and must stay small.
 
 use hilt_proto::{MAX_FRAME, PlanEntry};
+use hilt_runtime::accel::JobTrace;
 
 /// Most operators a model may have for per-op cycle counts (later ops are
 /// timed in the invoke's total but not reported one by one).
@@ -9,6 +10,10 @@ pub const MAX_OPS: usize = 256;
 
 /// Most plan entries kept for the host's `PlanRequest`.
 pub const MAX_PLAN: usize = 384;
+
+/// Most offloaded jobs an invoke's trace keeps (20 bytes each; later jobs
+/// still run and count, without their times).
+pub const MAX_JOBS: usize = 48;
 
 const EMPTY_ENTRY: PlanEntry = PlanEntry {
     kind: 0,
@@ -21,12 +26,14 @@ const EMPTY_ENTRY: PlanEntry = PlanEntry {
 };
 
 /// Buffers a session works in: the committed arena plan, per-op cycle
-/// counts, and one outgoing and one decoded frame (about 12 KiB). Place it
+/// counts, offloaded jobs' times, and one outgoing and one decoded frame
+/// (about 13 KiB). Place it
 /// in a `static` (`Workspace::new` is `const`), so it lands in `.bss`.
 #[derive(Debug)]
 pub struct Workspace {
     pub(crate) plan: [PlanEntry; MAX_PLAN],
     pub(crate) per_op: [u64; MAX_OPS],
+    pub(crate) jobs: [JobTrace; MAX_JOBS],
     pub(crate) frame: [u8; MAX_FRAME],
     pub(crate) scratch: [u8; MAX_FRAME],
 }
@@ -37,6 +44,13 @@ impl Workspace {
         Workspace {
             plan: [EMPTY_ENTRY; MAX_PLAN],
             per_op: [0; MAX_OPS],
+            jobs: [JobTrace {
+                op: 0,
+                submitted: 0,
+                completed: 0,
+                wait_started: 0,
+                retired: 0,
+            }; MAX_JOBS],
             frame: [0; MAX_FRAME],
             scratch: [0; MAX_FRAME],
         }

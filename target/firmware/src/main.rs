@@ -19,8 +19,9 @@ mod wire;
 use core::fmt::Write as _;
 
 use cortex_m_rt::entry;
+use hilt_agent::runtime::accel::vnpu::{NEGATE, NEGATE_NAME};
 use hilt_agent::runtime::kernels::all_builtins;
-use hilt_agent::{Agent, Line};
+use hilt_agent::{Agent, Line, TickVnpu};
 
 /// Build-time configuration and statics (board, model, arena): `build.rs`.
 mod hilt {
@@ -35,6 +36,10 @@ type Counter = hilt_agent::SysTickCounter;
 #[cfg(not(feature = "qemu"))]
 type Counter = hilt_agent::DwtCounter;
 
+/// The virtual NPU the host may offload ops to (`SetOffload`): stepped by
+/// SysTick, computing in PendSV.
+static VNPU: TickVnpu = TickVnpu::new();
+
 #[entry]
 fn main() -> ! {
     #[cfg(feature = "edit-outside-timing")]
@@ -44,14 +49,18 @@ fn main() -> ! {
     #[cfg(feature = "qemu")]
     let counter = Counter::start(peripherals.SYST);
     #[cfg(not(feature = "qemu"))]
-    let counter = Counter::start(peripherals.DCB, peripherals.DWT);
-    let agent = Agent::new(hilt::CONFIG, wire, counter);
+    let counter = Counter::start(peripherals.DCB, peripherals.DWT).with_tick(peripherals.SYST);
+    VNPU.start(Counter::read);
+    let agent = Agent::new(hilt::CONFIG, wire, counter).offload_engine(&VNPU);
     #[cfg(feature = "fault-misplan")]
     let agent = agent.custom_planner(faults::Misplan);
     #[cfg(not(feature = "fault-misplan"))]
     let agent = agent.planner(hilt::PLANNER);
 
-    let resolver = all_builtins();
+    let mut resolver = all_builtins();
+    // vnpu's own custom op, so a model carrying it runs (on the CPU, or
+    // claimed by the engine).
+    let _ = resolver.add_custom(NEGATE_NAME, NEGATE);
     // SAFETY: the only call, before anything else touches the statics.
     let parts = unsafe { hilt::take() };
     let error = match agent.start(parts, &resolver) {
@@ -61,11 +70,20 @@ fn main() -> ! {
     panic!("wire to the host: {error}")
 }
 
-/// Counts SysTick's wraps into the counter's high word.
-#[cfg(feature = "qemu")]
+/// Counts SysTick's wraps into the counter's high word (QEMU), and grants
+/// the engine its tick.
 #[cortex_m_rt::exception]
 fn SysTick() {
+    #[cfg(feature = "qemu")]
     Counter::on_wrap();
+    VNPU.on_tick();
+}
+
+/// The engine: steps the job and runs its kernel when its time is up.
+#[cortex_m_rt::exception]
+fn PendSV() {
+    // SAFETY: this is the PendSV handler.
+    unsafe { VNPU.on_pendsv() }
 }
 
 /// Stops here for good (the host sees no more frames and times out).

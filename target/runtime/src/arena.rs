@@ -143,6 +143,11 @@ fn check_align(align: u32) -> Result<usize, ArenaError> {
 }
 
 impl<'a> Arena<'a> {
+    /// Gives the bytes back (to run another interpreter in them).
+    pub fn into_bytes(self) -> &'a mut [u8] {
+        self.bytes
+    }
+
     /// Takes the caller's bytes (any length, any start alignment).
     pub fn new(bytes: &'a mut [u8]) -> Self {
         let base = bytes.as_ptr() as usize;

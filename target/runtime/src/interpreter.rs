@@ -205,6 +205,10 @@ impl<C: Clock + ?Sized> Profile<'_, C> {
     fn since_start(&self) -> u64 {
         self.clock.now().saturating_sub(self.start)
     }
+
+    fn since_start_u32(&self) -> u32 {
+        self.since_start().min(u64::from(u32::MAX)) as u32
+    }
 }
 
 /// A model, its kernels and its arena.
@@ -708,7 +712,7 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                 let backend_submitted = offload.accelerator.now();
                 let ticket = Ticket::submit(offload.accelerator, &job).map_err(|e| fail(0, e))?;
                 let trace = profile.as_mut().and_then(|p| {
-                    let at = p.since_start();
+                    let at = p.since_start_u32();
                     let entry = p.trace.get_mut(stats.jobs as usize)?;
                     *entry = JobTrace {
                         op: op.index,
@@ -1016,6 +1020,12 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
         Ok(self.arena.bytes_mut(region))
     }
 
+    /// Ends the interpreter and gives its arena back, e.g. to run the model
+    /// again with another offload or in a smaller part of the memory.
+    pub fn into_arena(self) -> &'a mut [u8] {
+        self.arena.into_bytes()
+    }
+
     /// Model output `position`'s bytes after `invoke`.
     pub fn output(&self, position: usize) -> Result<&[u8], InterpreterError> {
         let info = self.output_info(position)?;
@@ -1036,7 +1046,7 @@ fn finish_job<C: Clock + ?Sized>(
     if !p.ticket.poll().unwrap_or(true) {
         stats.waits_blocked += 1;
     }
-    let wait_started = profile.as_ref().map(|p| p.since_start());
+    let wait_started = profile.as_ref().map(|p| p.since_start_u32());
     let deadline = offload.accelerator.now().saturating_add(offload.timeout);
     p.ticket
         .wait(deadline)
@@ -1046,14 +1056,19 @@ fn finish_job<C: Clock + ?Sized>(
             error,
         })?;
     if let (Some(profile), Some(wait_started)) = (profile.as_mut(), wait_started) {
-        let retired = profile.since_start();
-        stats.waited += retired - wait_started;
+        let retired = profile.since_start_u32();
+        stats.waited += u64::from(retired - wait_started);
         if let Some(entry) = p.trace.and_then(|i| profile.trace.get_mut(i)) {
             // The engine's completion, moved from its clock to the profile's.
             let completed = offload
                 .accelerator
                 .completed_at(id)
-                .map(|c| entry.submitted + c.saturating_sub(p.backend_submitted))
+                .map(|c| {
+                    let took = c.saturating_sub(p.backend_submitted);
+                    entry
+                        .submitted
+                        .saturating_add(took.min(u64::from(u32::MAX)) as u32)
+                })
                 .unwrap_or(retired);
             entry.completed = completed.min(retired);
             entry.wait_started = wait_started;

@@ -667,7 +667,7 @@ fn a_traced_invoke_records_each_job_and_the_time_spent_waiting() {
         stats.waited,
         trace[..2]
             .iter()
-            .map(|t| t.retired - t.wait_started)
+            .map(|t| u64::from(t.retired - t.wait_started))
             .sum::<u64>()
     );
     assert_eq!(trace[2], JobTrace::default());

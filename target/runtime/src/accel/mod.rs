@@ -807,7 +807,8 @@ pub struct OffloadStats {
 }
 
 /// One job's times in a profiled invoke, in the profile clock from the
-/// invoke's start (see [`Interpreter::invoke_traced`]).
+/// invoke's start, saturating at `u32::MAX` (20 bytes a job: a firmware
+/// keeps a few dozen; see [`Interpreter::invoke_traced`]).
 ///
 /// [`Interpreter::invoke_traced`]: crate::interpreter::Interpreter::invoke_traced
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -815,12 +816,12 @@ pub struct JobTrace {
     /// The operator.
     pub op: u32,
     /// When it was submitted.
-    pub submitted: u64,
+    pub submitted: u32,
     /// When the engine completed it (its own report; else when the wait
     /// saw it complete).
-    pub completed: u64,
+    pub completed: u32,
     /// When the CPU started its wait.
-    pub wait_started: u64,
+    pub wait_started: u32,
     /// When the wait returned.
-    pub retired: u64,
+    pub retired: u32,
 }

@@ -295,6 +295,21 @@ impl<'c> VnpuCore<'c> {
         self.stats
     }
 
+    /// Takes the first lease violation seen (the next one is recorded anew).
+    pub fn take_violation(&mut self) -> Option<Violation> {
+        self.violation.take()
+    }
+
+    /// The job in the engine (running, or done and not retired).
+    pub fn running_job(&self) -> Option<JobId> {
+        self.running.map(|r| r.id)
+    }
+
+    /// The settings it runs with.
+    pub fn config(&self) -> VnpuConfig<'c> {
+        self.config
+    }
+
     /// Whether a job is in the engine (running, or done and not retired).
     pub fn is_busy(&self) -> bool {
         self.running.is_some()

@@ -1,0 +1,329 @@
+//! `TickVnpu`: hilt's virtual NPU on a Cortex-M core, asynchronous for real.
+//!
+//! Three contexts share it, without masking interrupts for engine work
+//! (masking would lose SysTick wraps, which the QEMU cycle counter counts):
+//! - **SysTick** (highest priority) only grants cycles: while a job is in
+//!   the engine it adds one tick's worth to an atomic budget and pends
+//!   PendSV. Nothing else.
+//! - **PendSV** (lowest priority) is the engine: it steps the core by the
+//!   budget and, when the job's latency is used up, runs its kernel there,
+//!   then marks it complete and signals the event (`SEV`). Its own time is
+//!   the emulation the agent takes out of every figure.
+//! - **The main program** (the interpreter) submits, polls, waits (`WFE`
+//!   until the event or the deadline), cleans and invalidates. It takes a
+//!   flag while it touches the engine; a PendSV arriving then does not
+//!   touch the core but is re-pended when the flag drops. PendSV never
+//!   preempts itself and the main program never runs while PendSV does,
+//!   so each side has the core alone while it uses it.
+
+use core::cell::UnsafeCell;
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering, compiler_fence};
+
+use cortex_m::peripheral::SCB;
+use cortex_m::peripheral::scb::SystemHandler;
+use hilt_runtime::accel::vnpu::{VNPU_OPS, Violation, VnpuConfig, VnpuCore};
+use hilt_runtime::accel::{
+    AccelError, Accelerator, AddressWindow, CacheMaintenance, Capabilities, Deadline, Job, JobId,
+};
+
+use super::{EngineSetup, OffloadEngine, TICK_CYCLES};
+
+struct State {
+    core: Option<VnpuCore<'static>>,
+    /// The window the core's configuration names (kept here: the core
+    /// borrows it for as long as it exists).
+    window: [AddressWindow; 1],
+    /// Counts spent emulating the engine (PendSV, and the engine's side of
+    /// submit, clean and invalidate).
+    emulation: u64,
+    /// The last job that completed, and when (net of emulation).
+    completed: Option<(JobId, u64)>,
+    clock: fn() -> u64,
+}
+
+/// The virtual NPU of `hilt_runtime::accel::vnpu`, stepped by SysTick and
+/// computing in PendSV. Put it in a `static` and forward both exceptions:
+///
+/// ```ignore
+/// static VNPU: TickVnpu = TickVnpu::new();
+/// #[exception] fn SysTick() { VNPU.on_tick(); }
+/// #[exception] fn PendSV() { unsafe { VNPU.on_pendsv() } }
+/// ```
+pub struct TickVnpu {
+    state: UnsafeCell<State>,
+    /// The main program is using `state`.
+    locked: AtomicBool,
+    /// A PendSV found `state` in use and must run again.
+    deferred: AtomicBool,
+    /// A job is in the engine and not complete: SysTick grants cycles.
+    running: AtomicBool,
+    /// Cycles granted since PendSV last stepped the core.
+    granted: AtomicU32,
+}
+
+// SAFETY: `state` is touched by the main program only under `locked`, and by
+// PendSV only when `locked` is clear (see the module documentation); the
+// rest are atomics.
+unsafe impl Sync for TickVnpu {}
+
+impl core::fmt::Debug for TickVnpu {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("TickVnpu").finish_non_exhaustive()
+    }
+}
+
+fn no_clock() -> u64 {
+    0
+}
+
+impl Default for TickVnpu {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TickVnpu {
+    /// An engine with no clock yet, stopped.
+    pub const fn new() -> Self {
+        TickVnpu {
+            state: UnsafeCell::new(State {
+                core: None,
+                window: [AddressWindow {
+                    start: 0,
+                    len: 0,
+                    writable: true,
+                }],
+                emulation: 0,
+                completed: None,
+                clock: no_clock,
+            }),
+            locked: AtomicBool::new(false),
+            deferred: AtomicBool::new(false),
+            running: AtomicBool::new(false),
+            granted: AtomicU32::new(0),
+        }
+    }
+
+    /// Gives the engine its clock (the firmware's cycle counter, readable
+    /// from an interrupt) and makes PendSV the lowest-priority exception,
+    /// so SysTick preempts the engine's kernels.
+    pub fn start(&self, clock: fn() -> u64) {
+        self.with(|s| s.clock = clock);
+        // SAFETY: only exception priorities change; the firmware calls this
+        // once at start-up, before offloading.
+        unsafe {
+            let mut p = cortex_m::Peripherals::steal();
+            p.SCB.set_priority(SystemHandler::PendSV, 0xFF);
+            p.SCB.set_priority(SystemHandler::SysTick, 0x00);
+        }
+    }
+
+    /// Call from the SysTick exception: grants the running job one tick.
+    pub fn on_tick(&self) {
+        if self.running.load(Ordering::Acquire) {
+            let g = self.granted.load(Ordering::Relaxed);
+            self.granted
+                .store(g.saturating_add(TICK_CYCLES), Ordering::Relaxed);
+            SCB::set_pendsv();
+        }
+    }
+
+    /// Call from the PendSV exception: steps the engine, running a job's
+    /// kernel when its latency is used up.
+    ///
+    /// # Safety
+    /// Only from the PendSV handler (the lowest-priority exception).
+    pub unsafe fn on_pendsv(&self) {
+        if self.locked.load(Ordering::Acquire) {
+            self.deferred.store(true, Ordering::Release);
+            return;
+        }
+        // SAFETY: the main program does not hold the state (checked above)
+        // and cannot run until this handler returns; SysTick does not
+        // touch it.
+        let state = unsafe { &mut *self.state.get() };
+        let entered = (state.clock)();
+        let budget = self.take_budget();
+        if let Some(core) = state.core.as_mut()
+            && let Some(id) = core.running_job()
+            && core.step(u64::from(budget))
+        {
+            state.completed = Some((id, entered.saturating_sub(state.emulation)));
+            self.running.store(false, Ordering::Release);
+            cortex_m::asm::sev();
+        }
+        state.emulation += (state.clock)().saturating_sub(entered);
+    }
+
+    /// Reads and clears the granted budget (SysTick, which preempts this,
+    /// must not add a tick between the read and the clear).
+    #[cfg(target_has_atomic = "32")]
+    fn take_budget(&self) -> u32 {
+        self.granted.swap(0, Ordering::AcqRel)
+    }
+
+    /// ARMv6-M has no atomic swap: a read and a clear with interrupts
+    /// masked for those two instructions.
+    #[cfg(not(target_has_atomic = "32"))]
+    fn take_budget(&self) -> u32 {
+        cortex_m::interrupt::free(|_| {
+            let budget = self.granted.load(Ordering::Relaxed);
+            self.granted.store(0, Ordering::Relaxed);
+            budget
+        })
+    }
+
+    /// Runs `f` with the state, holding off the engine's PendSV.
+    fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        self.locked.store(true, Ordering::Release);
+        compiler_fence(Ordering::SeqCst);
+        // SAFETY: `locked` keeps PendSV off the state; only the main
+        // program calls this (never from an interrupt), so no one else
+        // holds it.
+        let result = f(unsafe { &mut *self.state.get() });
+        compiler_fence(Ordering::SeqCst);
+        self.locked.store(false, Ordering::Release);
+        // Only a PendSV that found `locked` set sets `deferred`, and none
+        // can have run since it was cleared above without seeing it clear:
+        // a load and a store are enough (ARMv6-M has no swap).
+        if self.deferred.load(Ordering::Acquire) {
+            self.deferred.store(false, Ordering::Release);
+            SCB::set_pendsv();
+        }
+        result
+    }
+
+    /// `with`, counting the time `f` takes as emulation.
+    fn emulating<R>(&self, f: impl FnOnce(&mut VnpuCore<'static>) -> R) -> Option<R> {
+        self.with(|s| {
+            let entered = (s.clock)();
+            let result = s.core.as_mut().map(f);
+            s.emulation += (s.clock)().saturating_sub(entered);
+            result
+        })
+    }
+}
+
+impl Accelerator for TickVnpu {
+    fn capabilities(&self) -> Capabilities<'_> {
+        self.with(|s| s.core.as_ref().map(|c| c.capabilities()))
+            .unwrap_or(Capabilities {
+                ops: &[],
+                align: 1,
+                line_size: 1,
+                max_regions: 0,
+                windows: &[],
+            })
+    }
+
+    fn now(&self) -> u64 {
+        self.with(|s| (s.clock)().saturating_sub(s.emulation))
+    }
+
+    fn submit(&self, job: &Job) -> Result<JobId, AccelError> {
+        let id = self
+            .emulating(|core| core.submit(job))
+            .unwrap_or(Err(AccelError::Unsupported))?;
+        self.granted.store(0, Ordering::Relaxed);
+        self.running.store(true, Ordering::Release);
+        Ok(id)
+    }
+
+    fn poll(&self, job: JobId) -> Result<bool, AccelError> {
+        self.with(|s| s.core.as_ref().map(|c| c.poll(job)))
+            .unwrap_or(Err(AccelError::UnknownJob))
+    }
+
+    fn wait(&self, job: JobId, deadline: Deadline) -> Result<(), AccelError> {
+        loop {
+            if self.poll(job)? {
+                return self
+                    .emulating(|core| core.retire(job))
+                    .unwrap_or(Err(AccelError::UnknownJob));
+            }
+            if self.now() >= deadline {
+                return Err(AccelError::Timeout);
+            }
+            // Woken by the engine's SEV, or by any interrupt (SysTick's
+            // next tick): then the deadline is checked again.
+            cortex_m::asm::wfe();
+        }
+    }
+
+    fn completed_at(&self, job: JobId) -> Option<u64> {
+        self.with(|s| s.completed.filter(|(id, _)| *id == job).map(|(_, t)| t))
+    }
+
+    fn abort(&self, job: JobId) {
+        self.emulating(|core| core.abort(job));
+        self.running.store(false, Ordering::Release);
+    }
+}
+
+impl CacheMaintenance for TickVnpu {
+    fn line_size(&self) -> u32 {
+        self.with(|s| s.core.as_ref().map_or(1, |c| c.config().line_size))
+    }
+
+    fn clean(&self, address: usize, len: usize) {
+        self.emulating(|core| core.clean(address, len));
+    }
+
+    fn invalidate(&self, address: usize, len: usize) {
+        self.emulating(|core| core.invalidate(address, len));
+    }
+}
+
+impl OffloadEngine for TickVnpu {
+    fn name(&self) -> &'static str {
+        "vnpu"
+    }
+
+    unsafe fn configure(&self, setup: Option<EngineSetup>) {
+        self.running.store(false, Ordering::Release);
+        self.with(|s| {
+            // The old core borrows the window: it goes first.
+            s.core = None;
+            s.completed = None;
+            let Some(setup) = setup else {
+                return;
+            };
+            s.window = [setup.window];
+            // SAFETY: `s.window` lives in this engine, which the firmware
+            // keeps in a `static`; it is only rewritten here, after the core
+            // that borrowed it was dropped.
+            let windows: &'static [AddressWindow] = unsafe { &*(&raw const s.window) };
+            let config = VnpuConfig {
+                ops: VNPU_OPS,
+                windows,
+                latency: setup.latency,
+                fault: setup.fault,
+                ..VnpuConfig::default()
+            };
+            s.core = Some(match setup.shadow {
+                None => VnpuCore::new(config),
+                // SAFETY: the caller of `configure` guarantees the shadow.
+                Some(m) => unsafe {
+                    let shadow = core::slice::from_raw_parts_mut(m.shadow, m.len);
+                    VnpuCore::non_coherent(config, shadow, m.start)
+                },
+            });
+        });
+    }
+
+    fn emulation_cycles(&self) -> u64 {
+        self.with(|s| s.emulation)
+    }
+
+    fn busy_cycles(&self) -> u64 {
+        self.with(|s| s.core.as_ref().map_or(0, |c| c.stats().busy_cycles))
+    }
+
+    fn settle(&self) -> Option<Violation> {
+        self.with(|s| {
+            let core = s.core.as_mut()?;
+            let owed = core.settle();
+            core.take_violation().or(owed)
+        })
+    }
+}
