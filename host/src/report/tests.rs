@@ -15,10 +15,12 @@ fn run(scenario: &str, board: &str, outcome: Outcome) -> BoardRun {
             total_cycles: 1500,
             op_cycles: vec![1000, 250],
             mismatch: None,
+            offload: None,
         }],
         arena: Some([4096, 1024, 64, 1088]),
         logs: vec!["booted".into()],
         plan: Vec::new(),
+        offload: None,
     }
 }
 
