@@ -63,6 +63,10 @@ enum Command {
         /// Write to this file instead of standard output.
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
+        /// Plan with offload to vnpu (the default op list, coherent): plans
+        /// through the interpreter, and names the buffers its jobs hold.
+        #[arg(long, default_value = "none")]
+        accelerator: hilt::accel::AcceleratorKind,
     },
     /// Run scenarios on boards (virtual ones under QEMU, real ones through
     /// probe-rs) and check the outputs.
@@ -235,8 +239,14 @@ fn parse_accel_fault(name: &str) -> Result<hilt_proto::AccelFault, String> {
         .copied()
         .find(|f| f.name() == name)
         .ok_or_else(|| {
-            let known: Vec<&str> = hilt_proto::AccelFault::ALL.iter().map(|f| f.name()).collect();
-            format!("unknown accelerator fault {name:?} (known: {})", known.join(", "))
+            let known: Vec<&str> = hilt_proto::AccelFault::ALL
+                .iter()
+                .map(|f| f.name())
+                .collect();
+            format!(
+                "unknown accelerator fault {name:?} (known: {})",
+                known.join(", ")
+            )
         })
 }
 
@@ -330,13 +340,21 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             arena,
             format,
             output,
+            accelerator,
         } => {
+            let offload = accelerator == hilt::accel::AcceleratorKind::Vnpu;
             let options = LayoutOptions {
                 planner,
                 align,
                 arena,
                 canary,
-                ..LayoutOptions::default()
+                offload,
+                // Jobs exist only through the interpreter's prepare.
+                covers: if offload {
+                    hilt::layout::Coverage::Interpreter
+                } else {
+                    hilt::layout::Coverage::Activations
+                },
             };
             let board = board
                 .map(|name| layout_board(&name, boards_dir))

@@ -194,9 +194,11 @@ pub(super) fn board_layout(
                 name,
                 first_step: u32::from(b.first_step),
                 last_step: u32::from(b.last_step.max(b.first_step)),
+                natural_last_step: u32::from(b.last_step.max(b.first_step)),
                 size: b.size,
                 align: b.align.max(1),
                 offset: b.offset,
+                held: None,
             }
         })
         .filter(|b| padded_end(b).is_some())
