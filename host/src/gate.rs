@@ -62,6 +62,13 @@ pub fn render(run: &BoardRun, names: &ModelNames) -> String {
         let _ = writeln!(s, "  used: {used}");
     }
     let _ = writeln!(s, "  buffers:");
+    // Offload runs only: where ops ran, from the first step's placement.
+    let on_npu: Option<Vec<bool>> = run.offload.as_ref().map(|_| {
+        run.steps
+            .first()
+            .and_then(|step| step.offload.as_ref())
+            .map_or_else(Vec::new, |o| o.on_npu.clone())
+    });
     for b in &run.plan {
         let name = if b.kind == "tensor" {
             names
@@ -72,10 +79,21 @@ pub fn render(run: &BoardRun, names: &ModelNames) -> String {
         } else {
             String::new()
         };
-        let entry = format!(
+        let mut entry = format!(
             "{} {} {name}: steps {}..{}, size {}, align {}, offset {}",
             b.kind, b.index, b.first_step, b.last_step, b.size, b.align, b.offset
         );
+        if let Some(on_npu) = &on_npu {
+            let last = u32::from(b.last_step);
+            let hold = if b.kind == "tensor" {
+                names.liveness.tensor_hold(u32::from(b.index), last, on_npu)
+            } else {
+                crate::holds::scratch_hold(u32::from(b.index), last)
+            };
+            if let Some(hold) = hold {
+                let _ = write!(entry, ", {hold}");
+            }
+        }
         let _ = writeln!(s, "    - {}", quote(&entry));
     }
     let _ = writeln!(s, "latency:");
@@ -101,7 +119,24 @@ pub fn render(run: &BoardRun, names: &ModelNames) -> String {
             );
         }
     }
+    if let (Some(setting), Some(on_npu)) = (&run.offload, &on_npu) {
+        render_offload(&mut s, setting.mode, on_npu);
+    }
     s
+}
+
+/// The offload section of a snapshot: the memory view and which ops the
+/// engine ran (a change of placement is a change of the run).
+fn render_offload(s: &mut String, mode: &str, on_npu: &[bool]) {
+    let ops: Vec<String> = on_npu
+        .iter()
+        .enumerate()
+        .filter(|&(_, &npu)| npu)
+        .map(|(op, _)| op.to_string())
+        .collect();
+    let _ = writeln!(s, "offload:");
+    let _ = writeln!(s, "  mode: {mode}");
+    let _ = writeln!(s, "  npu ops: [{}]", ops.join(", "));
 }
 
 /// A single-quoted YAML scalar (tensor names hold `:`, `/` and `;`).
@@ -380,6 +415,170 @@ mod tests {
         assert_eq!(
             compare(&old, &new, loose).regressions,
             vec!["layout head: 64 → 128".to_string()]
+        );
+    }
+
+    /// A run and names rebuilt from an accepted snapshot's own lines.
+    fn run_from_snapshot(body: &str) -> (BoardRun, ModelNames) {
+        use crate::outcome::{PlannedBuffer, StepResult};
+        let field = |key: &str| -> String {
+            body.lines()
+                .find_map(|l| l.trim().strip_prefix(key).map(str::to_string))
+                .unwrap()
+        };
+        let mut run = BoardRun::new(&field("scenario: "), &field("board: "));
+        let n = |k: &str| field(k).parse::<u32>().unwrap();
+        run.arena = Some([n("capacity: "), n("head: "), n("tail: "), n("used: ")]);
+        let mut names = ModelNames::default();
+        let mut op_cycles = Vec::new();
+        for line in body.lines().filter_map(|l| l.trim().strip_prefix("- ")) {
+            let line = unquote(line);
+            if let Some((head, tail)) = line.rsplit_once(": steps ") {
+                let mut parts = head.splitn(3, ' ');
+                let kind = if parts.next() == Some("tensor") {
+                    "tensor"
+                } else {
+                    "scratch"
+                };
+                let index: u16 = parts.next().unwrap().parse().unwrap();
+                let name = parts.next().unwrap_or("").to_string();
+                if kind == "tensor" && names.tensors.len() <= usize::from(index) {
+                    names.tensors.resize(usize::from(index) + 1, String::new());
+                }
+                if kind == "tensor" {
+                    names.tensors[usize::from(index)] = name;
+                }
+                let v: Vec<u32> = tail
+                    .split(|c: char| !c.is_ascii_digit())
+                    .filter(|p| !p.is_empty())
+                    .map(|p| p.parse().unwrap())
+                    .collect();
+                run.plan.push(PlannedBuffer {
+                    kind,
+                    index,
+                    first_step: v[0] as u16,
+                    last_step: v[1] as u16,
+                    size: v[2],
+                    align: v[3],
+                    offset: v[4],
+                });
+            } else if let Some(rest) = line.strip_prefix("op ") {
+                let (head, cycles) = rest.rsplit_once(": ").unwrap();
+                names.ops.push(head.split_once(' ').unwrap().1.to_string());
+                op_cycles.push(cycles_of(cycles).unwrap() as u32);
+            } else if let Some((head, cycles)) = line.rsplit_once(": ") {
+                let (case, step) = head.split_once(" step ").unwrap();
+                run.steps.push(StepResult {
+                    case: case.into(),
+                    step: step.parse().unwrap(),
+                    total_cycles: cycles_of(cycles).unwrap() as u64,
+                    op_cycles: Vec::new(),
+                    mismatch: None,
+                    offload: None,
+                });
+            }
+        }
+        run.steps[0].op_cycles = op_cycles;
+        (run, names)
+    }
+
+    #[test]
+    fn runs_without_offload_render_the_accepted_snapshots_byte_for_byte() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../snapshots/gate");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "snap") {
+                continue;
+            }
+            let body = read_snapshot(&path).unwrap();
+            let (run, names) = run_from_snapshot(&body);
+            assert_eq!(render(&run, &names), body, "{}", path.display());
+            seen += 1;
+        }
+        assert!(seen >= 5, "the accepted snapshots were not found");
+    }
+
+    #[test]
+    fn offload_runs_record_placement_and_name_each_hold() {
+        use crate::holds::Liveness;
+        use crate::outcome::{OffloadSetting, PlannedBuffer, StepOffload, StepResult};
+        let mut run = BoardRun::new("s", "b");
+        let buffer = |kind, index, last_step| PlannedBuffer {
+            kind,
+            index,
+            first_step: 0,
+            last_step,
+            size: 16,
+            align: 16,
+            offset: 0,
+        };
+        // Tensor 1 is last read by op 1 but held to step 2; tensor 2 is not
+        // held; op 1's scratch is held to step 2.
+        run.plan = vec![
+            buffer("tensor", 1, 2),
+            buffer("tensor", 2, 2),
+            buffer("scratch", 1, 2),
+        ];
+        run.steps.push(StepResult {
+            case: "case0".into(),
+            step: 0,
+            total_cycles: 10,
+            op_cycles: vec![4, 3, 3],
+            mismatch: None,
+            offload: Some(StepOffload {
+                on_npu: vec![false, true, false],
+                ..StepOffload::default()
+            }),
+        });
+        let names = ModelNames {
+            tensors: vec!["in".into(), "mid".into(), "out".into()],
+            ops: vec!["ADD".into(), "CONV_2D".into(), "ADD".into()],
+            liveness: Liveness {
+                last_step: vec![Some(0), Some(1), Some(2)],
+                users: vec![vec![0], vec![0, 1], vec![1, 2]],
+            },
+        };
+        let plain = render(&run, &names);
+        assert!(
+            !plain.contains("held") && !plain.contains("offload:"),
+            "{plain}"
+        );
+        run.offload = Some(OffloadSetting {
+            mode: "coherent",
+            ops: vec!["CONV_2D".into()],
+            job_cycles: 2000,
+            cycles_per_1000_macs: 4,
+            fault: None,
+        });
+        let text = render(&run, &names);
+        assert!(
+            text.contains("'tensor 1 mid: steps 0..2, size 16, align 16, offset 0, held to step 2 (job of op 1)'"),
+            "{text}"
+        );
+        assert!(
+            text.contains("'tensor 2 out: steps 0..2, size 16, align 16, offset 0'\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "scratch 1 : steps 0..2, size 16, align 16, offset 0, held to step 2 (job of op 1)"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("offload:\n  mode: coherent\n  npu ops: [1]\n"),
+            "{text}"
+        );
+        // A hold that moves is a layout change the gate names.
+        let moved = compare(&plain, &text, Tolerance::EXACT);
+        assert!(
+            moved
+                .regressions
+                .iter()
+                .any(|d| d.starts_with("buffer tensor 1 mid: held")
+                    && d.ends_with("to step 2 (job of op 1)")),
+            "{moved:?}"
         );
     }
 

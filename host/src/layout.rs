@@ -35,6 +35,8 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use hilt_runtime::accel::DEFAULT_OFFLOAD;
+use hilt_runtime::accel::vnpu::VnpuConfig;
 use hilt_runtime::allocation::{AllocError, AllocOptions, ArenaPlan, allocate};
 use hilt_runtime::arena::{Arena, ArenaError};
 use hilt_runtime::canary::CanaryMode;
@@ -47,6 +49,7 @@ use serde::Serialize;
 
 use crate::config::board::Board;
 use crate::config::scenario::Scenario;
+use crate::holds::{Hold, Liveness};
 
 /// A model's names, to make figures readable: the gate's snapshots, the
 /// reports and `hilt run`'s lines label ops and buffers with them.
@@ -56,6 +59,8 @@ pub struct ModelNames {
     pub tensors: Vec<String>,
     /// Operator names by index (execution order).
     pub ops: Vec<String>,
+    /// Every tensor's natural lifetime and users, to tell holds apart.
+    pub liveness: Liveness,
 }
 
 /// The names in `model`, empty when it cannot be read: names only label
@@ -70,8 +75,27 @@ pub fn model_names(model: &Path) -> ModelNames {
         Ok(m) => ModelNames {
             ops: m.operators().map(|op| op.code.to_string()).collect(),
             tensors: m.tensors().map(|t| t.name.to_string()).collect(),
+            liveness: natural_liveness(&m, &bytes),
         },
         Err(_) => ModelNames::default(),
+    }
+}
+
+/// The runtime's own lifetimes of `model`'s tensors without offload (its
+/// planner's view, from an activations-only plan), and their users. Empty
+/// lifetimes when the model cannot be planned: they only mark holds.
+fn natural_liveness(model: &Model<'_>, bytes: &[u8]) -> Liveness {
+    let mut last_step = vec![None; model.tensor_count() as usize];
+    if let Ok(report) = layout_bytes(bytes, &LayoutOptions::default()) {
+        for row in &report.buffers {
+            if let Some(slot) = row.tensor.and_then(|t| last_step.get_mut(t as usize)) {
+                *slot = Some(row.last_step);
+            }
+        }
+    }
+    Liveness {
+        last_step,
+        users: Liveness::users_of(model),
     }
 }
 
@@ -141,6 +165,9 @@ pub struct BufferRow {
     pub first_step: u32,
     /// Last step (including any hold).
     pub last_step: u32,
+    /// Last step an op uses it (without holds).
+    #[serde(skip)]
+    pub natural_last_step: u32,
     /// Requested bytes, before rounding (with its guard band under
     /// `buffers` canaries, as the planner sees it).
     pub size: u32,
@@ -148,6 +175,9 @@ pub struct BufferRow {
     pub align: u32,
     /// Offset from the head's start.
     pub offset: u32,
+    /// Kept past its last use for an offloaded job (offload plans only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held: Option<Hold>,
 }
 
 /// Which memory a plan accounts for.
@@ -209,6 +239,9 @@ pub struct LayoutOptions {
     pub canary: CanaryMode,
     /// What to plan: activations only, or through the interpreter.
     pub covers: Coverage,
+    /// Plan with vnpu claiming the default offload list (through the
+    /// interpreter only): its jobs' holds are in the plan.
+    pub offload: bool,
 }
 
 impl Default for LayoutOptions {
@@ -221,6 +254,7 @@ impl Default for LayoutOptions {
             arena: None,
             canary: CanaryMode::Off,
             covers: Coverage::Activations,
+            offload: false,
         }
     }
 }
@@ -246,6 +280,7 @@ impl LayoutOptions {
             arena: Some(scenario.arena_size.unwrap_or(board.arena_size) as usize),
             canary: scenario.canary,
             covers: Coverage::Interpreter,
+            offload: false,
         }
     }
 }
@@ -437,15 +472,29 @@ fn plan_interpreter(
     size: usize,
 ) -> Result<LayoutReport, BytesError> {
     let mut memory = HostArena::new(size);
+    // Declared before the interpreter, which borrows it.
+    let engine = options
+        .offload
+        .then(|| crate::accel::ThreadedVnpu::start(VnpuConfig::default()));
     let mut interpreter = Interpreter::new(*model, crate::host_run::resolver(), memory.bytes());
+    if let Some(engine) = &engine {
+        interpreter.set_offload(Some(engine.offload(DEFAULT_OFFLOAD)));
+    }
     let mut report = None;
     let allocation = *interpreter
         .allocate_with_report(planner, &alloc_options(options), |plan| {
             report = Some(rows(model, plan));
         })
         .map_err(BytesError::Interpreter)?;
-    let (buffers, _, _, lower_bound) =
+    let (mut buffers, _, _, lower_bound) =
         report.expect("allocate calls the report callback before it commits");
+    if engine.is_some() {
+        let mut on_npu = vec![false; model.operator_count() as usize];
+        interpreter
+            .claimed_ops(&mut on_npu)
+            .map_err(BytesError::Interpreter)?;
+        mark_holds(model, &mut buffers, &on_npu);
+    }
     // The committed figures, as the firmware sends them (`ArenaUsage`): the
     // tail includes what was carved after planning (scratch locations,
     // guard table, the tail's guard band).
@@ -460,6 +509,24 @@ fn plan_interpreter(
         lower_bound,
         buffers,
     })
+}
+
+/// Names each buffer's hold, against the tensors' natural lifetimes (the
+/// plan's rows carry the planned ones, holds included).
+fn mark_holds(model: &Model<'_>, buffers: &mut [BufferRow], on_npu: &[bool]) {
+    let users = Liveness::users_of(model);
+    for row in buffers {
+        row.held = match (row.tensor, row.op, row.natural_last_step) {
+            (Some(t), _, natural) => crate::holds::tensor_hold(
+                natural,
+                users.get(t as usize).map_or(&[][..], Vec::as_slice),
+                row.last_step,
+                on_npu,
+            ),
+            (None, Some(op), _) => crate::holds::scratch_hold(op, row.last_step),
+            (None, None, _) => None,
+        };
+    }
 }
 
 fn rows(model: &Model<'_>, plan: &ArenaPlan<'_>) -> (Vec<BufferRow>, u32, u32, u32) {
@@ -492,9 +559,11 @@ fn rows(model: &Model<'_>, plan: &ArenaPlan<'_>) -> (Vec<BufferRow>, u32, u32, u
                 name,
                 first_step: r.first_step,
                 last_step: r.live_until(),
+                natural_last_step: r.last_step,
                 size: r.size,
                 align: r.align,
                 offset,
+                held: None,
             }
         })
         .collect();
@@ -567,7 +636,7 @@ pub fn render_table(report: &LayoutReport, model_name: &str) -> String {
         let tensor = b.tensor.map_or_else(|| "-".to_string(), |t| t.to_string());
         let steps = format!("{}..{}", b.first_step, b.last_step);
         let padded = b.size.div_ceil(b.align) * b.align;
-        let _ = writeln!(
+        let _ = write!(
             out,
             "{i:>4}  {:<7} {tensor:>6}  {name:<name_width$}  {steps:>11}  {:>9}  {:>10}  {:>5}  {:>9}  {:>9}",
             b.kind,
@@ -577,6 +646,11 @@ pub fn render_table(report: &LayoutReport, model_name: &str) -> String {
             b.offset,
             b.offset + padded
         );
+        // Only offload plans have holds: other tables are unchanged.
+        if let Some(hold) = b.held {
+            let _ = write!(out, "  {hold}");
+        }
+        out.push('\n');
     }
     out
 }

@@ -7,7 +7,8 @@
 //! The modules, from the bottom up (no module imports one above it; the
 //! test `host/tests/module_graph.rs` checks there is no cycle):
 //! - leaves: [`cancel`] (ending a run from another thread), [`memory`]
-//!   (the target-memory seam), [`elf`], [`tensor_file`], [`svg`], [`paths`];
+//!   (the target-memory seam), [`elf`], [`tensor_file`], [`svg`], [`paths`],
+//!   [`holds`] (buffers an offloaded job keeps past their last use);
 //! - [`config`]: board and scenario files (typed in `hilt-contract`);
 //! - [`link`]: hilt-proto over RTT (through a probe or QEMU's gdbstub) or a
 //!   serial line;
@@ -26,6 +27,7 @@ pub mod driver;
 pub mod elf;
 pub mod firmware;
 pub mod gate;
+pub mod holds;
 pub mod host_run;
 pub mod infer;
 pub mod layout;

@@ -63,6 +63,10 @@ enum Command {
         /// Write to this file instead of standard output.
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
+        /// Plan with offload to vnpu (the default op list, coherent): plans
+        /// through the interpreter, and names the buffers its jobs hold.
+        #[arg(long, default_value = "none")]
+        accelerator: hilt::accel::AcceleratorKind,
     },
     /// Run scenarios on boards (virtual ones under QEMU, real ones through
     /// probe-rs) and check the outputs.
@@ -91,6 +95,8 @@ enum Command {
         /// (scenario, board) pairs: N hosts with 1/N .. N/N run each once.
         #[arg(long, value_name = "I/N")]
         shard: Option<hilt::shard::Shard>,
+        #[command(flatten)]
+        offload: OffloadArgs,
     },
     /// Run scenarios and compare layouts and latencies with the accepted
     /// snapshots (snapshots/gate); differences leave .snap.new files for
@@ -124,6 +130,8 @@ enum Command {
         /// (scenario, board) pairs.
         #[arg(long, value_name = "I/N")]
         shard: Option<hilt::shard::Shard>,
+        #[command(flatten)]
+        offload: OffloadArgs,
     },
     /// List the defined boards.
     Boards {
@@ -205,6 +213,73 @@ impl AccelArgs {
     }
 }
 
+/// `--accelerator`, `--coherent` and `--accel-fault` of `run` and `gate`:
+/// they override every scenario's offload keys, so one firmware is run
+/// with offload off, coherent or not.
+#[derive(Debug, Clone, Copy, clap::Args)]
+struct OffloadArgs {
+    /// Offload claimed ops to the firmware's virtual NPU (vnpu) or not
+    /// (none) [default: each scenario's `accelerator`].
+    #[arg(long)]
+    accelerator: Option<hilt::accel::AcceleratorKind>,
+    /// Whether the engine sees memory coherently [default: each
+    /// scenario's `coherent`].
+    #[arg(long, value_name = "true|false")]
+    coherent: Option<bool>,
+    /// Fault for the firmware to inject into its offload path (tests of
+    /// hilt itself; needs a firmware built with the `fault-accel` feature).
+    #[arg(long, value_name = "NAME", value_parser = parse_accel_fault, hide_short_help = true)]
+    accel_fault: Option<hilt_proto::AccelFault>,
+}
+
+/// An [`AccelFault`](hilt_proto::AccelFault) by its name.
+fn parse_accel_fault(name: &str) -> Result<hilt_proto::AccelFault, String> {
+    hilt_proto::AccelFault::ALL
+        .iter()
+        .copied()
+        .find(|f| f.name() == name)
+        .ok_or_else(|| {
+            let known: Vec<&str> = hilt_proto::AccelFault::ALL
+                .iter()
+                .map(|f| f.name())
+                .collect();
+            format!(
+                "unknown accelerator fault {name:?} (known: {})",
+                known.join(", ")
+            )
+        })
+}
+
+impl OffloadArgs {
+    /// `scenario` with these overrides; a fault without offload is refused
+    /// (nothing would inject it).
+    fn apply(&self, scenario: &mut hilt::config::scenario::Scenario) -> anyhow::Result<()> {
+        use hilt_contract::offload::Accelerator;
+        if let Some(kind) = self.accelerator {
+            scenario.offload.accelerator = match kind {
+                hilt::accel::AcceleratorKind::None => Accelerator::None,
+                hilt::accel::AcceleratorKind::Vnpu => Accelerator::Vnpu,
+            };
+        }
+        if let Some(coherent) = self.coherent {
+            scenario.offload.coherent = coherent;
+        }
+        if let Some(fault) = self.accel_fault {
+            if scenario.offload.accelerator == Accelerator::None
+                && fault != hilt_proto::AccelFault::None
+            {
+                anyhow::bail!(
+                    "--accel-fault {} needs offload: scenario {} has accelerator = \"none\" (add --accelerator vnpu)",
+                    fault.name(),
+                    scenario.name
+                );
+            }
+            scenario.accel_fault = fault;
+        }
+        Ok(())
+    }
+}
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum Format {
     Table,
@@ -265,13 +340,21 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             arena,
             format,
             output,
+            accelerator,
         } => {
+            let offload = accelerator == hilt::accel::AcceleratorKind::Vnpu;
             let options = LayoutOptions {
                 planner,
                 align,
                 arena,
                 canary,
-                ..LayoutOptions::default()
+                offload,
+                // Jobs exist only through the interpreter's prepare.
+                covers: if offload {
+                    hilt::layout::Coverage::Interpreter
+                } else {
+                    hilt::layout::Coverage::Activations
+                },
             };
             let board = board
                 .map(|name| layout_board(&name, boards_dir))
@@ -286,8 +369,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             repo,
             report_dir,
             shard,
+            offload,
         } => {
-            let place = Workspace::find(&scenarios, repo, boards_dir)?;
+            let place = Workspace::find(&scenarios, repo, boards_dir, offload)?;
             let reporting = RunReporting {
                 report_dir: report_dir.unwrap_or_else(|| place.repo.join("build/reports")),
                 shard,
@@ -303,8 +387,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             repo,
             report_dir,
             shard,
+            offload,
         } => {
-            let place = Workspace::find(&scenarios, repo, boards_dir)?;
+            let place = Workspace::find(&scenarios, repo, boards_dir, offload)?;
             let reporting = RunReporting {
                 report_dir: report_dir.unwrap_or_else(|| place.repo.join("build/reports/gate")),
                 shard,
@@ -490,6 +575,7 @@ struct Workspace {
     repo: PathBuf,
     boards: Vec<Board>,
     conformance: PathBuf,
+    offload: OffloadArgs,
 }
 
 impl Workspace {
@@ -501,6 +587,7 @@ impl Workspace {
         scenarios: &[PathBuf],
         repo: Option<PathBuf>,
         boards_dir: Option<PathBuf>,
+        offload: OffloadArgs,
     ) -> anyhow::Result<Self> {
         let repo = match repo {
             Some(dir) => hilt::paths::repo_at(dir)?,
@@ -514,6 +601,7 @@ impl Workspace {
             boards: load_all(&boards_dir)?,
             conformance: hilt::conformance::locate(&repo),
             repo,
+            offload,
         })
     }
 
@@ -523,7 +611,8 @@ impl Workspace {
         let mut scenarios = Vec::new();
         let mut names = HashMap::new();
         for path in paths {
-            let scenario = hilt::config::scenario::load(path, &self.conformance)?;
+            let mut scenario = hilt::config::scenario::load(path, &self.conformance)?;
+            self.offload.apply(&mut scenario)?;
             names.insert(scenario.name.clone(), model_names(&scenario.model));
             scenarios.push(Arc::new(scenario));
         }
@@ -817,6 +906,15 @@ fn print_run(run: &BoardRun, ops: Option<&Vec<String>>, wall: std::time::Duratio
     if let Some([capacity, head, tail, used]) = run.arena {
         println!("    arena: {used} of {capacity} bytes used (head {head}, tail {tail})");
     }
+    if let Some(o) = &run.offload {
+        println!(
+            "    offload: vnpu, {}, {} cycles per job + {} per 1000 MACs{}",
+            o.mode,
+            o.job_cycles,
+            o.cycles_per_1000_macs,
+            o.fault.map_or(String::new(), |f| format!(", fault {f}"))
+        );
+    }
     for step in &run.steps {
         println!(
             "    {} step {}: {} cycles",
@@ -824,14 +922,32 @@ fn print_run(run: &BoardRun, ops: Option<&Vec<String>>, wall: std::time::Duratio
             step.step,
             thousands(step.total_cycles)
         );
+        if let Some(o) = &step.offload {
+            println!(
+                "      npu busy {}, cpu waited {}, overlap {}, {} jobs, {} emulation cycles removed",
+                thousands(o.busy),
+                thousands(o.waited),
+                thousands(o.overlap()),
+                o.jobs,
+                thousands(o.emulation)
+            );
+        }
     }
     if let Some(step) = run.steps.first() {
         let mut by_cost: Vec<(usize, u32)> = step.op_cycles.iter().copied().enumerate().collect();
         by_cost.sort_by_key(|&(_, c)| std::cmp::Reverse(c));
         for (op, c) in by_cost.iter().take(8) {
             let name = ops.and_then(|o| o.get(*op)).map_or("?", String::as_str);
+            // Offload runs say where each op ran; others print as before.
+            let place = step.offload.as_ref().map_or("", |o| {
+                if o.on_npu.get(*op).copied().unwrap_or(false) {
+                    "  NPU"
+                } else {
+                    "  CPU"
+                }
+            });
             println!(
-                "      op {op:>3} {name:<30} {:>14} cycles",
+                "      op {op:>3} {name:<30} {:>14} cycles{place}",
                 thousands(u64::from(*c))
             );
         }

@@ -196,6 +196,7 @@ pub async fn run_built_timed(
                     arena: None,
                     logs: Vec::new(),
                     plan: Vec::new(),
+                    offload: None,
                 },
                 Duration::ZERO,
             ),

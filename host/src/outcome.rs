@@ -17,6 +17,69 @@ pub struct StepResult {
     pub op_cycles: Vec<u32>,
     /// `None` when every output matched, else what differed.
     pub mismatch: Option<String>,
+    /// The last invocation's offload figures (offload runs only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offload: Option<StepOffload>,
+}
+
+/// What the accelerator did in one invocation (`Offload` and `Jobs`),
+/// scaled to the board's cycles like every other figure.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct StepOffload {
+    /// Jobs submitted.
+    pub jobs: u16,
+    /// CPU ops that ran while a job was in flight.
+    pub overlapped: u16,
+    /// Cycles the engine was busy (its latency model).
+    pub busy: u64,
+    /// Cycles the CPU spent blocked in waits.
+    pub waited: u64,
+    /// Cycles the firmware spent emulating the engine, already taken out
+    /// of every figure (reported so a reader knows the figures are net).
+    pub emulation: u64,
+    /// Per op: whether the engine ran it.
+    pub on_npu: Vec<bool>,
+    /// Every job's times, from the invocation's start.
+    pub job_times: Vec<JobSpan>,
+}
+
+impl StepOffload {
+    /// Engine cycles the CPU did not wait for: the work the offload
+    /// overlapped with the CPU's own (busy − waited, floored at 0).
+    pub fn overlap(&self) -> u64 {
+        self.busy.saturating_sub(self.waited)
+    }
+}
+
+/// One job's times in an invocation, cycles from its start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct JobSpan {
+    /// The operator it computed.
+    pub op: u16,
+    /// Submitted.
+    pub submitted: u64,
+    /// Completed by the engine.
+    pub completed: u64,
+    /// The CPU started waiting for it.
+    pub wait_started: u64,
+    /// The wait returned.
+    pub retired: u64,
+}
+
+/// How a run offloaded: what the host asked the firmware for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OffloadSetting {
+    /// `coherent` or `non-coherent`.
+    pub mode: &'static str,
+    /// Ops the engine could claim.
+    pub ops: Vec<String>,
+    /// Latency model: cycles per job.
+    pub job_cycles: u32,
+    /// Latency model: cycles per thousand MACs.
+    pub cycles_per_1000_macs: u32,
+    /// The injected fault, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fault: Option<&'static str>,
 }
 
 /// How a board run ended.
@@ -48,6 +111,9 @@ pub struct BoardRun {
     pub logs: Vec<String>,
     /// The arena plan the firmware committed (offsets from the head).
     pub plan: Vec<PlannedBuffer>,
+    /// The offload the run asked for (None: every op on the CPU).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offload: Option<OffloadSetting>,
 }
 
 impl BoardRun {
@@ -62,6 +128,7 @@ impl BoardRun {
             arena: None,
             logs: Vec::new(),
             plan: Vec::new(),
+            offload: None,
         }
     }
 }

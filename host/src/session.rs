@@ -6,13 +6,17 @@
 
 use std::time::{Duration, Instant};
 
-use hilt_proto::{ErrorCode, MAX_CHUNK, Message, PROTOCOL_VERSION};
+use hilt_contract::offload::Accelerator;
+use hilt_proto::{
+    AccelFault, ErrorCode, JobTimes, MAX_CHUNK, Message, OffloadMode, PROTOCOL_VERSION,
+};
+use hilt_runtime::accel::AccelError;
 
 use crate::config::board::Board;
 use crate::config::scenario::{Scenario, StepData};
 use crate::elf::ElfError;
 use crate::link::{Link, LinkError};
-use crate::outcome::{BoardRun, PlannedBuffer, StepResult};
+use crate::outcome::{BoardRun, JobSpan, OffloadSetting, PlannedBuffer, StepOffload, StepResult};
 
 /// A failure while running, before it becomes an [`Outcome::Error`].
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +46,26 @@ pub enum RunFailure {
     /// A guard band was found damaged (by the firmware or by the host).
     #[error("canary: {0}")]
     Canary(String),
+    /// An offloaded op's job failed (`ErrorCode::ACCELERATOR`), decoded.
+    #[error("firmware error ACCELERATOR: op {op} ({op_name}), job {job}: {error}")]
+    Accelerator {
+        /// The operator (execution step).
+        op: u16,
+        /// Its name in the model (`?` when unknown).
+        op_name: String,
+        /// The low 8 bits of the job's id.
+        job: u32,
+        /// What went wrong.
+        error: AccelError,
+    },
+    /// The firmware refused `SetOffload`.
+    #[error("the firmware refused SetOffload ({code}): {why}")]
+    OffloadRefused {
+        /// Error code name.
+        code: String,
+        /// What that means for this request.
+        why: String,
+    },
 }
 
 /// Guard bands the firmware announced, checked by the host through memory reads.
@@ -100,12 +124,37 @@ fn code_name(code: ErrorCode) -> String {
         ErrorCode::ALLOCATE => "ALLOCATE".into(),
         ErrorCode::KERNEL => "KERNEL".into(),
         ErrorCode::CANARY => "CANARY".into(),
+        ErrorCode::ACCELERATOR => "ACCELERATOR".into(),
         ErrorCode(other) => format!("#{other}"),
     }
 }
 
 /// Drives a session: hello, then each case's steps, then the committed plan.
 pub fn run_session(
+    link: &mut Link<'_>,
+    board: &Board,
+    scenario: &Scenario,
+    model_crc: u32,
+    run: &mut BoardRun,
+) -> Result<(), RunFailure> {
+    steps(link, board, scenario, model_crc, run).map_err(|e| match e {
+        // The op's name is the model's: read it only when it is needed.
+        RunFailure::Accelerator { op, job, error, .. } => RunFailure::Accelerator {
+            op,
+            op_name: crate::layout::model_names(&scenario.model)
+                .ops
+                .get(usize::from(op))
+                .cloned()
+                .unwrap_or_else(|| "?".into()),
+            job,
+            error,
+        },
+        other => other,
+    })
+}
+
+/// The session itself; [`run_session`] names the op of an accelerator error.
+fn steps(
     link: &mut Link<'_>,
     board: &Board,
     scenario: &Scenario,
@@ -120,6 +169,7 @@ pub fn run_session(
         guards,
         run,
     };
+    session.set_offload()?;
     session.check_guards("before the first invoke")?;
     for (case_index, case) in scenario.cases.iter().enumerate() {
         if case_index > 0 {
@@ -150,6 +200,49 @@ struct InvokeResults {
     outputs: Vec<Vec<u8>>,
     total_cycles: u64,
     op_cycles: Vec<u32>,
+    offload: Option<OffloadFigures>,
+}
+
+/// An invoke's `Offload` and `Jobs` messages, as received (unscaled).
+#[derive(Debug, Default)]
+struct OffloadFigures {
+    jobs: u16,
+    overlapped: u16,
+    busy: u64,
+    waited: u64,
+    emulation: u64,
+    on_npu: Vec<bool>,
+    job_times: Vec<JobTimes>,
+}
+
+impl OffloadFigures {
+    /// Scaled to the board's cycles; placement cut to `ops` operators.
+    fn scaled(&self, scale: f64, ops: usize) -> StepOffload {
+        let s = |c: u64| (c as f64 * scale).round() as u64;
+        let mut on_npu = self.on_npu.clone();
+        if ops > 0 {
+            on_npu.resize(ops, false);
+        }
+        StepOffload {
+            jobs: self.jobs,
+            overlapped: self.overlapped,
+            busy: s(self.busy),
+            waited: s(self.waited),
+            emulation: s(self.emulation),
+            on_npu,
+            job_times: self
+                .job_times
+                .iter()
+                .map(|j| JobSpan {
+                    op: j.op,
+                    submitted: s(u64::from(j.submitted)),
+                    completed: s(u64::from(j.completed)),
+                    wait_started: s(u64::from(j.wait_started)),
+                    retired: s(u64::from(j.retired)),
+                })
+                .collect(),
+        }
+    }
 }
 
 impl InvokeResults {
@@ -164,6 +257,35 @@ impl InvokeResults {
                 }
                 for (i, c) in cycles.iter().enumerate() {
                     self.op_cycles[first + i] = c;
+                }
+            }
+            Message::Offload {
+                jobs,
+                overlapped,
+                busy,
+                waited,
+                emulation,
+                placement,
+            } => {
+                let figures = self.offload.get_or_insert_with(OffloadFigures::default);
+                figures.jobs = *jobs;
+                figures.overlapped = *overlapped;
+                figures.busy = *busy;
+                figures.waited = *waited;
+                figures.emulation = *emulation;
+                figures.on_npu = placement
+                    .iter()
+                    .flat_map(|byte| (0..8).map(move |bit| byte >> bit & 1 == 1))
+                    .collect();
+            }
+            Message::Jobs { first, total, jobs } => {
+                let figures = self.offload.get_or_insert_with(OffloadFigures::default);
+                let list = &mut figures.job_times;
+                list.resize(usize::from(*total), JobTimes::default());
+                for (i, j) in jobs.iter().enumerate() {
+                    if let Some(slot) = list.get_mut(usize::from(*first) + i) {
+                        *slot = j;
+                    }
                 }
             }
             Message::OutputChunk {
@@ -204,6 +326,47 @@ impl Session<'_, '_> {
             Some(g) => host_check_guards(self.link, g, when),
             None => Ok(()),
         }
+    }
+
+    /// `SetOffload`, when the scenario offloads: after the handshake's
+    /// barrier and before any input, since the firmware re-plans its arena
+    /// for it. The run records what was asked even when it is refused.
+    fn set_offload(&mut self) -> Result<(), RunFailure> {
+        let choice = &self.scenario.offload;
+        if choice.accelerator == Accelerator::None {
+            return Ok(());
+        }
+        let latency = choice.latency_on(self.board.vnpu);
+        let (mode, mode_name) = if choice.coherent {
+            (OffloadMode::Coherent, "coherent")
+        } else {
+            (OffloadMode::NonCoherent, "non-coherent")
+        };
+        let fault = self.scenario.accel_fault;
+        self.run.offload = Some(OffloadSetting {
+            mode: mode_name,
+            ops: choice.ops.clone(),
+            job_cycles: latency.job_cycles,
+            cycles_per_1000_macs: latency.cycles_per_1000_macs,
+            fault: (fault != AccelFault::None).then(|| fault.name()),
+        });
+        let ops = choice.op_codes();
+        let message = Message::SetOffload {
+            mode,
+            fault: fault as u8,
+            job_cycles: latency.job_cycles,
+            cycles_per_1000_macs: latency.cycles_per_1000_macs,
+            ops: &ops,
+        };
+        self.link.send(&message, self.send_limit())?;
+        let done =
+            self.link
+                .recv_matching(self.scenario.timeout, "Done of SetOffload", |m| match m {
+                    Message::Done { request: 0x06 } => Some(Ok(())),
+                    Message::Error(e) => Some(Err(*e)),
+                    _ => None,
+                })?;
+        done.map_err(|e| offload_refused(self.link, e, fault))
     }
 
     /// `ResetState` between cases: a fresh interpreter state.
@@ -286,6 +449,10 @@ impl Session<'_, '_> {
                 .map(|&c| (f64::from(c) * scale).round() as u32)
                 .collect(),
             mismatch,
+            offload: results
+                .offload
+                .as_ref()
+                .map(|f| f.scaled(scale, results.op_cycles.len())),
         });
     }
 
@@ -472,8 +639,40 @@ fn expect_done(link: &mut Link<'_>, wait: Duration, request: u8) -> Result<(), R
     done.map_err(|e| target_error(link, e))
 }
 
+/// A refused `SetOffload`: UNSUPPORTED says what the firmware lacks (the
+/// `fault-accel` feature for an injected fault, offload itself otherwise);
+/// any other error is the firmware's own.
+fn offload_refused(link: &Link<'_>, e: hilt_proto::TargetError, fault: AccelFault) -> RunFailure {
+    if e.code != ErrorCode::UNSUPPORTED {
+        return target_error(link, e);
+    }
+    let why = if fault == AccelFault::None {
+        "this firmware cannot offload to vnpu (rebuild it from a hilt with accelerator support)"
+            .to_string()
+    } else {
+        format!(
+            "fault {:?} needs a firmware built with the `fault-accel` feature (add \"fault-accel\" to the scenario's firmware_features)",
+            fault.name()
+        )
+    };
+    RunFailure::OffloadRefused {
+        code: code_name(e.code),
+        why,
+    }
+}
+
 fn target_error(link: &Link<'_>, e: hilt_proto::TargetError) -> RunFailure {
     let _ = link;
+    if e.code == ErrorCode::ACCELERATOR
+        && let Some((error, job)) = AccelError::from_code(e.detail)
+    {
+        return RunFailure::Accelerator {
+            op: e.op,
+            op_name: "?".into(),
+            job,
+            error,
+        };
+    }
     RunFailure::Target {
         code: code_name(e.code),
         op: e.op,

@@ -12,7 +12,11 @@ use hilt::link::{Link, LinkError, Wire};
 use hilt::memory::TargetMemory;
 use hilt::outcome::BoardRun;
 use hilt::session::run_session;
-use hilt_proto::{FrameAccumulator, Hello, MAX_FRAME, Message, PROTOCOL_VERSION, encode_frame};
+use hilt_proto::message::Cycles;
+use hilt_proto::{
+    AccelFault, ErrorCode, FrameAccumulator, Hello, JobList, JobTimes, MAX_FRAME, Message,
+    OffloadMode, PROTOCOL_VERSION, TargetError, encode_frame,
+};
 
 fn repo() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -155,6 +159,14 @@ struct FakeFirmware {
     held: Vec<u8>,
     hellos: usize,
     resets: usize,
+    /// Every request's tag, in arrival order (after the Hellos).
+    requests: Vec<&'static str>,
+    /// The `SetOffload` requests received: mode, fault, latency, ops.
+    offloads: Vec<(OffloadMode, u8, u32, u32, Vec<u8>)>,
+    /// The answer to `SetOffload` (None: `Done`).
+    refuse_offload: Option<TargetError>,
+    /// An error instead of the invoke's results.
+    fail_invoke: Option<TargetError>,
 }
 
 impl FakeFirmware {
@@ -196,11 +208,33 @@ impl FakeFirmware {
                 self.out.extend(std::mem::take(&mut self.held));
                 self.say_hello();
             }
+            Message::SetOffload {
+                mode,
+                fault,
+                job_cycles,
+                cycles_per_1000_macs,
+                ops,
+            } => {
+                self.requests.push("SetOffload");
+                self.offloads.push((
+                    *mode,
+                    *fault,
+                    *job_cycles,
+                    *cycles_per_1000_macs,
+                    ops.to_vec(),
+                ));
+                match self.refuse_offload {
+                    Some(e) => say(Message::Error(e)),
+                    None => say(Message::Done { request: 0x06 }),
+                }
+            }
             Message::ResetState => {
+                self.requests.push("ResetState");
                 self.resets += 1;
                 say(Message::Done { request: 0x05 });
             }
             Message::LoadInput { offset, chunk, .. } => {
+                self.requests.push("LoadInput");
                 let end = *offset as usize + chunk.len();
                 if self.input.len() < end {
                     self.input.resize(end, 0);
@@ -212,13 +246,51 @@ impl FakeFirmware {
                 });
             }
             Message::Invoke { .. } => {
+                if let Some(e) = self.fail_invoke {
+                    say(Message::Error(e));
+                    return;
+                }
                 let input = self.input.clone();
+                let offloading = self
+                    .offloads
+                    .last()
+                    .is_some_and(|o| o.0 != OffloadMode::Off);
                 let mut say = |m: Message<'_>| self.out.extend(frame(&m));
                 say(Message::Timing {
                     invocation: 1,
                     total_cycles: 20,
                     ops: 1,
                 });
+                if offloading {
+                    let mut buf = [0u8; 64];
+                    let cycles = Cycles::encode_into(&[12], &mut buf).unwrap();
+                    say(Message::OpCycles {
+                        first_op: 0,
+                        cycles,
+                    });
+                    say(Message::Offload {
+                        jobs: 1,
+                        overlapped: 0,
+                        busy: 5,
+                        waited: 3,
+                        emulation: 7,
+                        placement: &[1],
+                    });
+                    let job = JobTimes {
+                        op: 0,
+                        submitted: 1,
+                        completed: 6,
+                        wait_started: 2,
+                        retired: 6,
+                    };
+                    let mut buf = [0u8; 64];
+                    let jobs = JobList::encode_into(&[job], &mut buf).unwrap();
+                    say(Message::Jobs {
+                        first: 0,
+                        total: 1,
+                        jobs,
+                    });
+                }
                 say(Message::OutputChunk {
                     output: 0,
                     offset: 0,
@@ -285,6 +357,10 @@ fn fake(board: &str, model_hash: u32, lose: usize, late: bool) -> FakeFirmware {
         held: Vec::new(),
         hellos: 0,
         resets: 0,
+        requests: Vec::new(),
+        offloads: Vec::new(),
+        refuse_offload: None,
+        fail_invoke: None,
     }
 }
 
@@ -353,5 +429,102 @@ fn a_wrong_model_or_board_is_named_after_the_hello() {
     assert_eq!(
         err.to_string(),
         "firmware was built for qemu-mps2-an500, not qemu-mps2-an386-uart"
+    );
+}
+
+/// The smoke scenario with vnpu offload, as `--accelerator vnpu` sets it.
+fn offloading(scenario: &mut hilt::config::scenario::Scenario, coherent: bool) {
+    scenario.offload.accelerator = hilt_contract::offload::Accelerator::Vnpu;
+    scenario.offload.coherent = coherent;
+}
+
+#[test]
+fn without_offload_no_set_offload_is_sent_and_no_figures_are_kept() {
+    let (board, scenario, crc) = smoke();
+    let mut firmware = fake(&board.name, crc, 0, false);
+    let run = session(&mut firmware, &board, &scenario, crc).0.unwrap();
+    assert!(firmware.offloads.is_empty());
+    assert_eq!(run.offload, None);
+    assert_eq!(run.steps[0].offload, None);
+}
+
+#[test]
+fn offload_is_set_after_the_barrier_and_its_figures_are_kept_per_step() {
+    let (board, mut scenario, crc) = smoke();
+    offloading(&mut scenario, false);
+    let mut firmware = fake(&board.name, crc, 0, false);
+    let run = session(&mut firmware, &board, &scenario, crc).0.unwrap();
+    assert_eq!(
+        firmware.requests[..3],
+        ["ResetState", "SetOffload", "LoadInput"],
+        "SetOffload after the barrier, before any input"
+    );
+    let (mode, fault, job_cycles, per_macs, ops) = &firmware.offloads[0];
+    assert_eq!(*mode, OffloadMode::NonCoherent);
+    assert_eq!(*fault, 0);
+    assert_eq!((*job_cycles, *per_macs), (2000, 4), "the board's engine");
+    assert_eq!(ops, &[3, 4, 9, 0, 1, 17]);
+    let setting = run.offload.as_ref().unwrap();
+    assert_eq!(setting.mode, "non-coherent");
+    // MPS2 at 25 MHz: 40 instructions per reported tick.
+    let figures = run.steps[0].offload.as_ref().unwrap();
+    assert_eq!((figures.jobs, figures.busy, figures.waited), (1, 200, 120));
+    assert_eq!(figures.emulation, 280);
+    assert_eq!(figures.overlap(), 80);
+    assert_eq!(figures.on_npu, [true], "cut to the op count");
+    assert_eq!(run.steps[0].op_cycles, [480]);
+    let job = figures.job_times[0];
+    assert_eq!(
+        (job.submitted, job.completed, job.wait_started, job.retired),
+        (40, 240, 80, 240)
+    );
+}
+
+#[test]
+fn a_refused_fault_says_which_feature_the_firmware_lacks() {
+    let (board, mut scenario, crc) = smoke();
+    offloading(&mut scenario, true);
+    scenario.accel_fault = AccelFault::SkipWait;
+    let mut firmware = fake(&board.name, crc, 0, false);
+    firmware.refuse_offload = Some(TargetError {
+        code: ErrorCode::UNSUPPORTED,
+        op: u16::MAX,
+        detail: 0,
+    });
+    let err = session(&mut firmware, &board, &scenario, crc)
+        .0
+        .unwrap_err()
+        .to_string();
+    assert_eq!(firmware.offloads[0].1, AccelFault::SkipWait as u8);
+    assert!(
+        err.starts_with("the firmware refused SetOffload (UNSUPPORTED)")
+            && err.contains("\"skip-wait\"")
+            && err.contains("fault-accel"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_accelerator_error_names_the_op_the_job_and_what_went_wrong() {
+    use hilt_runtime::accel::{AccelError, RegionRole};
+    let (board, mut scenario, crc) = smoke();
+    offloading(&mut scenario, true);
+    let error = AccelError::Misaligned {
+        region: 1,
+        role: RegionRole::Output(12),
+    };
+    let mut firmware = fake(&board.name, crc, 0, false);
+    firmware.fail_invoke = Some(TargetError {
+        code: ErrorCode::ACCELERATOR,
+        op: 0,
+        detail: error.code(4),
+    });
+    let err = session(&mut firmware, &board, &scenario, crc)
+        .0
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "firmware error ACCELERATOR: op 0 (RESHAPE), job 4: region 1 (Output(12)) is misaligned for the engine"
     );
 }

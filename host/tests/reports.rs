@@ -88,6 +88,7 @@ fn step(case: &str, step: usize, mismatch: Option<&str>) -> StepResult {
         total_cycles: 123_456,
         op_cycles: vec![100_000, 20_000, 3_456],
         mismatch: mismatch.map(str::to_string),
+        offload: None,
     }
 }
 
@@ -104,6 +105,7 @@ fn runs() -> Vec<BoardRun> {
             arena: Some([2_097_152, 128, 44, 172]),
             logs: vec!["hilt firmware up".into(), nasty.into()],
             plan: Vec::new(),
+            offload: None,
         },
         BoardRun {
             scenario: "smoke_reshape".into(),
@@ -116,6 +118,7 @@ fn runs() -> Vec<BoardRun> {
             arena: Some([2_097_152, 128, 44, 172]),
             logs: Vec::new(),
             plan: Vec::new(),
+            offload: None,
         },
         BoardRun {
             scenario: "other & <odd> name".into(),
@@ -125,6 +128,7 @@ fn runs() -> Vec<BoardRun> {
             arena: None,
             logs: vec![nasty.into()],
             plan: Vec::new(),
+            offload: None,
         },
     ]
 }

@@ -11,7 +11,9 @@ pub use hilt_contract::scenario::{ScenarioFile, ScenarioSource, StepFiles};
 
 use crate::config::ConfigError;
 use crate::conformance::{Comparison, ModelEntry, read_manifest};
+use hilt_contract::offload::OffloadChoice;
 use hilt_contract::{CanaryMode, PlannerKind};
+use hilt_proto::AccelFault;
 
 /// What is wrong with a scenario: the one config error (boards and
 /// scenarios share it), under the name callers of this module know.
@@ -64,6 +66,11 @@ pub struct Scenario {
     pub canary: CanaryMode,
     /// Alignment of every activation buffer.
     pub align: u32,
+    /// Accelerator offload: engine, ops, memory view, latency override.
+    pub offload: OffloadChoice,
+    /// A fault for a `fault-accel` firmware to inject into its offload
+    /// path (`--accel-fault`; never from a file: a test's choice).
+    pub accel_fault: AccelFault,
 }
 
 fn invalid(path: &Path, field: &'static str, problem: impl Into<String>) -> ConfigError {
@@ -112,6 +119,8 @@ pub fn load(path: &Path, conformance_dir: &Path) -> Result<Scenario, ScenarioErr
         firmware_features: file.firmware_features,
         canary: file.canary,
         align: file.align,
+        offload: file.offload,
+        accel_fault: AccelFault::None,
     })
 }
 

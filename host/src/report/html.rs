@@ -194,9 +194,11 @@ pub(super) fn board_layout(
                 name,
                 first_step: u32::from(b.first_step),
                 last_step: u32::from(b.last_step.max(b.first_step)),
+                natural_last_step: u32::from(b.last_step.max(b.first_step)),
                 size: b.size,
                 align: b.align.max(1),
                 offset: b.offset,
+                held: None,
             }
         })
         .filter(|b| padded_end(b).is_some())
@@ -323,6 +325,15 @@ fn run_card(run: &TimedRun, context: Option<&ScenarioContext>) -> String {
     s.push_str("</div>\n<div class=\"panel\">\n");
     s.push_str(&op_bars(r, context));
     s.push_str("</div>\n</div>\n<div class=\"picture\">\n");
+    let op_names = context.map_or(&[][..], |c| c.op_names.as_slice());
+    if let Some(svg) = r
+        .steps
+        .first()
+        .and_then(|step| super::timeline::timeline_svg(step, op_names))
+    {
+        s.push_str("<h3>CPU and NPU over the first step</h3>\n");
+        s.push_str(&svg);
+    }
     s.push_str(&arena_picture(r, context));
     s.push_str("</div>\n");
     if r.logs.is_empty() {

@@ -40,6 +40,7 @@ pub mod junit;
 pub mod summary;
 #[cfg(test)]
 mod tests;
+mod timeline;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

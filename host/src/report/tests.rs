@@ -15,10 +15,12 @@ fn run(scenario: &str, board: &str, outcome: Outcome) -> BoardRun {
             total_cycles: 1500,
             op_cycles: vec![1000, 250],
             mismatch: None,
+            offload: None,
         }],
         arena: Some([4096, 1024, 64, 1088]),
         logs: vec!["booted".into()],
         plan: Vec::new(),
+        offload: None,
     }
 }
 
@@ -225,4 +227,83 @@ fn the_summary_has_every_run_and_the_totals() {
     assert_eq!(v["runs"][0]["outcome"]["status"], "passed");
     assert_eq!(v["runs"][0]["wall_seconds"], 1.5);
     assert_eq!(v["started_at"], "2023-11-14T22:13:20Z");
+}
+
+/// A step of three ops (op 1 offloaded) whose figures make one cycle one
+/// pixel: 600 cycles in all.
+fn offload_step() -> StepResult {
+    use crate::outcome::{JobSpan, StepOffload};
+    StepResult {
+        case: "case0".into(),
+        step: 0,
+        total_cycles: 600,
+        op_cycles: vec![100, 20, 280],
+        mismatch: None,
+        offload: Some(StepOffload {
+            jobs: 1,
+            overlapped: 1,
+            busy: 300,
+            waited: 100,
+            emulation: 50,
+            on_npu: vec![false, true, false],
+            job_times: vec![JobSpan {
+                op: 1,
+                submitted: 120,
+                completed: 500,
+                wait_started: 400,
+                retired: 500,
+            }],
+        }),
+    }
+}
+
+#[test]
+fn the_timeline_draws_both_lanes_with_bars_placed_by_the_figures() {
+    use super::timeline::{LEFT, timeline_svg};
+    let names = ["CONV_2D".to_string(), "CONV_2D".into(), "ADD".into()];
+    let svg = timeline_svg(&offload_step(), &names).unwrap();
+    assert!(
+        svg.contains(">CPU</text>") && svg.contains(">NPU</text>"),
+        "{svg}"
+    );
+    let rect = |class: &str, x: f64, width: f64| {
+        format!(r#"<rect class="{class}" x="{:.1}" y=""#, LEFT + x) + &format!("{width:.1}")
+    };
+    let has = |class: &str, x: f64, width: f64| {
+        let start = format!(r#"<rect class="{class}" x="{:.1}""#, LEFT + x);
+        let size = format!(r#"width="{width:.1}""#);
+        assert!(
+            svg.lines()
+                .any(|l| l.starts_with(&start) && l.contains(&size)),
+            "no {} in\n{svg}",
+            rect(class, x, width)
+        );
+    };
+    // CPU lane: ops back to back; op 1's share is its submit.
+    has("cpu-op", 0.0, 100.0);
+    has("submit", 100.0, 20.0);
+    has("cpu-op", 120.0, 280.0);
+    // NPU lane: the job from submit to completion; the wait on the CPU lane.
+    has("job", 120.0, 380.0);
+    has("wait", 400.0, 100.0);
+    assert!(svg.contains(
+        "NPU busy 300, CPU waited 100, overlap 200, 1 jobs, 50 emulation cycles removed"
+    ));
+    // No offload, no timeline.
+    let plain = StepResult {
+        offload: None,
+        ..offload_step()
+    };
+    assert_eq!(timeline_svg(&plain, &names), None);
+}
+
+#[test]
+fn the_page_shows_the_timeline_only_for_offload_runs() {
+    let mut offloaded = run("s", "b", Outcome::Passed);
+    offloaded.steps = vec![offload_step()];
+    let page = html::html(&report(vec![offloaded], Vec::new()));
+    assert!(page.contains("CPU and NPU over the first step"));
+    assert!(page.contains(r#"class="timeline""#));
+    let page = html::html(&report(vec![run("s", "b", Outcome::Passed)], Vec::new()));
+    assert!(!page.contains("timeline"));
 }

@@ -3,6 +3,7 @@
 
 pub mod board;
 mod error;
+pub mod offload;
 pub mod scenario;
 
 pub use error::ConfigError;

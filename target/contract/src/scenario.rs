@@ -12,6 +12,12 @@
 //! canary = "buffers"                     # off | bounds | buffers
 //! align = 16                              # activation buffer alignment
 //! firmware_features = []                  # fault injection (tests only)
+//! accelerator = "none"                    # none | vnpu (see `crate::offload`)
+//! offload = ["CONV_2D", "ADD"]            # ops vnpu may claim (default: the runtime's list)
+//! coherent = true                         # false: vnpu behind a modelled cache
+//! [vnpu]                                  # overrides the board's latency model
+//! job_cycles = 2000
+//! cycles_per_1000_macs = 4
 //! ```
 //!
 //! or, instead of `conformance`, a model of the repository with explicit
@@ -36,6 +42,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::error::{ConfigError, read_toml};
+use crate::offload::{OffloadChoice, RawVnpu};
 use crate::{CanaryMode, PlannerKind};
 
 #[derive(Debug, Deserialize)]
@@ -70,6 +77,14 @@ struct RawScenario {
     align: Option<u32>,
     #[serde(default)]
     expected_from_host: bool,
+    #[serde(default)]
+    accelerator: Option<String>,
+    #[serde(default)]
+    offload: Option<Vec<String>>,
+    #[serde(default)]
+    coherent: Option<bool>,
+    #[serde(default)]
+    vnpu: Option<RawVnpu>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -139,6 +154,8 @@ pub struct ScenarioFile {
     pub canary: CanaryMode,
     /// Alignment of every activation buffer.
     pub align: u32,
+    /// Accelerator offload (off unless `accelerator` says otherwise).
+    pub offload: OffloadChoice,
 }
 
 /// Reads and checks `path`.
@@ -159,6 +176,13 @@ fn validate(path: &Path, raw: RawScenario) -> Result<ScenarioFile, ConfigError> 
         return Err(ConfigError::invalid(path, "boards", "names no board"));
     }
     let source = source(path, &raw)?;
+    let offload = crate::offload::choice(
+        path,
+        raw.accelerator.as_deref(),
+        raw.offload.clone(),
+        raw.coherent,
+        raw.vnpu,
+    )?;
     Ok(ScenarioFile {
         name,
         description: raw.description,
@@ -171,6 +195,7 @@ fn validate(path: &Path, raw: RawScenario) -> Result<ScenarioFile, ConfigError> 
         firmware_features: raw.firmware_features,
         canary,
         align,
+        offload,
     })
 }
 

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use hilt_contract::board::{self, RunnerKind, Transport, UartKind};
+use hilt_contract::offload::{Accelerator, VnpuLatency};
 use hilt_contract::scenario::{self, ScenarioSource};
 use hilt_contract::{ConfigError, PlannerKind};
 
@@ -77,4 +78,145 @@ fn scenario_files_are_checked_and_resolved() {
     assert_eq!(steps.len(), 1);
     assert_eq!("offline".parse::<PlannerKind>(), Ok(PlannerKind::Offline));
     assert!("best".parse::<PlannerKind>().is_err());
+}
+
+/// A fresh folder under the system's temporary one, named for `test`.
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hilt-contract-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A model scenario with `extra` keys before its steps, loaded.
+fn scenario_with(test: &str, extra: &str) -> Result<scenario::ScenarioFile, ConfigError> {
+    let path = scratch(test).join(format!("{test}.toml"));
+    std::fs::write(
+        &path,
+        format!(
+            "model = \"m.tflite\"\nboards = [\"qemu-*\"]\n{extra}\n[[steps]]\ninputs = [\"i.bin\"]\nexpected = [\"o.bin\"]\n"
+        ),
+    )
+    .unwrap();
+    scenario::load(&path)
+}
+
+#[test]
+fn offload_keys_default_to_no_accelerator_and_the_runtime_list() {
+    let file = scenario_with("offload-default", "").unwrap();
+    assert_eq!(file.offload.accelerator, Accelerator::None);
+    assert!(file.offload.coherent);
+    assert_eq!(
+        file.offload.ops,
+        [
+            "CONV_2D",
+            "DEPTHWISE_CONV_2D",
+            "FULLY_CONNECTED",
+            "ADD",
+            "AVERAGE_POOL_2D",
+            "MAX_POOL_2D"
+        ]
+    );
+    assert_eq!(file.offload.op_codes(), [3, 4, 9, 0, 1, 17]);
+    // No scenario override: the board's engine figures stand.
+    let board = VnpuLatency {
+        job_cycles: 7,
+        cycles_per_1000_macs: 9,
+    };
+    assert_eq!(file.offload.latency_on(board), board);
+}
+
+#[test]
+fn offload_keys_are_read_and_override_the_board_engine_key_by_key() {
+    let file = scenario_with(
+        "offload-set",
+        "accelerator = \"vnpu\"\noffload = [\"CONV_2D\", \"HILT_VNPU_NEGATE\"]\ncoherent = false\n[vnpu]\njob_cycles = 500\n",
+    )
+    .unwrap();
+    assert_eq!(file.offload.accelerator, Accelerator::Vnpu);
+    assert!(!file.offload.coherent);
+    assert_eq!(
+        file.offload.op_codes(),
+        [3, hilt_contract::offload::CUSTOM_CODE]
+    );
+    let board = VnpuLatency {
+        job_cycles: 2000,
+        cycles_per_1000_macs: 8,
+    };
+    assert_eq!(
+        file.offload.latency_on(board),
+        VnpuLatency {
+            job_cycles: 500,
+            cycles_per_1000_macs: 8
+        }
+    );
+}
+
+#[test]
+fn bad_offload_keys_name_the_file_the_key_and_the_value() {
+    let e = scenario_with("offload-bad-op", "offload = [\"CONV_2D\", \"CONV_9D\"]")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("offload-bad-op.toml")
+            && e.contains("field `offload`")
+            && e.contains("\"CONV_9D\""),
+        "{e}"
+    );
+    let e = scenario_with("offload-bad-accel", "accelerator = \"tpu\"")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("field `accelerator`") && e.contains("\"tpu\""),
+        "{e}"
+    );
+    let e = scenario_with("offload-bad-table", "[vnpu]\njob_cycle = 1")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("offload-bad-table.toml") && e.contains("job_cycle"),
+        "{e}"
+    );
+    let e = scenario_with("offload-bad-type", "coherent = \"yes\"")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("coherent"), "{e}");
+}
+
+#[test]
+fn a_board_describes_its_engine_or_gets_the_runtime_defaults() {
+    let shipped = board::load_named(&repo().join("boards"), "qemu-mps2-an386").unwrap();
+    assert_eq!(shipped.vnpu, VnpuLatency::default());
+    assert_eq!(
+        VnpuLatency::default(),
+        VnpuLatency {
+            job_cycles: 2000,
+            cycles_per_1000_macs: 4
+        }
+    );
+    let dir = scratch("board-vnpu").join("boards");
+    std::fs::create_dir_all(dir.join("qemu-mps2-an386")).unwrap();
+    std::fs::copy(
+        repo().join("boards/qemu-mps2-an386/memory.x"),
+        dir.join("qemu-mps2-an386/memory.x"),
+    )
+    .unwrap();
+    let text = std::fs::read_to_string(repo().join("boards/qemu-mps2-an386.toml")).unwrap();
+    let write = |table: &str| {
+        std::fs::write(dir.join("qemu-mps2-an386.toml"), format!("{text}\n{table}")).unwrap();
+        board::load(&dir.join("qemu-mps2-an386.toml"))
+    };
+    let b = write("[vnpu]\ncycles_per_1000_macs = 16\n").unwrap();
+    assert_eq!(
+        b.vnpu,
+        VnpuLatency {
+            job_cycles: 2000,
+            cycles_per_1000_macs: 16
+        }
+    );
+    let e = write("[vnpu]\nmacs = 16\n").unwrap_err().to_string();
+    assert!(
+        e.contains("qemu-mps2-an386.toml") && e.contains("macs"),
+        "{e}"
+    );
 }

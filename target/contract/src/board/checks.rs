@@ -10,6 +10,7 @@ use super::{
     UartSettings,
 };
 use crate::error::ConfigError;
+use crate::offload::VnpuLatency;
 
 /// One named check of a raw board file.
 type Check = fn(&Path, &RawBoard) -> Result<(), ConfigError>;
@@ -58,6 +59,7 @@ pub(super) fn validate(path: &Path, raw: RawBoard) -> Result<Board, ConfigError>
         uart: raw.uart,
         latency_tolerance_percent,
         firmware,
+        vnpu: raw.vnpu.unwrap_or_default().over(VnpuLatency::default()),
     })
 }
 

@@ -45,6 +45,15 @@
 //! ```toml
 //! firmware = "target/examples/custom-firmware"
 //! ```
+//!
+//! A board describes its virtual NPU's latency model (a scenario may
+//! override it; see `crate::offload`):
+//!
+//! ```toml
+//! [vnpu]
+//! job_cycles = 2000
+//! cycles_per_1000_macs = 4
+//! ```
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -55,6 +64,7 @@ mod checks;
 mod memory_x;
 
 use crate::error::{ConfigError, read_toml};
+use crate::offload::{RawVnpu, VnpuLatency};
 
 /// How a board is driven.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -272,6 +282,8 @@ pub(crate) struct RawBoard {
     pub(super) latency_tolerance_percent: Option<f64>,
     #[serde(default)]
     pub(super) firmware: Option<String>,
+    #[serde(default)]
+    pub(super) vnpu: Option<RawVnpu>,
 }
 
 /// A validated board definition.
@@ -318,6 +330,9 @@ pub struct Board {
     /// `target/firmware` (a folder with a `Cargo.toml`), resolved from the
     /// repository root.
     pub firmware: Option<PathBuf>,
+    /// The latency model of the board's virtual NPU (`[vnpu]`; default:
+    /// the runtime's engine defaults).
+    pub vnpu: VnpuLatency,
 }
 
 /// How far a latency may move before the gate says so. It lives with the
