@@ -356,6 +356,7 @@ impl Session<'_, '_> {
             fault: fault as u8,
             job_cycles: latency.job_cycles,
             cycles_per_1000_macs: latency.cycles_per_1000_macs,
+            cycles_per_count_milli: (self.board.cycle_scale() * 1000.0).round() as u32,
             ops: &ops,
         };
         self.link.send(&message, self.send_limit())?;

@@ -214,6 +214,7 @@ impl FakeFirmware {
                 job_cycles,
                 cycles_per_1000_macs,
                 ops,
+                ..
             } => {
                 self.requests.push("SetOffload");
                 self.offloads.push((

@@ -34,7 +34,7 @@ pub use counter::cortex_m::SysTickCounter;
 pub use link::{Line, WireError, send_log};
 #[cfg(feature = "cortex-m")]
 pub use offload::TickVnpu;
-pub use offload::{EngineSetup, OffloadEngine, ShadowMemory, TICK_CYCLES, WAIT_TIMEOUT};
+pub use offload::{EngineSetup, OffloadEngine, ShadowMemory, TICK_COUNTS, WAIT_TIMEOUT};
 pub use pin::NoPin;
 pub use planner::{NoCustomPlanner, PlannerKind};
 pub use session::{Agent, Session};

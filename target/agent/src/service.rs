@@ -23,7 +23,7 @@ use crate::config::Config;
 use crate::counter::CycleCounter;
 use crate::link::{Line, Link, WireError};
 use crate::offload::{
-    EngineSetup, NetClock, OffloadChoice, OffloadEngine, ShadowMemory, TICK_CYCLES, WAIT_TIMEOUT,
+    EngineSetup, NetClock, OffloadChoice, OffloadEngine, ShadowMemory, TICK_COUNTS, WAIT_TIMEOUT,
     op_set,
 };
 use crate::planner::PlannerChoice;
@@ -270,13 +270,21 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
                 fault,
                 job_cycles,
                 cycles_per_1000_macs,
+                cycles_per_count_milli,
                 ops,
             } if self.status != Status::NoModel => {
                 let latency = LatencyModel {
                     job_cycles: u64::from(job_cycles),
                     cycles_per_1000_macs: u64::from(cycles_per_1000_macs),
                 };
-                self.handle_set_offload(mode, fault, latency, ops, tag)
+                let choice = OffloadChoice {
+                    mode,
+                    fault: AccelFault::None,
+                    latency,
+                    cycles_per_count_milli: cycles_per_count_milli.max(1),
+                    ops: op_set(ops),
+                };
+                self.handle_set_offload(choice, fault, tag)
             }
             _ if self.status != Status::Ready => {
                 self.link
@@ -303,12 +311,11 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
     /// not built to inject, a plan that does not fit).
     fn handle_set_offload(
         &mut self,
-        mode: OffloadMode,
+        choice: OffloadChoice,
         fault: u8,
-        latency: LatencyModel,
-        ops: &[u8],
         tag: u8,
     ) -> Result<(), WireError> {
+        let mode = choice.mode;
         let fault = match AccelFault::from_u8(fault) {
             Some(AccelFault::None) => AccelFault::None,
             Some(f) if cfg!(feature = "fault-accel") => f,
@@ -325,7 +332,7 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
             }
         };
         let ticking = mode != OffloadMode::Off;
-        if ticking && (self.engine.is_none() || !self.counter.tick_every(Some(TICK_CYCLES))) {
+        if ticking && (self.engine.is_none() || !self.counter.tick_every(Some(TICK_COUNTS))) {
             let mut line = Line::default();
             let _ = write!(
                 line,
@@ -339,12 +346,7 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
         if !ticking {
             self.counter.tick_every(None);
         }
-        self.offload = OffloadChoice {
-            mode,
-            fault,
-            latency,
-            ops: op_set(ops),
-        };
+        self.offload = OffloadChoice { fault, ..choice };
         let arena = self.release_arena();
         let arena = self.set_up_engine(arena);
         self.commit(arena)?;
@@ -410,6 +412,7 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
         };
         let setup = EngineSetup {
             latency: self.offload.latency,
+            cycles_per_tick: self.offload.cycles_per_tick(),
             window,
             shadow,
             fault: self.offload.engine_fault(),
@@ -548,7 +551,7 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
             self.figures = OffloadFigures {
                 jobs: stats.jobs,
                 overlapped: stats.cpu_ops_overlapped,
-                busy: e.busy_cycles() - busy,
+                busy: self.offload.counts(e.busy_cycles() - busy),
                 waited: stats.waited,
                 emulation: e.emulation_cycles() - emulation,
             };

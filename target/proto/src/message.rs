@@ -383,6 +383,11 @@ pub enum Message<'a> {
         job_cycles: u32,
         /// Latency model: cycles per thousand multiply-accumulates.
         cycles_per_1000_macs: u32,
+        /// Core cycles per count of the firmware's counter, times 1000 (the
+        /// host's scale: 40 000 under QEMU's `-icount` with a 25 MHz
+        /// SysTick, 1 000 on a real core), so the engine's latency runs in
+        /// cycles while every figure on the wire stays in counts.
+        cycles_per_count_milli: u32,
         /// Builtin operator codes the engine may claim (`CUSTOM`, 32, lets
         /// it claim the custom ops it registers).
         ops: &'a [u8],
@@ -478,7 +483,8 @@ pub enum Message<'a> {
         jobs: u16,
         /// CPU ops that ran while a job was in flight.
         overlapped: u16,
-        /// Cycles the engine was busy (its latency model).
+        /// Counts the engine was busy (its latency model, in cycles, turned
+        /// into the counter's counts).
         busy: u64,
         /// Cycles the CPU spent blocked in waits.
         waited: u64,
@@ -645,12 +651,14 @@ impl<'a> Message<'a> {
                 fault,
                 job_cycles,
                 cycles_per_1000_macs,
+                cycles_per_count_milli,
                 ops,
             } => {
                 w.u8(mode as u8)?;
                 w.u8(fault)?;
                 w.u32(job_cycles)?;
                 w.u32(cycles_per_1000_macs)?;
+                w.u32(cycles_per_count_milli)?;
                 w.blob(ops)?;
             }
             Message::Offload {
@@ -790,6 +798,7 @@ impl<'a> Message<'a> {
                     fault: r.u8()?,
                     job_cycles: r.u32()?,
                     cycles_per_1000_macs: r.u32()?,
+                    cycles_per_count_milli: r.u32()?,
                     ops: r.blob()?,
                 },
                 tag::OFFLOAD => Message::Offload {

@@ -73,6 +73,7 @@ fn every_message_round_trips() {
             fault: 3,
             job_cycles: 2000,
             cycles_per_1000_macs: 4,
+            cycles_per_count_milli: 40_000,
             ops: &[3, 4, 0, 9],
         },
         Message::Offload {

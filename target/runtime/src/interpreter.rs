@@ -346,6 +346,9 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                 })?,
             None => Region::default(),
         };
+        // Unclaimed ops keep an all-zero record: the arena may hold an
+        // earlier interpreter's bytes.
+        self.arena.bytes_mut(jobs).fill(0);
         for op in model.operators() {
             let claimed = offload.is_some_and(|o| schedule::claims(&o, &model, &op));
             let code = OpName::from(op.code);

@@ -25,9 +25,10 @@ pub use tick::TickVnpu;
 /// default model), low enough that a hung engine fails a run in seconds.
 pub const WAIT_TIMEOUT: u64 = 4_000_000;
 
-/// Engine cycles a SysTick tick grants while offloading (the tick's
-/// period): a job completes at the first tick after its latency is used up.
-pub const TICK_CYCLES: u32 = 1024;
+/// Counts of the cycle counter between two engine ticks (SysTick's period
+/// while offloading): a job completes at the first tick after its latency
+/// is used up.
+pub const TICK_COUNTS: u32 = 1024;
 
 /// The memory an engine in non-coherent mode sees instead of the arena.
 #[derive(Debug, Clone, Copy)]
@@ -43,8 +44,11 @@ pub struct ShadowMemory {
 /// How an engine runs for the next invokes.
 #[derive(Debug, Clone, Copy)]
 pub struct EngineSetup {
-    /// Its latency model.
+    /// Its latency model, in core cycles.
     pub latency: LatencyModel,
+    /// Core cycles each tick grants ([`TICK_COUNTS`] counts of the
+    /// counter, in cycles).
+    pub cycles_per_tick: u32,
     /// The one window it reaches (reads and writes).
     pub window: AddressWindow,
     /// Non-coherent mode: its view of memory.
@@ -70,7 +74,7 @@ pub trait OffloadEngine: Accelerator + CacheMaintenance + Sync {
     /// real engine): the agent takes them out of every figure.
     fn emulation_cycles(&self) -> u64;
 
-    /// Engine cycles spent running jobs so far.
+    /// Engine (core) cycles spent running jobs so far.
     fn busy_cycles(&self) -> u64;
 
     /// What the CPU still owes the engine after an invoke (a missing
@@ -116,6 +120,8 @@ pub(crate) struct OffloadChoice {
     pub(crate) mode: OffloadMode,
     pub(crate) fault: AccelFault,
     pub(crate) latency: LatencyModel,
+    /// Core cycles per count of the counter, times 1000.
+    pub(crate) cycles_per_count_milli: u32,
     pub(crate) ops: OpSet,
 }
 
@@ -127,8 +133,20 @@ impl OffloadChoice {
             job_cycles: 0,
             cycles_per_1000_macs: 0,
         },
+        cycles_per_count_milli: 1000,
         ops: OpSet::EMPTY,
     };
+
+    /// Core cycles per engine tick.
+    pub(crate) fn cycles_per_tick(&self) -> u32 {
+        (u64::from(TICK_COUNTS) * u64::from(self.cycles_per_count_milli) / 1000)
+            .clamp(1, u64::from(u32::MAX)) as u32
+    }
+
+    /// Engine cycles as counts of the counter (what the wire carries).
+    pub(crate) fn counts(&self, cycles: u64) -> u64 {
+        cycles.saturating_mul(1000) / u64::from(self.cycles_per_count_milli.max(1))
+    }
 
     /// The engine's part of an injected fault.
     pub(crate) fn engine_fault(&self) -> EngineFault {

@@ -2,13 +2,17 @@
 //!
 //! Three contexts share it, without masking interrupts for engine work
 //! (masking would lose SysTick wraps, which the QEMU cycle counter counts):
-//! - **SysTick** (highest priority) only grants cycles: while a job is in
-//!   the engine it adds one tick's worth to an atomic budget and pends
-//!   PendSV. Nothing else.
-//! - **PendSV** (lowest priority) is the engine: it steps the core by the
-//!   budget and, when the job's latency is used up, runs its kernel there,
-//!   then marks it complete and signals the event (`SEV`). Its own time is
-//!   the emulation the agent takes out of every figure.
+//! - **SysTick** (highest priority) only pends PendSV while a job is in
+//!   the engine. Nothing else.
+//! - **PendSV** (lowest priority) is the engine: once the job is due (its
+//!   submit time plus its latency, in the counter's counts net of
+//!   emulation) it runs the job's kernel there, marks it complete at its
+//!   due time and signals the event (`SEV`). Its own time is the
+//!   emulation the agent takes out of every figure. A poll that finds the
+//!   job due pends PendSV at once, so completion does not wait for a tick;
+//!   a wait that slept past the due time (until the next tick, on a core
+//!   where `WFE` sleeps) counts the excess as emulation too: a real engine
+//!   would have raised its interrupt on time.
 //! - **The main program** (the interpreter) submits, polls, waits (`WFE`
 //!   until the event or the deadline), cleans and invalidates. It takes a
 //!   flag while it touches the engine; a PendSV arriving then does not
@@ -17,7 +21,7 @@
 //!   so each side has the core alone while it uses it.
 
 use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering, compiler_fence};
+use core::sync::atomic::{AtomicBool, Ordering, compiler_fence};
 
 use cortex_m::peripheral::SCB;
 use cortex_m::peripheral::scb::SystemHandler;
@@ -26,7 +30,7 @@ use hilt_runtime::accel::{
     AccelError, Accelerator, AddressWindow, CacheMaintenance, Capabilities, Deadline, Job, JobId,
 };
 
-use super::{EngineSetup, OffloadEngine, TICK_CYCLES};
+use super::{EngineSetup, OffloadEngine, TICK_COUNTS};
 
 struct State {
     core: Option<VnpuCore<'static>>,
@@ -38,6 +42,10 @@ struct State {
     emulation: u64,
     /// The last job that completed, and when (net of emulation).
     completed: Option<(JobId, u64)>,
+    /// The job in the engine and when it is due (net of emulation).
+    due: Option<(JobId, u64)>,
+    /// Engine cycles per `TICK_COUNTS` counts: cycles to counts.
+    cycles_per_tick: u32,
     clock: fn() -> u64,
 }
 
@@ -55,10 +63,8 @@ pub struct TickVnpu {
     locked: AtomicBool,
     /// A PendSV found `state` in use and must run again.
     deferred: AtomicBool,
-    /// A job is in the engine and not complete: SysTick grants cycles.
+    /// A job is in the engine and not complete: SysTick pends PendSV.
     running: AtomicBool,
-    /// Cycles granted since PendSV last stepped the core.
-    granted: AtomicU32,
 }
 
 // SAFETY: `state` is touched by the main program only under `locked`, and by
@@ -95,12 +101,13 @@ impl TickVnpu {
                 }],
                 emulation: 0,
                 completed: None,
+                due: None,
+                cycles_per_tick: 1,
                 clock: no_clock,
             }),
             locked: AtomicBool::new(false),
             deferred: AtomicBool::new(false),
             running: AtomicBool::new(false),
-            granted: AtomicU32::new(0),
         }
     }
 
@@ -118,18 +125,15 @@ impl TickVnpu {
         }
     }
 
-    /// Call from the SysTick exception: grants the running job one tick.
+    /// Call from the SysTick exception: lets the engine look at the
+    /// running job.
     pub fn on_tick(&self) {
         if self.running.load(Ordering::Acquire) {
-            let g = self.granted.load(Ordering::Relaxed);
-            self.granted
-                .store(g.saturating_add(TICK_CYCLES), Ordering::Relaxed);
             SCB::set_pendsv();
         }
     }
 
-    /// Call from the PendSV exception: steps the engine, running a job's
-    /// kernel when its latency is used up.
+    /// Call from the PendSV exception: runs the job's kernel once it is due.
     ///
     /// # Safety
     /// Only from the PendSV handler (the lowest-priority exception).
@@ -143,33 +147,24 @@ impl TickVnpu {
         // touch it.
         let state = unsafe { &mut *self.state.get() };
         let entered = (state.clock)();
-        let budget = self.take_budget();
-        if let Some(core) = state.core.as_mut()
-            && let Some(id) = core.running_job()
-            && core.step(u64::from(budget))
+        let now = entered.saturating_sub(state.emulation);
+        if let (Some(core), Some((id, due))) = (state.core.as_mut(), state.due)
+            && now >= due
+            && core.step(u64::MAX)
         {
-            state.completed = Some((id, entered.saturating_sub(state.emulation)));
+            state.completed = Some((id, due));
+            state.due = None;
             self.running.store(false, Ordering::Release);
             cortex_m::asm::sev();
         }
         state.emulation += (state.clock)().saturating_sub(entered);
     }
 
-    /// Reads and clears the granted budget (SysTick, which preempts this,
-    /// must not add a tick between the read and the clear).
-    #[cfg(target_has_atomic = "32")]
-    fn take_budget(&self) -> u32 {
-        self.granted.swap(0, Ordering::AcqRel)
-    }
-
-    /// ARMv6-M has no atomic swap: a read and a clear with interrupts
-    /// masked for those two instructions.
-    #[cfg(not(target_has_atomic = "32"))]
-    fn take_budget(&self) -> u32 {
-        cortex_m::interrupt::free(|_| {
-            let budget = self.granted.load(Ordering::Relaxed);
-            self.granted.store(0, Ordering::Relaxed);
-            budget
+    /// Whether the running job's due time has passed.
+    fn is_due(&self) -> bool {
+        self.with(|s| {
+            let now = (s.clock)().saturating_sub(s.emulation);
+            s.due.is_some_and(|(_, due)| now >= due)
         })
     }
 
@@ -191,6 +186,19 @@ impl TickVnpu {
             SCB::set_pendsv();
         }
         result
+    }
+
+    /// A wait that went on past the job's due time (a `WFE` that slept to
+    /// the next tick) had the CPU idle where a real engine's interrupt
+    /// would have woken it: the excess counts as emulation.
+    fn forgive_oversleep(&self, job: JobId, started: u64) {
+        self.with(|s| {
+            let Some((_, due)) = s.completed.filter(|(id, _)| *id == job) else {
+                return;
+            };
+            let now = (s.clock)().saturating_sub(s.emulation);
+            s.emulation += now.saturating_sub(due.max(started));
+        });
     }
 
     /// `with`, counting the time `f` takes as emulation.
@@ -221,25 +229,49 @@ impl Accelerator for TickVnpu {
     }
 
     fn submit(&self, job: &Job) -> Result<JobId, AccelError> {
+        // Due from the moment it is submitted (before the engine's own
+        // checks, which are emulation).
+        let submitted = self.now();
         let id = self
             .emulating(|core| core.submit(job))
             .unwrap_or(Err(AccelError::Unsupported))?;
-        self.granted.store(0, Ordering::Relaxed);
+        self.with(|s| {
+            let cycles = s
+                .core
+                .as_ref()
+                .map_or(0, |c| c.config().latency.cycles(job.macs));
+            let counts =
+                cycles.saturating_mul(u64::from(TICK_COUNTS)) / u64::from(s.cycles_per_tick.max(1));
+            s.due = Some((id, submitted + counts));
+        });
         self.running.store(true, Ordering::Release);
         Ok(id)
     }
 
     fn poll(&self, job: JobId) -> Result<bool, AccelError> {
-        self.with(|s| s.core.as_ref().map(|c| c.poll(job)))
-            .unwrap_or(Err(AccelError::UnknownJob))
+        let poll = || {
+            self.with(|s| s.core.as_ref().map(|c| c.poll(job)))
+                .unwrap_or(Err(AccelError::UnknownJob))
+        };
+        if !poll()? && self.is_due() {
+            // The engine would have raised its interrupt by now: PendSV is
+            // taken as soon as it is pended (the main program has the
+            // lowest priority), and completes the job.
+            SCB::set_pendsv();
+            cortex_m::asm::isb();
+        }
+        poll()
     }
 
     fn wait(&self, job: JobId, deadline: Deadline) -> Result<(), AccelError> {
+        let started = self.now();
         loop {
             if self.poll(job)? {
-                return self
+                let result = self
                     .emulating(|core| core.retire(job))
                     .unwrap_or(Err(AccelError::UnknownJob));
+                self.forgive_oversleep(job, started);
+                return result;
             }
             if self.now() >= deadline {
                 return Err(AccelError::Timeout);
@@ -251,11 +283,13 @@ impl Accelerator for TickVnpu {
     }
 
     fn completed_at(&self, job: JobId) -> Option<u64> {
+        // The due time: when a real engine's interrupt would have come.
         self.with(|s| s.completed.filter(|(id, _)| *id == job).map(|(_, t)| t))
     }
 
     fn abort(&self, job: JobId) {
         self.emulating(|core| core.abort(job));
+        self.with(|s| s.due = None);
         self.running.store(false, Ordering::Release);
     }
 }
@@ -288,6 +322,7 @@ impl OffloadEngine for TickVnpu {
             let Some(setup) = setup else {
                 return;
             };
+            s.cycles_per_tick = setup.cycles_per_tick;
             s.window = [setup.window];
             // SAFETY: `s.window` lives in this engine, which the firmware
             // keeps in a `static`; it is only rewritten here, after the core
