@@ -470,7 +470,10 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
             let Some(op) = model.operator(k) else {
                 continue;
             };
-            let hold = wait_before.min(n.saturating_sub(1));
+            // The wait comes first in step `wait_before`, before that op
+            // touches memory: the job's buffers are the engine's through
+            // the step before.
+            let hold = wait_before.saturating_sub(1).min(n.saturating_sub(1));
             #[cfg(feature = "fault-injection")]
             let hold = if self.drop_holds { 0 } else { hold };
             for request in staging.requests_mut(&mut self.arena) {

@@ -19,7 +19,7 @@ use core::fmt::Write as _;
 
 use cortex_m_rt::{entry, exception};
 use hilt_agent::runtime::kernels::all_builtins;
-use hilt_agent::{Agent, Line, NoPin, PlannerKind, SysTickCounter, WireError};
+use hilt_agent::{Agent, Line, NoPin, PlannerKind, SysTickCounter, TickVnpu, WireError};
 
 use crate::uart::CmsdkUart;
 
@@ -33,6 +33,10 @@ const UART0: usize = 0x4000_4000;
 const UART_CLOCK_HZ: u32 = 25_000_000;
 const BAUD: u32 = 115_200;
 
+// hilt: the virtual NPU the host may offload ops to (`--accelerator vnpu`);
+// a product with a real NPU hands the agent its own driver instead.
+static VNPU: TickVnpu = TickVnpu::new();
+
 #[entry]
 fn main() -> ! {
     // The product's own start-up.
@@ -43,12 +47,14 @@ fn main() -> ! {
     // hilt: a counter (SysTick: the one that counts under QEMU), the
     // kernels, the statics, and the agent on the product's UART.
     let counter = SysTickCounter::start(peripherals.SYST);
+    VNPU.start(SysTickCounter::read);
     let resolver = all_builtins();
     // SAFETY: the only call.
     let parts = unsafe { hilt::take() };
     let mut session = match Agent::new(hilt::CONFIG, uart, counter)
         .planner(PlannerKind::Greedy)
         .timestamp_pin(NoPin)
+        .offload_engine(&VNPU)
         .start(parts, &resolver)
     {
         Ok(session) => session,
@@ -72,10 +78,18 @@ fn main() -> ! {
 /// has none).
 fn product_tasks() {}
 
-// hilt: SysTick's wraps make the counter's high word.
+// hilt: SysTick's wraps make the counter's high word, and tick the engine.
 #[exception]
 fn SysTick() {
     SysTickCounter::on_wrap();
+    VNPU.on_tick();
+}
+
+// hilt: the engine computes in PendSV, below every other interrupt.
+#[exception]
+fn PendSV() {
+    // SAFETY: this is the PendSV handler.
+    unsafe { VNPU.on_pendsv() }
 }
 
 fn stop() -> ! {

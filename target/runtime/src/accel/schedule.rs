@@ -4,9 +4,10 @@
 //! A job for op `k` is waited before the first later op `j` that conflicts
 //! with it: `j` reads or writes one of `k`'s outputs, writes one of `k`'s
 //! inputs, or is itself a job (the engine runs one job at a time). Without
-//! a conflict it is waited after the last op. The plan then holds every
-//! buffer the job touches until that step, so nothing else is placed on it
-//! while the engine may still read or write it.
+//! a conflict it is waited after the last op. The wait comes first in its
+//! step, so the plan holds every buffer the job touches through the step
+//! before (`j - 1`): nothing else is placed on it while the engine may
+//! still read or write it, and the op that waits may reuse it.
 
 use bytemuck::{Pod, Zeroable};
 
@@ -140,7 +141,9 @@ pub(crate) fn check_plan(
     };
     for op in model.operators().filter(|op| claimed(op.index)) {
         let k = op.index;
-        let hold = wait_before(model, k, claimed).min(n.saturating_sub(1));
+        let hold = wait_before(model, k, claimed)
+            .saturating_sub(1)
+            .min(n.saturating_sub(1));
         for (request, &offset) in plan.requests.iter().zip(plan.offsets) {
             let role = match request.owner() {
                 BufferOwner::Tensor(t) if op.outputs().flatten().any(|o| o == t) => {

@@ -8,7 +8,7 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
-use super::{ModelWriter, Options, f32_bytes, i32_bytes};
+use super::{ModelWriter, Options, TensorId, f32_bytes, i32_bytes};
 use crate::schema::{
     ActivationFunctionType as Act, BuiltinOperator as Op, Padding, TensorType as T,
 };
@@ -33,7 +33,93 @@ pub fn all() -> Vec<(&'static str, Vec<u8>)> {
         ("reshape_int8.tflite", reshape_int8()),
         ("seed_fc_float.tflite", seed_fc_float()),
         ("tiny_convnet_int8.tflite", tiny_convnet_int8()),
+        ("branches_int8.tflite", branches_int8()),
     ]
+}
+
+/// Per-channel int8 weights of `shape` (OHWI, or 1HWC for a depthwise
+/// filter) and their int32 bias, quantised as TFLite's converter does.
+fn conv_weights(
+    w: &mut ModelWriter,
+    rng: &mut Lcg,
+    name: &str,
+    shape: [i32; 4],
+    depthwise: bool,
+) -> (TensorId, TensorId) {
+    let n = shape.iter().product::<i32>() as usize;
+    let weights = w.constant(
+        &alloc::format!("{name}/weights"),
+        T::INT8,
+        &shape,
+        &rng.bytes(n),
+    );
+    let channels = if depthwise { shape[3] } else { shape[0] };
+    let axis = if depthwise { 3 } else { 0 };
+    let scales: Vec<f32> = (0..channels).map(|i| 0.004 + 0.0005 * i as f32).collect();
+    w.quantize_per_channel(weights, &scales, &vec![0; channels as usize], axis);
+    let bias_values: Vec<i32> = (0..channels).map(|i| (i - 3) * 40).collect();
+    let bias = w.constant(
+        &alloc::format!("{name}/bias"),
+        T::INT32,
+        &[channels],
+        &i32_bytes(&bias_values),
+    );
+    let bias_scales: Vec<f32> = scales.iter().map(|s| s / 128.0).collect();
+    w.quantize_per_channel(bias, &bias_scales, &vec![0; channels as usize], 0);
+    (weights, bias)
+}
+
+/// Two independent branches joined by an ADD, for offload: a 3×3 CONV_2D
+/// on one side (the engine's, when CONV_2D is offloaded) and two 3×3
+/// DEPTHWISE_CONV_2D on the other (the CPU's). The CPU runs its branch
+/// while the engine runs the convolution; the ADD waits for both.
+pub fn branches_int8() -> Vec<u8> {
+    let mut rng = Lcg(77);
+    let mut w = ModelWriter::new();
+    let c = 8;
+    let input = w.input("x", T::INT8, &[1, 16, 16, c]);
+    w.quantize(input, 1.0 / 64.0, 0);
+    let same = Options::Conv2D {
+        padding: Padding::SAME,
+        stride: (1, 1),
+        dilation: (1, 1),
+        activation: Act::RELU,
+    };
+    let (wa, ba) = conv_weights(&mut w, &mut rng, "npu/conv", [c, 3, 3, c], false);
+    let a = w.tensor("npu/conv/out", T::INT8, &[1, 16, 16, c]);
+    w.quantize(a, 0.02, -128);
+    w.op(Op::CONV_2D, &[Some(input), Some(wa), Some(ba)], &[a], same);
+    let dw = || Options::DepthwiseConv2D {
+        padding: Padding::SAME,
+        stride: (1, 1),
+        dilation: (1, 1),
+        depth_multiplier: 1,
+        activation: Act::RELU6,
+    };
+    let mut b = input;
+    for name in ["cpu/dw1", "cpu/dw2"] {
+        let (wb, bb) = conv_weights(&mut w, &mut rng, name, [1, 3, 3, c], true);
+        let out = w.tensor(&alloc::format!("{name}/out"), T::INT8, &[1, 16, 16, c]);
+        w.quantize(out, 0.02, -128);
+        w.op(
+            Op::DEPTHWISE_CONV_2D,
+            &[Some(b), Some(wb), Some(bb)],
+            &[out],
+            dw(),
+        );
+        b = out;
+    }
+    let y = w.output("sum", T::INT8, &[1, 16, 16, c]);
+    w.quantize(y, 0.04, -128);
+    w.op(
+        Op::ADD,
+        &[Some(a), Some(b)],
+        &[y],
+        Options::Add {
+            activation: Act::NONE,
+        },
+    );
+    w.finish()
 }
 
 /// The smallest model every build can run: int8 [4, 16] → RESHAPE → [64].
@@ -99,32 +185,7 @@ pub fn tiny_convnet_int8() -> Vec<u8> {
     let input = w.input("image", T::INT8, &[1, 16, 16, 3]);
     w.quantize(input, 1.0 / 128.0, 0);
 
-    let conv =
-        |w: &mut ModelWriter, rng: &mut Lcg, name: &str, shape: [i32; 4], depthwise: bool| {
-            let n = shape.iter().product::<i32>() as usize;
-            let weights = w.constant(
-                &alloc::format!("{name}/weights"),
-                T::INT8,
-                &shape,
-                &rng.bytes(n),
-            );
-            let channels = if depthwise { shape[3] } else { shape[0] };
-            let axis = if depthwise { 3 } else { 0 };
-            let scales: Vec<f32> = (0..channels).map(|i| 0.004 + 0.0005 * i as f32).collect();
-            w.quantize_per_channel(weights, &scales, &vec![0; channels as usize], axis);
-            let bias_values: Vec<i32> = (0..channels).map(|i| (i - 3) * 40).collect();
-            let bias = w.constant(
-                &alloc::format!("{name}/bias"),
-                T::INT32,
-                &[channels],
-                &i32_bytes(&bias_values),
-            );
-            let bias_scales: Vec<f32> = scales.iter().map(|s| s / 128.0).collect();
-            w.quantize_per_channel(bias, &bias_scales, &vec![0; channels as usize], 0);
-            (weights, bias)
-        };
-
-    let (w1, b1) = conv(&mut w, &mut rng, "conv1", [c, 3, 3, 3], false);
+    let (w1, b1) = conv_weights(&mut w, &mut rng, "conv1", [c, 3, 3, 3], false);
     let x1 = w.tensor("conv1/out", T::INT8, &[1, 16, 16, c]);
     w.quantize(x1, 0.02, -128);
     let same = |stride| Options::Conv2D {
@@ -140,7 +201,7 @@ pub fn tiny_convnet_int8() -> Vec<u8> {
         same((1, 1)),
     );
 
-    let (w2, b2) = conv(&mut w, &mut rng, "dw2", [1, 3, 3, c], true);
+    let (w2, b2) = conv_weights(&mut w, &mut rng, "dw2", [1, 3, 3, c], true);
     let x2 = w.tensor("dw2/out", T::INT8, &[1, 16, 16, c]);
     w.quantize(x2, 0.02, -128);
     let dw = Options::DepthwiseConv2D {
@@ -157,7 +218,7 @@ pub fn tiny_convnet_int8() -> Vec<u8> {
         dw,
     );
 
-    let (w3, b3) = conv(&mut w, &mut rng, "pw3", [c, 1, 1, c], false);
+    let (w3, b3) = conv_weights(&mut w, &mut rng, "pw3", [c, 1, 1, c], false);
     let x3 = w.tensor("pw3/out", T::INT8, &[1, 16, 16, c]);
     w.quantize(x3, 0.03, 0);
     let pointwise = Options::Conv2D {
