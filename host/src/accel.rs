@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use hilt_runtime::accel::vnpu::{NEGATE_NAME, Violation, VnpuConfig, VnpuCore, VnpuStats};
 use hilt_runtime::accel::{
-    AccelError, Accelerator, Capabilities, Coherent, DEFAULT_OFFLOAD, Deadline, EventWait, Job,
-    JobId, Offload, OpKind, OpSet,
+    AccelError, Accelerator, CacheMaintenance, Capabilities, Coherent, DEFAULT_OFFLOAD, Deadline,
+    EventWait, Job, JobId, Offload, OpKind, OpSet,
 };
 use hilt_runtime::schema::BuiltinOperator;
 
@@ -91,12 +91,45 @@ pub fn default_offload_names() -> String {
 }
 
 /// A host run's accelerator choice.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AccelChoice {
     /// The accelerator.
     pub kind: AcceleratorKind,
     /// The ops it may claim.
     pub offload: Vec<OpKind<'static>>,
+    /// Whether the engine sees memory coherently (else through a modelled
+    /// cache: cleans and invalidates, as on a Cortex-M7).
+    pub coherent: bool,
+}
+
+impl Default for AccelChoice {
+    fn default() -> Self {
+        AccelChoice {
+            kind: AcceleratorKind::None,
+            offload: Vec::new(),
+            coherent: true,
+        }
+    }
+}
+
+impl AccelChoice {
+    /// The engine for `arena` (the memory the interpreter will run in), or
+    /// `None` without an accelerator.
+    ///
+    /// # Safety
+    /// In non-coherent mode the engine mirrors `arena`'s bytes: `arena`
+    /// must outlive the engine (declare it first).
+    pub unsafe fn engine(&self, arena: &mut [u8]) -> Option<ThreadedVnpu> {
+        if self.kind != AcceleratorKind::Vnpu {
+            return None;
+        }
+        Some(if self.coherent {
+            ThreadedVnpu::start(VnpuConfig::default())
+        } else {
+            // SAFETY: the caller keeps `arena` alive for the engine's life.
+            unsafe { ThreadedVnpu::start_non_coherent(VnpuConfig::default(), arena) }
+        })
+    }
 }
 
 impl AccelChoice {
@@ -105,6 +138,7 @@ impl AccelChoice {
         AccelChoice {
             kind: AcceleratorKind::Vnpu,
             offload: DEFAULT_OFFLOAD.to_vec(),
+            coherent: true,
         }
     }
 }
@@ -170,12 +204,32 @@ struct State {
     stop: bool,
 }
 
+/// The engine's view of memory in non-coherent mode: owned by the engine,
+/// borrowed by its core for as long as the engine lives.
+struct Shadow(*mut [u8]);
+
+// SAFETY: the bytes are reached only through the core, behind its mutex.
+unsafe impl Send for Shadow {}
+unsafe impl Sync for Shadow {}
+
+impl Drop for Shadow {
+    fn drop(&mut self) {
+        // SAFETY: made by `Box::into_raw` in `start_non_coherent`; the core
+        // that borrowed it is gone (the engine thread has stopped and the
+        // state dropped with the last `Arc`, see `ThreadedVnpu::drop`).
+        drop(unsafe { Box::from_raw(self.0) });
+    }
+}
+
 /// vnpu on its own thread: jobs advance in slices of wall time while the
 /// interpreter runs CPU ops, and complete by notifying a condition variable.
 pub struct ThreadedVnpu {
     config: VnpuConfig<'static>,
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
+    /// Non-coherent mode: the engine's copy of the arena (after `shared`,
+    /// so the core that borrows it is dropped first).
+    shadow: Option<Shadow>,
 }
 
 impl std::fmt::Debug for ThreadedVnpu {
@@ -187,13 +241,32 @@ impl std::fmt::Debug for ThreadedVnpu {
 impl ThreadedVnpu {
     /// Starts the engine thread (coherent memory).
     pub fn start(config: VnpuConfig<'static>) -> Self {
+        Self::with_core(config, VnpuCore::new(config), None)
+    }
+
+    /// Starts the engine thread behind a modelled data cache over `arena`:
+    /// it sees only what the CPU cleaned, the CPU its writes only once
+    /// invalidated (see `VnpuCore::non_coherent`).
+    ///
+    /// # Safety
+    /// `arena` must stay valid for reads and writes for the engine's life.
+    pub unsafe fn start_non_coherent(config: VnpuConfig<'static>, arena: &mut [u8]) -> Self {
+        let raw = Box::into_raw(vec![0u8; arena.len()].into_boxed_slice());
+        // SAFETY: the shadow lives in `Shadow` until the engine is dropped,
+        // after its core; `arena` outlives the engine by the contract.
+        let core = unsafe { VnpuCore::non_coherent(config, &mut *raw, arena.as_ptr() as usize) };
+        Self::with_core(config, core, Some(Shadow(raw)))
+    }
+
+    fn with_core(
+        config: VnpuConfig<'static>,
+        core: VnpuCore<'static>,
+        shadow: Option<Shadow>,
+    ) -> Self {
         let epoch = Instant::now();
         let shared = Arc::new(Shared {
             epoch,
-            state: Mutex::new(State {
-                core: VnpuCore::new(config),
-                stop: false,
-            }),
+            state: Mutex::new(State { core, stop: false }),
             work: Condvar::new(),
             done: HostEvent::new(epoch),
         });
@@ -206,6 +279,7 @@ impl ThreadedVnpu {
             config,
             shared,
             thread,
+            shadow,
         }
     }
 
@@ -223,11 +297,16 @@ impl ThreadedVnpu {
         self.state().core.violation()
     }
 
-    /// An [`Offload`] of `ops` to this engine (coherent host memory).
+    /// An [`Offload`] of `ops` to this engine (with cache maintenance in
+    /// non-coherent mode).
     pub fn offload<'o>(&'o self, ops: &'o [OpKind<'o>]) -> Offload<'o> {
         Offload {
             accelerator: self,
-            cache: &Coherent,
+            cache: if self.shadow.is_some() {
+                self
+            } else {
+                &Coherent
+            },
             ops: OpSet::from_kinds(ops),
             timeout: WAIT_TIMEOUT_NS,
         }
@@ -304,6 +383,20 @@ impl Accelerator for ThreadedVnpu {
     fn abort(&self, job: JobId) {
         self.state().core.abort(job);
         self.shared.work.notify_all();
+    }
+}
+
+impl CacheMaintenance for ThreadedVnpu {
+    fn line_size(&self) -> u32 {
+        self.config.line_size
+    }
+
+    fn clean(&self, address: usize, len: usize) {
+        self.state().core.clean(address, len);
+    }
+
+    fn invalidate(&self, address: usize, len: usize) {
+        self.state().core.invalidate(address, len);
     }
 }
 

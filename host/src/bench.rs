@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::accel::{AccelChoice, AcceleratorKind, ThreadedVnpu};
+use crate::accel::AccelChoice;
 use crate::host_run::{
     AlignedBytes, HostClock, RunError, interpreter_offloaded, planner_for, read_model, verify,
 };
@@ -83,8 +83,8 @@ pub fn bench(
     let model = verify(path, &bytes)?;
     let planner = planner_for(planner, &model)?;
     let mut memory = AlignedBytes::zeroed(arena);
-    let engine = (accelerator.kind == AcceleratorKind::Vnpu)
-        .then(|| ThreadedVnpu::start(Default::default()));
+    // SAFETY: `memory` is declared first, so it outlives the engine.
+    let engine = unsafe { accelerator.engine(memory.as_mut_slice()) };
     let offload = engine.as_ref().map(|e| e.offload(&accelerator.offload));
     let mut interp = interpreter_offloaded(model, &planner, &mut memory, offload)?;
     for position in 0..interp.input_count() {

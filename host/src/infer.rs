@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use hilt_runtime::model::TensorInfo;
 use hilt_runtime::schema::TensorType;
 
-use crate::accel::{AccelChoice, AcceleratorKind, ThreadedVnpu};
+use crate::accel::AccelChoice;
 use crate::host_run::{
     AlignedBytes, RunError, interpreter_offloaded, planner_for, read_model, set_input, verify,
 };
@@ -64,8 +64,8 @@ pub fn infer(request: &InferRequest) -> Result<(Vec<OutputValue>, usize), RunErr
     }
     let planner = planner_for(request.planner, &model)?;
     let mut arena = AlignedBytes::zeroed(request.arena);
-    let engine = (request.accelerator.kind == AcceleratorKind::Vnpu)
-        .then(|| ThreadedVnpu::start(Default::default()));
+    // SAFETY: `arena` is declared first, so it outlives the engine.
+    let engine = unsafe { request.accelerator.engine(arena.as_mut_slice()) };
     let offload = engine
         .as_ref()
         .map(|e| e.offload(&request.accelerator.offload));

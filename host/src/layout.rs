@@ -35,7 +35,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use hilt_runtime::accel::DEFAULT_OFFLOAD;
+use hilt_runtime::accel::OpKind;
 use hilt_runtime::accel::vnpu::VnpuConfig;
 use hilt_runtime::allocation::{AllocError, AllocOptions, ArenaPlan, allocate};
 use hilt_runtime::arena::{Arena, ArenaError};
@@ -227,7 +227,7 @@ pub struct LayoutReport {
 }
 
 /// Options of one layout run.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct LayoutOptions {
     /// Planner.
     pub planner: PlannerKind,
@@ -239,9 +239,9 @@ pub struct LayoutOptions {
     pub canary: CanaryMode,
     /// What to plan: activations only, or through the interpreter.
     pub covers: Coverage,
-    /// Plan with vnpu claiming the default offload list (through the
-    /// interpreter only): its jobs' holds are in the plan.
-    pub offload: bool,
+    /// Plan with vnpu claiming these ops (through the interpreter only):
+    /// its jobs' holds are in the plan.
+    pub offload: Option<Vec<OpKind<'static>>>,
 }
 
 impl Default for LayoutOptions {
@@ -254,7 +254,7 @@ impl Default for LayoutOptions {
             arena: None,
             canary: CanaryMode::Off,
             covers: Coverage::Activations,
-            offload: false,
+            offload: None,
         }
     }
 }
@@ -280,7 +280,7 @@ impl LayoutOptions {
             arena: Some(scenario.arena_size.unwrap_or(board.arena_size) as usize),
             canary: scenario.canary,
             covers: Coverage::Interpreter,
-            offload: false,
+            offload: None,
         }
     }
 }
@@ -473,12 +473,15 @@ fn plan_interpreter(
 ) -> Result<LayoutReport, BytesError> {
     let mut memory = HostArena::new(size);
     // Declared before the interpreter, which borrows it.
-    let engine = options
-        .offload
-        .then(|| crate::accel::ThreadedVnpu::start(VnpuConfig::default()));
+    let engine = options.offload.as_ref().map(|ops| {
+        (
+            crate::accel::ThreadedVnpu::start(VnpuConfig::default()),
+            ops,
+        )
+    });
     let mut interpreter = Interpreter::new(*model, crate::host_run::resolver(), memory.bytes());
-    if let Some(engine) = &engine {
-        interpreter.set_offload(Some(engine.offload(DEFAULT_OFFLOAD)));
+    if let Some((engine, ops)) = &engine {
+        interpreter.set_offload(Some(engine.offload(ops)));
     }
     let mut report = None;
     let allocation = *interpreter

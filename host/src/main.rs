@@ -63,10 +63,10 @@ enum Command {
         /// Write to this file instead of standard output.
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
-        /// Plan with offload to vnpu (the default op list, coherent): plans
-        /// through the interpreter, and names the buffers its jobs hold.
-        #[arg(long, default_value = "none")]
-        accelerator: hilt::accel::AcceleratorKind,
+        /// Plan with offload to vnpu (coherent): plans through the
+        /// interpreter, and names the buffers its jobs hold.
+        #[command(flatten)]
+        accel: AccelArgs,
     },
     /// Run scenarios on boards (virtual ones under QEMU, real ones through
     /// probe-rs) and check the outputs.
@@ -187,7 +187,7 @@ enum Command {
     },
 }
 
-/// `--accelerator` and `--offload`, shared by `infer` and `bench`.
+/// `--accelerator` and `--offload`, shared by `infer`, `bench` and `layout`.
 #[derive(Debug, clap::Args)]
 struct AccelArgs {
     /// Run claimed ops on an accelerator: none or vnpu (the virtual NPU,
@@ -198,6 +198,10 @@ struct AccelArgs {
     /// [default: CONV_2D,DEPTHWISE_CONV_2D,FULLY_CONNECTED,ADD,AVERAGE_POOL_2D,MAX_POOL_2D].
     #[arg(long, value_name = "OPS")]
     offload: Option<String>,
+    /// false: the engine sees memory through a modelled data cache (the
+    /// CPU cleans before each job and invalidates after it).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    coherent: bool,
 }
 
 impl AccelArgs {
@@ -209,6 +213,7 @@ impl AccelArgs {
         Ok(hilt::accel::AccelChoice {
             kind: self.accelerator,
             offload,
+            coherent: self.coherent,
         })
     }
 }
@@ -340,21 +345,23 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             arena,
             format,
             output,
-            accelerator,
+            accel,
         } => {
-            let offload = accelerator == hilt::accel::AcceleratorKind::Vnpu;
+            let choice = accel.choice()?;
+            let offload =
+                (choice.kind == hilt::accel::AcceleratorKind::Vnpu).then_some(choice.offload);
             let options = LayoutOptions {
                 planner,
                 align,
                 arena,
                 canary,
-                offload,
                 // Jobs exist only through the interpreter's prepare.
-                covers: if offload {
+                covers: if offload.is_some() {
                     hilt::layout::Coverage::Interpreter
                 } else {
                     hilt::layout::Coverage::Activations
                 },
+                offload,
             };
             let board = board
                 .map(|name| layout_board(&name, boards_dir))
@@ -476,7 +483,7 @@ fn layout_command(
             let options = LayoutOptions {
                 arena: options.arena.or(defaults.arena),
                 covers: defaults.covers,
-                ..*options
+                ..options.clone()
             };
             layout_for_board(model, board, &options)?
         }

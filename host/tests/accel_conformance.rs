@@ -1,6 +1,7 @@
 //! `hilt infer --accelerator vnpu` on the shared conformance set: the first
 //! step of every case of every model gives the same bytes as the CPU-only
-//! run, with vnpu running the default offload list on its own thread.
+//! run, with vnpu running the default offload list on its own thread, with
+//! coherent memory and behind a modelled cache (`--coherent false`).
 //!
 //! Skipped when the set is absent unless `HILT_CONFORMANCE_REQUIRED=1`;
 //! `HILT_CONFORMANCE_MODELS=a,b` limits the run, as in `conformance_outputs`.
@@ -36,30 +37,42 @@ fn vnpu_outputs_match_the_cpu_on_every_conformance_model() {
                 accelerator,
             };
             let cpu = infer(&request(AccelChoice::default()));
-            let npu = infer(&request(AccelChoice::vnpu()));
-            let (cpu, npu) = match (cpu, npu) {
-                (Ok(c), Ok(n)) => (c.0, n.0),
-                (c, n) => {
-                    failed.push(format!(
-                        "{} {}: cpu {:?} / vnpu {:?}",
-                        entry.name,
-                        case.name,
-                        c.err(),
-                        n.err()
-                    ));
-                    continue;
-                }
+            let non_coherent = AccelChoice {
+                coherent: false,
+                ..AccelChoice::vnpu()
             };
-            let same =
-                cpu.len() == npu.len() && cpu.iter().zip(&npu).all(|(a, b)| a.data == b.data);
-            println!(
-                "{:<36} {:<8} {}",
-                entry.name,
-                case.name,
-                if same { "same" } else { "DIFFERENT" }
-            );
-            if !same {
-                failed.push(format!("{} {}: outputs differ", entry.name, case.name));
+            for (mode, choice) in [
+                ("coherent", AccelChoice::vnpu()),
+                ("non-coherent", non_coherent),
+            ] {
+                let npu = infer(&request(choice));
+                let (cpu, npu) = match (&cpu, npu) {
+                    (Ok(c), Ok(n)) => (&c.0, n.0),
+                    (c, n) => {
+                        failed.push(format!(
+                            "{} {} {mode}: cpu {:?} / vnpu {:?}",
+                            entry.name,
+                            case.name,
+                            c.as_ref().err(),
+                            n.err()
+                        ));
+                        continue;
+                    }
+                };
+                let same =
+                    cpu.len() == npu.len() && cpu.iter().zip(&npu).all(|(a, b)| a.data == b.data);
+                println!(
+                    "{:<36} {:<8} {mode:<13} {}",
+                    entry.name,
+                    case.name,
+                    if same { "same" } else { "DIFFERENT" }
+                );
+                if !same {
+                    failed.push(format!(
+                        "{} {} {mode}: outputs differ",
+                        entry.name, case.name
+                    ));
+                }
             }
         }
     }

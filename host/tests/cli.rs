@@ -456,6 +456,8 @@ fn infer_and_bench_offload_to_vnpu_with_the_same_outputs() {
         run(&["--accelerator", "vnpu", "--offload", "HILT_VNPU_NEGATE,ADD"]),
         cpu
     );
+    // Behind a modelled cache: the CPU cleans and invalidates, same bytes.
+    assert_eq!(run(&["--accelerator", "vnpu", "--coherent", "false"]), cpu);
     let out = hilt(&[
         "bench",
         model.to_str().unwrap(),
@@ -602,4 +604,30 @@ fn boards_lists_from_anywhere() {
     let out = hilt_in(&outside("boards"), &["boards"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("qemu-mps2-an386"));
+}
+
+#[test]
+fn layout_names_the_buffers_an_offloaded_job_holds() {
+    let model = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../scenarios/models/branches_int8.tflite"
+    );
+    let plan = |extra: &[&str]| {
+        let mut args = vec!["layout", model];
+        args.extend_from_slice(extra);
+        let out = hilt(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out)
+    };
+    // CONV_2D on the engine beside the CPU's branch: its input (last read
+    // by step 1 on the CPU) and its scratch are the engine's through step 2.
+    let held = plan(&["--accelerator", "vnpu", "--offload", "CONV_2D"]);
+    assert_eq!(
+        held.matches("held to step 2 (job of op 0)").count(),
+        2,
+        "{held}"
+    );
+    // Every op offloaded: each job is waited by the next op, nothing held.
+    assert!(!plan(&["--accelerator", "vnpu"]).contains("held"));
+    assert!(!plan(&[]).contains("held"));
 }

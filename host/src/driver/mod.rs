@@ -86,13 +86,18 @@ pub(crate) fn conclude(
         if kill.fired() {
             message = format!("timed out after {:?} ({message})", scenario.timeout);
         }
-        // The firmware's last words, unless it only introduced itself.
+        // The firmware's last words, unless it only introduced itself or
+        // they say what the message already does.
         if let Some(last) = run
             .logs
             .iter()
             .rev()
             .find(|l| !l.starts_with("hilt: "))
             .filter(|l| !l.starts_with("hilt firmware:"))
+            .filter(|l| {
+                !l.split_once(": ")
+                    .is_some_and(|(_, tail)| message.ends_with(tail))
+            })
         {
             message.push_str(&format!("; firmware said: {last}"));
         }
