@@ -49,12 +49,6 @@ pub(crate) mod cortex_m {
     static WRAPS: AtomicU32 = AtomicU32::new(0);
     /// The reload value: a full 24-bit period, or an engine's tick.
     static RELOAD: AtomicU32 = AtomicU32::new(FULL);
-    /// The count at the last restart (low and high words; written only by
-    /// `restart`, outside every interrupt's use of the clock), so the
-    /// count never goes back: an engine's deadlines and its emulation
-    /// figures span restarts.
-    static BASE_LOW: AtomicU32 = AtomicU32::new(0);
-    static BASE_HIGH: AtomicU32 = AtomicU32::new(0);
 
     /// SysTick on the processor clock, wrapping every 2^24 ticks into a
     /// software high word. The one counter that works under QEMU (its DWT
@@ -101,13 +95,17 @@ pub(crate) mod cortex_m {
         /// clock).
         pub fn read() -> u64 {
             let reload = RELOAD.load(Ordering::Relaxed);
-            let base = u64::from(BASE_HIGH.load(Ordering::Relaxed)) << 32
-                | u64::from(BASE_LOW.load(Ordering::Relaxed));
             loop {
                 let high = WRAPS.load(Ordering::Acquire);
                 let low = reload - SYST::get_current().min(reload);
                 if WRAPS.load(Ordering::Acquire) == high {
-                    return base + u64::from(high) * u64::from(reload + 1) + u64::from(low);
+                    // The full period (no engine ticking) is a shift: the
+                    // timed code stays as short as it can be.
+                    return if reload == FULL {
+                        (u64::from(high) << 24) | u64::from(low)
+                    } else {
+                        u64::from(high) * u64::from(reload + 1) + u64::from(low)
+                    };
                 }
             }
         }
@@ -124,15 +122,11 @@ pub(crate) mod cortex_m {
             "systick"
         }
 
-        /// Restarts SysTick's period (the count goes on from where it was).
-        /// QEMU's SysTick realigns its period to the moment CVR is written,
+        /// Restarts the count at 0. QEMU's SysTick realigns its period to the moment CVR is written,
         /// so counts measured from here depend only on the instructions
         /// executed since, not on how long the firmware happened to wait
         /// for the host before: two runs give identical figures.
         fn restart(&self) {
-            let base = Self::read() + 1;
-            BASE_LOW.store(base as u32, Ordering::Relaxed);
-            BASE_HIGH.store((base >> 32) as u32, Ordering::Relaxed);
             // SAFETY: writing CVR only clears the current value; SysTick is ours alone.
             unsafe { (*SYST::PTR).cvr.write(0) };
             // CVR reads 0 until the next tick reloads it: start counting

@@ -534,8 +534,11 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
         let engine = self
             .engine
             .filter(|_| self.offload.mode != OffloadMode::Off);
-        let (busy, emulation) = engine.map_or((0, 0), |e| (e.busy_cycles(), e.emulation_cycles()));
         self.counter.restart();
+        if let Some(e) = engine {
+            e.rebase();
+        }
+        let (busy, emulation) = engine.map_or((0, 0), |e| (e.busy_cycles(), e.emulation_cycles()));
         // Net of the engine's emulation: what the run takes beside a real
         // engine (the same as the counter when nothing is offloaded).
         let clock = NetClock {

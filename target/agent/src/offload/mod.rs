@@ -77,6 +77,11 @@ pub trait OffloadEngine: Accelerator + CacheMaintenance + Sync {
     /// Engine (core) cycles spent running jobs so far.
     fn busy_cycles(&self) -> u64;
 
+    /// The cycle counter restarted (before a timed invoke; no job is in
+    /// flight): emulation counts from 0 again, and the engine's times
+    /// follow the new count.
+    fn rebase(&self);
+
     /// What the CPU still owes the engine after an invoke (a missing
     /// invalidate), or the first violation seen since the last call.
     fn settle(&self) -> Option<Violation>;

@@ -346,6 +346,13 @@ impl OffloadEngine for TickVnpu {
         });
     }
 
+    fn rebase(&self) {
+        self.with(|s| {
+            s.emulation = 0;
+            s.completed = None;
+        });
+    }
+
     fn emulation_cycles(&self) -> u64 {
         self.with(|s| s.emulation)
     }
