@@ -274,13 +274,23 @@ impl LayoutOptions {
     /// mode and arena size (else the board's) — the settings `hilt run`
     /// builds the firmware with (`FirmwareRequest::for_scenario`).
     pub fn for_scenario(board: &Board, scenario: &Scenario) -> Self {
+        let choice = &scenario.offload;
+        let offload = (choice.accelerator == hilt_contract::offload::Accelerator::Vnpu)
+            .then(|| crate::accel::parse_offload(&choice.ops.join(",")).ok())
+            .flatten();
+        let mut arena = scenario.arena_size.unwrap_or(board.arena_size) as usize;
+        if offload.is_some() && !choice.coherent {
+            // The firmware's interpreter gets the first half; the other is
+            // the engine's view of memory.
+            arena = (arena / 2) & !63;
+        }
         LayoutOptions {
             planner: scenario.planner,
             align: scenario.align,
-            arena: Some(scenario.arena_size.unwrap_or(board.arena_size) as usize),
+            arena: Some(arena),
             canary: scenario.canary,
             covers: Coverage::Interpreter,
-            offload: None,
+            offload,
         }
     }
 }

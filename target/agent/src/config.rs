@@ -21,9 +21,13 @@ pub struct Config {
     pub alloc: AllocOptions,
 }
 
-/// 16-byte alignment for the model and the arena: kernels view constant
-/// data and activations as `i32`/`f32` slices in place.
-#[repr(C, align(16))]
+/// 64-byte alignment for the model and the arena: kernels view constant
+/// data and activations as `i32`/`f32` slices in place, and an engine's
+/// buffers are placed in whole cache lines by absolute address, so the
+/// arena starts on a line boundary on every build (the plan, tail included,
+/// is then the same whatever else the firmware holds, and the host's
+/// `hilt layout` for the board gives it byte for byte).
+#[repr(C, align(64))]
 #[derive(Debug)]
 pub struct Aligned<T: ?Sized>(pub T);
 
