@@ -522,7 +522,7 @@ fn run_with_fault(
         .unwrap()
         .copy_from_slice(&input(16));
     let result = interpreter.invoke();
-    drop(interpreter);
+    let _ = interpreter.into_arena();
     // What a firmware does after each invoke: the engine's last word.
     let settled = engine.settle();
     (result, engine.violation().or(settled))
@@ -672,4 +672,30 @@ fn a_traced_invoke_records_each_job_and_the_time_spent_waiting() {
             .sum::<u64>()
     );
     assert_eq!(trace[2], JobTrace::default());
+}
+
+#[test]
+fn an_arena_holding_old_bytes_claims_only_what_the_backend_claims() {
+    // A firmware re-plans in the same arena when the host changes the
+    // offload: nothing from the last plan may read as a claim.
+    let bytes = branches();
+    let model = Model::from_bytes(&bytes).unwrap();
+    let resolver = resolver();
+    let engine = SteppedVnpu::new(VnpuConfig::default(), Immediate);
+    let fc_only = [OpKind::Builtin(Op::FULLY_CONNECTED)];
+    let mut arena = vec![0xFFu8; 16 * 1024];
+    let mut interpreter = Interpreter::new(model, &resolver, &mut arena);
+    interpreter.set_offload(Some(offload(&engine, &fc_only)));
+    interpreter
+        .allocate(&Greedy, &AllocOptions::default())
+        .unwrap();
+    let mut claimed = [false; 5];
+    interpreter.claimed_ops(&mut claimed).unwrap();
+    assert_eq!(claimed, [true, false, false, false, false]);
+    interpreter
+        .input_mut(0)
+        .unwrap()
+        .copy_from_slice(&input(16));
+    interpreter.invoke().unwrap();
+    assert_eq!(interpreter.offload_stats().jobs, 1);
 }
