@@ -360,13 +360,30 @@ impl Session<'_, '_> {
             ops: &ops,
         };
         self.link.send(&message, self.send_limit())?;
+        // The re-plan moves the arena's guards: the firmware describes the
+        // new ones before its Done, and the host checks those from now on.
+        let mut moved = None;
         let done =
             self.link
                 .recv_matching(self.scenario.timeout, "Done of SetOffload", |m| match m {
+                    Message::Guards {
+                        mode,
+                        len,
+                        addresses,
+                    } => {
+                        moved = Some((*mode != 0).then_some(Guards {
+                            len: *len,
+                            addresses: *addresses,
+                        }));
+                        None
+                    }
                     Message::Done { request: 0x06 } => Some(Ok(())),
                     Message::Error(e) => Some(Err(*e)),
                     _ => None,
                 })?;
+        if let Some(guards) = moved {
+            self.guards = guards;
+        }
         done.map_err(|e| offload_refused(self.link, e, fault))
     }
 

@@ -351,6 +351,8 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
         let arena = self.set_up_engine(arena);
         self.commit(arena)?;
         if self.status == Status::Ready {
+            // The re-plan moved the guards: the host checks the new ones.
+            self.send_guards()?;
             self.link.send(&Message::Done { request: tag })
         } else {
             Ok(())
@@ -440,25 +442,32 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
             outputs,
             clock_hz: self.config.clock_hz,
         }))?;
-        if let Some(a) = self.interpreter.as_ref().and_then(|i| i.allocation().ok()) {
-            let g = a.guards;
-            let mode = match g.mode {
-                CanaryMode::Off => 0,
-                CanaryMode::Bounds => 1,
-                CanaryMode::Buffers => 2,
-            };
-            let base = self.link.arena_base;
-            self.link.send(&Message::Guards {
-                mode,
-                len: GUARD_BYTES as u16,
-                addresses: g.regions.map(|r| base + r.offset),
-            })?;
-        }
+        self.send_guards()?;
         match self.status {
             Status::Ready => Ok(()),
             Status::NoModel => self.link.error(ErrorCode::MODEL, NO_OP, 0),
             Status::NotAllocated => self.link.error(ErrorCode::ALLOCATE, NO_OP, 0),
         }
+    }
+
+    /// Where the section guards are, so the host can check them itself
+    /// (after the Hello, and after a re-plan has moved them).
+    fn send_guards(&mut self) -> Result<(), WireError> {
+        let Some(a) = self.interpreter.as_ref().and_then(|i| i.allocation().ok()) else {
+            return Ok(());
+        };
+        let g = a.guards;
+        let mode = match g.mode {
+            CanaryMode::Off => 0,
+            CanaryMode::Bounds => 1,
+            CanaryMode::Buffers => 2,
+        };
+        let base = self.link.arena_base;
+        self.link.send(&Message::Guards {
+            mode,
+            len: GUARD_BYTES as u16,
+            addresses: g.regions.map(|r| base + r.offset),
+        })
     }
 
     /// Copies one chunk into an input tensor; a chunk outside the tensor
@@ -546,7 +555,7 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
             engine,
         };
         let start = clock.now();
-        let result = interpreter.invoke_traced(&clock, per_op, &mut self.jobs[..]);
+        let result = interpreter.invoke_traced(&clock, per_op, &mut self.jobs[..], start);
         let total = clock.now() - start;
         let pin_low = self.pin.set_low();
         if let Some(e) = engine {

@@ -595,20 +595,24 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
         clock: &dyn Clock,
         per_op: &mut [u64],
     ) -> Result<(), InterpreterError> {
-        self.invoke_traced(clock, per_op, &mut [])
+        // No trace: the start time is never used (and not read: a reading
+        // is an instruction more in the caller's timed region).
+        self.invoke_traced(clock, per_op, &mut [], 0)
     }
 
     /// [`invoke_profiled`](Self::invoke_profiled), also recording each
     /// offloaded job's times in `jobs` (in order, as many as fit; the
-    /// number submitted is [`offload_stats`](Self::offload_stats)`.jobs`)
-    /// and the time spent waiting in `offload_stats().waited`.
+    /// number submitted is [`offload_stats`](Self::offload_stats)`.jobs`),
+    /// counted from `start` (a reading of `clock` the caller took just
+    /// before, for its own total), and the time spent waiting in
+    /// `offload_stats().waited`.
     pub fn invoke_traced(
         &mut self,
         clock: &dyn Clock,
         per_op: &mut [u64],
         jobs: &mut [JobTrace],
+        start: u64,
     ) -> Result<(), InterpreterError> {
-        let start = clock.now();
         self.run(Some(Profile {
             clock,
             per_op,

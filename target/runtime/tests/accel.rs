@@ -650,8 +650,9 @@ fn a_traced_invoke_records_each_job_and_the_time_spent_waiting() {
     let mut per_op = [0u64; 5];
     let mut trace = [JobTrace::default(); 4];
     let clock = Steps(Cell::new(0));
+    let start = clock.now();
     interpreter
-        .invoke_traced(&clock, &mut per_op, &mut trace)
+        .invoke_traced(&clock, &mut per_op, &mut trace, start)
         .unwrap();
     let stats = interpreter.offload_stats();
     assert_eq!(stats.jobs, 2);
