@@ -43,7 +43,7 @@ enum Command {
         /// repository's boards/].
         #[arg(long)]
         boards_dir: Option<PathBuf>,
-        /// Memory planner: linear, greedy or offline.
+        /// Memory planner: linear, greedy, offline or optimal.
         #[arg(long, default_value = "greedy")]
         planner: PlannerKind,
         /// Alignment of every activation buffer (power of two, up to 1 MiB).
@@ -67,6 +67,24 @@ enum Command {
         /// interpreter, and names the buffers its jobs hold.
         #[command(flatten)]
         accel: AccelArgs,
+    },
+    /// Plan any buffer list (MiniMalloc's CSV: id,lower,upper,size[,alignment],
+    /// a buffer live on [lower, upper)) and print its peak against the
+    /// lower bound.
+    Plan {
+        /// The buffer list.
+        #[arg(long)]
+        buffers: PathBuf,
+        /// Fail (after printing) when the peak exceeds this many bytes.
+        #[arg(long)]
+        capacity: Option<u64>,
+        /// Memory planner: linear, greedy or optimal.
+        #[arg(long, default_value = "optimal")]
+        planner: PlannerKind,
+        /// Write the buffers with their offsets (the input columns plus
+        /// `offset`) to this CSV.
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
     },
     /// Run scenarios on boards (virtual ones under QEMU, real ones through
     /// probe-rs) and check the outputs.
@@ -154,7 +172,7 @@ enum Command {
         /// Arena bytes.
         #[arg(long, default_value_t = hilt::host_run::DEFAULT_ARENA)]
         arena: usize,
-        /// Memory planner: linear, greedy or offline.
+        /// Memory planner: linear, greedy, offline or optimal.
         #[arg(long, default_value = "greedy")]
         planner: PlannerKind,
         /// Invocations on one interpreter (state carries over).
@@ -176,7 +194,7 @@ enum Command {
         /// Arena bytes.
         #[arg(long, default_value_t = hilt::host_run::DEFAULT_ARENA)]
         arena: usize,
-        /// Memory planner: linear, greedy or offline.
+        /// Memory planner: linear, greedy, offline or optimal.
         #[arg(long, default_value = "greedy")]
         planner: PlannerKind,
         /// Print JSON instead of the table.
@@ -412,6 +430,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             )
         }
         Command::Boards { dir } => list_boards(dir),
+        Command::Plan {
+            buffers,
+            capacity,
+            planner,
+            output,
+        } => plan_command(&buffers, capacity, planner, output.as_deref()),
         Command::Infer {
             model,
             inputs,
@@ -498,6 +522,31 @@ fn layout_command(
         Some(path) => std::fs::write(path, text)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?,
         None => print!("{text}"),
+    }
+    Ok(())
+}
+
+/// `hilt plan`: plan a CSV buffer list, print the summary, write the
+/// offsets; a peak above `--capacity` is an error after the summary.
+fn plan_command(
+    buffers: &Path,
+    capacity: Option<u64>,
+    planner: PlannerKind,
+    output: Option<&Path>,
+) -> anyhow::Result<()> {
+    let set = hilt::plan::read_buffers(buffers)?;
+    let plan = hilt::plan::plan_buffers(&set, planner)?;
+    print!("{}", hilt::plan::render_summary(&set, &plan, capacity));
+    if let Some(path) = output {
+        std::fs::write(path, hilt::plan::write_csv(&set, &plan.offsets))
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    }
+    if let Some(capacity) = capacity.filter(|&c| u64::from(plan.peak) > c) {
+        anyhow::bail!(
+            "{}: peak {} bytes does not fit the capacity of {capacity} bytes",
+            buffers.display(),
+            plan.peak
+        );
     }
     Ok(())
 }
