@@ -18,10 +18,12 @@
 //! lowest offset first, larger first (the ideas of MiniMalloc, Moffitt,
 //! ASPLOS 2023, written anew here). Pruning:
 //!
-//! - *Spatial*: in every section, the floor plus the padded sizes still to
-//!   place there must stay within the capacity. Placing a buffer above a
-//!   section's floor wastes the gap in between; this test refuses a gap that
-//!   the section cannot afford.
+//! - *Spatial*: in every section, the padded sizes still to place there,
+//!   stacked from the lowest offset any of those buffers can still reach
+//!   (its own floor), must stay within the capacity. A buffer placed above a
+//!   section's floor, or a section whose buffers all sit higher than its
+//!   floor, wastes the gap in between; this test refuses any gap the
+//!   section cannot afford, as soon as it appears.
 //! - *Symmetry*: buffers identical in lifetime, size and alignment are
 //!   placed in request order only.
 //! - *Order*: the lowest-section rule lets buffers whose lifetimes do not
@@ -45,10 +47,11 @@ const NO_TWIN: u32 = u32::MAX;
 
 /// Minimum-head planning by bounded search (see the module doc).
 ///
-/// Working memory: `9 * count` words (linear, like the other planners, so
+/// Working memory: `11 * count` words (linear, like the other planners, so
 /// the arena's temp section sizes it the same way): per request its section
 /// range, identical predecessor, search path entry and current offset, and
-/// per section (at most `2 * count`) its floor and the bytes still to place.
+/// per section (at most `2 * count`) its floor, the bytes still to place
+/// and the lowest offset they can still reach.
 /// Time: `O(n²)` to set up, then `O(n + k·r)` per node for `k` candidates of
 /// `r` sections each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,7 +84,7 @@ impl MemoryPlanner for Optimal {
     }
 
     fn workspace_words(&self, count: usize) -> usize {
-        9 * count
+        11 * count
     }
 
     fn plan(
@@ -166,6 +169,9 @@ struct Search<'a> {
     floor: &'a mut [u32],
     /// Per section: padded bytes of the unplaced buffers live in it.
     remaining: &'a mut [u32],
+    /// Per section: the lowest offset an unplaced buffer live in it can
+    /// still take (scratch for [`Search::consistent`]).
+    reach: &'a mut [u32],
     /// Requests with a non-empty buffer (the others sit at 0).
     to_place: usize,
 }
@@ -180,7 +186,8 @@ impl<'a> Search<'a> {
         let (path, rest) = rest.split_at_mut(n);
         let (current, rest) = rest.split_at_mut(n);
         let (floor, rest) = rest.split_at_mut(2 * n);
-        let remaining = &mut rest[..2 * n];
+        let (remaining, rest) = rest.split_at_mut(2 * n);
+        let reach = &mut rest[..2 * n];
 
         // Section boundaries: every first step and every step after a last
         // one (none after u32::MAX: that section runs to the end).
@@ -233,6 +240,7 @@ impl<'a> Search<'a> {
             current,
             floor: &mut floor[..sections],
             remaining: &mut remaining[..sections],
+            reach: &mut reach[..sections],
             to_place,
         }
     }
@@ -291,6 +299,11 @@ impl<'a> Search<'a> {
                     self.path[depth] = i as u32;
                     depth += 1;
                     after = None;
+                    if !self.consistent(capacity) {
+                        depth -= 1;
+                        self.remove(i, depth);
+                        after = Some((u64::from(offset), Reverse(self.size(i)), i as u32));
+                    }
                 }
                 None if depth == 0 => return Outcome::Refuted,
                 None => {
@@ -356,6 +369,31 @@ impl<'a> Search<'a> {
         let capacity = u64::from(capacity);
         offset + u64::from(self.size(i)) <= capacity
             && self.sections(i).all(|t| offset + u64::from(self.remaining[t]) <= capacity)
+    }
+
+    /// Whether the unplaced buffers can still fit: each one below the
+    /// capacity from where it can go now, and in each section all of them
+    /// stacked from the lowest such place.
+    fn consistent(&mut self, capacity: u32) -> bool {
+        let capacity = u64::from(capacity);
+        self.reach.fill(u32::MAX);
+        for i in 0..self.requests.len() {
+            if self.current[i] != UNPLACED {
+                continue;
+            }
+            let offset = self.skyline(i);
+            if offset + u64::from(self.size(i)) > capacity {
+                return false;
+            }
+            for t in self.sections(i) {
+                // Below the capacity (just checked), so it fits in 32 bits.
+                self.reach[t] = self.reach[t].min(offset as u32);
+            }
+        }
+        self.remaining
+            .iter()
+            .zip(self.reach.iter())
+            .all(|(&left, &low)| left == 0 || u64::from(low) + u64::from(left) <= capacity)
     }
 
     fn place(&mut self, i: usize, offset: u32) {
