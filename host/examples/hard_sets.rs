@@ -43,6 +43,10 @@ fn main() {
             eprintln!("cannot write {}: {e}", path.display());
             std::process::exit(1);
         }
-        println!("{}: {} buffers, capacity {CAPACITY}", path.display(), pieces.len());
+        println!(
+            "{}: {} buffers, capacity {CAPACITY}",
+            path.display(),
+            pieces.len()
+        );
     }
 }

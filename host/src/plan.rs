@@ -353,7 +353,10 @@ pub fn render_summary(set: &BufferSet, plan: &BufferPlan, capacity: Option<u64>)
         let verdict = if u64::from(plan.peak) <= capacity {
             "fits".to_string()
         } else {
-            format!("does not fit ({} bytes short)", u64::from(plan.peak) - capacity)
+            format!(
+                "does not fit ({} bytes short)",
+                u64::from(plan.peak) - capacity
+            )
         };
         let _ = writeln!(out, "capacity     {capacity} bytes: {verdict}");
     }

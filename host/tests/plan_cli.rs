@@ -61,7 +61,13 @@ fn a_good_file_is_planned_and_summarised() {
     assert_eq!(summary_value(&text, "lower bound"), "128 bytes");
     assert!(summary_value(&text, "time").ends_with(" ms"), "{text}");
 
-    let greedy = hilt(&["plan", "--buffers", input.to_str().unwrap(), "--planner", "greedy"]);
+    let greedy = hilt(&[
+        "plan",
+        "--buffers",
+        input.to_str().unwrap(),
+        "--planner",
+        "greedy",
+    ]);
     assert!(greedy.status.success(), "{}", stderr(&greedy));
     assert_eq!(summary_value(&stdout(&greedy), "peak"), "160 bytes");
 }
@@ -72,10 +78,7 @@ fn the_capacity_is_judged() {
     let path = input.to_str().unwrap();
     let fits = hilt(&["plan", "--buffers", path, "--capacity", "128"]);
     assert!(fits.status.success(), "{}", stderr(&fits));
-    assert_eq!(
-        summary_value(&stdout(&fits), "capacity"),
-        "128 bytes: fits"
-    );
+    assert_eq!(summary_value(&stdout(&fits), "capacity"), "128 bytes: fits");
     let short = hilt(&["plan", "--buffers", path, "--capacity", "127"]);
     assert!(!short.status.success());
     assert_eq!(
@@ -87,7 +90,15 @@ fn the_capacity_is_judged() {
         "{}",
         stderr(&short)
     );
-    let greedy = hilt(&["plan", "--buffers", path, "--capacity", "128", "--planner", "greedy"]);
+    let greedy = hilt(&[
+        "plan",
+        "--buffers",
+        path,
+        "--capacity",
+        "128",
+        "--planner",
+        "greedy",
+    ]);
     assert!(!greedy.status.success(), "greedy fitted 128 bytes");
 }
 
@@ -146,7 +157,11 @@ fn the_output_keeps_the_input_columns_and_reads_back() {
 fn bad_files_name_the_file_line_and_column() {
     let cases = [
         ("empty.csv", "", ":1: header \"\""),
-        ("header.csv", "id,start,end,size\n", ":1: header \"id,start,end,size\""),
+        (
+            "header.csv",
+            "id,start,end,size\n",
+            ":1: header \"id,start,end,size\"",
+        ),
         (
             "fields.csv",
             "id,lower,upper,size\na,0,1,16\nb,0,1\n",
@@ -185,8 +200,7 @@ fn bad_files_name_the_file_line_and_column() {
         let err = stderr(&out);
         assert_eq!(err.trim_end().lines().count(), 1, "{name}: {err}");
         assert!(
-            err.contains(&format!("{}{expected}", path.display()))
-                || err.contains(expected),
+            err.contains(&format!("{}{expected}", path.display())) || err.contains(expected),
             "{name}: {err}"
         );
         assert!(err.contains(name), "{name}: the file is not named: {err}");
@@ -194,7 +208,13 @@ fn bad_files_name_the_file_line_and_column() {
     let out = hilt(&["plan", "--buffers", "/nonexistent/b.csv"]);
     assert!(stderr(&out).contains("cannot read /nonexistent/b.csv"));
     let input = temp_file("offline.csv", CHAIN);
-    let out = hilt(&["plan", "--buffers", input.to_str().unwrap(), "--planner", "offline"]);
+    let out = hilt(&[
+        "plan",
+        "--buffers",
+        input.to_str().unwrap(),
+        "--planner",
+        "offline",
+    ]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("use linear, greedy or optimal"));
 }

@@ -65,7 +65,7 @@ pub fn cut_rectangle(
             .expect("at least one piece");
         let p = pieces[i];
         let duration = p.upper - p.lower;
-        let in_time = duration >= 2 && (p.size < 2 || rng.next() % 2 == 0);
+        let in_time = duration >= 2 && (p.size < 2 || rng.next().is_multiple_of(2));
         if in_time {
             let at = p.lower + rng.cut(duration);
             pieces[i].upper = at;

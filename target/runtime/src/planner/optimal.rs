@@ -213,10 +213,7 @@ impl<'a> Search<'a> {
         let index = |step: u32| bounds.binary_search(&step).unwrap_or(0) as u32;
         for (i, r) in requests.iter().enumerate() {
             lo[i] = index(r.first_step);
-            hi[i] = r
-                .live_until()
-                .checked_add(1)
-                .map_or(sections as u32, index);
+            hi[i] = r.live_until().checked_add(1).map_or(sections as u32, index);
         }
         let padded = |i: usize| requests[i].padded_size().unwrap_or(0);
         for i in 0..n {
@@ -368,7 +365,9 @@ impl<'a> Search<'a> {
     fn fits(&self, i: usize, offset: u64, capacity: u32) -> bool {
         let capacity = u64::from(capacity);
         offset + u64::from(self.size(i)) <= capacity
-            && self.sections(i).all(|t| offset + u64::from(self.remaining[t]) <= capacity)
+            && self
+                .sections(i)
+                .all(|t| offset + u64::from(self.remaining[t]) <= capacity)
     }
 
     /// Whether the unplaced buffers can still fit: each one below the
