@@ -16,7 +16,7 @@ use std::path::PathBuf;
 const CAPACITY: u32 = 1 << 20;
 
 /// The sets the tests use: (seed, buffers, steps, percent dropped).
-const DEFAULT_SETS: [(u64, usize, u32, u64); 2] = [(6, 300, 1000, 0), (9, 400, 1200, 0)];
+const DEFAULT_SETS: [(u64, usize, u32, u64); 2] = [(6, 300, 1000, 0), (8, 400, 1200, 0)];
 
 fn main() {
     let mut args = std::env::args().skip(1);
