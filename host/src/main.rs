@@ -71,21 +71,7 @@ enum Command {
     /// Plan any buffer list (MiniMalloc's CSV: id,lower,upper,size[,alignment],
     /// a buffer live on [lower, upper)) and print its peak against the
     /// lower bound.
-    Plan {
-        /// The buffer list.
-        #[arg(long)]
-        buffers: PathBuf,
-        /// Fail (after printing) when the peak exceeds this many bytes.
-        #[arg(long)]
-        capacity: Option<u64>,
-        /// Memory planner: linear, greedy or optimal.
-        #[arg(long, default_value = "optimal")]
-        planner: PlannerKind,
-        /// Write the buffers with their offsets (the input columns plus
-        /// `offset`) to this CSV.
-        #[arg(short = 'o', long = "output")]
-        output: Option<PathBuf>,
-    },
+    Plan(PlanArgs),
     /// Run scenarios on boards (virtual ones under QEMU, real ones through
     /// probe-rs) and check the outputs.
     Run {
@@ -203,6 +189,24 @@ enum Command {
         #[command(flatten)]
         accel: AccelArgs,
     },
+}
+
+/// `hilt plan`'s arguments.
+#[derive(Debug, clap::Args)]
+struct PlanArgs {
+    /// The buffer list.
+    #[arg(long)]
+    buffers: PathBuf,
+    /// Fail (after printing) when the peak exceeds this many bytes.
+    #[arg(long)]
+    capacity: Option<u64>,
+    /// Memory planner: linear, greedy or optimal.
+    #[arg(long, default_value = "optimal")]
+    planner: PlannerKind,
+    /// Write the buffers with their offsets (the input columns plus
+    /// `offset`) to this CSV.
+    #[arg(short = 'o', long = "output")]
+    output: Option<PathBuf>,
 }
 
 /// `--accelerator` and `--offload`, shared by `infer`, `bench` and `layout`.
@@ -430,12 +434,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             )
         }
         Command::Boards { dir } => list_boards(dir),
-        Command::Plan {
-            buffers,
-            capacity,
-            planner,
-            output,
-        } => plan_command(&buffers, capacity, planner, output.as_deref()),
+        Command::Plan(args) => plan_command(&args),
         Command::Infer {
             model,
             inputs,
@@ -463,14 +462,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             accel,
         } => {
             let report = bench(&model, planner, arena, iterations, warmup, &accel.choice()?)?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
-            } else {
-                print!("{}", render_bench(&report, &file_name(&model), 10));
-            }
-            Ok(())
+            print_bench(&report, &model, json)
         }
     }
+}
+
+/// `hilt bench`'s report, as JSON or as the table.
+fn print_bench(report: &hilt::bench::BenchReport, model: &Path, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(report)?);
+    } else {
+        print!("{}", render_bench(report, &file_name(model), 10));
+    }
+    Ok(())
 }
 
 /// A path's file name for headings (the whole path when it has none).
@@ -528,16 +532,12 @@ fn layout_command(
 
 /// `hilt plan`: plan a CSV buffer list, print the summary, write the
 /// offsets; a peak above `--capacity` is an error after the summary.
-fn plan_command(
-    buffers: &Path,
-    capacity: Option<u64>,
-    planner: PlannerKind,
-    output: Option<&Path>,
-) -> anyhow::Result<()> {
+fn plan_command(args: &PlanArgs) -> anyhow::Result<()> {
+    let (buffers, capacity) = (&args.buffers, args.capacity);
     let set = hilt::plan::read_buffers(buffers)?;
-    let plan = hilt::plan::plan_buffers(&set, planner)?;
+    let plan = hilt::plan::plan_buffers(&set, args.planner)?;
     print!("{}", hilt::plan::render_summary(&set, &plan, capacity));
-    if let Some(path) = output {
+    if let Some(path) = &args.output {
         std::fs::write(path, hilt::plan::write_csv(&set, &plan.offsets))
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
     }
