@@ -8,6 +8,7 @@
 //! test `host/tests/module_graph.rs` checks there is no cycle):
 //! - leaves: [`cancel`] (ending a run from another thread), [`memory`]
 //!   (the target-memory seam), [`elf`], [`tensor_file`], [`svg`], [`paths`],
+//!   [`plan`] (any buffer list from a CSV),
 //!   [`holds`] (buffers an offloaded job keeps past their last use);
 //! - [`config`]: board and scenario files (typed in `hilt-contract`);
 //! - [`link`]: hilt-proto over RTT (through a probe or QEMU's gdbstub) or a
@@ -36,6 +37,7 @@ pub mod memory;
 pub mod orchestrate;
 pub mod outcome;
 pub mod paths;
+pub mod plan;
 pub mod report;
 pub mod session;
 pub mod shard;

@@ -43,7 +43,7 @@ enum Command {
         /// repository's boards/].
         #[arg(long)]
         boards_dir: Option<PathBuf>,
-        /// Memory planner: linear, greedy or offline.
+        /// Memory planner: linear, greedy, offline or optimal.
         #[arg(long, default_value = "greedy")]
         planner: PlannerKind,
         /// Alignment of every activation buffer (power of two, up to 1 MiB).
@@ -68,6 +68,10 @@ enum Command {
         #[command(flatten)]
         accel: AccelArgs,
     },
+    /// Plan any buffer list (MiniMalloc's CSV: id,lower,upper,size[,alignment],
+    /// a buffer live on [lower, upper)) and print its peak against the
+    /// lower bound.
+    Plan(PlanArgs),
     /// Run scenarios on boards (virtual ones under QEMU, real ones through
     /// probe-rs) and check the outputs.
     Run {
@@ -154,7 +158,7 @@ enum Command {
         /// Arena bytes.
         #[arg(long, default_value_t = hilt::host_run::DEFAULT_ARENA)]
         arena: usize,
-        /// Memory planner: linear, greedy or offline.
+        /// Memory planner: linear, greedy, offline or optimal.
         #[arg(long, default_value = "greedy")]
         planner: PlannerKind,
         /// Invocations on one interpreter (state carries over).
@@ -176,7 +180,7 @@ enum Command {
         /// Arena bytes.
         #[arg(long, default_value_t = hilt::host_run::DEFAULT_ARENA)]
         arena: usize,
-        /// Memory planner: linear, greedy or offline.
+        /// Memory planner: linear, greedy, offline or optimal.
         #[arg(long, default_value = "greedy")]
         planner: PlannerKind,
         /// Print JSON instead of the table.
@@ -185,6 +189,24 @@ enum Command {
         #[command(flatten)]
         accel: AccelArgs,
     },
+}
+
+/// `hilt plan`'s arguments.
+#[derive(Debug, clap::Args)]
+struct PlanArgs {
+    /// The buffer list.
+    #[arg(long)]
+    buffers: PathBuf,
+    /// Fail (after printing) when the peak exceeds this many bytes.
+    #[arg(long)]
+    capacity: Option<u64>,
+    /// Memory planner: linear, greedy or optimal.
+    #[arg(long, default_value = "optimal")]
+    planner: PlannerKind,
+    /// Write the buffers with their offsets (the input columns plus
+    /// `offset`) to this CSV.
+    #[arg(short = 'o', long = "output")]
+    output: Option<PathBuf>,
 }
 
 /// `--accelerator` and `--offload`, shared by `infer`, `bench` and `layout`.
@@ -412,6 +434,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             )
         }
         Command::Boards { dir } => list_boards(dir),
+        Command::Plan(args) => plan_command(&args),
         Command::Infer {
             model,
             inputs,
@@ -439,14 +462,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             accel,
         } => {
             let report = bench(&model, planner, arena, iterations, warmup, &accel.choice()?)?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
-            } else {
-                print!("{}", render_bench(&report, &file_name(&model), 10));
-            }
-            Ok(())
+            print_bench(&report, &model, json)
         }
     }
+}
+
+/// `hilt bench`'s report, as JSON or as the table.
+fn print_bench(report: &hilt::bench::BenchReport, model: &Path, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(report)?);
+    } else {
+        print!("{}", render_bench(report, &file_name(model), 10));
+    }
+    Ok(())
 }
 
 /// A path's file name for headings (the whole path when it has none).
@@ -498,6 +526,27 @@ fn layout_command(
         Some(path) => std::fs::write(path, text)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?,
         None => print!("{text}"),
+    }
+    Ok(())
+}
+
+/// `hilt plan`: plan a CSV buffer list, print the summary, write the
+/// offsets; a peak above `--capacity` is an error after the summary.
+fn plan_command(args: &PlanArgs) -> anyhow::Result<()> {
+    let (buffers, capacity) = (&args.buffers, args.capacity);
+    let set = hilt::plan::read_buffers(buffers)?;
+    let plan = hilt::plan::plan_buffers(&set, args.planner)?;
+    print!("{}", hilt::plan::render_summary(&set, &plan, capacity));
+    if let Some(path) = &args.output {
+        std::fs::write(path, hilt::plan::write_csv(&set, &plan.offsets))
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    }
+    if let Some(capacity) = capacity.filter(|&c| u64::from(plan.peak) > c) {
+        anyhow::bail!(
+            "{}: peak {} bytes does not fit the capacity of {capacity} bytes",
+            buffers.display(),
+            plan.peak
+        );
     }
     Ok(())
 }

@@ -166,7 +166,7 @@ fn bad_input_gives_one_clear_line_and_nonzero_exit() {
                 "--planner".into(),
                 "gready".into(),
             ],
-            "unknown planner \"gready\": use linear, greedy or offline",
+            "unknown planner \"gready\": use linear, greedy, offline or optimal",
         ),
         (
             vec![

@@ -1,6 +1,8 @@
 //! Helpers shared by the host's integration tests.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod hard_sets;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

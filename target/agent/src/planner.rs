@@ -1,7 +1,7 @@
 //! Which memory planner places the arena's buffers.
 
 use hilt_runtime::model::Model;
-use hilt_runtime::planner::{Greedy, Linear, MemoryPlanner, Offline, PlanError};
+use hilt_runtime::planner::{Greedy, Linear, MemoryPlanner, Offline, Optimal, PlanError};
 use hilt_runtime::request::BufferRequest;
 
 /// One of the runtime's planners, by name: the runtime's own choice type
@@ -37,6 +37,7 @@ impl<C: MemoryPlanner> PlannerChoice<C> {
         match self {
             PlannerChoice::Builtin(PlannerKind::Linear) => Some(f(&Linear)),
             PlannerChoice::Builtin(PlannerKind::Greedy) => Some(f(&Greedy)),
+            PlannerChoice::Builtin(PlannerKind::Optimal) => Some(f(&Optimal::default())),
             PlannerChoice::Builtin(PlannerKind::Offline) => {
                 Offline::from_model(model).ok().map(|o| f(&o))
             }

@@ -263,7 +263,7 @@ fn planner() -> Result<PlannerKind, BuildError> {
         Some(v) => v.parse().map_err(|_| BuildError::Variable {
             name: "HILT_PLANNER",
             value: v,
-            expected: "use linear, greedy or offline",
+            expected: "use linear, greedy, offline or optimal",
         }),
     }
 }

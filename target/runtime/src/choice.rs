@@ -13,7 +13,7 @@
 //! assert_eq!("greedy".parse::<PlannerKind>(), Ok(PlannerKind::Greedy));
 //! let error = "gready".parse::<PlannerKind>().unwrap_err();
 //! assert_eq!(error.given(), "gready");
-//! assert_eq!(error.to_string(), "unknown planner \"gready\": use linear, greedy or offline");
+//! assert_eq!(error.to_string(), "unknown planner \"gready\": use linear, greedy, offline or optimal");
 //! ```
 
 use core::fmt;

@@ -3,7 +3,7 @@
 mod common;
 
 use common::assert_valid_plan;
-use hilt_runtime::planner::{Greedy, Linear, MemoryPlanner, lower_bound};
+use hilt_runtime::planner::{Greedy, Linear, MemoryPlanner, Optimal, lower_bound};
 use hilt_runtime::request::BufferRequest;
 use proptest::prelude::*;
 
@@ -46,10 +46,27 @@ proptest! {
 
     #[test]
     fn every_plan_is_valid(requests in requests()) {
-        for planner in [&Linear as &dyn MemoryPlanner, &Greedy] {
+        for planner in [&Linear as &dyn MemoryPlanner, &Greedy, &Optimal::new(1_000)] {
             let (offsets, head) = run(planner, &requests);
             assert_valid_plan(&requests, &offsets, head);
         }
+    }
+
+    #[test]
+    fn optimal_is_between_the_bound_and_greedy(requests in requests(), budget in 0u64..2_000) {
+        let (_, greedy) = run(&Greedy, &requests);
+        // Any budget, even none, gives a valid plan no worse than greedy
+        // (random sets often cannot reach the bound: the whole budget goes).
+        let (offsets, head) = run(&Optimal::new(budget), &requests);
+        assert_valid_plan(&requests, &offsets, head);
+        prop_assert!(head <= greedy, "optimal {head} > greedy {greedy}");
+        prop_assert!(u64::from(head) >= lower_bound(&requests));
+    }
+
+    #[test]
+    fn optimal_is_deterministic(requests in requests()) {
+        let planner = Optimal::new(1_000);
+        prop_assert_eq!(run(&planner, &requests), run(&planner, &requests));
     }
 
     #[test]
@@ -70,9 +87,51 @@ proptest! {
         // Extend every lifetime: the plan must still be valid under the
         // extended lifetimes (what an accelerator needs).
         let held: Vec<_> = requests.iter().map(|r| r.held_until(r.last_step + extra)).collect();
-        let (offsets, head) = run(&Greedy, &held);
-        assert_valid_plan(&held, &offsets, head);
+        for planner in [&Greedy as &dyn MemoryPlanner, &Optimal::new(1_000)] {
+            let (offsets, head) = run(planner, &held);
+            assert_valid_plan(&held, &offsets, head);
+        }
     }
+}
+
+/// A chain a → b → c where greedy's largest-first order leaves a hole:
+/// the search must find the bound.
+#[test]
+fn optimal_reaches_the_bound_where_greedy_does_not() {
+    let requests = [
+        BufferRequest::tensor(0, 64, 0, 1),
+        BufferRequest::tensor(1, 48, 1, 2),
+        BufferRequest::tensor(2, 32, 2, 3),
+        BufferRequest::tensor(3, 80, 3, 4),
+        BufferRequest::tensor(4, 16, 0, 4),
+    ];
+    let (_, greedy) = run(&Greedy, &requests);
+    let (offsets, head) = run(&Optimal::default(), &requests);
+    assert_valid_plan(&requests, &offsets, head);
+    assert_eq!(u64::from(head), lower_bound(&requests));
+    assert!(greedy > head, "greedy {greedy} already reaches {head}");
+}
+
+#[test]
+fn optimal_refuses_what_every_planner_refuses() {
+    use hilt_runtime::planner::PlanError;
+    let mut offsets = [0; 1];
+    let bad_align = [BufferRequest::tensor(0, 10, 0, 0).with_align(3)];
+    assert_eq!(
+        Optimal::default().plan(&bad_align, &mut [0; 11], &mut offsets),
+        Err(PlanError::InvalidAlignment {
+            request: 0,
+            align: 3
+        })
+    );
+    let ok = [BufferRequest::tensor(0, 10, 0, 0)];
+    assert_eq!(
+        Optimal::default().plan(&ok, &mut [0; 10], &mut offsets),
+        Err(PlanError::WorkspaceTooSmall {
+            needed: 11,
+            given: 10
+        })
+    );
 }
 
 #[test]
@@ -122,7 +181,7 @@ fn huge_alignments_are_honoured() {
         BufferRequest::tensor(1, 100, 0, 1).with_align(1 << 20),
         BufferRequest::scratch(1, 0, 5000).with_align(4096),
     ];
-    for planner in [&Linear as &dyn MemoryPlanner, &Greedy] {
+    for planner in [&Linear as &dyn MemoryPlanner, &Greedy, &Optimal::default()] {
         let (offsets, head) = run(planner, &requests);
         assert_valid_plan(&requests, &offsets, head);
         assert_eq!(offsets[1] % (1 << 20), 0);

@@ -24,7 +24,7 @@
 use core::fmt;
 use core::str::FromStr;
 
-use super::{Greedy, Linear, MemoryPlanner, Offline, OfflinePlanError, PlanError};
+use super::{Greedy, Linear, MemoryPlanner, Offline, OfflinePlanError, Optimal, PlanError};
 use crate::choice::UnknownName;
 use crate::model::Model;
 use crate::request::BufferRequest;
@@ -41,18 +41,22 @@ pub enum PlannerKind {
     Greedy,
     /// [`Offline`]: the model's `OfflineMemoryAllocation` metadata.
     Offline,
+    /// [`Optimal`]: a bounded search for the smallest head, with the
+    /// default node budget.
+    Optimal,
 }
 
 impl PlannerKind {
     /// Every planner, in the order their names are listed.
-    pub const ALL: [PlannerKind; 3] = [
+    pub const ALL: [PlannerKind; 4] = [
         PlannerKind::Linear,
         PlannerKind::Greedy,
         PlannerKind::Offline,
+        PlannerKind::Optimal,
     ];
 
     /// Every accepted name, in [`ALL`](Self::ALL)'s order.
-    pub const NAMES: &'static [&'static str] = &["linear", "greedy", "offline"];
+    pub const NAMES: &'static [&'static str] = &["linear", "greedy", "offline", "optimal"];
 
     /// The name a build, a scenario or the CLI uses, and the one the
     /// planner itself reports ([`MemoryPlanner::name`]).
@@ -61,6 +65,7 @@ impl PlannerKind {
             PlannerKind::Linear => "linear",
             PlannerKind::Greedy => "greedy",
             PlannerKind::Offline => "offline",
+            PlannerKind::Optimal => "optimal",
         }
     }
 
@@ -71,6 +76,7 @@ impl PlannerKind {
             PlannerKind::Linear => AnyPlanner::Linear(Linear),
             PlannerKind::Greedy => AnyPlanner::Greedy(Greedy),
             PlannerKind::Offline => AnyPlanner::Offline(Offline::from_model(model)?),
+            PlannerKind::Optimal => AnyPlanner::Optimal(Optimal::default()),
         })
     }
 }
@@ -103,6 +109,8 @@ pub enum AnyPlanner<'m> {
     Greedy(Greedy),
     /// See [`Offline`].
     Offline(Offline<'m>),
+    /// See [`Optimal`].
+    Optimal(Optimal),
 }
 
 impl AnyPlanner<'_> {
@@ -111,6 +119,7 @@ impl AnyPlanner<'_> {
             AnyPlanner::Linear(p) => p,
             AnyPlanner::Greedy(p) => p,
             AnyPlanner::Offline(p) => p,
+            AnyPlanner::Optimal(p) => p,
         }
     }
 }
@@ -146,6 +155,7 @@ mod tests {
         }
         assert_eq!(Linear.name(), PlannerKind::Linear.name());
         assert_eq!(Greedy.name(), PlannerKind::Greedy.name());
+        assert_eq!(Optimal::default().name(), PlannerKind::Optimal.name());
     }
 
     #[test]
@@ -154,7 +164,7 @@ mod tests {
         assert_eq!(e.given(), "Greedy");
         assert_eq!(
             e.to_string(),
-            "unknown planner \"Greedy\": use linear, greedy or offline"
+            "unknown planner \"Greedy\": use linear, greedy, offline or optimal"
         );
     }
 }

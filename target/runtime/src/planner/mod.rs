@@ -13,8 +13,11 @@
 //! - [`Offline`]: offsets computed ahead of time and stored in the model's
 //!   `OfflineMemoryAllocation` metadata, checked before they are trusted;
 //!   buffers it leaves open are placed greedily around the fixed ones.
+//! - [`Optimal`]: a bounded branch and bound for the smallest head, seeded
+//!   with the greedy plan; it reaches the liveness lower bound where it can.
 //!
-//! [`PlannerKind`] names them (`"linear"`, `"greedy"`, `"offline"`) for
+//! [`PlannerKind`] names them (`"linear"`, `"greedy"`, `"offline"`,
+//! `"optimal"`) for
 //! builds, scenarios and the CLI, and makes the chosen one.
 //!
 //! ```
@@ -37,11 +40,13 @@ mod greedy;
 mod kind;
 mod linear;
 mod offline;
+mod optimal;
 
 pub use greedy::Greedy;
 pub use kind::{AnyPlanner, PlannerKind};
 pub use linear::Linear;
 pub use offline::{OFFLINE_PLAN_METADATA, Offline, OfflinePlanError};
+pub use optimal::Optimal;
 
 /// A planner failure; each variant names the request (by position) at fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
