@@ -115,6 +115,7 @@ const CONFIG: Config = Config {
     alloc: AllocOptions {
         align: 16,
         canary: CanaryMode::Bounds,
+        ..AllocOptions::DEFAULT
     },
 };
 

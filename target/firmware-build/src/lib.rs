@@ -228,7 +228,7 @@ impl FirmwareBuild {
             ),
             format!(
                 "/// What the agent says in its Hello, and how it lays out the arena.\n\
-                 pub const CONFIG: hilt_agent::Config = hilt_agent::Config {{\n    board: BOARD,\n    model_name: MODEL_NAME,\n    model_hash: MODEL_CRC,\n    clock_hz: CLOCK_HZ,\n    alloc: hilt_agent::runtime::allocation::AllocOptions {{\n        align: {},\n        canary: hilt_agent::runtime::canary::CanaryMode::{:?},\n    }},\n}};",
+                 pub const CONFIG: hilt_agent::Config = hilt_agent::Config {{\n    board: BOARD,\n    model_name: MODEL_NAME,\n    model_hash: MODEL_CRC,\n    clock_hz: CLOCK_HZ,\n    alloc: hilt_agent::runtime::allocation::AllocOptions {{\n        align: {},\n        canary: hilt_agent::runtime::canary::CanaryMode::{:?},\n        ..hilt_agent::runtime::allocation::AllocOptions::DEFAULT\n    }},\n}};",
                 self.align, self.canary
             ),
         ];

@@ -25,6 +25,7 @@ use crate::canary::{self, BufferGuard, CanaryMode, GUARD_BYTES, SectionGuards};
 use crate::liveness;
 use crate::model::Model;
 use crate::planner::{MemoryPlanner, PlanError};
+use crate::pool::{self, PoolError, PoolLayout, Window};
 use crate::request::{BufferOwner, BufferRequest, DEFAULT_ALIGN, align_up};
 
 /// Where a tensor's data lives: 8 bytes per tensor, against the 12 bytes of
@@ -66,14 +67,22 @@ pub struct AllocOptions {
     pub align: u32,
     /// Guard bands to reserve and check.
     pub canary: CanaryMode,
+    /// The memory pools the arena spans ([`PoolLayout::WHOLE`]: one).
+    pub pools: PoolLayout,
+}
+
+impl AllocOptions {
+    /// 16-byte alignment, no canaries, one pool.
+    pub const DEFAULT: AllocOptions = AllocOptions {
+        align: DEFAULT_ALIGN,
+        canary: CanaryMode::Off,
+        pools: PoolLayout::WHOLE,
+    };
 }
 
 impl Default for AllocOptions {
     fn default() -> Self {
-        AllocOptions {
-            align: DEFAULT_ALIGN,
-            canary: CanaryMode::Off,
-        }
+        AllocOptions::DEFAULT
     }
 }
 
@@ -155,6 +164,8 @@ pub enum AllocError {
         /// The alignment.
         align: u32,
     },
+    /// The buffers cannot be placed in the arena's memory pools.
+    Pool(PoolError),
 }
 
 impl fmt::Display for AllocError {
@@ -175,6 +186,7 @@ impl fmt::Display for AllocError {
             AllocError::InvalidAlignment { align } => {
                 write!(f, "alignment {align} is not a power of two up to 1 MiB")
             }
+            AllocError::Pool(e) => write!(f, "{e}"),
         }
     }
 }
@@ -223,6 +235,7 @@ pub struct Staging {
     workspace_per_request: usize,
     canary: CanaryMode,
     end_guard: Region,
+    pools: PoolLayout,
 }
 
 impl Staging {
@@ -250,7 +263,12 @@ impl Staging {
             workspace_per_request: planner.workspace_words(1),
             canary: options.canary,
             end_guard: Region::default(),
+            pools: options.pools,
         };
+        options
+            .pools
+            .check_arena(arena.capacity() as u32)
+            .map_err(AllocError::Pool)?;
         // The arena's last bytes: a stack growing down into the arena, or a
         // tail allocation running past its end, hits this guard first.
         if options.canary != CanaryMode::Off {
@@ -370,7 +388,44 @@ impl Staging {
 
     fn temp_need(&self, extra_scratch: usize) -> usize {
         let count = self.tensor_requests + self.scratch_requests + extra_scratch;
-        count * size_of::<BufferRequest>() + 4 * (self.workspace_per_request * count + count)
+        count * size_of::<BufferRequest>() + 4 * (self.workspace_words(count) + count)
+    }
+
+    /// Planner workspace for `count` requests, plus the pools' share of it
+    /// when the arena is split.
+    fn workspace_words(&self, count: usize) -> usize {
+        let pooled = if self.pools.is_split() {
+            pool::extra_words(count)
+        } else {
+            0
+        };
+        self.workspace_per_request * count + pooled
+    }
+
+    /// Each pool's room for buffers, from the head's start: the first
+    /// starts after the start guard, the one holding the tail ends before
+    /// the head's end guard and the tail.
+    fn windows(
+        &self,
+        arena: &Arena<'_>,
+        head_start: u32,
+        head_limit: u64,
+    ) -> Result<[Window; pool::MAX_POOLS], AllocError> {
+        let mut windows = [Window::default(); pool::MAX_POOLS];
+        for (k, p) in self.pools.pools().iter().enumerate() {
+            let start = self.pools.start(k).max(head_start);
+            let start = arena
+                .aligned_offset(start, self.head_align)
+                .map_err(AllocError::Arena)?;
+            let end = (u64::from(self.pools.start(k)) + u64::from(p.size)).min(head_limit);
+            windows[k] = Window {
+                start: start - head_start,
+                end: end.saturating_sub(u64::from(head_start)) as u32,
+                reach: p.reach,
+                planned: p.planned,
+            };
+        }
+        Ok(windows)
     }
 
     fn too_small(
@@ -401,7 +456,7 @@ impl Staging {
         report: impl FnOnce(&ArenaPlan<'_>),
     ) -> Result<Allocation, AllocError> {
         let count = self.tensor_requests + self.scratch_requests;
-        let workspace_words = planner.workspace_words(count);
+        let workspace_words = self.workspace_words(count);
         let guard = if self.canary == CanaryMode::Off {
             0
         } else {
@@ -452,6 +507,8 @@ impl Staging {
         };
         let tail_bytes = arena.tail_bytes() as u32;
         let temp_bytes = words.end() - self.requests.offset;
+        let windows = self.windows(arena, head_start, tail_start.saturating_sub(guard.into()))?;
+        let windows = &windows[..self.pools.pools().len()];
         let head = {
             let [
                 request_bytes,
@@ -471,7 +528,12 @@ impl Staging {
             let requests: &[BufferRequest] = cast_mut(request_bytes);
             let words: &mut [u32] = cast_mut(word_bytes);
             let (workspace, offsets) = words.split_at_mut(workspace_words);
-            let head = planner.plan(requests, workspace, offsets)?;
+            let head = if windows.is_empty() {
+                planner.plan(requests, workspace, offsets)?
+            } else {
+                pool::plan(planner, windows, requests, workspace, offsets)
+                    .map_err(AllocError::Pool)?
+            };
             // Planners are a trait users implement; kernels later hand out
             // views of these buffers, so the plan is checked, not trusted.
             crate::planner::verify_plan(requests, offsets, head)
@@ -573,6 +635,12 @@ impl Staging {
             guards,
         })
     }
+}
+
+/// Views planner workspace words as records (`T` a whole number of
+/// words, 4-byte aligned: the caller sizes the slice for it).
+pub(crate) fn cast_words<T: Pod>(words: &mut [u32]) -> &mut [T] {
+    bytemuck::try_cast_slice_mut(words).unwrap_or(&mut [])
 }
 
 /// Views arena bytes as records. The allocator aligns every region it

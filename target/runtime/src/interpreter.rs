@@ -485,7 +485,10 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                 };
                 if touched {
                     request.align = request.align.max(buffer_align);
-                    *request = request.held_until(hold);
+                    // Only a pool the engine reaches may hold it.
+                    *request = request
+                        .held_until(hold)
+                        .reached_by(crate::pool::Reach::ACCEL);
                 }
             }
         }

@@ -16,6 +16,7 @@ pub mod kernels;
 pub mod liveness;
 pub mod model;
 pub mod planner;
+pub mod pool;
 pub mod request;
 pub mod schema;
 #[cfg(any(test, feature = "writer"))]

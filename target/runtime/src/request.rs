@@ -6,6 +6,8 @@
 
 use bytemuck::{Pod, Zeroable};
 
+pub use crate::pool::Reach;
+
 /// The default alignment of every planned buffer, as in TFLM (16 bytes: the
 /// widest SIMD load and the usual DMA burst).
 pub const DEFAULT_ALIGN: u32 = 16;
@@ -54,8 +56,11 @@ pub struct BufferRequest {
     tensor: u32,
     /// For scratch: the requesting operator.
     op: u32,
-    /// For scratch: the kernel's n-th request.
-    scratch_index: u32,
+    /// For scratch: the kernel's n-th request (kernels ask for a few).
+    scratch_index: u16,
+    /// Who besides the CPU must reach the buffer ([`Reach`] bits): an
+    /// engine's job buffers may only go into pools that engine reaches.
+    reach: u16,
 }
 
 impl BufferRequest {
@@ -70,6 +75,7 @@ impl BufferRequest {
             tensor: index,
             op: u32::MAX,
             scratch_index: 0,
+            reach: Reach::CPU.bits(),
         }
     }
 
@@ -83,7 +89,12 @@ impl BufferRequest {
             hold_until: op,
             tensor: NO_TENSOR,
             op,
-            scratch_index: index,
+            scratch_index: if index > u16::MAX as u32 {
+                u16::MAX
+            } else {
+                index as u16
+            },
+            reach: Reach::CPU.bits(),
         }
     }
 
@@ -103,12 +114,25 @@ impl BufferRequest {
         self
     }
 
+    /// The same request, also reached by `reach` (never narrowed).
+    #[must_use]
+    pub const fn reached_by(mut self, reach: Reach) -> Self {
+        self.reach |= reach.bits();
+        self
+    }
+
+    /// Who must reach the buffer: a pool may hold it only if it reaches
+    /// all of them.
+    pub const fn reach(&self) -> Reach {
+        Reach::from_bits(self.reach)
+    }
+
     /// Who the buffer belongs to.
     pub const fn owner(&self) -> BufferOwner {
         if self.tensor == NO_TENSOR {
             BufferOwner::Scratch {
                 op: self.op,
-                index: self.scratch_index,
+                index: self.scratch_index as u32,
             }
         } else {
             BufferOwner::Tensor(self.tensor)

@@ -69,7 +69,10 @@ fn plan_all(len: usize, model: &Model<'_>, memory: &mut [u8]) {
     let scratch_align = 1u32 << (len % 21);
     let scratch = [BufferRequest::scratch(0, 0, 1 + (len % 251) as u32).with_align(scratch_align)];
     for (align, scratch) in [(16, &[][..]), (alt_align, &scratch[..])] {
-        let options = AllocOptions { align };
+        let options = AllocOptions {
+            align,
+            ..AllocOptions::DEFAULT
+        };
         let l = run(model, &Linear, memory, &options, scratch);
         let g = run(model, &Greedy, memory, &options, scratch);
         if let (Some(l), Some(g)) = (l, g) {
