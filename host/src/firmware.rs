@@ -84,6 +84,8 @@ pub struct FirmwareRequest<'a> {
     pub canary: CanaryMode,
     /// Activation buffer alignment.
     pub align: u32,
+    /// The board pools the model's buffers may use (None: one memory).
+    pub pools: Option<&'a [String]>,
 }
 
 impl<'a> FirmwareRequest<'a> {
@@ -98,6 +100,7 @@ impl<'a> FirmwareRequest<'a> {
             features: &scenario.firmware_features,
             canary: scenario.canary,
             align: scenario.align,
+            pools: scenario.pools.as_deref(),
         }
     }
 }
@@ -214,13 +217,14 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
         .unwrap_or_else(|| repo.join("boards"));
     let planner = request.planner.name();
     let extra = request.features.join(",");
+    let pools = request.pools.map(|p| p.join(",")).unwrap_or_default();
     let board_toml = boards_dir.join(format!("{}.toml", request.board.name));
     let sources = source_digest(repo, &crate_dir, &[&board_toml, &request.board.memory_x])?;
     let key = format!(
         "{:016x}",
         fnv(
             format!(
-                "{}:{planner}:{extra}:{}:{}:{sources:016x}",
+                "{}:{planner}:{extra}:{}:{}:{pools}:{sources:016x}",
                 request.arena_size, request.canary, request.align
             )
             .as_bytes(),
@@ -252,6 +256,7 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
         .env("HILT_PLANNER", planner)
         .env("HILT_CANARY", request.canary.name())
         .env("HILT_ALIGN", request.align.to_string())
+        .env("HILT_POOLS", &pools)
         .env("HILT_BOARDS_DIR", &boards_dir)
         .output()
         .map_err(BuildError::Spawn)?;

@@ -61,6 +61,17 @@ pub fn render(run: &BoardRun, names: &ModelNames) -> String {
         let _ = writeln!(s, "  tail: {tail}");
         let _ = writeln!(s, "  used: {used}");
     }
+    if let Some(pools) = &run.pools {
+        let _ = writeln!(s, "  pools:");
+        for (p, head) in pools.pools.iter().zip(pools.heads(&run.plan)) {
+            let planned = if p.planned { "" } else { ", not planned" };
+            let line = format!(
+                "{}: start {}, size {}, {}{planned}, head {head}",
+                p.name, p.start, p.size, p.reach
+            );
+            let _ = writeln!(s, "    - {}", quote(&line));
+        }
+    }
     let _ = writeln!(s, "  buffers:");
     // Offload runs only: where ops ran, from the first step's placement.
     let on_npu: Option<Vec<bool>> = run.offload.as_ref().map(|_| {
@@ -83,6 +94,9 @@ pub fn render(run: &BoardRun, names: &ModelNames) -> String {
             "{} {} {name}: steps {}..{}, size {}, align {}, offset {}",
             b.kind, b.index, b.first_step, b.last_step, b.size, b.align, b.offset
         );
+        if let Some(pool) = run.pools.as_ref().and_then(|p| p.pool_of(&run.plan, b)) {
+            let _ = write!(entry, ", in {}", pool.name);
+        }
         if let Some(on_npu) = &on_npu {
             let last = u32::from(b.last_step);
             let hold = if b.kind == "tensor" {

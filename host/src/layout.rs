@@ -44,6 +44,7 @@ use hilt_runtime::interpreter::{Interpreter, InterpreterError};
 use hilt_runtime::kernels::KernelError;
 use hilt_runtime::model::{Model, ModelError};
 use hilt_runtime::planner::{MemoryPlanner, OfflinePlanError, PlannerKind};
+use hilt_runtime::pool::PoolLayout;
 use hilt_runtime::request::{BufferOwner, MAX_ALIGN};
 use serde::Serialize;
 
@@ -178,6 +179,30 @@ pub struct BufferRow {
     /// Kept past its last use for an offloaded job (offload plans only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub held: Option<Hold>,
+    /// The memory pool it is in (split arenas only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool: Option<String>,
+}
+
+/// One memory pool of a split arena, as `--format json` prints it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PoolRow {
+    /// The board's name for it.
+    pub name: String,
+    /// Its first byte, from the arena's start.
+    pub start: u32,
+    /// Its bytes.
+    pub size: u32,
+    /// Who reaches it (`cpu`, `cpu+accel`).
+    pub reach: String,
+    /// Whether the scenario lets buffers go there.
+    pub planned: bool,
+    /// Bytes from its start to the end of its highest planned buffer.
+    pub head: u32,
+    /// Bytes of the persistent tail inside it.
+    pub tail: u32,
+    /// Buffers placed in it.
+    pub buffers: u32,
 }
 
 /// Which memory a plan accounts for.
@@ -222,6 +247,9 @@ pub struct LayoutReport {
     pub total: u32,
     /// Liveness lower bound for the head.
     pub lower_bound: u32,
+    /// The arena's memory pools (split arenas only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pools: Vec<PoolRow>,
     /// Every planned buffer.
     pub buffers: Vec<BufferRow>,
 }
@@ -242,6 +270,10 @@ pub struct LayoutOptions {
     /// Plan with vnpu claiming these ops (through the interpreter only):
     /// its jobs' holds are in the plan.
     pub offload: Option<Vec<OpKind<'static>>>,
+    /// The arena's memory pools ([`PoolLayout::WHOLE`]: one memory).
+    pub pools: PoolLayout,
+    /// The pools' names, in the layout's order.
+    pub pool_names: Vec<String>,
 }
 
 impl Default for LayoutOptions {
@@ -255,6 +287,8 @@ impl Default for LayoutOptions {
             canary: CanaryMode::Off,
             covers: Coverage::Activations,
             offload: None,
+            pools: PoolLayout::WHOLE,
+            pool_names: Vec::new(),
         }
     }
 }
@@ -284,6 +318,9 @@ impl LayoutOptions {
             // the engine's view of memory.
             arena = (arena / 2) & !63;
         }
+        // A pool choice the board cannot meet fails the firmware build,
+        // which names it; the layout is then of no use either way.
+        let pools = scenario.pool_layout(board).unwrap_or(PoolLayout::WHOLE);
         LayoutOptions {
             planner: scenario.planner,
             align: scenario.align,
@@ -291,7 +328,26 @@ impl LayoutOptions {
             canary: scenario.canary,
             covers: Coverage::Interpreter,
             offload,
+            pool_names: board.pools.iter().map(|p| p.name.clone()).collect(),
+            pools,
         }
+    }
+
+    /// The same options with the board's pools `chosen` (by name) planned.
+    pub fn with_pools(
+        mut self,
+        board: &Board,
+        chosen: &[String],
+    ) -> Result<Self, hilt_contract::ConfigError> {
+        let layout = hilt_contract::pools::layout(
+            Path::new("--pools"),
+            &board.name,
+            &board.pools,
+            Some(chosen),
+        )?;
+        self.pools = layout;
+        self.pool_names = board.pools.iter().map(|p| p.name.clone()).collect();
+        Ok(self)
     }
 }
 
@@ -390,7 +446,12 @@ pub fn layout_bytes(bytes: &[u8], options: &LayoutOptions) -> Result<LayoutRepor
         Coverage::Activations => plan_activations(&model, &planner, options, size),
         Coverage::Interpreter => plan_interpreter(&model, &planner, options, size),
     };
-    match options.arena {
+    // A split arena is exactly its pools.
+    let arena = match options.pools.is_split() {
+        true => Some(options.pools.size() as usize),
+        false => options.arena,
+    };
+    match arena {
         Some(size) => plan(size),
         None => {
             let mut size = 64 * 1024;
@@ -435,7 +496,58 @@ fn alloc_options(options: &LayoutOptions) -> AllocOptions {
     AllocOptions {
         align: options.align,
         canary: options.canary,
+        pools: options.pools,
     }
+}
+
+/// Each pool's figures, and each buffer's pool, from where the buffers lie
+/// (pools are adjacent: an offset says which one).
+fn mark_pools(
+    options: &LayoutOptions,
+    head_start: u32,
+    capacity: u32,
+    tail: u32,
+    buffers: &mut [BufferRow],
+) -> Vec<PoolRow> {
+    let layout = &options.pools;
+    let name = |k: usize| {
+        options
+            .pool_names
+            .get(k)
+            .cloned()
+            .unwrap_or_else(|| format!("pool {k}"))
+    };
+    let mut pools: Vec<PoolRow> = layout
+        .pools()
+        .iter()
+        .enumerate()
+        .map(|(k, p)| {
+            let start = layout.start(k);
+            let tail_start = capacity.saturating_sub(tail).max(start);
+            PoolRow {
+                name: name(k),
+                start,
+                size: p.size,
+                reach: format!("{:?}", p.reach),
+                planned: p.planned,
+                head: 0,
+                tail: (start + p.size).saturating_sub(tail_start),
+                buffers: 0,
+            }
+        })
+        .collect();
+    for b in buffers {
+        let at = head_start + b.offset;
+        let Some(k) = layout.pool_at(at) else {
+            continue;
+        };
+        let end = at + b.size.div_ceil(b.align) * b.align;
+        let pool = &mut pools[k];
+        pool.head = pool.head.max(end - pool.start);
+        pool.buffers += 1;
+        b.pool = Some(pool.name.clone());
+    }
+    pools
 }
 
 fn plan_activations(
@@ -454,12 +566,19 @@ fn plan_activations(
         &alloc_options(options),
         &[],
         |plan| {
-            report = Some(rows(model, plan));
+            report = Some((rows(model, plan), plan.head_start));
         },
     )
     .map_err(BytesError::Alloc)?;
-    let (buffers, head, tail, lower_bound) =
+    let ((mut buffers, head, tail, lower_bound), head_start) =
         report.expect("allocate calls the report callback before it commits");
+    let pools = mark_pools(
+        options,
+        head_start,
+        size as u32,
+        allocation.tail_bytes,
+        &mut buffers,
+    );
     Ok(LayoutReport {
         planner: planner.name(),
         covers: Coverage::Activations,
@@ -469,6 +588,7 @@ fn plan_activations(
         tail,
         total: allocation.used_bytes,
         lower_bound,
+        pools,
         buffers,
     })
 }
@@ -496,11 +616,18 @@ fn plan_interpreter(
     let mut report = None;
     let allocation = *interpreter
         .allocate_with_report(planner, &alloc_options(options), |plan| {
-            report = Some(rows(model, plan));
+            report = Some((rows(model, plan), plan.head_start));
         })
         .map_err(BytesError::Interpreter)?;
-    let (mut buffers, _, _, lower_bound) =
+    let ((mut buffers, _, _, lower_bound), head_start) =
         report.expect("allocate calls the report callback before it commits");
+    let pools = mark_pools(
+        options,
+        head_start,
+        size as u32,
+        allocation.tail_bytes,
+        &mut buffers,
+    );
     if engine.is_some() {
         let mut on_npu = vec![false; model.operator_count() as usize];
         interpreter
@@ -520,6 +647,7 @@ fn plan_interpreter(
         tail: allocation.tail_bytes,
         total: interpreter.arena_used_bytes() as u32,
         lower_bound,
+        pools,
         buffers,
     })
 }
@@ -577,6 +705,7 @@ fn rows(model: &Model<'_>, plan: &ArenaPlan<'_>) -> (Vec<BufferRow>, u32, u32, u
                 align: r.align,
                 offset,
                 held: None,
+                pool: None,
             }
         })
         .collect();
@@ -627,6 +756,20 @@ pub fn render_table(report: &LayoutReport, model_name: &str) -> String {
     ] {
         let _ = writeln!(out, "  {label:<12}{value:>10} B  {:>12}", kib(value));
     }
+    for p in &report.pools {
+        let _ = writeln!(
+            out,
+            "  pool {:<7}{:>10} B  at {:>8}, {}{}: head {} B, tail {} B, {} buffers",
+            p.name,
+            p.size,
+            p.start,
+            p.reach,
+            if p.planned { "" } else { ", not planned" },
+            p.head,
+            p.tail,
+            p.buffers
+        );
+    }
     let _ = writeln!(out);
     let name_width = report
         .buffers
@@ -660,6 +803,9 @@ pub fn render_table(report: &LayoutReport, model_name: &str) -> String {
             b.offset + padded
         );
         // Only offload plans have holds: other tables are unchanged.
+        if let Some(pool) = &b.pool {
+            let _ = write!(out, "  in {pool}");
+        }
         if let Some(hold) = b.held {
             let _ = write!(out, "  {hold}");
         }

@@ -67,6 +67,11 @@ enum Command {
         /// interpreter, and names the buffers its jobs hold.
         #[command(flatten)]
         accel: AccelArgs,
+        /// With --board: the board pools (by name, comma-separated) the
+        /// buffers may use; the arena is then the board's pools, and each
+        /// buffer is shown in its pool.
+        #[arg(long, value_delimiter = ',', requires = "board")]
+        pools: Option<Vec<String>>,
     },
     /// Plan any buffer list (MiniMalloc's CSV: id,lower,upper,size[,alignment],
     /// a buffer live on [lower, upper)) and print its peak against the
@@ -368,6 +373,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             format,
             output,
             accel,
+            pools,
         } => {
             let choice = accel.choice()?;
             let offload =
@@ -384,10 +390,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     hilt::layout::Coverage::Activations
                 },
                 offload,
+                ..LayoutOptions::default()
             };
             let board = board
                 .map(|name| layout_board(&name, boards_dir))
                 .transpose()?;
+            let options = match (&board, pools) {
+                (Some(board), Some(pools)) => options.with_pools(board, &pools)?,
+                _ => options,
+            };
             layout_command(&model, board.as_ref(), &options, format, output.as_deref())
         }
         Command::Run {

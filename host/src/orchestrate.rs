@@ -197,6 +197,7 @@ pub async fn run_built_timed(
                     logs: Vec::new(),
                     plan: Vec::new(),
                     offload: None,
+                    pools: None,
                 },
                 Duration::ZERO,
             ),

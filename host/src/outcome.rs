@@ -114,6 +114,95 @@ pub struct BoardRun {
     /// The offload the run asked for (None: every op on the CPU).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub offload: Option<OffloadSetting>,
+    /// The arena's memory pools, when the scenario splits it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pools: Option<RunPools>,
+}
+
+/// One memory pool of a run's arena.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PoolRange {
+    /// The board's name for it.
+    pub name: String,
+    /// First byte, from the arena's start.
+    pub start: u32,
+    /// Bytes.
+    pub size: u32,
+    /// Who reaches it (`cpu`, `cpu+accel`).
+    pub reach: String,
+    /// Whether the scenario lets buffers go there.
+    pub planned: bool,
+}
+
+/// The pools of a run's arena, to say which pool each planned buffer is
+/// in: pools are adjacent, so a buffer's offset tells.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunPools {
+    /// In address order.
+    pub pools: Vec<PoolRange>,
+    /// Bytes of guard band before the head (0 without canaries).
+    pub guard: u32,
+}
+
+impl RunPools {
+    /// The pools of `scenario` on `board`, if it splits the arena.
+    pub fn of(
+        scenario: &crate::config::scenario::Scenario,
+        board: &crate::config::board::Board,
+    ) -> Option<RunPools> {
+        let layout = scenario.pool_layout(board).ok()?;
+        if !layout.is_split() {
+            return None;
+        }
+        let pools = layout
+            .pools()
+            .iter()
+            .enumerate()
+            .map(|(k, p)| PoolRange {
+                name: hilt_contract::pools::pool_name(&board.pools, k),
+                start: layout.start(k),
+                size: p.size,
+                reach: format!("{:?}", p.reach),
+                planned: p.planned,
+            })
+            .collect();
+        let guard = if scenario.canary == hilt_runtime::canary::CanaryMode::Off {
+            0
+        } else {
+            hilt_runtime::canary::GUARD_BYTES
+        };
+        Some(RunPools { pools, guard })
+    }
+
+    /// The pool `buffer` of `plan` is in. The head starts after the guard,
+    /// aligned for its most aligned buffer, as the runtime places it (the
+    /// firmware's arena starts on a 64-byte boundary).
+    pub fn pool_of(&self, plan: &[PlannedBuffer], buffer: &PlannedBuffer) -> Option<&PoolRange> {
+        let head_align = plan.iter().map(|b| b.align).max().unwrap_or(1).max(1);
+        let at = self.guard.next_multiple_of(head_align) + buffer.offset;
+        self.pools
+            .iter()
+            .find(|p| at >= p.start && at - p.start < p.size)
+    }
+
+    /// Bytes from each pool's start to its highest buffer's end.
+    pub fn heads(&self, plan: &[PlannedBuffer]) -> Vec<u32> {
+        let head_align = plan.iter().map(|b| b.align).max().unwrap_or(1).max(1);
+        let head_start = self.guard.next_multiple_of(head_align);
+        let mut heads = vec![0; self.pools.len()];
+        for b in plan {
+            let at = head_start + b.offset;
+            if let Some(k) = self
+                .pools
+                .iter()
+                .position(|p| at >= p.start && at - p.start < p.size)
+            {
+                let end = at + b.size.next_multiple_of(b.align.max(1));
+                heads[k] = heads[k].max(end - self.pools[k].start);
+            }
+        }
+        heads
+    }
 }
 
 impl BoardRun {
@@ -129,6 +218,7 @@ impl BoardRun {
             logs: Vec::new(),
             plan: Vec::new(),
             offload: None,
+            pools: None,
         }
     }
 }

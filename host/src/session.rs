@@ -161,6 +161,7 @@ fn steps(
     model_crc: u32,
     run: &mut BoardRun,
 ) -> Result<(), RunFailure> {
+    run.pools = crate::outcome::RunPools::of(scenario, board);
     let guards = handshake(link, board, scenario, model_crc)?;
     let mut session = Session {
         link,

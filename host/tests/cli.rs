@@ -631,3 +631,94 @@ fn layout_names_the_buffers_an_offloaded_job_holds() {
     assert!(!plan(&["--accelerator", "vnpu"]).contains("held"));
     assert!(!plan(&[]).contains("held"));
 }
+
+#[test]
+fn a_split_arena_puts_each_buffer_in_a_pool_that_reaches_it() {
+    let model = repo_path("scenarios/models/branches_int8.tflite");
+    let layout = |extra: &[&str]| {
+        let mut args = vec![
+            "layout",
+            &model,
+            "--board",
+            "qemu-mps2-an386",
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        let out = hilt(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_str::<serde_json::Value>(&stdout(&out)).unwrap()
+    };
+    // Without --pools: one memory, no pool fields (as before pools).
+    let whole = layout(&[]);
+    assert!(whole.get("pools").is_none());
+    assert!(whole["buffers"][0].get("pool").is_none());
+    // With vnpu: the engine's buffers (its job's input, output and scratch)
+    // go to `sram`, the only pool it reaches; the CPU's stay in `fast`.
+    let split = layout(&[
+        "--pools",
+        "fast,sram",
+        "--accelerator",
+        "vnpu",
+        "--offload",
+        "CONV_2D",
+    ]);
+    let pools = split["pools"].as_array().unwrap();
+    assert_eq!(pools.len(), 2);
+    assert_eq!(
+        (pools[0]["name"].as_str(), pools[0]["reach"].as_str()),
+        (Some("fast"), Some("cpu"))
+    );
+    assert_eq!(pools[1]["reach"], "cpu+accel");
+    let mut held_in_sram = 0;
+    for b in split["buffers"].as_array().unwrap() {
+        let pool = b["pool"].as_str().unwrap();
+        if b.get("held").is_some() {
+            assert_eq!(pool, "sram", "{b}");
+            held_in_sram += 1;
+        }
+    }
+    assert!(held_in_sram > 0, "the job holds nothing: {split}");
+    assert!(
+        pools[0]["buffers"].as_u64().unwrap() > 0,
+        "nothing in the fast pool"
+    );
+}
+
+#[test]
+fn a_pool_the_board_lacks_is_named_with_the_board_s_pools() {
+    let model = repo_path("scenarios/models/branches_int8.tflite");
+    let out = hilt(&[
+        "layout",
+        &model,
+        "--board",
+        "qemu-mps2-an386",
+        "--pools",
+        "dtcm",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("board qemu-mps2-an386 has no pool \"dtcm\" (its pools: fast, sram)"),
+        "{}",
+        stderr(&out)
+    );
+    // Only the CPU's pool planned: the engine's buffers have nowhere to go.
+    let out = hilt(&[
+        "layout",
+        &model,
+        "--board",
+        "qemu-mps2-an386",
+        "--pools",
+        "fast",
+        "--accelerator",
+        "vnpu",
+        "--offload",
+        "CONV_2D",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("no planned pool is reached by cpu+accel"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -30,6 +30,7 @@ fn an_arena_that_leaves_too_little_stack_is_refused_with_the_figures() {
         features: &[],
         canary: CanaryMode::Bounds,
         align: 16,
+        pools: None,
     };
     match build(&repo(), &request(96 * 1024)) {
         Err(BuildError::Stack {

@@ -71,6 +71,25 @@ pub struct Scenario {
     /// A fault for a `fault-accel` firmware to inject into its offload
     /// path (`--accel-fault`; never from a file: a test's choice).
     pub accel_fault: AccelFault,
+    /// The board pools the model's buffers may use (`None`: the arena as
+    /// one memory).
+    pub pools: Option<Vec<String>>,
+}
+
+impl Scenario {
+    /// The runtime's pool layout for this scenario on `board` (checked by
+    /// the contract: every pool named must be the board's).
+    pub fn pool_layout(
+        &self,
+        board: &crate::config::board::Board,
+    ) -> Result<hilt_runtime::pool::PoolLayout, ConfigError> {
+        hilt_contract::pools::layout(
+            Path::new(&format!("scenarios/{}.toml", self.name)),
+            &board.name,
+            &board.pools,
+            self.pools.as_deref(),
+        )
+    }
 }
 
 fn invalid(path: &Path, field: &'static str, problem: impl Into<String>) -> ConfigError {
@@ -121,6 +140,7 @@ pub fn load(path: &Path, conformance_dir: &Path) -> Result<Scenario, ScenarioErr
         align: file.align,
         offload: file.offload,
         accel_fault: AccelFault::None,
+        pools: file.pools,
     })
 }
 

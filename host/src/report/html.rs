@@ -199,6 +199,11 @@ pub(super) fn board_layout(
                 align: b.align.max(1),
                 offset: b.offset,
                 held: None,
+                pool: run
+                    .pools
+                    .as_ref()
+                    .and_then(|p| p.pool_of(&run.plan, b))
+                    .map(|p| p.name.clone()),
             }
         })
         .filter(|b| padded_end(b).is_some())
@@ -231,6 +236,7 @@ pub(super) fn board_layout(
         tail,
         total: head.saturating_add(tail),
         lower_bound,
+        pools: Vec::new(),
         buffers,
     })
 }

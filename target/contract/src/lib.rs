@@ -4,6 +4,7 @@
 pub mod board;
 mod error;
 pub mod offload;
+pub mod pools;
 pub mod scenario;
 
 pub use error::ConfigError;

@@ -15,6 +15,7 @@
 //! accelerator = "none"                    # none | vnpu (see `crate::offload`)
 //! offload = ["CONV_2D", "ADD"]            # ops vnpu may claim (default: the runtime's list)
 //! coherent = true                         # false: vnpu behind a modelled cache
+//! pools = ["fast", "sram"]                # the board pools buffers may use (default: one memory)
 //! [vnpu]                                  # overrides the board's latency model
 //! job_cycles = 2000
 //! cycles_per_1000_macs = 4
@@ -85,6 +86,8 @@ struct RawScenario {
     coherent: Option<bool>,
     #[serde(default)]
     vnpu: Option<RawVnpu>,
+    #[serde(default)]
+    pools: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -156,6 +159,9 @@ pub struct ScenarioFile {
     pub align: u32,
     /// Accelerator offload (off unless `accelerator` says otherwise).
     pub offload: OffloadChoice,
+    /// The board pools the model's buffers may use (`None`: the arena as
+    /// one memory). Checked against each board when the pair is made.
+    pub pools: Option<Vec<String>>,
 }
 
 /// Reads and checks `path`.
@@ -176,6 +182,12 @@ fn validate(path: &Path, raw: RawScenario) -> Result<ScenarioFile, ConfigError> 
         return Err(ConfigError::invalid(path, "boards", "names no board"));
     }
     let source = source(path, &raw)?;
+    let pools = match raw.pools {
+        Some(p) if p.is_empty() => {
+            return Err(ConfigError::invalid(path, "pools", "names no pool"));
+        }
+        p => p,
+    };
     let offload = crate::offload::choice(
         path,
         raw.accelerator.as_deref(),
@@ -196,6 +208,7 @@ fn validate(path: &Path, raw: RawScenario) -> Result<ScenarioFile, ConfigError> 
         canary,
         align,
         offload,
+        pools,
     })
 }
 

@@ -25,7 +25,9 @@
 //! `boards/`), `HILT_MODEL` (default: the repo's seed model),
 //! `HILT_ARENA_SIZE` (default: the board's `arena_size`), `HILT_PLANNER`
 //! (`linear`, `greedy`, `offline`; default greedy), `HILT_CANARY` (`off`,
-//! `bounds`, `buffers`; default off), `HILT_ALIGN` (default 16).
+//! `bounds`, `buffers`; default off), `HILT_ALIGN` (default 16),
+//! `HILT_POOLS` (the board pools the model's buffers may use, by name,
+//! comma-separated; default: the arena as one memory).
 //!
 //! The board file is read and checked by `hilt-contract`, the same typed
 //! contract the host uses ([`FirmwareBuild::board`]); the planner and
@@ -105,6 +107,8 @@ pub struct FirmwareBuild {
     pub canary: CanaryMode,
     /// Activation alignment.
     pub align: u32,
+    /// The arena's memory pools (`HILT_POOLS` over the board's `pools`).
+    pub pools: hilt_runtime::pool::PoolLayout,
     /// The model file.
     pub model: PathBuf,
     /// Its bytes.
@@ -157,7 +161,9 @@ impl FirmwareBuild {
             value: String::new(),
             expected: "set by cargo for a build script",
         })?);
+        let pools = pools(&board_file, &board, arena_size)?;
         Ok(FirmwareBuild {
+            pools,
             board,
             board_file,
             arena_size,
@@ -228,8 +234,10 @@ impl FirmwareBuild {
             ),
             format!(
                 "/// What the agent says in its Hello, and how it lays out the arena.\n\
-                 pub const CONFIG: hilt_agent::Config = hilt_agent::Config {{\n    board: BOARD,\n    model_name: MODEL_NAME,\n    model_hash: MODEL_CRC,\n    clock_hz: CLOCK_HZ,\n    alloc: hilt_agent::runtime::allocation::AllocOptions {{\n        align: {},\n        canary: hilt_agent::runtime::canary::CanaryMode::{:?},\n        ..hilt_agent::runtime::allocation::AllocOptions::DEFAULT\n    }},\n}};",
-                self.align, self.canary
+                 pub const CONFIG: hilt_agent::Config = hilt_agent::Config {{\n    board: BOARD,\n    model_name: MODEL_NAME,\n    model_hash: MODEL_CRC,\n    clock_hz: CLOCK_HZ,\n    alloc: hilt_agent::runtime::allocation::AllocOptions {{\n        align: {},\n        canary: hilt_agent::runtime::canary::CanaryMode::{:?},\n        pools: {},\n    }},\n}};",
+                self.align,
+                self.canary,
+                pools_source(&self.pools)
             ),
         ];
         for line in lines {
@@ -277,6 +285,57 @@ fn canary() -> Result<CanaryMode, BuildError> {
             expected: "use off, bounds or buffers",
         }),
     }
+}
+
+/// `HILT_POOLS` over the board's pools, checked against the arena.
+fn pools(
+    board_file: &Path,
+    board: &Board,
+    arena_size: u64,
+) -> Result<hilt_runtime::pool::PoolLayout, BuildError> {
+    let chosen = var("HILT_POOLS").filter(|v| !v.is_empty()).map(|v| {
+        v.split(',')
+            .map(|s| s.trim().to_string())
+            .collect::<Vec<_>>()
+    });
+    let layout =
+        hilt_contract::pools::layout(board_file, &board.name, &board.pools, chosen.as_deref())
+            .map_err(BuildError::Board)?;
+    layout
+        .check_arena(arena_size.min(u64::from(u32::MAX)) as u32)
+        .map_err(|e| BuildError::Variable {
+            name: "HILT_ARENA_SIZE",
+            value: arena_size.to_string(),
+            expected: if e == (hilt_runtime::pool::PoolError::TooLarge) {
+                "an arena under 4 GiB"
+            } else {
+                "the size of the board's pools when HILT_POOLS is set"
+            },
+        })?;
+    Ok(layout)
+}
+
+/// The pools as a constant expression (checked here, so the `match` in
+/// the firmware never takes its error arm).
+fn pools_source(layout: &hilt_runtime::pool::PoolLayout) -> String {
+    if !layout.is_split() {
+        return "hilt_agent::runtime::pool::PoolLayout::WHOLE".into();
+    }
+    let mut s = String::from("match hilt_agent::runtime::pool::PoolLayout::new(&[");
+    for p in layout.pools() {
+        let _ = write!(
+            s,
+            "hilt_agent::runtime::pool::Pool {{ size: {}, reach: hilt_agent::runtime::pool::Reach::from_bits({}), cacheable: {}, planned: {} }}, ",
+            p.size,
+            p.reach.bits(),
+            p.cacheable,
+            p.planned
+        );
+    }
+    s.push_str(
+        "]) { Ok(layout) => layout, Err(_) => panic!(\"pools checked by the build script\") }",
+    );
+    s
 }
 
 fn align() -> Result<u32, BuildError> {
@@ -367,6 +426,7 @@ mod tests {
             planner: PlannerKind::Offline,
             canary: CanaryMode::Buffers,
             align: 64,
+            pools: hilt_runtime::pool::PoolLayout::WHOLE,
             model: "/models/tiny.tflite".into(),
             model_bytes: b"123456789".to_vec(),
             out_dir: "/out".into(),
@@ -390,6 +450,29 @@ mod tests {
             "#[unsafe(link_section = \".hilt_arena\")]",
             "#[unsafe(link_section = \".hilt_meta\")]",
             "pub unsafe fn take() -> hilt_agent::Parts<'static>",
+        ] {
+            assert!(s.contains(expected), "missing {expected:?} in\n{s}");
+        }
+    }
+
+    #[test]
+    fn split_pools_are_written_as_a_checked_constant() {
+        use hilt_runtime::pool::{Pool, PoolLayout, Reach};
+        assert!(
+            build()
+                .agent_source()
+                .contains("pools: hilt_agent::runtime::pool::PoolLayout::WHOLE,")
+        );
+        let mut split = build();
+        split.pools = PoolLayout::new(&[
+            Pool::new(1024, Reach::CPU),
+            Pool::new(3072, Reach::CPU.with(Reach::ACCEL)).cacheable(true),
+        ])
+        .unwrap();
+        let s = split.agent_source();
+        for expected in [
+            "Pool { size: 1024, reach: hilt_agent::runtime::pool::Reach::from_bits(1), cacheable: false, planned: true }",
+            "Pool { size: 3072, reach: hilt_agent::runtime::pool::Reach::from_bits(3), cacheable: true, planned: true }",
         ] {
             assert!(s.contains(expected), "missing {expected:?} in\n{s}");
         }

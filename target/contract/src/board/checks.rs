@@ -17,7 +17,7 @@ type Check = fn(&Path, &RawBoard) -> Result<(), ConfigError>;
 
 /// Every check a board file passes, in the order their errors are reported
 /// (a file with several mistakes names the first of this list).
-const CHECKS: [(&str, Check); 13] = [
+const CHECKS: [(&str, Check); 14] = [
     ("name matches the file", name_matches_file),
     ("target is known", target_is_known),
     ("chip is not empty", chip_not_empty),
@@ -29,6 +29,7 @@ const CHECKS: [(&str, Check); 13] = [
     ("memory regions are sound", memory_regions_sound),
     ("RAM and FLASH exist", ram_and_flash_exist),
     ("arena fits in RAM", arena_fits_ram),
+    ("pools split the arena", pools_split_the_arena),
     ("linker script agrees", linker_script_agrees),
     ("firmware names a crate", firmware_names_a_crate),
 ];
@@ -53,6 +54,7 @@ pub(super) fn validate(path: &Path, raw: RawBoard) -> Result<Board, ConfigError>
         arena_size: raw.arena_size,
         core_clock_hz: raw.core_clock_hz,
         memory: raw.memory,
+        pools: raw.pools,
         qemu: raw.qemu,
         serial_port: raw.serial_port,
         flash_command: raw.flash_command,
@@ -318,6 +320,10 @@ fn arena_fits_ram(path: &Path, raw: &RawBoard) -> Result<(), ConfigError> {
         ));
     }
     Ok(())
+}
+
+fn pools_split_the_arena(path: &Path, raw: &RawBoard) -> Result<(), ConfigError> {
+    crate::pools::check_board_pools(path, &raw.pools, raw.arena_size)
 }
 
 fn linker_script_agrees(path: &Path, raw: &RawBoard) -> Result<(), ConfigError> {

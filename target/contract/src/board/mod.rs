@@ -271,6 +271,8 @@ pub(crate) struct RawBoard {
     pub(super) core_clock_hz: u64,
     pub(super) memory: Vec<MemoryRegion>,
     #[serde(default)]
+    pub(super) pools: Vec<crate::pools::PoolSpec>,
+    #[serde(default)]
     pub(super) qemu: Option<QemuSettings>,
     #[serde(default)]
     pub(super) serial_port: Option<String>,
@@ -311,6 +313,8 @@ pub struct Board {
     pub core_clock_hz: u64,
     /// Memory regions.
     pub memory: Vec<MemoryRegion>,
+    /// The arena's memory pools, in address order (empty: one memory).
+    pub pools: Vec<crate::pools::PoolSpec>,
     /// QEMU settings (qemu boards).
     pub qemu: Option<QemuSettings>,
     /// Serial device (uart runner).
