@@ -191,6 +191,9 @@ pub struct PoolRow {
     pub name: String,
     /// Its first byte, from the arena's start.
     pub start: u32,
+    /// Its first byte in the buffers' coordinates (from the head's start;
+    /// 0 for a pool the head starts in).
+    pub head_offset: u32,
     /// Its bytes.
     pub size: u32,
     /// Who reaches it (`cpu`, `cpu+accel`).
@@ -527,6 +530,7 @@ fn mark_pools(
             PoolRow {
                 name: name(k),
                 start,
+                head_offset: start.saturating_sub(head_start),
                 size: p.size,
                 reach: format!("{:?}", p.reach),
                 planned: p.planned,

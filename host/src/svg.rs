@@ -94,6 +94,7 @@ pub fn render_svg(report: &LayoutReport, title: &str) -> String {
         lb - 4.0,
         report.lower_bound
     );
+    pool_boundaries(&mut s, report, LEFT + plot_w, &y);
     for step in 0..=steps {
         if steps <= 40 || step % steps.div_ceil(20) == 0 {
             let _ = writeln!(
@@ -127,4 +128,30 @@ pub fn render_svg(report: &LayoutReport, title: &str) -> String {
     );
     s.push_str("</svg>\n");
     s
+}
+
+/// A split arena's pools: a line where each pool after the first begins
+/// (inside the drawn head), with its name and who reaches it.
+fn pool_boundaries(s: &mut String, report: &LayoutReport, right: f64, y: &impl Fn(u32) -> f64) {
+    for (k, pool) in report.pools.iter().enumerate() {
+        if pool.head_offset > report.head.max(report.lower_bound) {
+            continue;
+        }
+        let at = y(pool.head_offset);
+        if k > 0 {
+            let _ = writeln!(
+                s,
+                r##"<line x1="{LEFT}" y1="{at:.1}" x2="{right:.1}" y2="{at:.1}" stroke="#06c" stroke-width="1.5"/>"##
+            );
+        }
+        let _ = writeln!(
+            s,
+            r##"<text x="{:.1}" y="{:.1}" fill="#06c" text-anchor="end">pool {} ({}): head {} B</text>"##,
+            right - 4.0,
+            at + 12.0,
+            escape(&pool.name),
+            pool.reach,
+            pool.head
+        );
+    }
 }

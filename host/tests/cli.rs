@@ -683,6 +683,17 @@ fn a_split_arena_puts_each_buffer_in_a_pool_that_reaches_it() {
         pools[0]["buffers"].as_u64().unwrap() > 0,
         "nothing in the fast pool"
     );
+    // The table and the picture show the pools too.
+    for (format, expected) in [
+        ("table", "at    32768, cpu+accel: head "),
+        ("svg", "pool sram (cpu+accel): head"),
+    ] {
+        let out = hilt(&[
+            "layout", &model, "--board", "qemu-mps2-an386", "--pools", "fast,sram", "--format", format,
+            "--accelerator", "vnpu", "--offload", "CONV_2D",
+        ]);
+        assert!(stdout(&out).contains(expected), "{format}: {}", stdout(&out));
+    }
 }
 
 #[test]

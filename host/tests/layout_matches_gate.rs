@@ -29,6 +29,8 @@ struct SnapLayout {
     head: u32,
     tail: u32,
     used: u32,
+    /// Split arenas: each pool's name and head.
+    pools: Vec<(String, u32)>,
     buffers: Vec<SnapBuffer>,
 }
 
@@ -43,6 +45,8 @@ struct SnapBuffer {
     size: u32,
     align: u32,
     offset: u32,
+    /// The pool it is in (split arenas only).
+    pool: Option<String>,
 }
 
 impl std::fmt::Display for SnapBuffer {
@@ -57,7 +61,11 @@ impl std::fmt::Display for SnapBuffer {
             self.size,
             self.align,
             self.offset
-        )
+        )?;
+        match &self.pool {
+            Some(pool) => write!(f, ", in {pool}"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -73,7 +81,9 @@ fn parse_snapshot(file: &Path) -> SnapLayout {
     let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     let mut figures = [None; 4];
     let mut buffers = Vec::new();
+    let mut pools = Vec::new();
     let mut in_layout = false;
+    let mut in_pools = false;
     for line in text.lines() {
         if !line.starts_with(' ') {
             in_layout = line.trim_end() == "layout:";
@@ -84,14 +94,19 @@ fn parse_snapshot(file: &Path) -> SnapLayout {
         }
         let line = line.trim();
         if let Some(item) = line.strip_prefix("- ") {
-            buffers.push(parse_buffer(item, file));
+            if in_pools {
+                pools.push(parse_pool(item, file));
+            } else {
+                buffers.push(parse_buffer(item, file));
+            }
         } else if let Some((key, value)) = line.split_once(':') {
+            in_pools = key == "pools";
             let slot = match key {
                 "capacity" => 0,
                 "head" => 1,
                 "tail" => 2,
                 "used" => 3,
-                "buffers" => continue,
+                "buffers" | "pools" => continue,
                 other => panic!("{}: unexpected layout key {other:?}", file.display()),
             };
             figures[slot] = Some(number(value, key, file));
@@ -104,8 +119,22 @@ fn parse_snapshot(file: &Path) -> SnapLayout {
         head,
         tail,
         used,
+        pools,
         buffers,
     }
+}
+
+/// A pool line: `'fast: start 0, size 32768, cpu, head 4096'`.
+fn parse_pool(item: &str, file: &Path) -> (String, u32) {
+    let entry = item.trim_matches('\'');
+    let (name, figures) = entry
+        .split_once(": ")
+        .unwrap_or_else(|| panic!("{}: pool line {entry:?}", file.display()));
+    let head = figures
+        .rsplit_once("head ")
+        .map(|(_, h)| number(h, "pool head", file))
+        .unwrap_or_else(|| panic!("{}: pool line {entry:?} lacks its head", file.display()));
+    (name.to_string(), head)
 }
 
 fn parse_buffer(item: &str, file: &Path) -> SnapBuffer {
@@ -132,6 +161,10 @@ fn parse_buffer(item: &str, file: &Path) -> SnapBuffer {
         value
     };
     let steps = field("steps");
+    let pool = figures
+        .split(", ")
+        .find_map(|f| f.strip_prefix("in "))
+        .map(str::to_string);
     let (first, last) = steps
         .split_once("..")
         .unwrap_or_else(|| panic!("{}: steps {steps:?}", file.display()));
@@ -143,6 +176,7 @@ fn parse_buffer(item: &str, file: &Path) -> SnapBuffer {
         size: number(field("size"), "size", file),
         align: number(field("align"), "align", file),
         offset: number(field("offset"), "offset", file),
+        pool,
     }
 }
 
@@ -156,6 +190,7 @@ fn as_snapshot(report: &LayoutReport) -> SnapLayout {
         size: b.size,
         align: b.align,
         offset: b.offset,
+        pool: b.pool.clone(),
     };
     SnapLayout {
         // A board plan always has one; 0 shows up as a difference.
@@ -163,6 +198,7 @@ fn as_snapshot(report: &LayoutReport) -> SnapLayout {
         head: report.head,
         tail: report.tail,
         used: report.total,
+        pools: report.pools.iter().map(|p| (p.name.clone(), p.head)).collect(),
         buffers: report.buffers.iter().map(buffer).collect(),
     }
 }
@@ -179,6 +215,9 @@ fn differences(board: &SnapLayout, host: &SnapLayout) -> Vec<String> {
         if b != h {
             out.push(format!("{what}: board {b}, host {h}"));
         }
+    }
+    if board.pools != host.pools {
+        out.push(format!("pools: board {:?}, host {:?}", board.pools, host.pools));
     }
     let count = board.buffers.len().max(host.buffers.len());
     for i in 0..count {
@@ -339,6 +378,7 @@ fn a_plan_that_differs_is_named_buffer_by_buffer() {
         head: 64,
         tail: 48,
         used: 112,
+        pools: Vec::new(),
         buffers: board.buffers.clone(),
     };
     host.buffers[1].offset = 32;
