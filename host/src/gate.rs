@@ -447,7 +447,22 @@ mod tests {
         let mut op_cycles = Vec::new();
         for line in body.lines().filter_map(|l| l.trim().strip_prefix("- ")) {
             let line = unquote(line);
-            if let Some((head, tail)) = line.rsplit_once(": steps ") {
+            if let Some((name, figures)) = line.split_once(": start ") {
+                // `fast: start 0, size 32768, cpu, head 4096` (no canaries
+                // in these scenarios: the head starts at the arena's start).
+                let parts: Vec<&str> = figures.split(", ").collect();
+                let pools = run.pools.get_or_insert(crate::outcome::RunPools {
+                    pools: Vec::new(),
+                    guard: 0,
+                });
+                pools.pools.push(crate::outcome::PoolRange {
+                    name: name.into(),
+                    start: parts[0].parse().unwrap(),
+                    size: parts[1].trim_start_matches("size ").parse().unwrap(),
+                    reach: parts[2].into(),
+                    planned: !figures.contains("not planned"),
+                });
+            } else if let Some((head, tail)) = line.rsplit_once(": steps ") {
                 let mut parts = head.splitn(3, ' ');
                 let kind = if parts.next() == Some("tensor") {
                     "tensor"

@@ -689,10 +689,24 @@ fn a_split_arena_puts_each_buffer_in_a_pool_that_reaches_it() {
         ("svg", "pool sram (cpu+accel): head"),
     ] {
         let out = hilt(&[
-            "layout", &model, "--board", "qemu-mps2-an386", "--pools", "fast,sram", "--format", format,
-            "--accelerator", "vnpu", "--offload", "CONV_2D",
+            "layout",
+            &model,
+            "--board",
+            "qemu-mps2-an386",
+            "--pools",
+            "fast,sram",
+            "--format",
+            format,
+            "--accelerator",
+            "vnpu",
+            "--offload",
+            "CONV_2D",
         ]);
-        assert!(stdout(&out).contains(expected), "{format}: {}", stdout(&out));
+        assert!(
+            stdout(&out).contains(expected),
+            "{format}: {}",
+            stdout(&out)
+        );
     }
 }
 

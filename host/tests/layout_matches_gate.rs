@@ -198,7 +198,11 @@ fn as_snapshot(report: &LayoutReport) -> SnapLayout {
         head: report.head,
         tail: report.tail,
         used: report.total,
-        pools: report.pools.iter().map(|p| (p.name.clone(), p.head)).collect(),
+        pools: report
+            .pools
+            .iter()
+            .map(|p| (p.name.clone(), p.head))
+            .collect(),
         buffers: report.buffers.iter().map(buffer).collect(),
     }
 }
@@ -217,7 +221,10 @@ fn differences(board: &SnapLayout, host: &SnapLayout) -> Vec<String> {
         }
     }
     if board.pools != host.pools {
-        out.push(format!("pools: board {:?}, host {:?}", board.pools, host.pools));
+        out.push(format!(
+            "pools: board {:?}, host {:?}",
+            board.pools, host.pools
+        ));
     }
     let count = board.buffers.len().max(host.buffers.len());
     for i in 0..count {

@@ -106,6 +106,7 @@ fn runs() -> Vec<BoardRun> {
             logs: vec!["hilt firmware up".into(), nasty.into()],
             plan: Vec::new(),
             offload: None,
+            pools: None,
         },
         BoardRun {
             scenario: "smoke_reshape".into(),
@@ -119,6 +120,7 @@ fn runs() -> Vec<BoardRun> {
             logs: Vec::new(),
             plan: Vec::new(),
             offload: None,
+            pools: None,
         },
         BoardRun {
             scenario: "other & <odd> name".into(),
@@ -129,6 +131,7 @@ fn runs() -> Vec<BoardRun> {
             logs: vec![nasty.into()],
             plan: Vec::new(),
             offload: None,
+            pools: None,
         },
     ]
 }

@@ -21,6 +21,7 @@ fn run(scenario: &str, board: &str, outcome: Outcome) -> BoardRun {
         logs: vec!["booted".into()],
         plan: Vec::new(),
         offload: None,
+        pools: None,
     }
 }
 
