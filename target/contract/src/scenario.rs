@@ -195,6 +195,25 @@ fn validate(path: &Path, raw: RawScenario) -> Result<ScenarioFile, ConfigError> 
         raw.coherent,
         raw.vnpu,
     )?;
+    if pools.is_some()
+        && offload.accelerator != crate::offload::Accelerator::None
+        && !offload.coherent
+    {
+        // Non-coherent runs give the interpreter half the arena; a split
+        // arena is exactly its pools.
+        return Err(ConfigError::invalid(
+            path,
+            "pools",
+            "a split arena cannot be halved for non-coherent offload (set coherent = true or drop pools)",
+        ));
+    }
+    if let (Some(_), Some(size)) = (&pools, raw.arena_size) {
+        return Err(ConfigError::invalid(
+            path,
+            "pools",
+            format!("a split arena is the board's pools: drop arena_size ({size})"),
+        ));
+    }
     Ok(ScenarioFile {
         name,
         description: raw.description,

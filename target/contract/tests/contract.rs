@@ -220,3 +220,58 @@ fn a_board_describes_its_engine_or_gets_the_runtime_defaults() {
         "{e}"
     );
 }
+
+#[test]
+fn pool_keys_are_read_and_checked_against_the_board() {
+    let file = scenario_with("pools-ok", "pools = [\"fast\", \"sram\"]").unwrap();
+    assert_eq!(file.pools, Some(vec!["fast".to_string(), "sram".to_string()]));
+    assert_eq!(scenario_with("pools-none", "").unwrap().pools, None);
+    let e = scenario_with("pools-empty", "pools = []").unwrap_err().to_string();
+    assert!(e.contains("field `pools`: names no pool"), "{e}");
+    let e = scenario_with(
+        "pools-nc",
+        "pools = [\"sram\"]\naccelerator = \"vnpu\"\ncoherent = false",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("cannot be halved for non-coherent offload"), "{e}");
+    let e = scenario_with("pools-arena", "pools = [\"sram\"]\narena_size = 4096")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("drop arena_size (4096)"), "{e}");
+    // The shipped MPS2 boards split their arena in two; a layout for them.
+    let boards = repo().join("boards");
+    let an386 = board::load_named(&boards, "qemu-mps2-an386").unwrap();
+    let names: Vec<&str> = an386.pools.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["fast", "sram"]);
+    let layout = hilt_contract::pools::layout(
+        &boards.join("x.toml"),
+        &an386.name,
+        &an386.pools,
+        file.pools.as_deref(),
+    )
+    .unwrap();
+    assert_eq!(u64::from(layout.size()), an386.arena_size);
+}
+
+#[test]
+fn a_board_whose_pools_do_not_split_its_arena_is_refused() {
+    let dir = scratch("pools-board");
+    let shipped = repo().join("boards");
+    let text = std::fs::read_to_string(shipped.join("qemu-mps2-an386.toml"))
+        .unwrap()
+        .replace("name = \"qemu-mps2-an386\"", "name = \"pooled\"")
+        .replace("size = 0x1f8000", "size = 0x1f0000");
+    std::fs::write(dir.join("pooled.toml"), text).unwrap();
+    std::fs::create_dir_all(dir.join("pooled")).unwrap();
+    std::fs::copy(
+        shipped.join("qemu-mps2-an386/memory.x"),
+        dir.join("pooled/memory.x"),
+    )
+    .unwrap();
+    let e = board::load_named(&dir, "pooled").unwrap_err().to_string();
+    assert!(
+        e.contains("field `pools`: the pools hold 2064384 bytes but arena_size is 2097152"),
+        "{e}"
+    );
+}
