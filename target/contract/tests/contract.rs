@@ -224,9 +224,14 @@ fn a_board_describes_its_engine_or_gets_the_runtime_defaults() {
 #[test]
 fn pool_keys_are_read_and_checked_against_the_board() {
     let file = scenario_with("pools-ok", "pools = [\"fast\", \"sram\"]").unwrap();
-    assert_eq!(file.pools, Some(vec!["fast".to_string(), "sram".to_string()]));
+    assert_eq!(
+        file.pools,
+        Some(vec!["fast".to_string(), "sram".to_string()])
+    );
     assert_eq!(scenario_with("pools-none", "").unwrap().pools, None);
-    let e = scenario_with("pools-empty", "pools = []").unwrap_err().to_string();
+    let e = scenario_with("pools-empty", "pools = []")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("field `pools`: names no pool"), "{e}");
     let e = scenario_with(
         "pools-nc",
@@ -234,7 +239,10 @@ fn pool_keys_are_read_and_checked_against_the_board() {
     )
     .unwrap_err()
     .to_string();
-    assert!(e.contains("cannot be halved for non-coherent offload"), "{e}");
+    assert!(
+        e.contains("cannot be halved for non-coherent offload"),
+        "{e}"
+    );
     let e = scenario_with("pools-arena", "pools = [\"sram\"]\narena_size = 4096")
         .unwrap_err()
         .to_string();

@@ -181,7 +181,7 @@ impl FirmwareBuild {
     pub fn write(&self) -> Result<(), BuildError> {
         let memory_x = &self.board.memory_x;
         let mut script = std::fs::read_to_string(memory_x).map_err(io(memory_x))?;
-        script.push_str(SECTIONS);
+        script.push_str(&sections(&self.board));
         let out = |name: &str| self.out_dir.join(name);
         std::fs::write(out("memory.x"), script).map_err(io(&out("memory.x")))?;
         std::fs::write(out("model.tflite"), &self.model_bytes).map_err(io(&out("model.tflite")))?;
@@ -353,27 +353,48 @@ fn align() -> Result<u32, BuildError> {
 }
 
 /// Placed after the board's MEMORY: the arena in its own section after
-/// `.bss` (so the map file and the host find it), and the meta record.
-const SECTIONS: &str = "
-/* hilt: the tensor arena in its own named section, after .bss */
+/// `.bss` (so the map file and the host find it), in `RAM` or, when the
+/// board defines one, in its own `ARENA` region (at that region's start:
+/// the first pool then begins where that memory does); and the meta record.
+fn sections(board: &Board) -> String {
+    // In RAM the arena goes after `.bss`, inside cortex-m-rt's zeroing
+    // (which ends where the sections inserted after `.bss` end). In a
+    // region of its own it goes before `.data`: after `.bss` it would move
+    // cortex-m-rt's `__ebss` into that region, below `__sbss`, and `.bss`
+    // would never be zeroed. Every section after `.data` names its region,
+    // so nothing else moves.
+    let (region, place) = if board
+        .memory
+        .iter()
+        .any(|r| r.name == hilt_contract::board::ARENA_REGION)
+    {
+        (hilt_contract::board::ARENA_REGION, "BEFORE .data")
+    } else {
+        ("RAM", "AFTER .bss")
+    };
+    format!(
+        "
+/* hilt: the tensor arena in its own named section */
 SECTIONS
-{
+{{
   .hilt_arena (NOLOAD) : ALIGN(16)
-  {
+  {{
     __hilt_arena_start = .;
     *(.hilt_arena .hilt_arena.*);
     __hilt_arena_end = .;
-  } > RAM
-} INSERT AFTER .bss;
+  }} > {region}
+}} INSERT {place};
 /* hilt: which board and model this ELF is for (read by the host) */
 SECTIONS
-{
+{{
   .hilt_meta (INFO) :
-  {
+  {{
     KEEP(*(.hilt_meta));
-  }
-} INSERT AFTER .hilt_arena;
-";
+  }}
+}} INSERT AFTER .hilt_arena;
+"
+    )
+}
 
 /// The statics every firmware needs, handed out once by `take`.
 const STATICS: &str = r#"
@@ -476,6 +497,20 @@ mod tests {
         ] {
             assert!(s.contains(expected), "missing {expected:?} in\n{s}");
         }
+    }
+
+    #[test]
+    fn an_arena_region_of_its_own_keeps_bss_zeroing_intact() {
+        // In RAM: after .bss, as every board before pools.
+        let ram = sections(&build().board);
+        assert!(ram.contains("} > RAM\n} INSERT AFTER .bss;"), "{ram}");
+        // The F746 gives the arena its own region (DTCM + SRAM1): linked
+        // there, before .data, so cortex-m-rt's __ebss stays in RAM.
+        let f746 = hilt_contract::board::load_named(&repo().join("boards"), "stm32f746g-disco")
+            .expect("a shipped board");
+        let own = sections(&f746);
+        assert!(own.contains("} > ARENA\n} INSERT BEFORE .data;"), "{own}");
+        assert_eq!(f746.pools.len(), 2);
     }
 
     #[test]

@@ -308,6 +308,23 @@ fn ram_and_flash_exist(path: &Path, raw: &RawBoard) -> Result<(), ConfigError> {
 }
 
 fn arena_fits_ram(path: &Path, raw: &RawBoard) -> Result<(), ConfigError> {
+    // A board may give the arena a region of its own (`ARENA`), so that it
+    // starts where a memory starts and its pools are those memories.
+    if let Some(arena) = region(raw, super::ARENA_REGION) {
+        if raw.arena_size == 0 || raw.arena_size > arena.length {
+            return Err(invalid(
+                path,
+                "arena_size",
+                format!(
+                    "{} bytes does not fit in the {} region ({} bytes)",
+                    raw.arena_size,
+                    super::ARENA_REGION,
+                    arena.length
+                ),
+            ));
+        }
+        return Ok(());
+    }
     let ram = region(raw, "RAM").map_or(0, |r| r.length);
     if raw.arena_size == 0 || raw.arena_size >= ram {
         return Err(invalid(

@@ -90,6 +90,11 @@ pub enum Transport {
     Uart,
 }
 
+/// The memory region that, when a board defines it, holds the arena alone
+/// (linked at its origin, so the first pool starts where that memory does);
+/// without it the arena goes into `RAM` after `.bss`.
+pub const ARENA_REGION: &str = "ARENA";
+
 /// A memory region of the board.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
