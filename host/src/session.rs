@@ -337,6 +337,14 @@ impl Session<'_, '_> {
         if choice.accelerator == Accelerator::None {
             return Ok(());
         }
+        if !choice.coherent && self.run.pools.is_some() {
+            // The firmware would give the interpreter half the arena, which
+            // a split arena (exactly its pools) cannot be.
+            return Err(RunFailure::Start(format!(
+                "scenario {} splits the arena into pools: non-coherent offload needs half of it for the engine's view; run it coherent",
+                self.scenario.name
+            )));
+        }
         let latency = choice.latency_on(self.board.vnpu);
         let (mode, mode_name) = if choice.coherent {
             (OffloadMode::Coherent, "coherent")

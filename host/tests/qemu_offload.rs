@@ -70,8 +70,12 @@ fn every_shipped_scenario_passes_offloaded_coherent_and_not() {
     for coherent in [true, false] {
         let scenarios = shipped()
             .iter()
-            .map(|path| {
-                let mut s = load(path);
+            .map(|path| load(path))
+            // A split arena cannot be halved for the engine's view: pooled
+            // scenarios run coherent only (the host refuses the rest, a
+            // test below checks it).
+            .filter(|s| coherent || s.pools.is_none())
+            .map(|mut s| {
                 s.offload.accelerator = Accelerator::Vnpu;
                 s.offload.coherent = coherent;
                 s
@@ -106,6 +110,27 @@ fn every_shipped_scenario_passes_offloaded_coherent_and_not() {
             placement.iter().filter(|&&npu| npu).count() >= 5,
             "{placement:?}"
         );
+    }
+}
+
+#[test]
+fn non_coherent_offload_of_a_split_arena_is_refused_by_name() {
+    if !common::qemu_available("offload tests") {
+        return;
+    }
+    let mut s = load("scenarios/branches_pools.toml");
+    s.offload.coherent = false;
+    s.boards = vec!["qemu-mps2-an386".into()];
+    let results = run(vec![s]);
+    let [r] = results.as_slice() else {
+        panic!("{results:?}");
+    };
+    match &r.outcome {
+        Outcome::Error(m) => assert!(
+            m.contains("scenario branches_pools splits the arena into pools: non-coherent offload"),
+            "{m}"
+        ),
+        other => panic!("{other:?}"),
     }
 }
 
