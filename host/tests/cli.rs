@@ -710,40 +710,35 @@ fn a_split_arena_puts_each_buffer_in_a_pool_that_reaches_it() {
     }
 }
 
+/// Runs hilt with `args`, which must fail saying `expected`.
+fn fails_saying(args: &[&str], expected: &str) {
+    let out = hilt(args);
+    assert!(!out.status.success(), "{args:?} succeeded");
+    assert!(stderr(&out).contains(expected), "{}", stderr(&out));
+}
+
 #[test]
 fn a_pool_the_board_lacks_is_named_with_the_board_s_pools() {
     let model = repo_path("scenarios/models/branches_int8.tflite");
-    let out = hilt(&[
-        "layout",
-        &model,
-        "--board",
-        "qemu-mps2-an386",
-        "--pools",
-        "dtcm",
-    ]);
-    assert!(!out.status.success());
-    assert!(
-        stderr(&out).contains("board qemu-mps2-an386 has no pool \"dtcm\" (its pools: fast, sram)"),
-        "{}",
-        stderr(&out)
+    let board = ["layout", &model, "--board", "qemu-mps2-an386"];
+    fails_saying(
+        &[&board[..], &["--pools", "dtcm"]].concat(),
+        "board qemu-mps2-an386 has no pool \"dtcm\" (its pools: fast, sram)",
     );
     // Only the CPU's pool planned: the engine's buffers have nowhere to go.
-    let out = hilt(&[
-        "layout",
-        &model,
-        "--board",
-        "qemu-mps2-an386",
-        "--pools",
-        "fast",
-        "--accelerator",
-        "vnpu",
-        "--offload",
-        "CONV_2D",
-    ]);
-    assert!(!out.status.success());
-    assert!(
-        stderr(&out).contains("no planned pool is reached by cpu+accel"),
-        "{}",
-        stderr(&out)
+    fails_saying(
+        &[
+            &board[..],
+            &[
+                "--pools",
+                "fast",
+                "--accelerator",
+                "vnpu",
+                "--offload",
+                "CONV_2D",
+            ],
+        ]
+        .concat(),
+        "no planned pool is reached by cpu+accel",
     );
 }
