@@ -17,7 +17,8 @@
 //!   what a run produced;
 //! - [`driver`]: QEMU, probe-rs and UART boards behind one trait;
 //! - [`orchestrate`]: builds, locks, limits and runs boards in parallel;
-//! - [`gate`] and [`report`]: what a run is judged against and written as.
+//! - [`gate`] and [`report`]: what a run is judged against and written as;
+//! - [`offline_plan`]: a layout stored in the model as TFLM's offline plan.
 
 pub mod accel;
 pub mod bench;
@@ -34,6 +35,7 @@ pub mod infer;
 pub mod layout;
 pub mod link;
 pub mod memory;
+pub mod offline_plan;
 pub mod orchestrate;
 pub mod outcome;
 pub mod paths;

@@ -63,6 +63,12 @@ enum Command {
         /// Write to this file instead of standard output.
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
+        /// Also write a copy of the model with this plan as its
+        /// `OfflineMemoryAllocation` metadata (TFLM's offline plan; any
+        /// existing one is replaced), for TFLM and `--planner offline`.
+        /// Activations-only plans with --align 16 and --canary off only.
+        #[arg(long, value_name = "OUT.tflite")]
+        write_offline: Option<PathBuf>,
         /// Plan with offload to vnpu (coherent): plans through the
         /// interpreter, and names the buffers its jobs hold.
         #[command(flatten)]
@@ -367,6 +373,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             arena,
             format,
             output,
+            write_offline,
             accel,
         } => {
             let choice = accel.choice()?;
@@ -385,6 +392,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 },
                 offload,
             };
+            if let Some(out) = &write_offline {
+                hilt::offline_plan::check_options(&options, board.is_some())?;
+                return write_offline_command(&model, out, &options, format, output.as_deref());
+            }
             let board = board
                 .map(|name| layout_board(&name, boards_dir))
                 .transpose()?;
@@ -516,11 +527,21 @@ fn layout_command(
             layout_for_board(model, board, &options)?
         }
     };
+    print_layout(&report, model, format, output)
+}
+
+/// Prints a layout in `format`, or writes it to `output`.
+fn print_layout(
+    report: &hilt::layout::LayoutReport,
+    model: &Path,
+    format: Format,
+    output: Option<&Path>,
+) -> anyhow::Result<()> {
     let name = file_name(model);
     let text = match format {
-        Format::Table => render_table(&report, &name),
-        Format::Json => serde_json::to_string_pretty(&report)? + "\n",
-        Format::Svg => render_svg(&report, &name),
+        Format::Table => render_table(report, &name),
+        Format::Json => serde_json::to_string_pretty(report)? + "\n",
+        Format::Svg => render_svg(report, &name),
     };
     match output {
         Some(path) => std::fs::write(path, text)
@@ -528,6 +549,34 @@ fn layout_command(
         None => print!("{text}"),
     }
     Ok(())
+}
+
+/// `hilt layout --write-offline OUT`: write the model with its plan, then
+/// print (or write) that plan as `hilt layout` does; what was written goes
+/// to standard error, so the layout output stays machine-readable.
+fn write_offline_command(
+    model: &Path,
+    out: &Path,
+    options: &LayoutOptions,
+    format: Format,
+    output: Option<&Path>,
+) -> anyhow::Result<()> {
+    let written = hilt::offline_plan::write_offline(model, out, options)?;
+    eprintln!(
+        "wrote {}: {} planner's offsets for {} tensors ({} left to the run-time planner), \
+         head {} B{}",
+        out.display(),
+        written.report.planner,
+        written.fixed,
+        written.online,
+        written.report.head,
+        if written.replaced {
+            "; replaced the model's OfflineMemoryAllocation"
+        } else {
+            ""
+        }
+    );
+    print_layout(&written.report, model, format, output)
 }
 
 /// `hilt plan`: plan a CSV buffer list, print the summary, write the
