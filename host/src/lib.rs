@@ -7,7 +7,8 @@
 //! The modules, from the bottom up (no module imports one above it; the
 //! test `host/tests/module_graph.rs` checks there is no cycle):
 //! - leaves: [`cancel`] (ending a run from another thread), [`memory`]
-//!   (the target-memory seam), [`elf`], [`tensor_file`], [`svg`], [`paths`],
+//!   (the target-memory seam), [`elf`], [`tensor_file`], [`svg`] (with
+//!   [`buffer_labels`]), [`paths`],
 //!   [`plan`] (any buffer list from a CSV),
 //!   [`holds`] (buffers an offloaded job keeps past their last use);
 //! - [`config`]: board and scenario files (typed in `hilt-contract`);
@@ -22,6 +23,7 @@
 
 pub mod accel;
 pub mod bench;
+pub mod buffer_labels;
 pub mod cancel;
 pub mod config;
 pub mod conformance;
