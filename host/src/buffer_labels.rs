@@ -112,7 +112,12 @@ pub fn box_label(tensor: Option<u32>, part: &str, max_chars: usize) -> String {
 /// wrapped after `/` and `_` below it (a tall narrow box, the usual shape
 /// of an activation in a deep model, shows the whole name that way); the
 /// last line ends in an ellipsis when even that is too little room.
-pub fn box_lines(tensor: Option<u32>, part: &str, max_chars: usize, max_lines: usize) -> Vec<String> {
+pub fn box_lines(
+    tensor: Option<u32>,
+    part: &str,
+    max_chars: usize,
+    max_lines: usize,
+) -> Vec<String> {
     if max_lines == 0 || max_chars == 0 {
         return Vec::new();
     }
@@ -201,8 +206,14 @@ mod tests {
 
     #[test]
     fn labels_fit_their_width() {
-        assert_eq!(box_label(Some(61), "activation_3/Relu", 40), "#61 activation_3/Relu");
-        assert_eq!(box_label(Some(61), "activation_3/Relu", 16), "#61 activation_3");
+        assert_eq!(
+            box_label(Some(61), "activation_3/Relu", 40),
+            "#61 activation_3/Relu"
+        );
+        assert_eq!(
+            box_label(Some(61), "activation_3/Relu", 16),
+            "#61 activation_3"
+        );
         assert_eq!(box_label(Some(61), "activation_3/Relu", 5), "#61");
         assert_eq!(box_label(Some(12345), "x", 3), "#1…");
         assert_eq!(box_label(None, "scratch(op 3 #0)", 10), "scratc…#0)");

@@ -159,18 +159,18 @@ pub fn write_offline(
     let layout_error = |e: crate::layout::BytesError| OfflineWriteError::from(e.with_path(path));
     let report = layout_bytes(&bytes, options).map_err(layout_error)?;
     let aligned = crate::host_run::AlignedBytes::new(&bytes);
-    let model = Model::from_bytes(aligned.as_slice()).map_err(|source| OfflineWriteError::Model {
-        path: path.into(),
-        source,
-    })?;
-    let offsets = tensor_offsets(model.tensor_count(), &report);
-    let rewrite =
-        write_offline_plan(aligned.as_slice(), &offsets).map_err(|source| {
-            OfflineWriteError::Rewrite {
-                path: path.into(),
-                source,
-            }
+    let model =
+        Model::from_bytes(aligned.as_slice()).map_err(|source| OfflineWriteError::Model {
+            path: path.into(),
+            source,
         })?;
+    let offsets = tensor_offsets(model.tensor_count(), &report);
+    let rewrite = write_offline_plan(aligned.as_slice(), &offsets).map_err(|source| {
+        OfflineWriteError::Rewrite {
+            path: path.into(),
+            source,
+        }
+    })?;
     check_read_back(path, &rewrite.bytes, options, &report)?;
     std::fs::write(out, &rewrite.bytes).map_err(|source| OfflineWriteError::Write {
         path: out.into(),
@@ -202,8 +202,7 @@ fn check_read_back(
         planner: PlannerKind::Offline,
         ..options.clone()
     };
-    let back = layout_bytes(bytes, &offline)
-        .map_err(|e| invalid(e.with_path(path).to_string()))?;
+    let back = layout_bytes(bytes, &offline).map_err(|e| invalid(e.with_path(path).to_string()))?;
     for (want, got) in written.buffers.iter().zip(&back.buffers) {
         if (want.tensor, want.offset) != (got.tensor, got.offset) {
             return Err(invalid(format!(

@@ -47,7 +47,10 @@ fn buffers(bytes: &[u8]) -> Vec<(Vec<u8>, usize)> {
         .iter()
         .flatten()
         .map(|b| match b.data() {
-            Some(d) if !d.is_empty() => (d.bytes().to_vec(), (d.bytes().as_ptr() as usize - base) % 16),
+            Some(d) if !d.is_empty() => (
+                d.bytes().to_vec(),
+                (d.bytes().as_ptr() as usize - base) % 16,
+            ),
             _ => (Vec::new(), 0),
         })
         .collect()
@@ -94,7 +97,10 @@ fn write_and_check(model: &Path, inputs: &[PathBuf]) -> PathBuf {
     assert_eq!(back["planner"], "offline");
     assert_eq!(offsets(&back), offsets(&optimal), "{name}");
 
-    let (before, after) = (std::fs::read(model).unwrap(), std::fs::read(&written).unwrap());
+    let (before, after) = (
+        std::fs::read(model).unwrap(),
+        std::fs::read(&written).unwrap(),
+    );
     let plan_buffer = schema::root_as_model(&after)
         .unwrap()
         .metadata()
@@ -149,8 +155,16 @@ fn assert_infer_equal(model: &Path, written: &Path, inputs: &[PathBuf]) {
     assert!(!original.trim().is_empty());
     let (offline, offline_arena) = split(run(written, "offline"));
     assert_eq!(offline, original, "{}", model.display());
-    assert!(offline_arena <= greedy_arena, "{offline_arena} > {greedy_arena}");
-    assert_eq!(split(run(written, "greedy")).0, original, "{}", model.display());
+    assert!(
+        offline_arena <= greedy_arena,
+        "{offline_arena} > {greedy_arena}"
+    );
+    assert_eq!(
+        split(run(written, "greedy")).0,
+        original,
+        "{}",
+        model.display()
+    );
 }
 
 #[test]
@@ -170,8 +184,14 @@ fn a_shipped_model_keeps_everything_but_gains_the_plan() {
     ]);
     succeeded(&out);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("replaced the model's OfflineMemoryAllocation"), "{stderr}");
-    let (first, second) = (std::fs::read(&written).unwrap(), std::fs::read(&again).unwrap());
+    assert!(
+        stderr.contains("replaced the model's OfflineMemoryAllocation"),
+        "{stderr}"
+    );
+    let (first, second) = (
+        std::fs::read(&written).unwrap(),
+        std::fs::read(&again).unwrap(),
+    );
     assert_eq!(buffers(&first).len(), buffers(&second).len());
     let greedy = layout_json(&model, "greedy");
     assert_eq!(offsets(&layout_json(&again, "offline")), offsets(&greedy));
@@ -209,15 +229,24 @@ fn options_tflm_would_not_see_and_bad_files_are_refused_by_name() {
     let out = out.to_str().unwrap();
     for (extra, says) in [
         (&["--align", "32"][..], "--write-offline needs --align 16"),
-        (&["--canary", "buffers"][..], "--write-offline needs --canary off"),
-        (&["--board", "qemu-m4"][..], "cannot be combined with --board"),
+        (
+            &["--canary", "buffers"][..],
+            "--write-offline needs --canary off",
+        ),
+        (
+            &["--board", "qemu-m4"][..],
+            "cannot be combined with --board",
+        ),
         (&["--accelerator", "vnpu"][..], "--offload"),
     ] {
         let mut args = vec!["layout", model, "--write-offline", out];
         args.extend_from_slice(extra);
         let o = hilt(&args);
         let stderr = String::from_utf8_lossy(&o.stderr);
-        assert!(!o.status.success() && stderr.contains(says), "{extra:?}: {stderr}");
+        assert!(
+            !o.status.success() && stderr.contains(says),
+            "{extra:?}: {stderr}"
+        );
     }
     assert!(!Path::new(out).exists(), "nothing is written when refused");
 
@@ -225,9 +254,17 @@ fn options_tflm_would_not_see_and_bad_files_are_refused_by_name() {
     std::fs::write(&garbage, b"not a model at all").unwrap();
     let o = hilt(["layout", garbage.to_str().unwrap(), "--write-offline", out]);
     let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success() && stderr.contains("garbage.tflite"), "{stderr}");
+    assert!(
+        !o.status.success() && stderr.contains("garbage.tflite"),
+        "{stderr}"
+    );
 
-    let o = hilt(["layout", model, "--write-offline", "/nonexistent-dir/x.tflite"]);
+    let o = hilt([
+        "layout",
+        model,
+        "--write-offline",
+        "/nonexistent-dir/x.tflite",
+    ]);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(
         !o.status.success() && stderr.contains("cannot write /nonexistent-dir/x.tflite"),

@@ -56,9 +56,15 @@ fn converted_names_are_labelled_by_index_and_layer() {
         "#2 activation_1/Relu",
         "#4 activation_3/Relu",
     ] {
-        assert!(labels.iter().any(|l| l == want), "no label {want:?} in {labels:?}");
+        assert!(
+            labels.iter().any(|l| l == want),
+            "no label {want:?} in {labels:?}"
+        );
     }
-    assert!(!labels.iter().any(|l| l.starts_with("model/")), "{labels:?}");
+    assert!(
+        !labels.iter().any(|l| l.starts_with("model/")),
+        "{labels:?}"
+    );
     // The full name is the hover text.
     let titles = texts(&svg, "title");
     let full = format!("#3 {}", converted_name(2));
@@ -77,10 +83,20 @@ fn vww_boxes_show_their_layer_and_hover_the_full_name() {
     let report = layout_file(&dir.join(&entry.model), &LayoutOptions::default()).unwrap();
     let svg = render_svg(&report, name);
     let labels = texts(&svg, "text");
-    assert!(!labels.iter().any(|l| l.starts_with("model/ac")), "{labels:?}");
+    assert!(
+        !labels.iter().any(|l| l.starts_with("model/ac")),
+        "{labels:?}"
+    );
     // Tall narrow boxes wrap: an index line, then the layer's name.
-    let at = labels.iter().position(|l| l == "#60").expect("#60 labelled");
-    assert!(labels[at + 1].starts_with("activ"), "{:?}", &labels[at..at + 3]);
+    let at = labels
+        .iter()
+        .position(|l| l == "#60")
+        .expect("#60 labelled");
+    assert!(
+        labels[at + 1].starts_with("activ"),
+        "{:?}",
+        &labels[at..at + 3]
+    );
     let titles = texts(&svg, "title");
     for row in report.buffers.iter().filter(|b| b.tensor.is_some()) {
         let hover = format!("#{} {}", row.tensor.unwrap(), row.name);

@@ -37,7 +37,12 @@ fn tflm_python() -> Option<PathBuf> {
 }
 
 /// Runs the check script on `models` and returns its per-model figures.
-fn check(python: &PathBuf, dir: &std::path::Path, models: &[&str], strict: bool) -> serde_json::Value {
+fn check(
+    python: &PathBuf,
+    dir: &std::path::Path,
+    models: &[&str],
+    strict: bool,
+) -> serde_json::Value {
     let json = std::env::temp_dir().join(format!(
         "hilt-tflm-check-{}-{}.json",
         std::process::id(),

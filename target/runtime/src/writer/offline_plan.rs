@@ -51,6 +51,9 @@ const FIELD_VERSION: u16 = 0;
 const FIELD_BUFFERS: u16 = 4;
 const FIELD_METADATA: u16 = 6;
 
+/// TFLite's flatbuffer file identifier.
+const TFLITE_IDENTIFIER: &[u8; 4] = b"TFL3";
+
 /// Alignment the header is padded to, and of the plan's bytes: TFLite's
 /// converter aligns buffer data to 16 and TFLM reads weights in place.
 const HEADER_ALIGN: usize = 16;
@@ -213,7 +216,6 @@ fn u32_at(bytes: &[u8], at: usize) -> u32 {
 /// What the old root holds, as positions in the old file. Every position
 /// read here lies inside objects the verifier has already checked.
 struct OldRoot {
-    identifier: [u8; 4],
     /// `(field id, value)`: the version's value, or where a reference
     /// points, for each field present.
     fields: Vec<(u16, u32)>,
@@ -232,7 +234,7 @@ impl OldRoot {
         let root = model.root();
         let table = u32_at(bytes, 0) as usize;
         let vtable = (table as i64 - i64::from(u32_at(bytes, table) as i32)) as usize;
-        let field_count = (u16_at(bytes, vtable).saturating_sub(4) / 2).min(u16::MAX);
+        let field_count = u16_at(bytes, vtable).saturating_sub(4) / 2;
         let mut fields = Vec::new();
         for id in 0..field_count {
             let voffset = u16_at(bytes, vtable + 4 + 2 * usize::from(id));
@@ -277,12 +279,7 @@ impl OldRoot {
             .map(|&i| entries[i].buffer())
             .filter(|&b| !used_elsewhere(model, b, &plan_entries))
             .unwrap_or(buffers.len() as u32);
-        let mut identifier = *b"TFL3";
-        if table >= 8 {
-            identifier.copy_from_slice(&bytes[4..8]);
-        }
         Ok(OldRoot {
-            identifier,
             fields,
             buffers,
             metadata,
@@ -405,14 +402,12 @@ impl Header {
     /// Lays out the new header for `old` with the plan bytes `plan`, in an
     /// order where every reference points forward, and returns the whole
     /// new file and the header's length.
-    fn assemble(
-        file: &[u8],
-        old: &OldRoot,
-        plan: &[u8],
-    ) -> Result<(Vec<u8>, usize), RewriteError> {
+    fn assemble(file: &[u8], old: &OldRoot, plan: &[u8]) -> Result<(Vec<u8>, usize), RewriteError> {
         let mut h = Header::default();
         h.reference(Target::New(Label::Root));
-        h.bytes.extend_from_slice(&old.identifier);
+        // TFLite's file identifier (optional in the format; written always:
+        // the model is one, and tools look for it).
+        h.bytes.extend_from_slice(TFLITE_IDENTIFIER);
         h.model_table(old);
         let buffer_count = old.buffers.len().max(old.plan_buffer as usize + 1);
         let buffers: Vec<Target> = (0..buffer_count)
@@ -469,7 +464,8 @@ impl Header {
         self.u32(buffer);
         let name = self.bytes.len();
         self.u32(OFFLINE_PLAN_METADATA.len() as u32);
-        self.bytes.extend_from_slice(OFFLINE_PLAN_METADATA.as_bytes());
+        self.bytes
+            .extend_from_slice(OFFLINE_PLAN_METADATA.as_bytes());
         self.bytes.push(0);
         self.patch(name_field, name);
     }
@@ -605,7 +601,10 @@ mod tests {
         assert_eq!(metadata(&rewrite.bytes), names);
         let model = Model::from_bytes(&rewrite.bytes).unwrap();
         assert_eq!(model.tensor_count(), 4);
-        assert_eq!(model.metadata("min_runtime_version"), Some(&b"1.5.0\0\0\0"[..]));
+        assert_eq!(
+            model.metadata("min_runtime_version"),
+            Some(&b"1.5.0\0\0\0"[..])
+        );
         let offline = Offline::from_model(&model).unwrap();
         assert_eq!(offline.offset_of(1), Some(48));
         assert_eq!(offline.offset_of(2), Some(-1));
