@@ -156,14 +156,14 @@ pub fn write_offline(
         path: path.into(),
         source,
     })?;
-    let layout_error = |e: crate::layout::BytesError| OfflineWriteError::from(e.with_path(path));
-    let report = layout_bytes(&bytes, options).map_err(layout_error)?;
     let aligned = crate::host_run::AlignedBytes::new(&bytes);
     let model =
         Model::from_bytes(aligned.as_slice()).map_err(|source| OfflineWriteError::Model {
             path: path.into(),
             source,
         })?;
+    let report =
+        layout_bytes(&bytes, options).map_err(|e| OfflineWriteError::from(e.with_path(path)))?;
     let offsets = tensor_offsets(model.tensor_count(), &report);
     let rewrite = write_offline_plan(aligned.as_slice(), &offsets).map_err(|source| {
         OfflineWriteError::Rewrite {

@@ -291,14 +291,15 @@ impl OldRoot {
 
 /// Whether buffer `index` is used by anything but the metadata entries at
 /// `plan_entries`: a tensor, another metadata entry, `metadata_buffer`.
+/// Buffer 0 always is: by convention it is the empty buffer every tensor
+/// without data names, so a plan written there would become their data.
 fn used_elsewhere(model: &Model<'_>, index: u32, plan_entries: &[usize]) -> bool {
     let root = model.root();
-    let by_tensor = root.subgraphs().iter().flatten().any(|s| {
-        s.tensors()
-            .iter()
-            .flatten()
-            .any(|t| t.buffer() == index && index != 0)
-    });
+    let by_tensor = root
+        .subgraphs()
+        .iter()
+        .flatten()
+        .any(|s| s.tensors().iter().flatten().any(|t| t.buffer() == index));
     let by_metadata = root
         .metadata()
         .iter()
@@ -308,7 +309,7 @@ fn used_elsewhere(model: &Model<'_>, index: u32, plan_entries: &[usize]) -> bool
     let listed = root
         .metadata_buffer()
         .is_some_and(|l| l.iter().any(|b| b == index as i32));
-    by_tensor || by_metadata || listed
+    index == 0 || by_tensor || by_metadata || listed
 }
 
 /// The objects the header adds, referred to before they are placed.
@@ -630,6 +631,44 @@ mod tests {
         let model = Model::from_bytes(&again.bytes).unwrap();
         assert_eq!(Offline::from_model(&model).unwrap().offset_of(0), Some(48));
         assert_eq!(buffers(&again.bytes).len(), before.len());
+    }
+
+    /// `bytes` with metadata entry `entry` naming buffer `buffer`.
+    fn repoint_metadata(mut bytes: Vec<u8>, entry: usize, buffer: u32) -> Vec<u8> {
+        let at = {
+            let model = Model::from_bytes(&bytes).unwrap();
+            let meta = model.root().metadata().unwrap().get(entry);
+            let table = meta._tab.loc();
+            let vtable = (table as i64 - i64::from(u32_at(&bytes, table) as i32)) as usize;
+            table + usize::from(u16_at(&bytes, vtable + 6))
+        };
+        bytes[at..at + 4].copy_from_slice(&buffer.to_le_bytes());
+        bytes
+    }
+
+    #[test]
+    fn a_plan_in_buffer_0_or_in_a_shared_buffer_moves_to_a_new_one() {
+        let original = model(Some(&[-1, -1, -1, -1]));
+        let count = buffers(&original).len() as u32;
+        let plan_entry = metadata(&original)
+            .iter()
+            .position(|(n, _)| n == OFFLINE_PLAN_METADATA)
+            .unwrap();
+        // Buffer 0 is the one every tensor without data names.
+        let in_zero = repoint_metadata(original.clone(), plan_entry, 0);
+        let rewrite = write_offline_plan(&in_zero, &[0, 48, -1, 0]).unwrap();
+        assert_eq!((rewrite.replaced, rewrite.plan_buffer), (1, count));
+        let back = Model::from_bytes(&rewrite.bytes).unwrap();
+        assert!(buffers(&rewrite.bytes)[0].0.is_empty());
+        assert!(back.tensor(1).unwrap().constant.is_none());
+        assert_eq!(Offline::from_model(&back).unwrap().offset_of(1), Some(48));
+        // The old plan's buffer also holds another entry's data.
+        let shared_buffer = metadata(&original)[plan_entry].1;
+        let shared = repoint_metadata(original.clone(), 0, shared_buffer);
+        let rewrite = write_offline_plan(&shared, &[0, 48, -1, 0]).unwrap();
+        assert_eq!(rewrite.plan_buffer, count);
+        let old_data = &buffers(&original)[shared_buffer as usize].0;
+        assert_eq!(&buffers(&rewrite.bytes)[shared_buffer as usize].0, old_data);
     }
 
     #[test]
