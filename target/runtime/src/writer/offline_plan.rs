@@ -205,12 +205,37 @@ fn check_plan(model: &Model<'_>, offsets: &[i32]) -> Result<(), RewriteError> {
     Ok(())
 }
 
-fn u16_at(bytes: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes([bytes[at], bytes[at + 1]])
+/// Reads of the old root that fail, instead of panicking, on a position
+/// outside the file: the verifier checks the fields this crate's schema
+/// knows, not the slots of ones it does not (`signature_defs`).
+fn read_u16(bytes: &[u8], at: usize) -> Result<u16, RewriteError> {
+    match bytes.get(at..at.saturating_add(2)) {
+        Some(b) if b.len() == 2 => Ok(u16::from_le_bytes([b[0], b[1]])),
+        _ => Err(out_of_bounds(at)),
+    }
 }
 
-fn u32_at(bytes: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+fn read_u32(bytes: &[u8], at: usize) -> Result<u32, RewriteError> {
+    match bytes.get(at..at.saturating_add(4)) {
+        Some(b) if b.len() == 4 => Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+        _ => Err(out_of_bounds(at)),
+    }
+}
+
+/// Where a reference read at `at` points.
+fn read_reference(bytes: &[u8], at: usize) -> Result<u32, RewriteError> {
+    let target = u64::from(read_u32(bytes, at)?) + at as u64;
+    u32::try_from(target)
+        .ok()
+        .filter(|&t| (t as usize) < bytes.len())
+        .ok_or(out_of_bounds(at))
+}
+
+fn out_of_bounds(at: usize) -> RewriteError {
+    RewriteError::Model(ModelError::Malformed {
+        fault: crate::model::FlatbufferFault::OutOfBounds,
+        position: at.min(u32::MAX as usize) as u32,
+    })
 }
 
 /// What the old root holds, as positions in the old file. Every position
@@ -232,12 +257,13 @@ struct OldRoot {
 impl OldRoot {
     fn read(bytes: &[u8], model: &Model<'_>) -> Result<Self, RewriteError> {
         let root = model.root();
-        let table = u32_at(bytes, 0) as usize;
-        let vtable = (table as i64 - i64::from(u32_at(bytes, table) as i32)) as usize;
-        let field_count = u16_at(bytes, vtable).saturating_sub(4) / 2;
+        let table = read_u32(bytes, 0)? as usize;
+        let vtable = usize::try_from(table as i64 - i64::from(read_u32(bytes, table)? as i32))
+            .map_err(|_| out_of_bounds(table))?;
+        let field_count = read_u16(bytes, vtable)?.saturating_sub(4) / 2;
         let mut fields = Vec::new();
         for id in 0..field_count {
-            let voffset = u16_at(bytes, vtable + 4 + 2 * usize::from(id));
+            let voffset = read_u16(bytes, vtable + 4 + 2 * usize::from(id))?;
             if voffset == 0 {
                 continue;
             }
@@ -246,25 +272,23 @@ impl OldRoot {
             }
             let at = table + usize::from(voffset);
             let value = if id == FIELD_VERSION {
-                u32_at(bytes, at)
+                read_u32(bytes, at)?
             } else {
-                at as u32 + u32_at(bytes, at)
+                read_reference(bytes, at)?
             };
             fields.push((id, value));
         }
-        let targets = |id: u16| -> Vec<u32> {
+        let targets = |id: u16| -> Result<Vec<u32>, RewriteError> {
             let Some(&(_, vector)) = fields.iter().find(|(f, _)| *f == id) else {
-                return Vec::new();
+                return Ok(Vec::new());
             };
-            let (vector, len) = (vector as usize, u32_at(bytes, vector as usize) as usize);
+            let vector = vector as usize;
+            let len = read_u32(bytes, vector)? as usize;
             (0..len)
-                .map(|i| {
-                    let at = vector + 4 + 4 * i;
-                    at as u32 + u32_at(bytes, at)
-                })
+                .map(|i| read_reference(bytes, vector + 4 + 4 * i))
                 .collect()
         };
-        let (buffers, metadata) = (targets(FIELD_BUFFERS), targets(FIELD_METADATA));
+        let (buffers, metadata) = (targets(FIELD_BUFFERS)?, targets(FIELD_METADATA)?);
         for (i, buffer) in root.buffers().iter().flatten().enumerate() {
             if buffer.size() != 0 {
                 return Err(RewriteError::ExternalData { buffer: i as u32 });
@@ -639,8 +663,9 @@ mod tests {
             let model = Model::from_bytes(&bytes).unwrap();
             let meta = model.root().metadata().unwrap().get(entry);
             let table = meta._tab.loc();
-            let vtable = (table as i64 - i64::from(u32_at(&bytes, table) as i32)) as usize;
-            table + usize::from(u16_at(&bytes, vtable + 6))
+            let soffset = i64::from(read_u32(&bytes, table).unwrap() as i32);
+            let vtable = (table as i64 - soffset) as usize;
+            table + usize::from(read_u16(&bytes, vtable + 6).unwrap())
         };
         bytes[at..at + 4].copy_from_slice(&buffer.to_le_bytes());
         bytes
@@ -669,6 +694,20 @@ mod tests {
         assert_eq!(rewrite.plan_buffer, count);
         let old_data = &buffers(&original)[shared_buffer as usize].0;
         assert_eq!(&buffers(&rewrite.bytes)[shared_buffer as usize].0, old_data);
+    }
+
+    #[test]
+    fn corrupted_models_give_errors_or_valid_rewrites_never_a_panic() {
+        let original = model(Some(&[-1, -1, -1, -1]));
+        for at in 0..original.len() {
+            for flip in [0x01u8, 0x80, 0xFF] {
+                let mut bytes = original.clone();
+                bytes[at] ^= flip;
+                if let Ok(rewrite) = write_offline_plan(&bytes, &[0, 48, -1, 0]) {
+                    assert!(Model::from_bytes(&rewrite.bytes).is_ok(), "byte {at}");
+                }
+            }
+        }
     }
 
     #[test]
