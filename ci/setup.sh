@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what hilt's commands need, only when it is missing: the pinned Rust
 # toolchain with its thumb targets and llvm-tools (rust-toolchain.toml),
-# qemu-system-arm for the virtual boards, and xmllint (libxml2-utils) for the
-# report schema test. Safe to run again; never prompts.
+# qemu-system-arm for the virtual boards, xmllint (libxml2-utils) for the
+# report schema test, and TFLM's Python interpreter (build/tflm-venv) for the
+# offline-plan check. Safe to run again; never prompts.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
@@ -61,6 +62,25 @@ if ! command -v xmllint >/dev/null 2>&1; then
   else
     say "xmllint missing and apt-get unavailable: install libxml2-utils with your package manager"
     exit 1
+  fi
+fi
+# TFLM's Python interpreter (ci/requirements-tflm.txt) in a virtualenv of its
+# own, build/tflm-venv: ci/tflm-offline-check.py runs hilt's offline plans
+# under TFLM with it. Reinstalled when the requirements change; a failed
+# install is reported, and host/tests/tflm_offline.rs then fails under
+# HILT_CONFORMANCE_REQUIRED=1 (skips otherwise).
+tflm_venv="$REPO/build/tflm-venv"
+tflm_req="$REPO/ci/requirements-tflm.txt"
+if [ "${HILT_SKIP_TFLM:-0}" = 1 ]; then
+  say "tflite-micro not installed (HILT_SKIP_TFLM=1)"
+elif ! cmp -s "$tflm_req" "$tflm_venv/.requirements" ||
+  ! "$tflm_venv/bin/python" -c 'import tflite_micro' >/dev/null 2>&1; then
+  say "installing tflite-micro (ci/requirements-tflm.txt) into build/tflm-venv"
+  if { [ -x "$tflm_venv/bin/python" ] || python3 -m venv "$tflm_venv" </dev/null >/dev/null; } &&
+    "$tflm_venv/bin/python" -m pip install --quiet -r "$tflm_req" </dev/null >/dev/null; then
+    cp "$tflm_req" "$tflm_venv/.requirements"
+  else
+    say "could not install tflite-micro into build/tflm-venv (pip install -r ci/requirements-tflm.txt)"
   fi
 fi
 say "ok ($(rustc +"$toolchain" --version), $(qemu-system-arm --version 2>/dev/null | head -1 || echo 'no qemu'))"

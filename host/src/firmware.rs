@@ -170,6 +170,19 @@ fn source_digest(repo: &Path, crate_dir: &Path, board_files: &[&Path]) -> Result
     Ok(digest)
 }
 
+/// The key an ELF is cached under: everything that went into it.
+fn elf_key(request: &FirmwareRequest<'_>, model: &[u8], pools: &str, sources: u64) -> String {
+    let text = format!(
+        "{}:{}:{}:{}:{}:{pools}:{sources:016x}",
+        request.arena_size,
+        request.planner.name(),
+        request.features.join(","),
+        request.canary,
+        request.align
+    );
+    format!("{:016x}", fnv(text.as_bytes(), fnv(model, 0)))
+}
+
 /// Builds (or reuses) the firmware ELF; returns its path, named after the
 /// board and a key over everything that went into it.
 pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, BuildError> {
@@ -216,21 +229,10 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
         })?
         .unwrap_or_else(|| repo.join("boards"));
     let planner = request.planner.name();
-    let extra = request.features.join(",");
     let pools = request.pools.map(|p| p.join(",")).unwrap_or_default();
     let board_toml = boards_dir.join(format!("{}.toml", request.board.name));
     let sources = source_digest(repo, &crate_dir, &[&board_toml, &request.board.memory_x])?;
-    let key = format!(
-        "{:016x}",
-        fnv(
-            format!(
-                "{}:{planner}:{extra}:{}:{}:{pools}:{sources:016x}",
-                request.arena_size, request.canary, request.align
-            )
-            .as_bytes(),
-            fnv(&model, 0)
-        )
-    );
+    let key = elf_key(request, &model, &pools, sources);
     let elf = repo
         .join("build/firmware/elves")
         .join(format!("{}-{key}.elf", request.board.name));

@@ -390,7 +390,8 @@ pub enum BytesError {
 }
 
 impl BytesError {
-    fn with_path(self, path: &Path) -> LayoutError {
+    /// The [`LayoutError`] for the model file at `path`.
+    pub fn with_path(self, path: &Path) -> LayoutError {
         let path = path.to_path_buf();
         match self {
             BytesError::Model(source) => LayoutError::Model { path, source },

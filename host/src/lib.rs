@@ -7,7 +7,8 @@
 //! The modules, from the bottom up (no module imports one above it; the
 //! test `host/tests/module_graph.rs` checks there is no cycle):
 //! - leaves: [`cancel`] (ending a run from another thread), [`memory`]
-//!   (the target-memory seam), [`elf`], [`tensor_file`], [`svg`], [`paths`],
+//!   (the target-memory seam), [`elf`], [`tensor_file`], [`svg`] (with
+//!   [`buffer_labels`]), [`paths`],
 //!   [`plan`] (any buffer list from a CSV),
 //!   [`holds`] (buffers an offloaded job keeps past their last use);
 //! - [`config`]: board and scenario files (typed in `hilt-contract`);
@@ -17,10 +18,12 @@
 //!   what a run produced;
 //! - [`driver`]: QEMU, probe-rs and UART boards behind one trait;
 //! - [`orchestrate`]: builds, locks, limits and runs boards in parallel;
-//! - [`gate`] and [`report`]: what a run is judged against and written as.
+//! - [`gate`] and [`report`]: what a run is judged against and written as;
+//! - [`offline_plan`]: a layout stored in the model as TFLM's offline plan.
 
 pub mod accel;
 pub mod bench;
+pub mod buffer_labels;
 pub mod cancel;
 pub mod config;
 pub mod conformance;
@@ -34,6 +37,7 @@ pub mod infer;
 pub mod layout;
 pub mod link;
 pub mod memory;
+pub mod offline_plan;
 pub mod orchestrate;
 pub mod outcome;
 pub mod paths;

@@ -32,47 +32,7 @@ struct Cli {
 enum Command {
     /// Print a model's arena plan: the activations alone, or with --board
     /// everything that board commits (kernel op data and scratch too).
-    Layout {
-        /// The .tflite model.
-        model: PathBuf,
-        /// Plan as this board's firmware does: through every kernel's
-        /// prepare, in the board's arena (figures equal to what it commits).
-        #[arg(long)]
-        board: Option<String>,
-        /// The board definitions folder (with --board) [default: the
-        /// repository's boards/].
-        #[arg(long)]
-        boards_dir: Option<PathBuf>,
-        /// Memory planner: linear, greedy, offline or optimal.
-        #[arg(long, default_value = "greedy")]
-        planner: PlannerKind,
-        /// Alignment of every activation buffer (power of two, up to 1 MiB).
-        #[arg(long, default_value_t = 16)]
-        align: u32,
-        /// Guard bands, as a scenario's `canary` (off, bounds, buffers): they
-        /// take arena space, and `buffers` makes every buffer 16 bytes longer.
-        #[arg(long, default_value = "off")]
-        canary: CanaryMode,
-        /// Plan into an arena of exactly this many bytes (fails if too
-        /// small); with --board, default: the board's arena_size.
-        #[arg(long)]
-        arena: Option<usize>,
-        /// Output format.
-        #[arg(long, value_enum, default_value = "table")]
-        format: Format,
-        /// Write to this file instead of standard output.
-        #[arg(short = 'o', long = "output")]
-        output: Option<PathBuf>,
-        /// Plan with offload to vnpu (coherent): plans through the
-        /// interpreter, and names the buffers its jobs hold.
-        #[command(flatten)]
-        accel: AccelArgs,
-        /// With --board: the board pools (by name, comma-separated) the
-        /// buffers may use; the arena is then the board's pools, and each
-        /// buffer is shown in its pool.
-        #[arg(long, value_delimiter = ',', requires = "board")]
-        pools: Option<Vec<String>>,
-    },
+    Layout(LayoutArgs),
     /// Plan any buffer list (MiniMalloc's CSV: id,lower,upper,size[,alignment],
     /// a buffer live on [lower, upper)) and print its peak against the
     /// lower bound.
@@ -194,6 +154,56 @@ enum Command {
         #[command(flatten)]
         accel: AccelArgs,
     },
+}
+
+/// `hilt layout`'s arguments.
+#[derive(Debug, clap::Args)]
+struct LayoutArgs {
+    /// The .tflite model.
+    model: PathBuf,
+    /// Plan as this board's firmware does: through every kernel's
+    /// prepare, in the board's arena (figures equal to what it commits).
+    #[arg(long)]
+    board: Option<String>,
+    /// The board definitions folder (with --board) [default: the
+    /// repository's boards/].
+    #[arg(long)]
+    boards_dir: Option<PathBuf>,
+    /// Memory planner: linear, greedy, offline or optimal.
+    #[arg(long, default_value = "greedy")]
+    planner: PlannerKind,
+    /// Alignment of every activation buffer (power of two, up to 1 MiB).
+    #[arg(long, default_value_t = 16)]
+    align: u32,
+    /// Guard bands, as a scenario's `canary` (off, bounds, buffers): they
+    /// take arena space, and `buffers` makes every buffer 16 bytes longer.
+    #[arg(long, default_value = "off")]
+    canary: CanaryMode,
+    /// Plan into an arena of exactly this many bytes (fails if too
+    /// small); with --board, default: the board's arena_size.
+    #[arg(long)]
+    arena: Option<usize>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    format: Format,
+    /// Write to this file instead of standard output.
+    #[arg(short = 'o', long = "output")]
+    output: Option<PathBuf>,
+    /// Also write a copy of the model with this plan as its
+    /// `OfflineMemoryAllocation` metadata (TFLM's offline plan; any
+    /// existing one is replaced), for TFLM and `--planner offline`.
+    /// Activations-only plans with --align 16 and --canary off only.
+    #[arg(long, value_name = "OUT.tflite")]
+    write_offline: Option<PathBuf>,
+    /// Plan with offload to vnpu (coherent): plans through the
+    /// interpreter, and names the buffers its jobs hold.
+    #[command(flatten)]
+    accel: AccelArgs,
+    /// With --board: the board pools (by name, comma-separated) the
+    /// buffers may use; the arena is then the board's pools, and each
+    /// buffer is shown in its pool.
+    #[arg(long, value_delimiter = ',', requires = "board")]
+    pools: Option<Vec<String>>,
 }
 
 /// `hilt plan`'s arguments.
@@ -362,45 +372,7 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Layout {
-            model,
-            board,
-            boards_dir,
-            planner,
-            align,
-            canary,
-            arena,
-            format,
-            output,
-            accel,
-            pools,
-        } => {
-            let choice = accel.choice()?;
-            let offload =
-                (choice.kind == hilt::accel::AcceleratorKind::Vnpu).then_some(choice.offload);
-            let options = LayoutOptions {
-                planner,
-                align,
-                arena,
-                canary,
-                // Jobs exist only through the interpreter's prepare.
-                covers: if offload.is_some() {
-                    hilt::layout::Coverage::Interpreter
-                } else {
-                    hilt::layout::Coverage::Activations
-                },
-                offload,
-                ..LayoutOptions::default()
-            };
-            let board = board
-                .map(|name| layout_board(&name, boards_dir))
-                .transpose()?;
-            let options = match (&board, pools) {
-                (Some(board), Some(pools)) => options.with_pools(board, &pools)?,
-                _ => options,
-            };
-            layout_command(&model, board.as_ref(), &options, format, output.as_deref())
-        }
+        Command::Layout(args) => layout(args),
         Command::Run {
             scenarios,
             board,
@@ -508,6 +480,52 @@ fn layout_board(name: &str, boards_dir: Option<PathBuf>) -> anyhow::Result<Board
     Ok(hilt::config::board::load_named(&dir, name)?)
 }
 
+/// `hilt layout`: plan, print, or write the plan into the model.
+fn layout(args: LayoutArgs) -> anyhow::Result<()> {
+    let LayoutArgs {
+        model,
+        board,
+        boards_dir,
+        planner,
+        align,
+        canary,
+        arena,
+        format,
+        output,
+        write_offline,
+        accel,
+        pools,
+    } = args;
+    let choice = accel.choice()?;
+    let offload = (choice.kind == hilt::accel::AcceleratorKind::Vnpu).then_some(choice.offload);
+    let options = LayoutOptions {
+        planner,
+        align,
+        arena,
+        canary,
+        // Jobs exist only through the interpreter's prepare.
+        covers: if offload.is_some() {
+            hilt::layout::Coverage::Interpreter
+        } else {
+            hilt::layout::Coverage::Activations
+        },
+        offload,
+        ..LayoutOptions::default()
+    };
+    if let Some(out) = &write_offline {
+        hilt::offline_plan::check_options(&options, board.is_some())?;
+        return write_offline_command(&model, out, &options, format, output.as_deref());
+    }
+    let board = board
+        .map(|name| layout_board(&name, boards_dir))
+        .transpose()?;
+    let options = match (&board, pools) {
+        (Some(board), Some(pools)) => options.with_pools(board, &pools)?,
+        _ => options,
+    };
+    layout_command(&model, board.as_ref(), &options, format, output.as_deref())
+}
+
 fn layout_command(
     model: &Path,
     board: Option<&Board>,
@@ -527,11 +545,21 @@ fn layout_command(
             layout_for_board(model, board, &options)?
         }
     };
+    print_layout(&report, model, format, output)
+}
+
+/// Prints a layout in `format`, or writes it to `output`.
+fn print_layout(
+    report: &hilt::layout::LayoutReport,
+    model: &Path,
+    format: Format,
+    output: Option<&Path>,
+) -> anyhow::Result<()> {
     let name = file_name(model);
     let text = match format {
-        Format::Table => render_table(&report, &name),
-        Format::Json => serde_json::to_string_pretty(&report)? + "\n",
-        Format::Svg => render_svg(&report, &name),
+        Format::Table => render_table(report, &name),
+        Format::Json => serde_json::to_string_pretty(report)? + "\n",
+        Format::Svg => render_svg(report, &name),
     };
     match output {
         Some(path) => std::fs::write(path, text)
@@ -539,6 +567,34 @@ fn layout_command(
         None => print!("{text}"),
     }
     Ok(())
+}
+
+/// `hilt layout --write-offline OUT`: write the model with its plan, then
+/// print (or write) that plan as `hilt layout` does; what was written goes
+/// to standard error, so the layout output stays machine-readable.
+fn write_offline_command(
+    model: &Path,
+    out: &Path,
+    options: &LayoutOptions,
+    format: Format,
+    output: Option<&Path>,
+) -> anyhow::Result<()> {
+    let written = hilt::offline_plan::write_offline(model, out, options)?;
+    eprintln!(
+        "wrote {}: {} planner's offsets for {} tensors ({} left to the run-time planner), \
+         head {} B{}",
+        out.display(),
+        written.report.planner,
+        written.fixed,
+        written.online,
+        written.report.head,
+        if written.replaced {
+            "; replaced the model's OfflineMemoryAllocation"
+        } else {
+            ""
+        }
+    );
+    print_layout(&written.report, model, format, output)
 }
 
 /// `hilt plan`: plan a CSV buffer list, print the summary, write the

@@ -19,7 +19,9 @@ fn escape(text: &str) -> String {
 }
 
 /// Draws one rectangle per buffer (steps across, bytes down from offset 0 at
-/// the top), labelled with its name, and a dashed line at the lower bound.
+/// the top), labelled with its tensor index and the part of its name that
+/// differs from the others ([`crate::buffer_labels`]; the full name is the
+/// hover text), and a dashed line at the lower bound.
 pub fn render_svg(report: &LayoutReport, title: &str) -> String {
     let steps = report
         .buffers
@@ -51,6 +53,7 @@ pub fn render_svg(report: &LayoutReport, title: &str) -> String {
         s,
         r##"<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="#f7f7f7" stroke="#999"/>"##
     );
+    let parts = label_parts(report);
     for (i, b) in report.buffers.iter().enumerate() {
         let padded = b.size.div_ceil(b.align) * b.align;
         let (x0, x1) = (x(b.first_step), x(b.last_step + 1));
@@ -63,7 +66,8 @@ pub fn render_svg(report: &LayoutReport, title: &str) -> String {
         };
         let _ = writeln!(
             s,
-            r##"<g><title>{} [{}..{}] {} B @ {}</title><rect x="{x0:.1}" y="{y0:.1}" width="{:.1}" height="{:.1}" fill="{fill}" stroke="#333" stroke-width="0.5"/>"##,
+            r##"<g><title>{}{} [{}..{}] {} B @ {}</title><rect x="{x0:.1}" y="{y0:.1}" width="{:.1}" height="{:.1}" fill="{fill}" stroke="#333" stroke-width="0.5"/>"##,
+            b.tensor.map_or_else(String::new, |t| format!("#{t} ")),
             escape(&b.name),
             b.first_step,
             b.last_step,
@@ -73,15 +77,18 @@ pub fn render_svg(report: &LayoutReport, title: &str) -> String {
             (y1 - y0).max(1.0)
         );
         if y1 - y0 >= 12.0 && x1 - x0 >= 30.0 {
-            let max_chars = ((x1 - x0) / 6.5) as usize;
-            let label: String = b.name.chars().take(max_chars.max(1)).collect();
-            let _ = writeln!(
-                s,
-                r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
-                x0 + 3.0,
-                y0 + 11.0,
-                escape(&label)
-            );
+            let max_chars = ((x1 - x0 - 3.0) / 6.5) as usize;
+            let max_lines = ((y1 - y0 - 2.0) / 12.0) as usize;
+            let lines = crate::buffer_labels::box_lines(b.tensor, &parts[i], max_chars, max_lines);
+            for (k, line) in lines.iter().enumerate() {
+                let _ = writeln!(
+                    s,
+                    r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
+                    x0 + 3.0,
+                    y0 + 11.0 + 12.0 * k as f64,
+                    escape(line)
+                );
+            }
         }
         let _ = writeln!(s, "</g>");
     }
@@ -154,4 +161,24 @@ fn pool_boundaries(s: &mut String, report: &LayoutReport, right: f64, y: &impl F
             pool.head
         );
     }
+}
+
+/// Each buffer's distinct name part: tensors' names against each other's,
+/// other buffers' (scratch) names whole.
+fn label_parts(report: &LayoutReport) -> Vec<String> {
+    let tensor_names: Vec<&str> = report
+        .buffers
+        .iter()
+        .filter(|b| b.tensor.is_some())
+        .map(|b| b.name.as_str())
+        .collect();
+    let mut parts = crate::buffer_labels::distinct_parts(&tensor_names).into_iter();
+    report
+        .buffers
+        .iter()
+        .map(|b| match b.tensor {
+            Some(_) => parts.next().unwrap_or_default(),
+            None => b.name.clone(),
+        })
+        .collect()
 }

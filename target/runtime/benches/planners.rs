@@ -1,17 +1,34 @@
-//! Planning time per planner for 10 / 100 / 1,000 / 5,000 requests.
-//! The optimal planner runs on 10 / 100 / 1,000 only: on these random sets
-//! the bound is rarely reachable, so it spends its whole node budget, and
-//! at 5,000 requests one plan takes too long for a benchmark loop.
+//! Planning time per planner (linear, greedy, offline, optimal):
 //!
-//! Requests imitate a deep network: a chain of activations (each live for a
-//! step or two), skip connections that stay alive longer, and per-op scratch,
-//! with sizes spread over three orders of magnitude.
+//! - group `plan`: linear, greedy and offline on 10 / 100 / 1,000 / 5,000
+//!   synthetic requests;
+//! - group `optimal`: the optimal planner on the same sets at node budgets
+//!   of 1,000, 10,000 and its default 200,000; at 5,000 requests with a
+//!   budget of 1,000 nodes only. These random sets rarely let it stop at
+//!   the bound, so it spends its whole budget, and at 5,000 requests one
+//!   plan at the default budget takes far too long for a benchmark loop;
+//! - group `models`: all four on the real request lists of every model of
+//!   the conformance sets (`HILT_CONFORMANCE_DIR`, else
+//!   `../shared/conformance` beside the repository, and its sibling
+//!   `conformance-ops`), each model's tensors as the runtime requests them
+//!   (16-byte alignment). The offline planner gets the optimal plan as its
+//!   fixed offsets, as `hilt layout --write-offline` writes it. Skipped, with
+//!   a message, when no set is found.
+//!
+//! Synthetic requests imitate a deep network: a chain of activations (each
+//! live for a step or two), skip connections that stay alive longer, and
+//! per-op scratch, with sizes spread over three orders of magnitude.
 
 use std::hint::black_box;
 
+use std::path::PathBuf;
+
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use hilt_runtime::liveness::tensor_request_iter;
+use hilt_runtime::model::Model;
 use hilt_runtime::planner::{Greedy, Linear, MemoryPlanner, Offline, Optimal};
 use hilt_runtime::request::BufferRequest;
+use hilt_runtime::writer::offline_plan::offline_plan_bytes;
 
 /// Deterministic pseudo-random numbers (xorshift), so runs are comparable.
 struct Rng(u64);
@@ -86,13 +103,19 @@ fn bench(c: &mut Criterion) {
 
 /// The optimal planner on the same sets, with its default budget and with
 /// smaller ones: what a bounded search costs per node budget. Ten samples
-/// each (one plan of 1,000 requests takes seconds at the default budget).
+/// each (one plan of 1,000 requests takes seconds at the default budget);
+/// 5,000 requests at 1,000 nodes only.
 fn bench_optimal(c: &mut Criterion) {
     let mut group = c.benchmark_group("optimal");
     group.sample_size(10);
-    for count in [10usize, 100, 1_000] {
+    for count in [10usize, 100, 1_000, 5_000] {
         let requests = network_requests(count);
-        for budget in [1_000u64, 10_000, Optimal::DEFAULT_NODE_BUDGET] {
+        let budgets: &[u64] = if count >= 5_000 {
+            &[1_000]
+        } else {
+            &[1_000, 10_000, Optimal::DEFAULT_NODE_BUDGET]
+        };
+        for &budget in budgets {
             let planner = Optimal::new(budget);
             let mut workspace = vec![0u32; planner.workspace_words(count)];
             let mut offsets = vec![0u32; count];
@@ -112,5 +135,95 @@ fn bench_optimal(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench, bench_optimal);
+/// The conformance folders: the set, and its `-ops` sibling when present.
+fn conformance_dirs() -> Vec<PathBuf> {
+    let set = std::env::var_os("HILT_CONFORMANCE_DIR").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance"),
+        PathBuf::from,
+    );
+    let mut ops = set.clone().into_os_string();
+    ops.push("-ops");
+    [set, PathBuf::from(ops)]
+        .into_iter()
+        .filter(|d| d.join("models").is_dir())
+        .collect()
+}
+
+/// Every conformance model's name and bytes, sorted by name.
+fn conformance_models() -> Vec<(String, Vec<u8>)> {
+    let mut models = Vec::new();
+    for dir in conformance_dirs() {
+        let Ok(entries) = std::fs::read_dir(dir.join("models")) else {
+            continue;
+        };
+        for path in entries.flatten().map(|e| e.path()) {
+            if path.extension().is_some_and(|e| e == "tflite")
+                && let Ok(bytes) = std::fs::read(&path)
+            {
+                let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+                models.push((name, bytes));
+            }
+        }
+    }
+    models.sort();
+    models
+}
+
+/// The optimal plan of `requests` as the offline metadata of a model with
+/// `tensors` tensors (-1 for tensors without a request).
+fn optimal_offline_words(requests: &[BufferRequest], tensors: u32) -> Vec<u8> {
+    let planner = Optimal::default();
+    let mut workspace = vec![0u32; planner.workspace_words(requests.len())];
+    let mut offsets = vec![0u32; requests.len()];
+    planner
+        .plan(requests, &mut workspace, &mut offsets)
+        .unwrap();
+    let mut plan = vec![-1i32; tensors as usize];
+    for (r, &o) in requests.iter().zip(&offsets) {
+        plan[r.tensor_index().unwrap() as usize] = o as i32;
+    }
+    offline_plan_bytes(1, &plan)
+}
+
+/// All four planners on every conformance model's own request list.
+fn bench_models(c: &mut Criterion) {
+    let models = conformance_models();
+    if models.is_empty() {
+        eprintln!("no conformance set found (HILT_CONFORMANCE_DIR): group `models` skipped");
+        return;
+    }
+    let mut group = c.benchmark_group("models");
+    for (name, bytes) in &models {
+        let Ok(model) = Model::from_bytes(bytes) else {
+            eprintln!("{name}: not a valid model, skipped");
+            continue;
+        };
+        let requests: Vec<BufferRequest> = tensor_request_iter(&model)
+            .map(|r| r.with_align(16))
+            .collect();
+        let words = optimal_offline_words(&requests, model.tensor_count());
+        let offline = Offline::from_metadata(&words, model.tensor_count(), model.tensor_count())
+            .expect("the plan written above");
+        let optimal = Optimal::default();
+        let planners: [&dyn MemoryPlanner; 4] = [&Linear, &Greedy, &offline, &optimal];
+        for planner in planners {
+            let mut workspace = vec![0u32; planner.workspace_words(requests.len())];
+            let mut offsets = vec![0u32; requests.len()];
+            group.bench_with_input(
+                BenchmarkId::new(planner.name(), name),
+                &requests,
+                |b, requests| {
+                    b.iter(|| {
+                        planner
+                            .plan(black_box(requests), &mut workspace, &mut offsets)
+                            .unwrap()
+                    });
+                },
+            );
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench, bench_optimal, bench_models);
 criterion_main!(benches);

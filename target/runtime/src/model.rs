@@ -590,6 +590,13 @@ impl<'a> Model<'a> {
         Some(data)
     }
 
+    /// The verified root table, for crate code that reads fields the
+    /// accessors here do not cover (the writer's plan rewrite).
+    #[cfg(any(test, feature = "writer"))]
+    pub(crate) fn root(&self) -> schema::Model<'a> {
+        self.root
+    }
+
     /// The raw model bytes.
     pub fn bytes(&self) -> &'a [u8] {
         self.bytes

@@ -19,6 +19,7 @@
 //! ```
 
 pub mod examples;
+pub mod offline_plan;
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -378,9 +379,7 @@ impl ModelWriter {
 
     /// Adds TFLM's offline plan: one offset per tensor, -1 = plan at run time.
     pub fn offline_plan(&mut self, offsets: &[i32]) -> &mut Self {
-        let mut words = alloc::vec![1i32, 1, offsets.len() as i32];
-        words.extend_from_slice(offsets);
-        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let bytes = offline_plan::offline_plan_bytes(1, offsets);
         self.metadata(OFFLINE_PLAN_METADATA, &bytes)
     }
 
