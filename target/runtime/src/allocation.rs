@@ -150,6 +150,9 @@ pub enum AllocError {
     /// The planner produced a plan that breaks the rules (overlap of live
     /// buffers, misalignment, a buffer outside the head).
     InvalidPlan(crate::planner::PlanViolation),
+    /// The planner's plan breaks a rule, with the buffers at fault named
+    /// (positions, owners, lifetimes, offsets): what a port author needs.
+    PlanRejected(crate::port::PlanFailure),
     /// A request or option asked for an invalid alignment.
     InvalidAlignment {
         /// The alignment.
@@ -172,6 +175,9 @@ impl fmt::Display for AllocError {
             AllocError::Plan(e) => write!(f, "planning failed: {e}"),
             AllocError::Arena(e) => write!(f, "{e}"),
             AllocError::InvalidPlan(v) => write!(f, "the planner's plan is invalid: {v:?}"),
+            AllocError::PlanRejected(p) => {
+                write!(f, "the planner's plan is invalid: {}: {p}", p.kind())
+            }
             AllocError::InvalidAlignment { align } => {
                 write!(f, "alignment {align} is not a power of two up to 1 MiB")
             }
@@ -223,6 +229,9 @@ pub struct Staging {
     workspace_per_request: usize,
     canary: CanaryMode,
     end_guard: Region,
+    /// Fault-injection builds only: commit the plan without checking it.
+    #[cfg(feature = "fault-injection")]
+    unchecked: bool,
 }
 
 impl Staging {
@@ -250,6 +259,8 @@ impl Staging {
             workspace_per_request: planner.workspace_words(1),
             canary: options.canary,
             end_guard: Region::default(),
+            #[cfg(feature = "fault-injection")]
+            unchecked: false,
         };
         // The arena's last bytes: a stack growing down into the arena, or a
         // tail allocation running past its end, hits this guard first.
@@ -330,6 +341,15 @@ impl Staging {
         cast_mut(arena.bytes_mut(self.requests))
     }
 
+    /// Test builds only: commit the planner's plan unchecked, so that a
+    /// broken port's overlap reaches the kernels and the buffer canaries
+    /// must catch it. Unsound with such a plan (kernels get views that
+    /// alias); never in a release.
+    #[cfg(feature = "fault-injection")]
+    pub(crate) fn skip_plan_check(&mut self) {
+        self.unchecked = true;
+    }
+
     /// Raises the head's start alignment to at least `align` (a request's
     /// offset is aligned from the head's start).
     pub(crate) fn raise_head_align(&mut self, align: u32) {
@@ -389,6 +409,22 @@ impl Staging {
             // Once scratch slots are in the tail, `tail_bytes` counts them.
             tail: (arena.tail_bytes() as u32).max(tail_need(model, self.align) + scratch_bytes),
         })
+    }
+
+    /// The port's rules first (a failure names the buffers), then the
+    /// lower bound ([`crate::planner::verify_plan`]).
+    fn check_plan(
+        &self,
+        requests: &[BufferRequest],
+        offsets: &[u32],
+        head: u32,
+    ) -> Result<(), AllocError> {
+        #[cfg(feature = "fault-injection")]
+        if self.unchecked {
+            return Ok(());
+        }
+        crate::port::check_plan(requests, offsets, head).map_err(AllocError::PlanRejected)?;
+        crate::planner::verify_plan(requests, offsets, head).map_err(AllocError::InvalidPlan)
     }
 
     /// Plans every request, reports the plan, records the tensors' and
@@ -474,8 +510,7 @@ impl Staging {
             let head = planner.plan(requests, workspace, offsets)?;
             // Planners are a trait users implement; kernels later hand out
             // views of these buffers, so the plan is checked, not trusted.
-            crate::planner::verify_plan(requests, offsets, head)
-                .map_err(AllocError::InvalidPlan)?;
+            self.check_plan(requests, offsets, head)?;
             // The head (and its end guard) must end before the tail starts;
             // checked before any `head_start + offset` below can overflow.
             if u64::from(head_start) + u64::from(head) + u64::from(guard) > tail_start {

@@ -117,6 +117,20 @@ pub enum PlanFailure {
     },
 }
 
+impl PlanFailure {
+    /// The rule broken, in one word ("Overlap", "Misaligned", ...).
+    pub const fn kind(&self) -> &'static str {
+        match self {
+            PlanFailure::MissingOffsets { .. } => "MissingOffsets",
+            PlanFailure::InvalidRequest { .. } => "InvalidRequest",
+            PlanFailure::Misaligned { .. } => "Misaligned",
+            PlanFailure::OutsideHead { .. } => "OutsideHead",
+            PlanFailure::Overlap { .. } => "Overlap",
+            PlanFailure::FixedMoved { .. } => "FixedMoved",
+        }
+    }
+}
+
 impl fmt::Display for PlanFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
