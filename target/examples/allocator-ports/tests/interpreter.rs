@@ -9,11 +9,13 @@ use std::path::PathBuf;
 use hilt_allocator_ports::{BrokenFirstFit, FirstFit};
 use hilt_runtime::allocation::{AllocError, AllocOptions};
 use hilt_runtime::canary::CanaryMode;
+use hilt_runtime::canary::GUARD_BYTES;
 use hilt_runtime::interpreter::{Interpreter, InterpreterError};
 use hilt_runtime::kernels::all_builtins;
 use hilt_runtime::model::Model;
 use hilt_runtime::planner::{Greedy, MemoryPlanner};
 use hilt_runtime::port::PlanFailure;
+use hilt_runtime::port::kit::sets;
 
 fn repo_file(path: &str) -> Vec<u8> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../..");
@@ -90,4 +92,34 @@ fn unchecked_the_broken_plan_is_caught_by_the_buffer_canaries() {
         panic!("expected a canary fault, got {e:?}");
     };
     assert_eq!(fault.op, Some(0), "{fault}");
+}
+
+/// Why the runtime checks every plan: on the RESHAPE smoke model the broken
+/// port puts the output exactly on the input (same offset, same size, both
+/// live at step 0), so their guards coincide and no canary can see the
+/// overlap. (Run unchecked, the kernel's copy between the two overlapping
+/// buffers is undefined behaviour: a debug build aborts on it.)
+#[test]
+fn some_broken_plans_are_invisible_to_canaries() {
+    let model = repo_file("scenarios/models/reshape_int8.tflite");
+    let mut set = sets::model("reshape", &model, 16).unwrap();
+    for r in &mut set.requests {
+        r.size += GUARD_BYTES;
+    }
+    let mut offsets = vec![0; set.requests.len()];
+    BrokenFirstFit
+        .plan(&set.requests, &mut [], &mut offsets)
+        .unwrap();
+    assert_eq!(set.requests.len(), 2);
+    assert_eq!(offsets[0], offsets[1]);
+    assert_eq!(set.requests[0].size, set.requests[1].size);
+    let input = repo_file("scenarios/data/reshape_in.bin");
+    let e = run(&model, &input, &BrokenFirstFit, false).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            InterpreterError::Alloc(AllocError::PlanRejected(PlanFailure::Overlap { .. }))
+        ),
+        "{e}"
+    );
 }

@@ -115,7 +115,7 @@ impl PlannerKit {
         let bound = lower_bound(&set.requests);
         let (offsets, head) = match plan(planner, &set.requests, 0, 0) {
             Ok(plan) => plan,
-            Err(PlanError::SizeOverflow { .. }) if set.may_overflow => {
+            Err(PlanError::SizeOverflow { .. }) if set.may_overflow || sum_overflows(set) => {
                 return Ok(PlanQuality::refused(set, bound));
             }
             Err(e) => return Err(fail(KitFailure::Refused(e))),
@@ -138,6 +138,14 @@ impl PlannerKit {
             _ => Ok(quality),
         }
     }
+}
+
+/// Whether the padded sizes add up past 32 bits: a planner that reuses
+/// nothing (which is a valid planner) cannot fit such a set, so refusing it
+/// with `SizeOverflow` is a right answer.
+fn sum_overflows(set: &RequestSet) -> bool {
+    let padded = |r: &BufferRequest| u64::from(r.padded_size().unwrap_or(u32::MAX));
+    set.requests.iter().map(padded).sum::<u64>() > u64::from(u32::MAX)
 }
 
 /// Plans `requests` with the workspace the planner asks for plus `extra`

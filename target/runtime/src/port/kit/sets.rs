@@ -24,7 +24,8 @@ pub struct RequestSet {
     /// plan's fixed buffers).
     pub fixed: Vec<(u32, u32)>,
     /// Whether the head may not fit in 32 bits, so that
-    /// `PlanError::SizeOverflow` is a right answer.
+    /// `PlanError::SizeOverflow` is a right answer (it always is when the
+    /// padded sizes add up past 32 bits: a planner need not reuse memory).
     pub may_overflow: bool,
 }
 
