@@ -175,9 +175,8 @@ impl fmt::Display for AllocError {
             AllocError::Plan(e) => write!(f, "planning failed: {e}"),
             AllocError::Arena(e) => write!(f, "{e}"),
             AllocError::InvalidPlan(v) => write!(f, "the planner's plan is invalid: {v:?}"),
-            AllocError::PlanRejected(p) => {
-                write!(f, "the planner's plan is invalid: {}: {p}", p.kind())
-            }
+            // Short: a firmware's log line (160 bytes) must still hold both buffers.
+            AllocError::PlanRejected(p) => write!(f, "plan is invalid: {}: {p}", p.kind()),
             AllocError::InvalidAlignment { align } => {
                 write!(f, "alignment {align} is not a power of two up to 1 MiB")
             }

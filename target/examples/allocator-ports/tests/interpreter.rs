@@ -77,7 +77,7 @@ fn the_runtime_refuses_the_broken_ports_plan_naming_the_pair() {
     println!("{e}");
     assert!(
         e.to_string()
-            .contains("the planner's plan is invalid: Overlap: buffers 0 (tensor 0"),
+            .contains("plan is invalid: Overlap: buffers 0 (tensor 0"),
         "{e}"
     );
 }
