@@ -228,7 +228,7 @@ pub struct Staging {
     workspace_per_request: usize,
     canary: CanaryMode,
     end_guard: Region,
-    /// Fault-injection builds only: commit the plan without checking it.
+    /// Fault-injection builds only: commit a plan whose live buffers overlap.
     #[cfg(feature = "fault-injection")]
     unchecked: bool,
 }
@@ -340,10 +340,11 @@ impl Staging {
         cast_mut(arena.bytes_mut(self.requests))
     }
 
-    /// Test builds only: commit the planner's plan unchecked, so that a
-    /// broken port's overlap reaches the kernels and the buffer canaries
-    /// must catch it. Unsound with such a plan (kernels get views that
-    /// alias); never in a release.
+    /// Test builds only: commit the planner's plan even if live buffers
+    /// overlap (alignment and bounds are still checked), so that a broken
+    /// port's overlap reaches the kernels and the buffer canaries must
+    /// catch it. Unsound with such a plan (kernels get views that alias);
+    /// never in a release.
     #[cfg(feature = "fault-injection")]
     pub(crate) fn skip_plan_check(&mut self) {
         self.unchecked = true;
@@ -418,11 +419,14 @@ impl Staging {
         offsets: &[u32],
         head: u32,
     ) -> Result<(), AllocError> {
-        #[cfg(feature = "fault-injection")]
-        if self.unchecked {
-            return Ok(());
+        match crate::port::check_plan(requests, offsets, head) {
+            Ok(()) => {}
+            // Alignment and bounds were checked before overlaps: only the
+            // overlap, the fault under test, gets through.
+            #[cfg(feature = "fault-injection")]
+            Err(crate::port::PlanFailure::Overlap { .. }) if self.unchecked => return Ok(()),
+            Err(failure) => return Err(AllocError::PlanRejected(failure)),
         }
-        crate::port::check_plan(requests, offsets, head).map_err(AllocError::PlanRejected)?;
         crate::planner::verify_plan(requests, offsets, head).map_err(AllocError::InvalidPlan)
     }
 

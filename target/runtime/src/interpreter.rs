@@ -902,9 +902,10 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
         self.drop_holds = true;
     }
 
-    /// Test builds only: commit the planner's plan without checking it (from
-    /// the next allocate), so that a broken planner port's overlapping
-    /// buffers reach the kernels and the buffer canaries must catch them.
+    /// Test builds only: commit the planner's plan even if live buffers
+    /// overlap (from the next allocate; alignment and bounds are still
+    /// checked), so that a broken planner port's overlapping buffers reach
+    /// the kernels and the buffer canaries must catch them.
     #[cfg(feature = "fault-injection")]
     pub fn inject_unchecked_plan(&mut self) {
         self.unchecked_plan = true;
