@@ -141,13 +141,13 @@ fn every_conformance_model_first_fit_passes_and_the_broken_port_fails() {
 fn check_plan_names_the_bytes_two_live_buffers_share() {
     let requests = sets::from_adds(&[(512, 2, 4), (512, 4, 5)]);
     let failure = check_plan(&requests, &[1024, 1280], 1792).unwrap_err();
-    assert!(matches!(
-        failure,
-        PlanFailure::Overlap {
-            step: 4,
-            shared_start: 1280,
-            shared_end: 1536,
-            ..
-        }
-    ));
+    assert!(
+        matches!(failure, PlanFailure::Overlap { first, second } if (first.index, second.index) == (0, 1))
+    );
+    assert_eq!(failure.overlap(), Some((4, 1280, 1536)));
+    assert_eq!(
+        failure.to_string(),
+        "buffers 0 (tensor 0, steps 2..4, [1024,1536)) and 1 (tensor 1, steps 4..5, [1280,1792)) \
+         are live together at step 4 but share bytes [1280,1536)"
+    );
 }

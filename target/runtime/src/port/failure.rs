@@ -95,18 +95,13 @@ pub enum PlanFailure {
         /// The head returned.
         head: u32,
     },
-    /// Two buffers live at a common step share bytes.
+    /// Two buffers live at a common step share bytes (the step and the
+    /// bytes follow from the two: [`PlanFailure::overlap`]).
     Overlap {
         /// The buffer earlier in the request list.
         first: PlacedBuffer,
         /// The later one.
         second: PlacedBuffer,
-        /// The first step at which both are live.
-        step: u32,
-        /// First shared byte.
-        shared_start: u64,
-        /// One past the last shared byte.
-        shared_end: u64,
     },
     /// A buffer with a fixed (offline) offset was moved.
     FixedMoved {
@@ -118,6 +113,15 @@ pub enum PlanFailure {
 }
 
 impl PlanFailure {
+    /// For an overlap: the first step both buffers are live at, and the
+    /// bytes `[start, end)` they share.
+    pub fn overlap(&self) -> Option<(u32, u64, u64)> {
+        match self {
+            PlanFailure::Overlap { first, second } => Some(shared(first, second)),
+            _ => None,
+        }
+    }
+
     /// The rule broken, in one word ("Overlap", "Misaligned", ...).
     pub const fn kind(&self) -> &'static str {
         match self {
@@ -150,17 +154,14 @@ impl fmt::Display for PlanFailure {
             PlanFailure::OutsideHead { buffer, head } => {
                 write!(f, "buffer {buffer} ends past the head of {head} bytes")
             }
-            PlanFailure::Overlap {
-                first,
-                second,
-                step,
-                shared_start,
-                shared_end,
-            } => write!(
-                f,
-                "buffers {first} and {second} are live together at step {step} \
-                 but share bytes [{shared_start},{shared_end})"
-            ),
+            PlanFailure::Overlap { first, second } => {
+                let (step, start, end) = shared(first, second);
+                write!(
+                    f,
+                    "buffers {first} and {second} are live together at step {step} \
+                     but share bytes [{start},{end})"
+                )
+            }
             PlanFailure::FixedMoved { buffer, fixed } => {
                 write!(f, "buffer {buffer} was fixed at offset {fixed} but moved")
             }
@@ -228,20 +229,20 @@ fn first_overlap(requests: &[BufferRequest], offsets: &[u32]) -> Option<PlanFail
             }
             let first = PlacedBuffer::of(requests, offsets, i);
             let second = PlacedBuffer::of(requests, offsets, j);
-            let shared_start = first.start().max(second.start());
-            let shared_end = first.end().min(second.end());
-            if shared_start < shared_end {
-                return Some(PlanFailure::Overlap {
-                    first,
-                    second,
-                    step: a.first_step.max(b.first_step),
-                    shared_start,
-                    shared_end,
-                });
+            let (_, start, end) = shared(&first, &second);
+            if start < end {
+                return Some(PlanFailure::Overlap { first, second });
             }
         }
     }
     None
+}
+
+/// The first common step of two buffers, and the bytes they share (empty
+/// when `start >= end`).
+fn shared(a: &PlacedBuffer, b: &PlacedBuffer) -> (u32, u64, u64) {
+    let step = a.request.first_step.max(b.request.first_step);
+    (step, a.start().max(b.start()), a.end().min(b.end()))
 }
 
 /// Checks that every `(request position, offset)` in `fixed` (offsets
