@@ -215,6 +215,8 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
                 interpreter.inject_drop_holds();
             }
         }
+        #[cfg(feature = "fault-unchecked-plan")]
+        interpreter.inject_unchecked_plan();
         let (plan, plan_len) = (&mut *self.plan, &mut self.plan_len);
         let alloc = self.config.alloc;
         let result = self.planner.with(&model, |p| {

@@ -159,6 +159,9 @@ pub enum AllocError {
     /// The planner produced a plan that breaks the rules (overlap of live
     /// buffers, misalignment, a buffer outside the head).
     InvalidPlan(crate::planner::PlanViolation),
+    /// The planner's plan breaks a rule, with the buffers at fault named
+    /// (positions, owners, lifetimes, offsets): what a port author needs.
+    PlanRejected(crate::port::PlanFailure),
     /// A request or option asked for an invalid alignment.
     InvalidAlignment {
         /// The alignment.
@@ -183,6 +186,8 @@ impl fmt::Display for AllocError {
             AllocError::Plan(e) => write!(f, "planning failed: {e}"),
             AllocError::Arena(e) => write!(f, "{e}"),
             AllocError::InvalidPlan(v) => write!(f, "the planner's plan is invalid: {v:?}"),
+            // Short: a firmware's log line (160 bytes) must still hold both buffers.
+            AllocError::PlanRejected(p) => write!(f, "plan is invalid: {}: {p}", p.kind()),
             AllocError::InvalidAlignment { align } => {
                 write!(f, "alignment {align} is not a power of two up to 1 MiB")
             }
@@ -236,6 +241,9 @@ pub struct Staging {
     canary: CanaryMode,
     end_guard: Region,
     pools: PoolLayout,
+    /// Fault-injection builds only: commit a plan whose live buffers overlap.
+    #[cfg(feature = "fault-injection")]
+    unchecked: bool,
 }
 
 impl Staging {
@@ -264,6 +272,8 @@ impl Staging {
             canary: options.canary,
             end_guard: Region::default(),
             pools: options.pools,
+            #[cfg(feature = "fault-injection")]
+            unchecked: false,
         };
         options
             .pools
@@ -346,6 +356,16 @@ impl Staging {
     /// planning: an accelerator's alignment and holds.
     pub(crate) fn requests_mut<'x>(&self, arena: &'x mut Arena<'_>) -> &'x mut [BufferRequest] {
         cast_mut(arena.bytes_mut(self.requests))
+    }
+
+    /// Test builds only: commit the planner's plan even if live buffers
+    /// overlap (alignment and bounds are still checked), so that a broken
+    /// port's overlap reaches the kernels and the buffer canaries must
+    /// catch it. Unsound with such a plan (kernels get views that alias);
+    /// never in a release.
+    #[cfg(feature = "fault-injection")]
+    pub(crate) fn skip_plan_check(&mut self) {
+        self.unchecked = true;
     }
 
     /// Raises the head's start alignment to at least `align` (a request's
@@ -446,6 +466,25 @@ impl Staging {
         })
     }
 
+    /// The port's rules first (a failure names the buffers), then the
+    /// lower bound ([`crate::planner::verify_plan`]).
+    fn check_plan(
+        &self,
+        requests: &[BufferRequest],
+        offsets: &[u32],
+        head: u32,
+    ) -> Result<(), AllocError> {
+        match crate::port::check_plan(requests, offsets, head) {
+            Ok(()) => {}
+            // Alignment and bounds were checked before overlaps: only the
+            // overlap, the fault under test, gets through.
+            #[cfg(feature = "fault-injection")]
+            Err(crate::port::PlanFailure::Overlap { .. }) if self.unchecked => return Ok(()),
+            Err(failure) => return Err(AllocError::PlanRejected(failure)),
+        }
+        crate::planner::verify_plan(requests, offsets, head).map_err(AllocError::InvalidPlan)
+    }
+
     /// Plans every request, reports the plan, records the tensors' and
     /// scratch buffers' locations, releases temp memory and commits the head.
     pub fn finish(
@@ -536,8 +575,7 @@ impl Staging {
             };
             // Planners are a trait users implement; kernels later hand out
             // views of these buffers, so the plan is checked, not trusted.
-            crate::planner::verify_plan(requests, offsets, head)
-                .map_err(AllocError::InvalidPlan)?;
+            self.check_plan(requests, offsets, head)?;
             // The head (and its end guard) must end before the tail starts;
             // checked before any `head_start + offset` below can overflow.
             if u64::from(head_start) + u64::from(head) + u64::from(guard) > tail_start {

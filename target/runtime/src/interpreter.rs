@@ -227,6 +227,8 @@ pub struct Interpreter<'m, 'a, 'r> {
     slowdown: Option<(u32, u32)>,
     #[cfg(feature = "fault-injection")]
     offload_fault: Option<OffloadFault>,
+    #[cfg(feature = "fault-injection")]
+    unchecked_plan: bool,
 }
 
 impl fmt::Debug for Interpreter<'_, '_, '_> {
@@ -257,6 +259,8 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
             slowdown: None,
             #[cfg(feature = "fault-injection")]
             offload_fault: None,
+            #[cfg(feature = "fault-injection")]
+            unchecked_plan: false,
         }
     }
 
@@ -311,6 +315,10 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
         let model = self.model;
         self.check_aliasing()?;
         let mut staging = Staging::begin(&model, planner, &mut self.arena, options)?;
+        #[cfg(feature = "fault-injection")]
+        if self.unchecked_plan {
+            staging.skip_plan_check();
+        }
         let n_ops = model.operator_count() as usize;
         let records = self
             .arena
@@ -895,6 +903,15 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
     #[cfg(feature = "fault-injection")]
     pub fn inject_drop_holds(&mut self) {
         self.drop_holds = true;
+    }
+
+    /// Test builds only: commit the planner's plan even if live buffers
+    /// overlap (from the next allocate; alignment and bounds are still
+    /// checked), so that a broken planner port's overlapping buffers reach
+    /// the kernels and the buffer canaries must catch them.
+    #[cfg(feature = "fault-injection")]
+    pub fn inject_unchecked_plan(&mut self) {
+        self.unchecked_plan = true;
     }
 
     /// Test builds only: op `op` takes `permille`/1000 longer than its

@@ -3,7 +3,7 @@
 #![doc = include_str!("../README.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-#[cfg(any(test, feature = "writer"))]
+#[cfg(any(test, feature = "writer", feature = "port-kit"))]
 extern crate alloc;
 
 pub mod accel;
@@ -17,6 +17,7 @@ pub mod liveness;
 pub mod model;
 pub mod planner;
 pub mod pool;
+pub mod port;
 pub mod request;
 pub mod schema;
 #[cfg(any(test, feature = "writer"))]

@@ -310,6 +310,52 @@ impl PoolLayout {
     }
 }
 
+impl PoolLayout {
+    /// `u32` words [`plan`](Self::plan) needs for `count` requests with
+    /// `planner`.
+    pub fn workspace_words(planner: &dyn MemoryPlanner, count: usize) -> usize {
+        planner.workspace_words(count) + extra_words(count)
+    }
+
+    /// Places `requests` in the pools as the allocator does, with the head
+    /// at the arena's start: offsets are from the first pool's start, and
+    /// each pool's share starts at its own start, aligned for the most
+    /// aligned request. What a port planner is run through when it is
+    /// checked against pools (the allocator-port kit).
+    pub fn plan(
+        &self,
+        planner: &dyn MemoryPlanner,
+        requests: &[BufferRequest],
+        words: &mut [u32],
+        offsets: &mut [u32],
+    ) -> Result<u32, PoolError> {
+        let align = requests.iter().map(|r| r.align).max().unwrap_or(1).max(1);
+        let mut windows = [Window::default(); MAX_POOLS];
+        for (k, p) in self.pools().iter().enumerate() {
+            let start = crate::request::align_up(u64::from(self.start(k)), u64::from(align));
+            windows[k] = Window {
+                start: start.min(u64::from(u32::MAX)) as u32,
+                end: self.start(k) + p.size,
+                reach: p.reach,
+                planned: p.planned,
+            };
+        }
+        if offsets.len() < requests.len() {
+            return Err(PoolError::Plan(PlanError::OffsetsTooShort {
+                needed: requests.len() as u32,
+                given: offsets.len() as u32,
+            }));
+        }
+        plan(
+            planner,
+            &windows[..self.pools().len()],
+            requests,
+            words,
+            offsets,
+        )
+    }
+}
+
 /// Where a pool's buffers may go, in head coordinates (bytes from the
 /// head's start): `[start, end)`, `start` aligned for every buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -397,9 +443,17 @@ pub(crate) fn plan(
             let head = if bound > window.capacity() {
                 bound
             } else {
-                planner
+                let said = planner
                     .plan(share, workspace, &mut sub_offsets[..count])
-                    .map_err(PoolError::Plan)?
+                    .map_err(PoolError::Plan)?;
+                // A port's head is not trusted to cover its buffers: a
+                // buffer past the pool's end would sit in the next pool.
+                share
+                    .iter()
+                    .zip(&sub_offsets[..count])
+                    .map(|(r, &o)| u64::from(o) + u64::from(r.padded_size().unwrap_or(u32::MAX)))
+                    .fold(u64::from(said), u64::max)
+                    .min(u64::from(u32::MAX)) as u32
             };
             if head <= window.capacity() {
                 for k in 0..count {

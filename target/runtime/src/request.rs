@@ -40,6 +40,7 @@ pub enum BufferOwner {
 /// neighbour never shares an alignment unit (a cache line, a DMA burst).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Pod, Zeroable)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct BufferRequest {
     /// Bytes requested.
     pub size: u32,

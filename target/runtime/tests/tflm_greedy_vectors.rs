@@ -12,23 +12,20 @@ use common::{assert_valid_plan, load, plan};
 use hilt_runtime::allocation::{AllocOptions, allocate};
 use hilt_runtime::arena::Arena;
 use hilt_runtime::planner::{Greedy, MemoryPlanner, Offline};
+use hilt_runtime::port::kit::sets::{self, tflm};
 use hilt_runtime::request::BufferRequest;
 use hilt_runtime::schema::{BuiltinOperator, TensorType};
 use hilt_runtime::writer::{ModelWriter, Options};
 
-/// `AddBuffer(size, first, last)` calls, in order, as unaligned requests.
+/// `AddBuffer(size, first, last)` calls, in order, as unaligned requests
+/// (the kit's copy of TFLM's vectors is the one source of the data).
 fn adds(list: &[(u32, u32, u32)]) -> Vec<BufferRequest> {
-    list.iter()
-        .enumerate()
-        .map(|(i, &(size, first, last))| {
-            BufferRequest::tensor(i as u32, size, first, last).with_align(1)
-        })
-        .collect()
+    sets::from_adds(list)
 }
 
 #[test]
 fn basics() {
-    let requests = adds(&[(10, 0, 1), (20, 2, 3)]);
+    let requests = adds(tflm::BASICS);
     let (offsets, head) = plan(&Greedy, &requests);
     assert_eq!(offsets, [0, 0]);
     assert_eq!(head, 20);
@@ -36,7 +33,7 @@ fn basics() {
 
 #[test]
 fn medium() {
-    let requests = adds(&[(10, 0, 1), (20, 1, 2), (30, 2, 3), (40, 3, 4), (50, 0, 1)]);
+    let requests = adds(tflm::MEDIUM);
     let (offsets, head) = plan(&Greedy, &requests);
     assert_eq!(offsets, [50, 70, 40, 0, 0]);
     assert_eq!(head, 90);
@@ -45,7 +42,7 @@ fn medium() {
 
 #[test]
 fn overlap_case() {
-    let requests = adds(&[(100, 0, 1), (50, 2, 3), (20, 1, 2)]);
+    let requests = adds(tflm::OVERLAP);
     let (offsets, head) = plan(&Greedy, &requests);
     assert_eq!(head, 120);
     assert_valid_plan(&requests, &offsets, head);
@@ -53,38 +50,7 @@ fn overlap_case() {
 
 #[test]
 fn person_detection_model() {
-    let requests = adds(&[
-        (9216, 0, 29),
-        (3, 28, 29),
-        (256, 27, 28),
-        (2304, 26, 27),
-        (2304, 25, 26),
-        (2304, 24, 25),
-        (1152, 23, 24),
-        (4608, 22, 23),
-        (4608, 21, 22),
-        (4608, 20, 21),
-        (4608, 19, 20),
-        (4608, 18, 19),
-        (4608, 17, 18),
-        (4608, 16, 17),
-        (4608, 15, 16),
-        (4608, 14, 15),
-        (4608, 13, 14),
-        (4608, 12, 13),
-        (2304, 11, 12),
-        (9216, 10, 11),
-        (9216, 9, 10),
-        (9216, 8, 9),
-        (4608, 7, 8),
-        (18432, 6, 7),
-        (18432, 5, 6),
-        (18432, 4, 5),
-        (9216, 3, 4),
-        (36864, 2, 3),
-        (18432, 1, 2),
-        (18432, 0, 1),
-    ]);
+    let requests = adds(tflm::PERSON_DETECTION);
     let (offsets, head) = plan(&Greedy, &requests);
     // TFLM's test asserts only "no overlap" and the bound below.
     assert!(head < 241_027);

@@ -19,7 +19,9 @@ use core::fmt::Write as _;
 
 use cortex_m_rt::{entry, exception};
 use hilt_agent::runtime::kernels::all_builtins;
-use hilt_agent::{Agent, Line, NoPin, PlannerKind, SysTickCounter, TickVnpu, WireError};
+#[cfg(not(any(feature = "port-first-fit", feature = "port-broken")))]
+use hilt_agent::PlannerKind;
+use hilt_agent::{Agent, Line, NoPin, SysTickCounter, TickVnpu, WireError};
 
 use crate::uart::CmsdkUart;
 
@@ -51,8 +53,15 @@ fn main() -> ! {
     let resolver = all_builtins();
     // SAFETY: the only call.
     let parts = unsafe { hilt::take() };
-    let mut session = match Agent::new(hilt::CONFIG, uart, counter)
-        .planner(PlannerKind::Greedy)
+    let agent = Agent::new(hilt::CONFIG, uart, counter);
+    // hilt: the product's planner (an allocator port, by feature).
+    #[cfg(feature = "port-broken")]
+    let agent = agent.custom_planner(hilt_allocator_ports::BrokenFirstFit);
+    #[cfg(all(feature = "port-first-fit", not(feature = "port-broken")))]
+    let agent = agent.custom_planner(hilt_allocator_ports::FirstFit);
+    #[cfg(not(any(feature = "port-first-fit", feature = "port-broken")))]
+    let agent = agent.planner(PlannerKind::Greedy);
+    let mut session = match agent
         .timestamp_pin(NoPin)
         .offload_engine(&VNPU)
         .start(parts, &resolver)

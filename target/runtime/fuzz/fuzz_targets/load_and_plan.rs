@@ -256,6 +256,12 @@ fn run(
                 planner.name()
             )
         }
+        Err(AllocError::PlanRejected(failure)) => {
+            panic!(
+                "{}: allocate rejected the planner's own plan: {failure}",
+                planner.name()
+            )
+        }
         Err(e) => {
             // Planner refusals (size overflow, bad offline plan): no plan reported.
             let _ = format!("{e}");

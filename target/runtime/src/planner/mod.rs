@@ -143,8 +143,10 @@ pub trait MemoryPlanner {
 }
 
 /// Checks what every planner relies on: valid alignments, sizes that round
-/// without overflow, ordered lifetimes, and room for the outputs.
-fn check_requests(
+/// without overflow, ordered lifetimes, and room for the outputs. Public so
+/// that a port refuses bad input with the same typed errors as the
+/// runtime's planners (the conformance kit checks that it does).
+pub fn check_requests(
     requests: &[BufferRequest],
     workspace: &[u32],
     workspace_needed: usize,

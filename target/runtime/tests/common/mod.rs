@@ -3,6 +3,7 @@
 
 use hilt_runtime::model::Model;
 use hilt_runtime::planner::{MemoryPlanner, verify_plan};
+use hilt_runtime::port::check_plan;
 use hilt_runtime::request::BufferRequest;
 
 /// Runs `planner` over `requests` with exactly the workspace it asks for.
@@ -15,8 +16,12 @@ pub fn plan(planner: &dyn MemoryPlanner, requests: &[BufferRequest]) -> (Vec<u32
     (offsets, head)
 }
 
-/// Asserts the properties every plan must have.
+/// Asserts the properties every plan must have: the allocator-port kit's
+/// rules (a failure names the buffers), then the lower bound.
 pub fn assert_valid_plan(requests: &[BufferRequest], offsets: &[u32], head: u32) {
+    if let Err(failure) = check_plan(requests, offsets, head) {
+        panic!("{failure}");
+    }
     assert_eq!(verify_plan(requests, offsets, head), Ok(()));
 }
 
