@@ -402,7 +402,7 @@ pub(crate) fn plan(
         }));
     }
     let (workspace, rest) = words.split_at_mut(planner_words);
-    let (copy_words, rest) = rest.split_at_mut(n * size_of::<BufferRequest>() / 4);
+    let (copy_words, rest) = rest.split_at_mut(core::mem::size_of_val(requests) / 4);
     let (sub_offsets, rest) = rest.split_at_mut(n);
     let (pool_of, rest) = rest.split_at_mut(n);
     let members = &mut rest[..n];
