@@ -77,6 +77,11 @@ pub async fn run_jobs_timed(
         let j = job.clone();
         let build_started = Instant::now();
         let elf = tokio::task::spawn_blocking(move || {
+            // A pool choice the board cannot meet is the scenario's error,
+            // named before any build (the build script would only panic).
+            j.scenario
+                .pool_layout(&j.board)
+                .map_err(|e| e.to_string())?;
             firmware::build(&repo, &FirmwareRequest::for_scenario(&j.board, &j.scenario))
                 .map_err(|e| e.to_string())
         })

@@ -35,8 +35,19 @@ fn run(paths: &[&str], canary_override: Option<&str>) -> Vec<BoardRun> {
         let mut scenario = hilt::config::scenario::load(&repo().join(path), &conformance).unwrap();
         if let Some(c) = canary_override {
             scenario.canary = c.parse().expect("a canary mode");
-            // The shipped scenarios' patterns narrowed to the three boards.
-            scenario.boards = FAULT_BOARDS.iter().map(|b| b.to_string()).collect();
+            // The shipped scenarios' patterns narrowed to the three boards
+            // (those of them a scenario runs on: pooled ones need the
+            // boards that have their pools).
+            scenario.boards = FAULT_BOARDS
+                .iter()
+                .filter(|b| {
+                    scenario
+                        .boards
+                        .iter()
+                        .any(|p| hilt_contract::board::glob_match(p, b))
+                })
+                .map(|b| b.to_string())
+                .collect();
         }
         let scenario = Arc::new(scenario);
         for pattern in &scenario.boards {
@@ -130,7 +141,19 @@ fn shipped_scenarios_raise_no_false_alarm_with_buffer_canaries() {
         .collect();
     let paths: Vec<&str> = shipped.iter().map(String::as_str).collect();
     let results = run(&paths, Some("buffers"));
-    assert_eq!(results.len(), 3 * shipped.len());
+    // Every scenario on at least one of the boards; the pooled ones only on
+    // the AN386 (the boards with their pools).
+    for path in &shipped {
+        let name = std::path::Path::new(path)
+            .file_stem()
+            .unwrap()
+            .to_string_lossy();
+        assert!(
+            results.iter().any(|r| r.scenario == name),
+            "{name} did not run"
+        );
+    }
+    assert!(results.len() >= 2 * shipped.len(), "{} runs", results.len());
     let failures: Vec<String> = results
         .iter()
         .filter(|r| r.outcome != Outcome::Passed)

@@ -84,7 +84,7 @@ impl Scenario {
         board: &crate::config::board::Board,
     ) -> Result<hilt_runtime::pool::PoolLayout, ConfigError> {
         hilt_contract::pools::layout(
-            Path::new(&format!("scenarios/{}.toml", self.name)),
+            Path::new(&format!("scenario {}", self.name)),
             &board.name,
             &board.pools,
             self.pools.as_deref(),
