@@ -236,9 +236,47 @@ pub(super) fn board_layout(
         tail,
         total: head.saturating_add(tail),
         lower_bound,
-        pools: Vec::new(),
+        pools: run
+            .pools
+            .as_ref()
+            .map_or_else(Vec::new, |p| pool_rows(run, p)),
         buffers,
     })
+}
+
+/// A split arena's pools as the picture draws them, from the board's plan.
+fn pool_rows(run: &BoardRun, pools: &crate::outcome::RunPools) -> Vec<crate::layout::PoolRow> {
+    let head_align = run.plan.iter().map(|b| b.align).max().unwrap_or(1).max(1);
+    let head_start = pools.guard.next_multiple_of(head_align);
+    let (capacity, tail) = run.arena.map_or((0, 0), |a| (a[0], a[2]));
+    let heads = pools.heads(&run.plan);
+    pools
+        .pools
+        .iter()
+        .zip(heads)
+        .map(|(p, head)| {
+            let tail_start = capacity.saturating_sub(tail).max(p.start);
+            crate::layout::PoolRow {
+                name: p.name.clone(),
+                start: p.start,
+                head_offset: p.start.saturating_sub(head_start),
+                size: p.size,
+                reach: p.reach.clone(),
+                planned: p.planned,
+                head,
+                tail: (p.start + p.size).saturating_sub(tail_start),
+                buffers: run
+                    .plan
+                    .iter()
+                    .filter(|b| {
+                        pools
+                            .pool_of(&run.plan, b)
+                            .is_some_and(|q| q.name == p.name)
+                    })
+                    .count() as u32,
+            }
+        })
+        .collect()
 }
 
 /// The arena over time: the plan the board committed when it reported one,

@@ -308,3 +308,42 @@ fn the_page_shows_the_timeline_only_for_offload_runs() {
     let page = html::html(&report(vec![run("s", "b", Outcome::Passed)], Vec::new()));
     assert!(!page.contains("timeline"));
 }
+
+#[test]
+fn a_split_arena_shows_its_pools_in_the_picture() {
+    use crate::outcome::{PoolRange, RunPools};
+    let mut r = run("s", "a", Outcome::Passed);
+    // Two 64-byte buffers live together: one in each pool.
+    r.plan = vec![
+        planned(0, (0, 1), 64, 16, 0),
+        planned(1, (0, 1), 64, 16, 4096),
+    ];
+    r.arena = Some([8192, 4160, 64, 4224]);
+    let pool = |name: &str, start, size, reach: &str| PoolRange {
+        name: name.into(),
+        start,
+        size,
+        reach: reach.into(),
+        planned: true,
+    };
+    r.pools = Some(RunPools {
+        pools: vec![
+            pool("fast", 0, 4096, "cpu"),
+            pool("sram", 4096, 4096, "cpu+accel"),
+        ],
+        guard: 0,
+    });
+    let layout = board_layout(&r, None).unwrap();
+    let pools: Vec<(&str, u32, u32, u32)> = layout
+        .pools
+        .iter()
+        .map(|p| (p.name.as_str(), p.head, p.tail, p.buffers))
+        .collect();
+    assert_eq!(pools, [("fast", 64, 0, 1), ("sram", 64, 64, 1)]);
+    assert_eq!(layout.buffers[1].pool.as_deref(), Some("sram"));
+    let picture = arena_picture(&r, None);
+    assert!(
+        picture.contains("pool sram (cpu+accel): head 64 B"),
+        "{picture}"
+    );
+}
