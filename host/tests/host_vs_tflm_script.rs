@@ -56,7 +56,8 @@ fn set_with(manifest: &str, tag: &str) -> PathBuf {
     dir
 }
 
-const ONE_MODEL: &str = r#"{"models": [{"name": "tiny", "model": "models/tiny.tflite", "cases": []}]}"#;
+const ONE_MODEL: &str =
+    r#"{"models": [{"name": "tiny", "model": "models/tiny.tflite", "cases": []}]}"#;
 
 #[test]
 fn help_lists_every_option() {
@@ -76,7 +77,12 @@ fn help_lists_every_option() {
     ] {
         assert!(text.contains(option), "--help lacks {option}:\n{text}");
     }
-    assert!(text.contains("cargo build --release -p hilt -j 1"), "{text}");
+    // argparse wraps lines: compare with the whitespace folded.
+    let folded = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        folded.contains("cargo build --release -p hilt -j 1"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -85,7 +91,10 @@ fn a_missing_set_is_named() {
     let dir = std::env::temp_dir().join("hilt-host-vs-tflm-no-such-set");
     let err = refused(&script(&py, &["--conformance", dir.to_str().unwrap()]));
     assert!(err.contains("conformance set not found"), "{err}");
-    assert!(err.contains(&dir.join("manifest.json").display().to_string()), "{err}");
+    assert!(
+        err.contains(&dir.join("manifest.json").display().to_string()),
+        "{err}"
+    );
 }
 
 #[test]
@@ -104,9 +113,15 @@ fn unknown_models_are_named() {
     let Some(py) = python() else { return };
     let dir = set_with(ONE_MODEL, "unknown");
     let set = dir.to_str().unwrap();
-    let err = refused(&script(&py, &["--conformance", set, "--models", "tiny,nosuch,other"]));
+    let err = refused(&script(
+        &py,
+        &["--conformance", set, "--models", "tiny,nosuch,other"],
+    ));
     assert!(err.contains("nosuch, other"), "{err}");
-    assert!(!err.contains("tiny"), "a known model named as unknown: {err}");
+    assert!(
+        !err.contains("tiny"),
+        "a known model named as unknown: {err}"
+    );
 }
 
 #[test]
@@ -114,7 +129,12 @@ fn a_missing_hilt_binary_names_the_build_command() {
     let Some(py) = python() else { return };
     let dir = set_with(ONE_MODEL, "nohilt");
     let hilt = dir.join("no-hilt-here");
-    let args = ["--conformance", dir.to_str().unwrap(), "--hilt", hilt.to_str().unwrap()];
+    let args = [
+        "--conformance",
+        dir.to_str().unwrap(),
+        "--hilt",
+        hilt.to_str().unwrap(),
+    ];
     let err = refused(&script(&py, &args));
     assert!(err.contains(&hilt.display().to_string()), "{err}");
     assert!(err.contains("cargo build --release -p hilt -j 1"), "{err}");
@@ -123,7 +143,11 @@ fn a_missing_hilt_binary_names_the_build_command() {
 #[test]
 fn counts_must_be_positive() {
     let Some(py) = python() else { return };
-    for (option, value) in [("--rounds", "0"), ("--iterations", "-3"), ("--seconds", "0")] {
+    for (option, value) in [
+        ("--rounds", "0"),
+        ("--iterations", "-3"),
+        ("--seconds", "0"),
+    ] {
         let err = refused(&script(&py, &[option, value]));
         assert!(err.contains(option), "{option} {value}: {err}");
     }
