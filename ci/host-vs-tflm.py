@@ -95,16 +95,18 @@ def default_conformance():
 
 
 def import_tflm():
-    """TFLM's Python runtime module, or MissingTflm naming this Python."""
+    """TFLM's Python runtime module and numpy, or MissingTflm naming this Python."""
     try:
+        import numpy
         from tflite_micro.python.tflite_micro import runtime
     except ImportError as e:
         venv = os.path.join(repo_root(), "build", "tflm-venv", "bin", "python")
         raise MissingTflm(
-            f"{sys.executable} cannot import tflite_micro ({e}): run ci/setup.sh, "
+            f"{sys.executable} cannot import TFLM's Python interpreter (tflite_micro, numpy: {e}): "
+            "run ci/setup.sh, "
             f"which installs it into build/tflm-venv, and run this script with {venv}"
         ) from e
-    return runtime
+    return runtime, numpy
 
 
 def tflm_version():
@@ -460,8 +462,7 @@ def main(argv=None):
     try:
         pairs = selected_models(args)
         check_hilt(args.hilt)
-        runtime = import_tflm()
-        import numpy as np
+        runtime, np = import_tflm()
     except SetupError as e:
         print(f"host-vs-tflm: {e}", file=sys.stderr)
         return 2

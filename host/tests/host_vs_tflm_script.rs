@@ -152,3 +152,31 @@ fn counts_must_be_positive() {
         assert!(err.contains(option), "{option} {value}: {err}");
     }
 }
+
+#[test]
+fn a_python_without_tflm_is_sent_to_the_setup() {
+    // Needs a Python that lacks tflite-micro: the system's, most often.
+    let py = PathBuf::from("python3");
+    let lacks = Command::new(&py)
+        .args(["-c", "import tflite_micro"])
+        .output()
+        .is_ok_and(|o| !o.status.success());
+    if !lacks {
+        eprintln!("no python3 without tflite-micro: check skipped");
+        return;
+    }
+    let dir = set_with(ONE_MODEL, "notflm");
+    let args = [
+        "--conformance",
+        dir.to_str().unwrap(),
+        "--hilt",
+        env!("CARGO_BIN_EXE_hilt"),
+    ];
+    let err = refused(&script(&py, &args));
+    assert!(
+        err.contains("cannot import TFLM's Python interpreter"),
+        "{err}"
+    );
+    assert!(err.contains("ci/setup.sh"), "{err}");
+    assert!(err.contains("build/tflm-venv"), "{err}");
+}
