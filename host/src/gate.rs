@@ -61,9 +61,10 @@ pub fn render(run: &BoardRun, names: &ModelNames) -> String {
         let _ = writeln!(s, "  tail: {tail}");
         let _ = writeln!(s, "  used: {used}");
     }
-    if let Some(pools) = &run.pools {
+    let placement = run.pools.as_ref().map(|p| p.placement(&run.plan));
+    if let (Some(pools), Some(placement)) = (&run.pools, &placement) {
         let _ = writeln!(s, "  pools:");
-        for (p, head) in pools.pools.iter().zip(pools.heads(&run.plan)) {
+        for (p, head) in pools.pools.iter().zip(pools.heads(&run.plan, placement)) {
             let planned = if p.planned { "" } else { ", not planned" };
             let line = format!(
                 "{}: start {}, size {}, {}{planned}, head {head}",
@@ -80,7 +81,7 @@ pub fn render(run: &BoardRun, names: &ModelNames) -> String {
             .and_then(|step| step.offload.as_ref())
             .map_or_else(Vec::new, |o| o.on_npu.clone())
     });
-    for b in &run.plan {
+    for (i, b) in run.plan.iter().enumerate() {
         let name = if b.kind == "tensor" {
             names
                 .tensors
@@ -94,8 +95,9 @@ pub fn render(run: &BoardRun, names: &ModelNames) -> String {
             "{} {} {name}: steps {}..{}, size {}, align {}, offset {}",
             b.kind, b.index, b.first_step, b.last_step, b.size, b.align, b.offset
         );
-        if let Some(pool) = run.pools.as_ref().and_then(|p| p.pool_of(&run.plan, b)) {
-            let _ = write!(entry, ", in {}", pool.name);
+        let pool = placement.as_ref().and_then(|at| at[i]);
+        if let (Some(pools), Some(k)) = (&run.pools, pool) {
+            let _ = write!(entry, ", in {}", pools.pools[k].name);
         }
         if let Some(on_npu) = &on_npu {
             let last = u32::from(b.last_step);

@@ -504,6 +504,13 @@ fn alloc_options(options: &LayoutOptions) -> AllocOptions {
     }
 }
 
+/// Bytes of a `tail`-byte tail, at the end of a `capacity`-byte arena,
+/// inside the pool `[start, start + size)`.
+pub(crate) fn tail_in(start: u32, size: u32, capacity: u32, tail: u32) -> u32 {
+    let tail_start = capacity.saturating_sub(tail).max(start);
+    (start + size).saturating_sub(tail_start)
+}
+
 /// Each pool's figures, and each buffer's pool, from where the buffers lie
 /// (pools are adjacent: an offset says which one).
 fn mark_pools(
@@ -527,7 +534,6 @@ fn mark_pools(
         .enumerate()
         .map(|(k, p)| {
             let start = layout.start(k);
-            let tail_start = capacity.saturating_sub(tail).max(start);
             PoolRow {
                 name: name(k),
                 start,
@@ -536,7 +542,7 @@ fn mark_pools(
                 reach: format!("{:?}", p.reach),
                 planned: p.planned,
                 head: 0,
-                tail: (start + p.size).saturating_sub(tail_start),
+                tail: tail_in(start, p.size, capacity, tail),
                 buffers: 0,
             }
         })

@@ -174,30 +174,36 @@ impl RunPools {
         Some(RunPools { pools, guard })
     }
 
-    /// The pool `buffer` of `plan` is in. The head starts after the guard,
-    /// aligned for its most aligned buffer, as the runtime places it (the
-    /// firmware's arena starts on a 64-byte boundary).
-    pub fn pool_of(&self, plan: &[PlannedBuffer], buffer: &PlannedBuffer) -> Option<&PoolRange> {
+    /// Where the head starts: after the guard, aligned for its most
+    /// aligned buffer, as the runtime places it (the firmware's arena
+    /// starts on a 64-byte boundary).
+    pub fn head_start(&self, plan: &[PlannedBuffer]) -> u32 {
         let head_align = plan.iter().map(|b| b.align).max().unwrap_or(1).max(1);
-        let at = self.guard.next_multiple_of(head_align) + buffer.offset;
-        self.pools
-            .iter()
-            .find(|p| at >= p.start && at - p.start < p.size)
+        self.guard.next_multiple_of(head_align)
     }
 
-    /// Bytes from each pool's start to its highest buffer's end.
-    pub fn heads(&self, plan: &[PlannedBuffer]) -> Vec<u32> {
-        let head_align = plan.iter().map(|b| b.align).max().unwrap_or(1).max(1);
-        let head_start = self.guard.next_multiple_of(head_align);
+    /// The pool (by position in `pools`) each buffer of `plan` is in, in
+    /// plan order.
+    pub fn placement(&self, plan: &[PlannedBuffer]) -> Vec<Option<usize>> {
+        let head_start = self.head_start(plan);
+        plan.iter()
+            .map(|b| {
+                let at = head_start + b.offset;
+                self.pools
+                    .iter()
+                    .position(|p| at >= p.start && at - p.start < p.size)
+            })
+            .collect()
+    }
+
+    /// Bytes from each pool's start to its highest buffer's end, for the
+    /// `placement` of `plan`.
+    pub fn heads(&self, plan: &[PlannedBuffer], placement: &[Option<usize>]) -> Vec<u32> {
+        let head_start = self.head_start(plan);
         let mut heads = vec![0; self.pools.len()];
-        for b in plan {
-            let at = head_start + b.offset;
-            if let Some(k) = self
-                .pools
-                .iter()
-                .position(|p| at >= p.start && at - p.start < p.size)
-            {
-                let end = at + b.size.next_multiple_of(b.align.max(1));
+        for (b, k) in plan.iter().zip(placement) {
+            if let Some(k) = *k {
+                let end = head_start + b.offset + b.size.next_multiple_of(b.align.max(1));
                 heads[k] = heads[k].max(end - self.pools[k].start);
             }
         }

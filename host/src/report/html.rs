@@ -174,10 +174,12 @@ pub(super) fn board_layout(
     run: &BoardRun,
     context: Option<&ScenarioContext>,
 ) -> Option<LayoutReport> {
+    let placement = run.pools.as_ref().map(|p| p.placement(&run.plan));
     let buffers: Vec<BufferRow> = run
         .plan
         .iter()
-        .map(|b| {
+        .enumerate()
+        .map(|(i, b)| {
             let tensor = (b.kind == "tensor").then_some(u32::from(b.index));
             let name = match tensor {
                 Some(t) => context
@@ -202,8 +204,8 @@ pub(super) fn board_layout(
                 pool: run
                     .pools
                     .as_ref()
-                    .and_then(|p| p.pool_of(&run.plan, b))
-                    .map(|p| p.name.clone()),
+                    .zip(placement.as_ref().and_then(|at| at[i]))
+                    .map(|(p, k)| p.pools[k].name.clone()),
             }
         })
         .filter(|b| padded_end(b).is_some())
@@ -239,42 +241,37 @@ pub(super) fn board_layout(
         pools: run
             .pools
             .as_ref()
-            .map_or_else(Vec::new, |p| pool_rows(run, p)),
+            .zip(placement.as_ref())
+            .map_or_else(Vec::new, |(p, at)| pool_rows(run, p, at)),
         buffers,
     })
 }
 
-/// A split arena's pools as the picture draws them, from the board's plan.
-fn pool_rows(run: &BoardRun, pools: &crate::outcome::RunPools) -> Vec<crate::layout::PoolRow> {
-    let head_align = run.plan.iter().map(|b| b.align).max().unwrap_or(1).max(1);
-    let head_start = pools.guard.next_multiple_of(head_align);
+/// A split arena's pools as the picture draws them, from the board's plan
+/// and the pool each of its buffers is in.
+fn pool_rows(
+    run: &BoardRun,
+    pools: &crate::outcome::RunPools,
+    placement: &[Option<usize>],
+) -> Vec<crate::layout::PoolRow> {
+    let head_start = pools.head_start(&run.plan);
     let (capacity, tail) = run.arena.map_or((0, 0), |a| (a[0], a[2]));
-    let heads = pools.heads(&run.plan);
+    let heads = pools.heads(&run.plan, placement);
     pools
         .pools
         .iter()
         .zip(heads)
-        .map(|(p, head)| {
-            let tail_start = capacity.saturating_sub(tail).max(p.start);
-            crate::layout::PoolRow {
-                name: p.name.clone(),
-                start: p.start,
-                head_offset: p.start.saturating_sub(head_start),
-                size: p.size,
-                reach: p.reach.clone(),
-                planned: p.planned,
-                head,
-                tail: (p.start + p.size).saturating_sub(tail_start),
-                buffers: run
-                    .plan
-                    .iter()
-                    .filter(|b| {
-                        pools
-                            .pool_of(&run.plan, b)
-                            .is_some_and(|q| q.name == p.name)
-                    })
-                    .count() as u32,
-            }
+        .enumerate()
+        .map(|(k, (p, head))| crate::layout::PoolRow {
+            name: p.name.clone(),
+            start: p.start,
+            head_offset: p.start.saturating_sub(head_start),
+            size: p.size,
+            reach: p.reach.clone(),
+            planned: p.planned,
+            head,
+            tail: crate::layout::tail_in(p.start, p.size, capacity, tail),
+            buffers: placement.iter().filter(|at| **at == Some(k)).count() as u32,
         })
         .collect()
 }

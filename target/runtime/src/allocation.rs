@@ -25,7 +25,7 @@ use crate::canary::{self, BufferGuard, CanaryMode, GUARD_BYTES, SectionGuards};
 use crate::liveness;
 use crate::model::Model;
 use crate::planner::{MemoryPlanner, PlanError};
-use crate::pool::{self, PoolError, PoolLayout, Window};
+use crate::pool::{self, PoolError, PoolLayout};
 use crate::request::{BufferOwner, BufferRequest, DEFAULT_ALIGN, align_up};
 
 /// Where a tensor's data lives: 8 bytes per tensor, against the 12 bytes of
@@ -156,11 +156,10 @@ pub enum AllocError {
     Plan(PlanError),
     /// An arena operation failed for another reason.
     Arena(ArenaError),
-    /// The planner produced a plan that breaks the rules (overlap of live
-    /// buffers, misalignment, a buffer outside the head).
-    InvalidPlan(crate::planner::PlanViolation),
-    /// The planner's plan breaks a rule, with the buffers at fault named
-    /// (positions, owners, lifetimes, offsets): what a port author needs.
+    /// The planner's plan breaks a rule (overlap of live buffers,
+    /// misalignment, a buffer outside the head), with the buffers at fault
+    /// named (positions, owners, lifetimes, offsets): what a port author
+    /// needs.
     PlanRejected(crate::port::PlanFailure),
     /// A request or option asked for an invalid alignment.
     InvalidAlignment {
@@ -185,7 +184,6 @@ impl fmt::Display for AllocError {
             ),
             AllocError::Plan(e) => write!(f, "planning failed: {e}"),
             AllocError::Arena(e) => write!(f, "{e}"),
-            AllocError::InvalidPlan(v) => write!(f, "the planner's plan is invalid: {v:?}"),
             // Short: a firmware's log line (160 bytes) must still hold both buffers.
             AllocError::PlanRejected(p) => write!(f, "plan is invalid: {}: {p}", p.kind()),
             AllocError::InvalidAlignment { align } => {
@@ -422,32 +420,6 @@ impl Staging {
         self.workspace_per_request * count + pooled
     }
 
-    /// Each pool's room for buffers, from the head's start: the first
-    /// starts after the start guard, the one holding the tail ends before
-    /// the head's end guard and the tail.
-    fn windows(
-        &self,
-        arena: &Arena<'_>,
-        head_start: u32,
-        head_limit: u64,
-    ) -> Result<[Window; pool::MAX_POOLS], AllocError> {
-        let mut windows = [Window::default(); pool::MAX_POOLS];
-        for (k, p) in self.pools.pools().iter().enumerate() {
-            let start = self.pools.start(k).max(head_start);
-            let start = arena
-                .aligned_offset(start, self.head_align)
-                .map_err(AllocError::Arena)?;
-            let end = (u64::from(self.pools.start(k)) + u64::from(p.size)).min(head_limit);
-            windows[k] = Window {
-                start: start - head_start,
-                end: end.saturating_sub(u64::from(head_start)) as u32,
-                reach: p.reach,
-                planned: p.planned,
-            };
-        }
-        Ok(windows)
-    }
-
     fn too_small(
         &self,
         model: &Model<'_>,
@@ -466,23 +438,23 @@ impl Staging {
         })
     }
 
-    /// The port's rules first (a failure names the buffers), then the
-    /// lower bound ([`crate::planner::verify_plan`]).
+    /// The rules every plan keeps, a failure naming the buffers. (A plan
+    /// that keeps them cannot be below the liveness lower bound, so that
+    /// bound needs no check of its own.)
     fn check_plan(
         &self,
         requests: &[BufferRequest],
         offsets: &[u32],
         head: u32,
     ) -> Result<(), AllocError> {
-        match crate::port::check_plan(requests, offsets, head) {
-            Ok(()) => {}
+        match crate::planner::check::check_plan(requests, offsets, head) {
+            Ok(()) => Ok(()),
             // Alignment and bounds were checked before overlaps: only the
             // overlap, the fault under test, gets through.
             #[cfg(feature = "fault-injection")]
-            Err(crate::port::PlanFailure::Overlap { .. }) if self.unchecked => return Ok(()),
-            Err(failure) => return Err(AllocError::PlanRejected(failure)),
+            Err(crate::planner::check::PlanFailure::Overlap { .. }) if self.unchecked => Ok(()),
+            Err(failure) => Err(AllocError::PlanRejected(failure)),
         }
-        crate::planner::verify_plan(requests, offsets, head).map_err(AllocError::InvalidPlan)
     }
 
     /// Plans every request, reports the plan, records the tensors' and
@@ -546,7 +518,15 @@ impl Staging {
         };
         let tail_bytes = arena.tail_bytes() as u32;
         let temp_bytes = words.end() - self.requests.offset;
-        let windows = self.windows(arena, head_start, tail_start.saturating_sub(guard.into()))?;
+        // The first pool starts after the start guard; the one holding the
+        // tail ends before the head's end guard and the tail.
+        let windows =
+            self.pools
+                .windows(head_start, tail_start.saturating_sub(guard.into()), |at| {
+                    arena
+                        .aligned_offset(at, self.head_align)
+                        .map_err(AllocError::Arena)
+                })?;
         let windows = &windows[..self.pools.pools().len()];
         let head = {
             let [

@@ -330,16 +330,11 @@ impl PoolLayout {
         offsets: &mut [u32],
     ) -> Result<u32, PoolError> {
         let align = requests.iter().map(|r| r.align).max().unwrap_or(1).max(1);
-        let mut windows = [Window::default(); MAX_POOLS];
-        for (k, p) in self.pools().iter().enumerate() {
-            let start = crate::request::align_up(u64::from(self.start(k)), u64::from(align));
-            windows[k] = Window {
-                start: start.min(u64::from(u32::MAX)) as u32,
-                end: self.start(k) + p.size,
-                reach: p.reach,
-                planned: p.planned,
-            };
-        }
+        let aligned = |at: u32| {
+            let up = crate::request::align_up(u64::from(at), u64::from(align));
+            Ok::<u32, PoolError>(up.min(u64::from(u32::MAX)) as u32)
+        };
+        let windows = self.windows(0, u64::MAX, aligned)?;
         if offsets.len() < requests.len() {
             return Err(PoolError::Plan(PlanError::OffsetsTooShort {
                 needed: requests.len() as u32,
@@ -353,6 +348,30 @@ impl PoolLayout {
             words,
             offsets,
         )
+    }
+
+    /// Each pool's room for buffers, from the head's start: a pool starts
+    /// no lower than `head_start`, at the offset `aligned` gives (the
+    /// alignment of every buffer, by address), and ends no higher than
+    /// `head_limit` (where the head must end before the tail).
+    pub(crate) fn windows<E>(
+        &self,
+        head_start: u32,
+        head_limit: u64,
+        aligned: impl Fn(u32) -> Result<u32, E>,
+    ) -> Result<[Window; MAX_POOLS], E> {
+        let mut windows = [Window::default(); MAX_POOLS];
+        for (k, p) in self.pools().iter().enumerate() {
+            let start = aligned(self.start(k).max(head_start))?;
+            let end = (u64::from(self.start(k)) + u64::from(p.size)).min(head_limit);
+            windows[k] = Window {
+                start: start - head_start,
+                end: end.saturating_sub(u64::from(head_start)) as u32,
+                reach: p.reach,
+                planned: p.planned,
+            };
+        }
+        Ok(windows)
     }
 }
 

@@ -250,12 +250,6 @@ fn run(
             }
             seen.map(|s| s.head)
         }
-        Err(AllocError::InvalidPlan(v)) => {
-            panic!(
-                "{}: allocate rejected the planner's own plan: {v:?}",
-                planner.name()
-            )
-        }
         Err(AllocError::PlanRejected(failure)) => {
             panic!(
                 "{}: allocate rejected the planner's own plan: {failure}",

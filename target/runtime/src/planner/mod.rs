@@ -36,6 +36,7 @@ use core::fmt;
 
 use crate::request::BufferRequest;
 
+pub(crate) mod check;
 mod greedy;
 mod kind;
 mod linear;
@@ -243,32 +244,31 @@ pub enum PlanViolation {
 
 /// Checks a finished plan: offsets aligned, every buffer inside the head,
 /// no two simultaneously live buffers sharing a byte, and the head at least
-/// the lower bound. Used by the tests, the fuzzers and (later) the
-/// allocator-port conformance kit, so all of them check the same rules.
+/// the lower bound. The same rules as [`check::check_plan`], which names
+/// the buffers in full; this one answers with request positions, for the
+/// tests and the fuzzers.
 pub fn verify_plan(
     requests: &[BufferRequest],
     offsets: &[u32],
     head: u32,
 ) -> Result<(), PlanViolation> {
-    if offsets.len() < requests.len() {
-        return Err(PlanViolation::MissingOffsets);
-    }
-    for (i, (r, &o)) in requests.iter().zip(offsets).enumerate() {
-        let request = i as u32;
-        if !r.align.is_power_of_two() || !o.is_multiple_of(r.align) {
-            return Err(PlanViolation::Misaligned { request });
+    use check::PlanFailure;
+    check::check_plan(requests, offsets, head).map_err(|failure| match failure {
+        PlanFailure::MissingOffsets { .. } | PlanFailure::FixedMoved { .. } => {
+            PlanViolation::MissingOffsets
         }
-        let end = u64::from(o) + u64::from(r.padded_size().unwrap_or(u32::MAX));
-        if end > u64::from(head) {
-            return Err(PlanViolation::OutsideHead { request });
-        }
-    }
-    if let Some((a, b)) = find_conflict(requests, offsets) {
-        return Err(PlanViolation::Overlap {
-            first: a as u32,
-            second: b as u32,
-        });
-    }
+        PlanFailure::InvalidRequest { index, .. } => PlanViolation::Misaligned { request: index },
+        PlanFailure::Misaligned { buffer } => PlanViolation::Misaligned {
+            request: buffer.index,
+        },
+        PlanFailure::OutsideHead { buffer, .. } => PlanViolation::OutsideHead {
+            request: buffer.index,
+        },
+        PlanFailure::Overlap { first, second } => PlanViolation::Overlap {
+            first: first.index,
+            second: second.index,
+        },
+    })?;
     if u64::from(head) < lower_bound(requests) {
         return Err(PlanViolation::BelowLowerBound);
     }
@@ -277,19 +277,10 @@ pub fn verify_plan(
 
 /// Finds two requests that share bytes while both are live, if any.
 pub fn find_conflict(requests: &[BufferRequest], offsets: &[u32]) -> Option<(usize, usize)> {
-    for i in 0..requests.len() {
-        for j in i + 1..requests.len() {
-            let (a, b) = (&requests[i], &requests[j]);
-            if !a.overlaps_in_time(b) {
-                continue;
-            }
-            let (a_start, b_start) = (u64::from(offsets[i]), u64::from(offsets[j]));
-            let a_end = a_start + u64::from(a.padded_size().unwrap_or(0));
-            let b_end = b_start + u64::from(b.padded_size().unwrap_or(0));
-            if a_start < b_end && b_start < a_end {
-                return Some((i, j));
-            }
+    match check::first_overlap(requests, offsets)? {
+        check::PlanFailure::Overlap { first, second } => {
+            Some((first.index as usize, second.index as usize))
         }
+        _ => None,
     }
-    None
 }

@@ -50,11 +50,10 @@
 //! ```
 
 mod arena_impl;
-mod failure;
 #[cfg(feature = "port-kit")]
 pub mod kit;
 
-pub use failure::{PlacedBuffer, PlanFailure, check_fixed, check_plan};
+pub use crate::planner::check::{PlacedBuffer, PlanFailure, check_fixed, check_plan};
 
 use crate::arena::{ArenaError, Region};
 

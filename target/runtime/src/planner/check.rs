@@ -1,9 +1,12 @@
 //! What a plan did wrong, said in full: which buffers, whose, when and where.
 //!
-//! [`crate::planner::verify_plan`] answers "is this plan valid" with request
-//! positions, enough for a fuzzer. A port author needs more to find the bug:
-//! the owners, lifetimes, offsets and the bytes two live buffers share. The
-//! checks here need no heap, so the firmware can run them too.
+//! The one check of a finished plan: [`check_plan`] names the buffers at
+//! fault (owners, lifetimes, offsets and the bytes two live buffers share),
+//! which is what a port author needs to find a bug;
+//! [`verify_plan`](super::verify_plan) and
+//! [`find_conflict`](super::find_conflict) answer the same question with
+//! request positions. The checks need no heap, so the firmware runs them
+//! too, on every plan it commits.
 
 use core::fmt;
 
@@ -222,7 +225,7 @@ fn check_one(
 
 /// The first pair (in request order) of time-overlapping buffers that share
 /// bytes. Zero-sized buffers reserve no bytes and so never conflict.
-fn first_overlap(requests: &[BufferRequest], offsets: &[u32]) -> Option<PlanFailure> {
+pub(super) fn first_overlap(requests: &[BufferRequest], offsets: &[u32]) -> Option<PlanFailure> {
     for i in 0..requests.len() {
         for j in i + 1..requests.len() {
             let (a, b) = (&requests[i], &requests[j]);
