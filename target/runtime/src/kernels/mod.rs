@@ -11,6 +11,8 @@ use crate::model::OpCode;
 use crate::schema::BuiltinOperator;
 
 pub mod add;
+#[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
+pub(crate) mod arm_dsp;
 pub mod context;
 pub mod conv;
 pub mod depthwise_conv;

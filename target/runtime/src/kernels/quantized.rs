@@ -394,7 +394,7 @@ pub fn dot4(x: &[i8], x_offset: i32, w: [&[i8]; 4]) -> [i32; 4] {
     }
     #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
     {
-        dsp::dot4(x, x_offset, w)
+        super::arm_dsp::dot4(x, x_offset, w)
     }
     #[cfg(not(any(
         all(target_arch = "x86_64", target_feature = "sse2"),
@@ -581,134 +581,6 @@ mod sse2 {
     }
 }
 
-/// The Cortex-M DSP extension (feature `arm-dsp`: Cortex-M4, M7, and M33/M55
-/// cores built with it): two 16-bit multiply-adds per instruction.
-///
-/// Four int8 values load as one word; `SXTB16` sign-extends bytes 0 and 2
-/// into two halfwords and, rotated by 8, bytes 1 and 3; `SADD16` adds the
-/// input offset to both; `SMLAD` adds both products to an accumulator. The
-/// weights pair up the same way, so every product meets its partner.
-///
-/// Off the target (tests), the instructions are emulated bit for bit.
-#[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
-mod dsp {
-    /// `SXTB16 rd, rm`: bytes 0 and 2, sign-extended into halfwords.
-    #[inline(always)]
-    fn sxtb16(v: u32) -> u32 {
-        #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
-        {
-            let r: u32;
-            // SAFETY: a register-only DSP instruction (the feature promises
-            // the core has it); no memory, stack or flags are touched.
-            unsafe {
-                core::arch::asm!("sxtb16 {r}, {v}", r = lateout(reg) r, v = in(reg) v,
-                    options(pure, nomem, nostack, preserves_flags));
-            }
-            r
-        }
-        #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
-        {
-            let lo = u32::from(v as u8 as i8 as i16 as u16);
-            let hi = u32::from((v >> 16) as u8 as i8 as i16 as u16);
-            lo | (hi << 16)
-        }
-    }
-
-    /// `SADD16`: halfword-wise wrapping addition.
-    #[inline(always)]
-    fn sadd16(a: u32, b: u32) -> u32 {
-        #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
-        {
-            let r: u32;
-            // SAFETY: a register-only DSP instruction; it sets the GE flags,
-            // which nothing here reads (so `preserves_flags` is not claimed).
-            unsafe {
-                core::arch::asm!("sadd16 {r}, {a}, {b}", r = lateout(reg) r, a = in(reg) a,
-                    b = in(reg) b, options(pure, nomem, nostack));
-            }
-            r
-        }
-        #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
-        {
-            let lo = (a as u16).wrapping_add(b as u16);
-            let hi = ((a >> 16) as u16).wrapping_add((b >> 16) as u16);
-            u32::from(lo) | (u32::from(hi) << 16)
-        }
-    }
-
-    /// `SMLAD`: `acc + lo(a)·lo(b) + hi(a)·hi(b)`, signed halfwords,
-    /// wrapping (the Q flag it may set is never read).
-    #[inline(always)]
-    fn smlad(a: u32, b: u32, acc: i32) -> i32 {
-        #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
-        {
-            let r: i32;
-            // SAFETY: a register-only DSP instruction; it may set the sticky
-            // Q flag, which nothing reads.
-            unsafe {
-                core::arch::asm!("smlad {r}, {a}, {b}, {c}", r = lateout(reg) r, a = in(reg) a,
-                    b = in(reg) b, c = in(reg) acc, options(pure, nomem, nostack));
-            }
-            r
-        }
-        #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
-        {
-            let lo = i32::from(a as i16) * i32::from(b as i16);
-            let hi = i32::from((a >> 16) as i16) * i32::from((b >> 16) as i16);
-            acc.wrapping_add(lo).wrapping_add(hi)
-        }
-    }
-
-    /// `SXTB16 rd, rm, ROR #8`: bytes 1 and 3, sign-extended into halfwords.
-    #[inline(always)]
-    fn sxtb16_ror8(v: u32) -> u32 {
-        #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
-        {
-            let r: u32;
-            // SAFETY: as `sxtb16`.
-            unsafe {
-                core::arch::asm!("sxtb16 {r}, {v}, ror #8", r = lateout(reg) r, v = in(reg) v,
-                    options(pure, nomem, nostack, preserves_flags));
-            }
-            r
-        }
-        #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
-        {
-            sxtb16(v.rotate_right(8))
-        }
-    }
-
-    /// Four int8 values as the two halfword pairs (bytes 0, 2 and 1, 3).
-    #[inline(always)]
-    fn pairs(v: &[i8; 4]) -> (u32, u32) {
-        let word = u32::from_le_bytes(v.map(|b| b as u8));
-        (sxtb16(word), sxtb16_ror8(word))
-    }
-
-    #[inline(always)]
-    pub(super) fn dot4(x: &[i8], x_offset: i32, w: [&[i8]; 4]) -> [i32; 4] {
-        let n = x.len();
-        let w = [&w[0][..n], &w[1][..n], &w[2][..n], &w[3][..n]];
-        // -127..=128 in both halfwords; x + offset stays within ±255.
-        let off = u32::from(x_offset as i16 as u16) * 0x0001_0001;
-        let (xc, _) = x.as_chunks::<4>();
-        let [w0, w1, w2, w3] = w.map(|r| r.as_chunks::<4>().0);
-        let mut acc = [0i32; 4];
-        for ((((xs, r0), r1), r2), r3) in xc.iter().zip(w0).zip(w1).zip(w2).zip(w3) {
-            let (x02, x13) = pairs(xs);
-            let (x02, x13) = (sadd16(x02, off), sadd16(x13, off));
-            for (a, ws) in acc.iter_mut().zip([r0, r1, r2, r3]) {
-                let (w02, w13) = pairs(ws);
-                *a = smlad(x13, w13, smlad(x02, w02, *a));
-            }
-        }
-        let done = xc.len() * 4;
-        core::array::from_fn(|r| {
-            acc[r].wrapping_add(super::dot_offset(&w[r][done..], &x[done..], x_offset))
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -740,7 +612,7 @@ mod tests {
             for offset in [128, -127, 0, 5] {
                 let rows = [&b[..n], &a[..n], &b[..n], &b[..n]];
                 assert_eq!(
-                    dsp::dot4(&a[..n], offset, rows),
+                    super::super::arm_dsp::dot4(&a[..n], offset, rows),
                     dot4_portable(&a[..n], offset, rows)
                 );
                 let got = dot4(&a[..n], offset, rows);
