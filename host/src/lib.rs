@@ -46,4 +46,5 @@ pub mod report;
 pub mod session;
 pub mod shard;
 pub mod svg;
+pub mod target_bench;
 pub mod tensor_file;

@@ -15,7 +15,7 @@ use hilt::layout::{
 };
 use hilt::orchestrate::{Job, run_jobs_timed};
 use hilt::outcome::{BoardRun, Outcome};
-use hilt::report::{PendingPair, ReportWriter, ScenarioContext};
+use hilt::report::{PendingPair, ReportWriter, ScenarioContext, thousands};
 use hilt::svg::render_svg;
 use hilt_runtime::canary::CanaryMode;
 use hilt_runtime::planner::PlannerKind;
@@ -132,6 +132,12 @@ enum Command {
         #[command(flatten)]
         accel: AccelArgs,
     },
+    /// Run the MLPerf Tiny scenarios and person_detect on the virtual
+    /// Cortex-M boards and print, per model and board, hilt's instructions
+    /// per inference beside TFLM's (reference and CMSIS-NN, on a
+    /// Cortex-M4), instructions per MAC, the arena against TFLM's and the
+    /// firmware's flash bytes.
+    BenchTarget(BenchTargetArgs),
     /// Time a model's invocations on the host, with a per-op profile.
     Bench {
         /// The .tflite model.
@@ -154,6 +160,39 @@ enum Command {
         #[command(flatten)]
         accel: AccelArgs,
     },
+}
+
+/// `hilt bench-target`'s arguments.
+#[derive(Debug, clap::Args)]
+struct BenchTargetArgs {
+    /// Scenario files [default: the repository's MLPerf Tiny scenarios
+    /// (KWS, VWW, IC, AD), person_detect and hello_world].
+    scenarios: Vec<PathBuf>,
+    /// Boards (names or globs; repeatable) [default: qemu-mps2-an386,
+    /// qemu-mps2-an500, qemu-mps2-an505].
+    #[arg(long)]
+    board: Vec<String>,
+    /// Boards to run at once.
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    format: TableFormat,
+    /// The board definitions folder [default: the repository's boards/].
+    #[arg(long)]
+    boards_dir: Option<PathBuf>,
+    /// The hilt repository [default: found above the scenario files, the
+    /// current folder or this executable].
+    #[arg(long)]
+    repo: Option<PathBuf>,
+}
+
+/// How `hilt bench-target` prints its rows.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum TableFormat {
+    Table,
+    Markdown,
+    Json,
 }
 
 /// `hilt layout`'s arguments.
@@ -258,7 +297,7 @@ impl AccelArgs {
 /// `--accelerator`, `--coherent` and `--accel-fault` of `run` and `gate`:
 /// they override every scenario's offload keys, so one firmware is run
 /// with offload off, coherent or not.
-#[derive(Debug, Clone, Copy, clap::Args)]
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
 struct OffloadArgs {
     /// Offload claimed ops to the firmware's virtual NPU (vnpu) or not
     /// (none) [default: each scenario's `accelerator`].
@@ -417,6 +456,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             )
         }
         Command::Boards { dir } => list_boards(dir),
+        Command::BenchTarget(args) => bench_target(args),
         Command::Plan(args) => plan_command(&args),
         Command::Infer {
             model,
@@ -890,6 +930,116 @@ fn run_scenarios(
     Ok(())
 }
 
+/// The scenarios `hilt bench-target` runs by default (`scenarios/NAME.toml`).
+const BENCH_TARGET_SCENARIOS: [&str; 6] = [
+    "kws_dscnn_int8",
+    "vww_mobilenetv1_int8",
+    "ic_resnet8_int8",
+    "ad_autoencoder_int8",
+    "person_detect_int8",
+    "hello_world_int8",
+];
+
+/// `hilt bench-target`: run, then one row per passed (model, board); a
+/// failed run is listed after the table and fails the command.
+fn bench_target(args: BenchTargetArgs) -> anyhow::Result<()> {
+    use hilt::target_bench::{TargetRow, flash_bytes, median, model_macs, read_tflm_figures};
+    let no_offload = OffloadArgs::default();
+    let place = Workspace::find(&args.scenarios, args.repo, args.boards_dir, no_offload)?;
+    let scenarios = if args.scenarios.is_empty() {
+        BENCH_TARGET_SCENARIOS
+            .iter()
+            .map(|n| place.repo.join("scenarios").join(format!("{n}.toml")))
+            .collect()
+    } else {
+        args.scenarios
+    };
+    let boards = if args.board.is_empty() {
+        vec![
+            "qemu-mps2-an386".into(),
+            "qemu-mps2-an500".into(),
+            "qemu-mps2-an505".into(),
+        ]
+    } else {
+        args.board
+    };
+    let mut work: Vec<Job> = Vec::new();
+    for glob in &boards {
+        for job in place.jobs(&scenarios, Some(glob))?.0 {
+            let seen = work
+                .iter()
+                .any(|j| j.board.name == job.board.name && j.scenario.name == job.scenario.name);
+            if !seen {
+                work.push(job);
+            }
+        }
+    }
+    let figures = read_tflm_figures(&place.conformance)?;
+    let jobs_by_pair: HashMap<(String, String), Job> = work
+        .iter()
+        .map(|j| ((j.scenario.name.clone(), j.board.name.clone()), j.clone()))
+        .collect();
+    let results = runtime()?.block_on(run_jobs_timed(
+        &place.repo,
+        work,
+        parallel(args.jobs),
+        |run, _| {
+            eprintln!("{} on {}: {}", run.scenario, run.board, run.outcome);
+        },
+    ));
+    let mut rows = Vec::new();
+    let mut failed = Vec::new();
+    for run in &results {
+        let job = &jobs_by_pair[&(run.scenario.clone(), run.board.clone())];
+        if run.outcome != Outcome::Passed {
+            failed.push(format!(
+                "{} on {}: {}",
+                run.scenario, run.board, run.outcome
+            ));
+            continue;
+        }
+        let request = hilt::firmware::FirmwareRequest::for_scenario(&job.board, &job.scenario);
+        // The ELF the run used, from the firmware cache (built already).
+        let elf = hilt::firmware::build(&place.repo, &request)?;
+        let model = file_stem(&job.scenario.model);
+        let mut instructions: Vec<u64> = run.steps.iter().map(|s| s.total_cycles).collect();
+        rows.push(TargetRow {
+            tflm: figures.get(&model).copied(),
+            model,
+            board: run.board.clone(),
+            instructions: median(&mut instructions),
+            macs: model_macs(&job.scenario.model)?,
+            arena_used: run.arena.map_or(0, |[_, _, _, used]| u64::from(used)),
+            flash: flash_bytes(&elf)?,
+        });
+    }
+    rows.sort_by(|a, b| (&a.model, &a.board).cmp(&(&b.model, &b.board)));
+    match args.format {
+        TableFormat::Table => print!("{}", hilt::target_bench::render_table(&rows)),
+        TableFormat::Markdown => print!("{}", hilt::target_bench::render_markdown(&rows)),
+        TableFormat::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
+    }
+    if figures.is_empty() {
+        eprintln!(
+            "note: no {} in {}: TFLM's columns are empty",
+            hilt::target_bench::TFLM_FIGURES_FILE,
+            place.conformance.display()
+        );
+    }
+    if !failed.is_empty() {
+        anyhow::bail!("{} run(s) failed:\n  {}", failed.len(), failed.join("\n  "));
+    }
+    Ok(())
+}
+
+/// A path's file name without its extension.
+fn file_stem(path: &Path) -> String {
+    path.file_stem().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
 /// Where `hilt run` and `hilt gate` write their reports and which share of
 /// the pairs they run.
 struct RunReporting {
@@ -994,24 +1144,8 @@ fn print_probes(boards: &[Board]) {
     }
 }
 
-fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 fn print_run(run: &BoardRun, ops: Option<&Vec<String>>, wall: std::time::Duration) {
-    let status = match &run.outcome {
-        Outcome::Passed => "PASS".to_string(),
-        Outcome::Mismatch(m) => format!("MISMATCH: {m}"),
-        Outcome::Error(e) => format!("ERROR: {e}"),
-    };
+    let status = &run.outcome;
     let cycles = run.steps.first().map_or(String::new(), |s| {
         format!("   {} cycles", thousands(s.total_cycles))
     });

@@ -94,6 +94,18 @@ pub enum Outcome {
     Error(String),
 }
 
+impl std::fmt::Display for Outcome {
+    /// `PASS`, `MISMATCH: what differed`, `ERROR: why`: as `hilt run`
+    /// prints a board's line.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Outcome::Passed => f.write_str("PASS"),
+            Outcome::Mismatch(m) => write!(f, "MISMATCH: {m}"),
+            Outcome::Error(e) => write!(f, "ERROR: {e}"),
+        }
+    }
+}
+
 /// Everything one (scenario, board) run produced.
 #[derive(Debug, Clone, Serialize)]
 pub struct BoardRun {

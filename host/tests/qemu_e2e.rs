@@ -58,6 +58,7 @@ fn smoke_scenario_passes_on_every_virtual_board_with_repeatable_cycles() {
         "qemu-mps2-an386-custom",
         "qemu-mps2-an386-uart",
         "qemu-mps2-an500",
+        "qemu-mps2-an505",
         "qemu-netduinoplus2",
         "qemu-netduinoplus2-uart",
     ] {
@@ -67,7 +68,7 @@ fn smoke_scenario_passes_on_every_virtual_board_with_repeatable_cycles() {
             "{board} did not pass:\n{out}"
         );
     }
-    assert!(out.contains("6 board runs: 6 passed, 0 failed"), "{out}");
+    assert!(out.contains("7 board runs: 7 passed, 0 failed"), "{out}");
     let second = hilt(["run", "scenarios/smoke_reshape.toml"]);
     let again = String::from_utf8_lossy(&second.stdout).into_owned();
     let (mut a, mut b) = (cycles_lines(&out), cycles_lines(&again));

@@ -389,7 +389,9 @@ fn escape_text(text: &str) -> String {
     escape(text).replace("&#10;", "\n")
 }
 
-fn thousands(n: u64) -> String {
+/// A count with thousands separators (`14,146,280`), as every table of
+/// hilt prints counts.
+pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {

@@ -1,0 +1,91 @@
+//! `hilt bench-target`: MAC counts against MLPerf Tiny's published figures,
+//! TFLM's Cortex-M4 table read, and one run on a virtual board whose row
+//! carries TFLM's figures beside hilt's, the flash bytes of the firmware it
+//! ran and the arena it committed.
+
+mod common;
+
+use hilt::report::thousands;
+use hilt::target_bench::{model_macs, read_tflm_figures};
+
+#[test]
+fn mac_counts_are_mlperf_tinys_and_tflm_figures_read() {
+    let Some((dir, _)) = common::conformance_models() else {
+        return;
+    };
+    // In millions: MLPerf Tiny's figures (tflm-cortex-m4.md: 2.67, 7.49,
+    // 12.53, 0.27) count ADD and pooling elements too; these are the
+    // convolutions' and fully connected layers' alone.
+    for (model, millions) in [
+        ("mlperf_tiny_kws_dscnn_int8", 2.66),
+        ("mlperf_tiny_vww_mobilenetv1_int8", 7.49),
+        ("mlperf_tiny_ic_resnet8_int8", 12.50),
+        ("mlperf_tiny_ad_autoencoder_int8", 0.26),
+    ] {
+        let macs = model_macs(&dir.join("models").join(format!("{model}.tflite"))).unwrap();
+        let got = (macs as f64 / 1e4).round() / 100.0;
+        assert_eq!(got, millions, "{model}: {macs} MACs");
+    }
+    let figures = read_tflm_figures(&dir).unwrap();
+    assert_eq!(figures["mlperf_tiny_kws_dscnn_int8"].cmsis_nn, 7_697_920);
+    assert_eq!(figures["tflm_hello_world_int8"].reference, 5_240);
+    assert_eq!(figures["tflm_person_detect_int8"].arena_used, 82_292);
+}
+
+#[test]
+fn a_virtual_board_row_has_hilts_and_tflms_figures() {
+    if !common::qemu_available("hilt bench-target") {
+        return;
+    }
+    let out = common::hilt([
+        "bench-target",
+        "scenarios/hello_world_int8.toml",
+        "--board",
+        "qemu-mps2-an386",
+        "--format",
+        "json",
+    ]);
+    let rows: serde_json::Value = serde_json::from_str(&common::succeeded(&out)).unwrap();
+    let row = &rows[0];
+    assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
+    assert_eq!(row["model"], "tflm_hello_world_int8");
+    assert_eq!(row["board"], "qemu-mps2-an386");
+    // Three FULLY_CONNECTED: 1→16, 16→16, 16→1.
+    assert_eq!(row["macs"], 288);
+    let instructions = row["instructions"].as_u64().unwrap();
+    assert!(instructions > 288, "{row}");
+    // The firmware holds at least the model (2.7 KB) and the runtime.
+    assert!(row["flash"].as_u64().unwrap() > 20_000, "{row}");
+    if let Some((dir, _)) = common::conformance_models() {
+        assert_eq!(row["tflm"]["cmsis_nn"], 3_520);
+        // The same arena `hilt layout --board` plans for it.
+        let model = dir.join("models/tflm_hello_world_int8.tflite");
+        let model = model.to_str().unwrap();
+        let args = [
+            "layout",
+            model,
+            "--board",
+            "qemu-mps2-an386",
+            "--format",
+            "json",
+        ];
+        let layout = common::hilt(args);
+        let plan: serde_json::Value = serde_json::from_str(&common::succeeded(&layout)).unwrap();
+        assert_eq!(row["arena_used"], plan["total"], "{plan}");
+    }
+    let table = common::succeeded(&common::hilt([
+        "bench-target",
+        "scenarios/hello_world_int8.toml",
+        "--board",
+        "qemu-mps2-an386",
+        "--format",
+        "markdown",
+    ]));
+    assert!(
+        table.contains(&format!(
+            "| tflm_hello_world_int8 | qemu-mps2-an386 | {} |",
+            thousands(instructions)
+        )),
+        "{table}"
+    );
+}
