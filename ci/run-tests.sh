@@ -5,7 +5,9 @@
 # - the firmware built for every board in boards/ (hilt's, or the crate a
 #   board names with `firmware = "..."`, e.g. the bring-your-own example);
 # - the QEMU end-to-end tests (qemu-system-arm is installed by setup);
-# - `hilt gate` over the shipped scenarios on the virtual boards;
+# - `hilt gate` over the shipped scenarios on the virtual boards, then
+#   `hilt bench-target` (hilt's instructions beside TFLM's, in
+#   build/reports/bench-target.md);
 # - the CI workflows in ci/github/: GitHub's schema, no zizmor finding, and
 #   hilt's rules for them (ci/check-workflows.sh);
 # - the conformance suite against ../shared/conformance (or
@@ -64,6 +66,8 @@ echo "== regression gate: shipped scenarios on the virtual boards vs snapshots/g
 cargo build --quiet --release -p hilt
 if [ -f "${HILT_CONFORMANCE_DIR:-$REPO/../shared/conformance}/manifest.json" ]; then
   build/release/hilt gate || status=1
+  echo "== target benchmark: instructions per inference against TFLM's (hilt bench-target)"
+  build/release/hilt bench-target --format markdown | tee build/reports/bench-target.md || status=1
 elif [ "${HILT_CONFORMANCE_REQUIRED:-0}" = 1 ]; then
   echo "conformance set missing: the gate's shipped scenarios need it"; status=1
 else
