@@ -22,6 +22,7 @@ fn shipped_boards_are_valid() {
             "nrf5340-dk",
             "nucleo-h743zi",
             "qemu-mps2-an386",
+            "qemu-mps2-an386-armv6m",
             "qemu-mps2-an386-custom",
             "qemu-mps2-an386-uart",
             "qemu-mps2-an500",
@@ -32,7 +33,7 @@ fn shipped_boards_are_valid() {
         ]
     );
     let virtual_boards = select(&boards, "qemu-*").unwrap();
-    assert_eq!(virtual_boards.len(), 7);
+    assert_eq!(virtual_boards.len(), 8);
     for b in &virtual_boards {
         assert_eq!(
             b.transport == Transport::Uart,

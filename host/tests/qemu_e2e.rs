@@ -55,6 +55,7 @@ fn smoke_scenario_passes_on_every_virtual_board_with_repeatable_cycles() {
     );
     for board in [
         "qemu-mps2-an386",
+        "qemu-mps2-an386-armv6m",
         "qemu-mps2-an386-custom",
         "qemu-mps2-an386-uart",
         "qemu-mps2-an500",
@@ -68,7 +69,7 @@ fn smoke_scenario_passes_on_every_virtual_board_with_repeatable_cycles() {
             "{board} did not pass:\n{out}"
         );
     }
-    assert!(out.contains("7 board runs: 7 passed, 0 failed"), "{out}");
+    assert!(out.contains("8 board runs: 8 passed, 0 failed"), "{out}");
     let second = hilt(["run", "scenarios/smoke_reshape.toml"]);
     let again = String::from_utf8_lossy(&second.stdout).into_owned();
     let (mut a, mut b) = (cycles_lines(&out), cycles_lines(&again));

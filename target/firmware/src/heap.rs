@@ -4,17 +4,17 @@
 //! frees; out of space returns null, which ends in the panic handler.
 
 use core::alloc::{GlobalAlloc, Layout};
-use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::cell::{Cell, UnsafeCell};
 
 const SIZE: usize = 2048;
 
 struct Bump {
     memory: UnsafeCell<[u8; SIZE]>,
-    next: AtomicUsize,
+    next: Cell<usize>,
 }
 
-// SAFETY: allocation hands out disjoint ranges (atomic bump pointer).
+// SAFETY: allocation hands out disjoint ranges: the bump pointer moves
+// inside a critical section (ARMv6-M has no compare-and-swap).
 unsafe impl Sync for Bump {}
 
 // SAFETY: every returned pointer is inside `memory`, aligned as asked, and
@@ -22,22 +22,16 @@ unsafe impl Sync for Bump {}
 unsafe impl GlobalAlloc for Bump {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let base = self.memory.get() as usize;
-        let mut current = self.next.load(Ordering::Relaxed);
-        loop {
-            let start = (base + current).next_multiple_of(layout.align()) - base;
+        cortex_m::interrupt::free(|_| {
+            let start = (base + self.next.get()).next_multiple_of(layout.align()) - base;
             let end = start + layout.size();
             if end > SIZE {
                 return core::ptr::null_mut();
             }
-            match self
-                .next
-                .compare_exchange(current, end, Ordering::Relaxed, Ordering::Relaxed)
-            {
-                // SAFETY: `start < SIZE`, inside the array.
-                Ok(_) => return unsafe { (self.memory.get() as *mut u8).add(start) },
-                Err(now) => current = now,
-            }
-        }
+            self.next.set(end);
+            // SAFETY: `start < SIZE`, inside the array.
+            unsafe { (self.memory.get() as *mut u8).add(start) }
+        })
     }
 
     unsafe fn dealloc(&self, _ptr: *mut u8, _layout: Layout) {}
@@ -46,5 +40,5 @@ unsafe impl GlobalAlloc for Bump {
 #[global_allocator]
 static HEAP: Bump = Bump {
     memory: UnsafeCell::new([0; SIZE]),
-    next: AtomicUsize::new(0),
+    next: Cell::new(0),
 };
