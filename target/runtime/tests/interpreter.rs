@@ -114,6 +114,27 @@ fn unsupported_operator_is_named() {
 }
 
 #[test]
+fn every_tflite_builtin_is_named_and_an_unknown_code_by_number() {
+    use hilt_runtime::model::OpCode;
+    // TRANSPOSE (39) was reported as BUILTIN_39: every builtin of TFLite's
+    // schema now has its name, first to last.
+    let name = |code| OpCode::Builtin(BuiltinOperator(code)).to_string();
+    assert_eq!(name(39), "TRANSPOSE");
+    assert_eq!(name(0), "ADD");
+    assert_eq!(name(126), "BATCH_MATMUL");
+    assert_eq!(name(117), "HARD_SWISH");
+    assert_eq!(name(BuiltinOperator::ENUM_MAX), "STABLEHLO_CASE");
+    assert_eq!(
+        name(BuiltinOperator::ENUM_MAX + 1),
+        format!("BUILTIN_{}", BuiltinOperator::ENUM_MAX + 1)
+    );
+    assert_eq!(
+        OpCode::Custom("TFLM_NEGATE").to_string(),
+        "CUSTOM(TFLM_NEGATE)"
+    );
+}
+
+#[test]
 fn missing_input_and_shape_mismatch_come_from_prepare() {
     let mut w = ModelWriter::new();
     w.input("x", TensorType::INT8, &[4]);
