@@ -23,10 +23,10 @@ use super::context::Stored;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 use super::depthwise_packed;
 use super::conv::{Geometry, Window};
-use super::fixed_point::{activation_range_float, quantize_multiplier};
+use super::fixed_point::activation_range_float;
 use super::fully_connected::activate;
 use super::quantized::{self, ChannelParams, ChannelSetup, Requant, ScaleRule};
-use super::tensor::{Dims, channel_scales, expect_type, require_quant};
+use super::tensor::{Dims, expect_type};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::model::TensorInfo;
 use crate::schema::TensorType;
@@ -40,8 +40,8 @@ pub const REGISTRATION: Registration = Registration {
 
 const KIND_FLOAT: u32 = 0;
 const KIND_INT8: u32 = 1;
-/// int8 whose accumulators and shifts all fit the 32-bit requantisation
-/// of the packed path ([`fits_narrow_channel`]).
+/// int8 whose accumulators all stay within `±2^29`
+/// ([`small_accumulators`]): the packed path may requantise in 32 bits.
 const KIND_INT8_NARROW: u32 = 2;
 
 /// Channels accumulated side by side, tap after tap (a stack array of this
@@ -156,7 +156,9 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
                 data.channels.input_offset,
                 &weight_sum,
             )?;
-            let narrow = fits_narrow(&setup, bias.as_ref(), &weight_sum)?;
+            let taps = (filter_dims.get(1) * filter_dims.get(2)).max(0) as usize;
+            let offset = data.channels.input_offset;
+            let narrow = small_accumulators(out_c, taps, offset, bias.as_ref(), &weight_sum)?;
             data.kind = if narrow { KIND_INT8_NARROW } else { KIND_INT8 };
         }
         _ => {
@@ -245,42 +247,28 @@ struct Tables<'a> {
     narrow: bool,
 }
 
-/// Whether every channel's accumulators fit the packed path's 32-bit
-/// requantisation: from either start (model bias on borders, folded bias
-/// inside) plus every tap. The shift is TFLM's, as `prepare_channels`
-/// computes it for per-channel weights.
-fn fits_narrow(
-    setup: &ChannelSetup<'_>,
+/// Whether every channel's accumulators stay within `±2^29`, from either
+/// start (model bias on borders, folded bias inside) plus every tap, so
+/// that the packed path may requantise in 32 bits.
+fn small_accumulators(
+    channels: usize,
+    taps: usize,
+    input_offset: i32,
     bias: Option<&TensorInfo<'_>>,
     weight_sum: &impl Fn(usize) -> i32,
 ) -> Result<bool, KernelError> {
-    let (input_q, output_q) = (require_quant(&setup.input)?, require_quant(&setup.output)?);
-    let scales = channel_scales(&setup.filter).ok_or(KernelError::MissingQuantization {
-        tensor: setup.filter.index,
-    })?;
-    let bias = bias.map(|b| quantized::bias_values(b, setup.channels)).transpose()?;
-    let taps = Dims::of(&setup.filter)?.elements() / setup.channels.max(1);
-    let offset = -i64::from(input_q.zero_point);
-    Ok((0..setup.channels).all(|c| {
+    let bias = bias.map(|b| quantized::bias_values(b, channels)).transpose()?;
+    Ok((0..channels).all(|c| {
         let model = i64::from(bias.as_ref().map_or(0, |f| f(c)));
-        let start = model.abs().max((model + offset * i64::from(weight_sum(c))).abs());
-        let scale = scales.get(if scales.len() > 1 { c } else { 0 });
-        let real = f64::from(input_q.scale) * f64::from(scale) / f64::from(output_q.scale);
-        fits_narrow_channel(start, taps, quantize_multiplier(real).1)
+        let folded = model + i64::from(input_offset) * i64::from(weight_sum(c));
+        accumulators_within_narrow(model.abs().max(folded.abs()), taps)
     }))
 }
 
-/// Whether the packed path's 32-bit form is exact for an operator whose
-/// accumulators start within `±start` and add `taps` products of int8
-/// weights and offset inputs, for TFLM's `shift` (one channel): the
-/// accumulator shifted left by `left + 1` must fit 32 bits, and the right
-/// shift be at most 30. A unit of margin on each side keeps the test safe
-/// if the multiplier's rounding lands one exponent higher.
-fn fits_narrow_channel(start: i64, taps: usize, shift: i32) -> bool {
-    // |w · (x + offset)| ≤ 128 · 255.
-    let bound = start.abs() + taps as i64 * 128 * 255;
-    let left = i64::from(shift.max(0)) + 1;
-    shift > -29 && bound < (1i64 << 30) >> left
+/// Whether sums from `±start` of `taps` products `w · (x + offset)` (each
+/// at most `128 · 255`) stay within `±2^29`.
+fn accumulators_within_narrow(start: i64, taps: usize) -> bool {
+    start + taps as i64 * 128 * 255 < 1 << 29
 }
 
 /// The two starting points of an int8 accumulator.
@@ -700,19 +688,25 @@ mod tests {
             })
             .collect();
         let multiplier = (0..out_c).map(|_| (1 << 30) + (rng.next() >> 2) as i32).collect();
-        let shifts: Vec<i32> = (0..out_c).map(|_| (rng.next() % 12) as i32 - 10).collect();
+        // Left shifts (positive) now and then: the packed path's wide form.
+        let top = if l.seed & 8 == 0 { 11 } else { 12 };
+        let shifts: Vec<i32> = (0..out_c).map(|_| (rng.next() % top) as i32 - 10).collect();
         let narrow = (0..out_c).all(|o| {
             let model = i64::from(bias.as_ref().map_or(0, |b| b[o]));
             let start = model.abs().max(i64::from(folded[o]).abs());
-            fits_narrow_channel(start, taps, shifts[o])
+            accumulators_within_narrow(start, taps)
         });
         let shift = shifts.iter().map(|&s| crate::kernels::quantized::shift_parts(s)).collect();
         let lo = (rng.next() % 100) as i32 - 128;
-        let stage = OutputStage {
+        let mut stage = OutputStage {
             offset: (rng.next() % 256) as i32 - 128,
             min: lo,
             max: (lo + (rng.next() % 256) as i32).min(127),
         };
+        // The whole int8 range (the packed path's fast form) half the time.
+        if l.seed & 16 == 0 {
+            (stage.min, stage.max) = (-128, 127);
+        }
         let mut channels: ChannelParams = bytemuck::Zeroable::zeroed();
         channels.input_offset = l.x_offset;
         channels.stage = stage;

@@ -40,9 +40,17 @@ pub(super) struct Operands<'a> {
 }
 
 /// The requantisation tables checked once per invoke, so that the
-/// per-output step reads them without bounds checks; with `narrow` (set at
-/// prepare when every accumulator and shift is small enough,
-/// `depthwise_conv::fits_narrow_channel`) it takes the 32-bit form [`Scales::apply`] describes.
+/// per-output step reads them without bounds checks.
+///
+/// When prepare has bounded every accumulator within `±2^29`
+/// (`depthwise_conv::small_accumulators`) and no multiplier shifts left,
+/// the step is *narrow*: TFLM's doubling high multiply
+/// `(acc·m + 2^30) >> 31` is `SMMULR(2·acc, m)` (exact, as `2·acc` fits 32
+/// bits) and its rounding shift by `e` is `(2h + 2^e − [h < 0]) >> (e + 1)`
+/// in 32 bits (`|h| < 2^29`, `e ≤ 30`): bit for bit [`Requant::apply`]
+/// with no 64-bit arithmetic. *Fast* is narrow with the full int8 output
+/// range (no activation clamp beyond int8, as with ReLU at zero point
+/// -128), one `SSAT`.
 #[derive(Clone, Copy)]
 pub(super) struct Scales<'a> {
     multiplier: &'a [i32],
@@ -55,24 +63,25 @@ pub(super) struct Scales<'a> {
 
 impl<'a> Scales<'a> {
     /// Tables for `channels` output channels: one entry or one per channel,
-    /// shifts as [`super::quantized::shift_parts`] makes them.
+    /// shifts as [`super::quantized::shift_parts`] makes them;
+    /// `small_accumulators` as prepare found.
     pub(super) fn new(
         multiplier: &'a [i32],
         shift: &'a [[u8; 2]],
         stage: OutputStage,
         channels: usize,
-        narrow: bool,
+        small_accumulators: bool,
     ) -> Result<Self, KernelError> {
-        let (left_max, right_max) = if narrow { (29, 31) } else { (31, 32) };
         let len = multiplier.len();
         if multiplier.len() != shift.len()
             || (len != 1 && len < channels)
             || shift
                 .iter()
-                .any(|&[left, right]| left > left_max || !(1..=right_max).contains(&right))
+                .any(|&[left, right]| left > 31 || !(1..=32).contains(&right))
         {
             return Err(KernelError::Internal);
         }
+        let narrow = small_accumulators && shift.iter().all(|&[left, right]| left == 0 && right <= 31);
         Ok(Scales {
             multiplier,
             shift,
@@ -82,38 +91,43 @@ impl<'a> Scales<'a> {
         })
     }
 
+    /// Whether [`Scales::apply`] may take its fast form.
+    pub(super) fn fast(&self) -> bool {
+        self.narrow && (self.stage.min, self.stage.max) == (-128, 127)
+    }
+
     /// Channel `c`'s accumulator as an int8 output (`c` below the
-    /// `channels` given to [`Scales::new`]). Bit for bit
-    /// [`Requant::apply`]; when narrow, TFLM's doubling high multiply is
-    /// `SMMULR(acc · 2^(left+1), m)` (exact: `acc · 2^(left+1)` fits 32
-    /// bits) and its rounding shift `(2h + 2^e − [h < 0]) >> (e + 1)` in 32
-    /// bits (`|h| < 2^30`, `e ≤ 30`).
+    /// `channels` given to [`Scales::new`]), bit for bit
+    /// [`Requant::apply`]. `FAST` only where [`Scales::fast`] holds.
     #[inline(always)]
-    fn apply(&self, c: usize, acc: i32) -> i8 {
+    fn apply<const FAST: bool>(&self, c: usize, acc: i32) -> i8 {
         let i = c * self.step;
         debug_assert!(i < self.multiplier.len());
         // SAFETY: `new` checked both tables hold one entry or at least
         // `channels`, and callers pass `c < channels`.
         let (m, [left, right1]) =
             unsafe { (*self.multiplier.get_unchecked(i), *self.shift.get_unchecked(i)) };
-        let scaled = if self.narrow {
-            let (left, right1) = (u32::from(left), u32::from(right1));
-            // SAFETY: `new` checked `left ≤ 29` and `1 ≤ right1 ≤ 31`
-            // for narrow tables, so every shift is below 32.
-            let (shifted, round) =
-                unsafe { (acc.unchecked_shl(left + 1), 1i32.unchecked_shl(right1 - 1)) };
-            let h = smmulr(shifted as u32, m as u32) as i32;
+        let scaled = if FAST || self.narrow {
+            debug_assert!(self.narrow && left == 0);
+            let right1 = u32::from(right1);
+            // SAFETY: `new` made the tables narrow only with `1 ≤ right1 ≤ 31`.
+            let round = unsafe { 1i32.unchecked_shl(right1 - 1) };
+            let h = smmulr(acc.wrapping_mul(2) as u32, m as u32) as i32;
             let negative = ((h as u32) >> 31) as i32;
+            let sum = h.wrapping_mul(2).wrapping_add(round).wrapping_sub(negative);
             // SAFETY: as above.
-            unsafe { h.wrapping_mul(2).wrapping_add(round).wrapping_sub(negative).unchecked_shr(right1) }
+            unsafe { sum.unchecked_shr(right1) }
         } else {
             scale_parts(acc, m, u32::from(left), u32::from(right1))
         };
         let v = scaled.wrapping_add(self.stage.offset);
-        v.max(self.stage.min).min(self.stage.max) as i8
+        if FAST {
+            v.clamp(-128, 127) as i8
+        } else {
+            v.max(self.stage.min).min(self.stage.max) as i8
+        }
     }
 }
-
 
 /// Strides, in bytes of the input, between the taps and pixels of a window.
 #[derive(Clone, Copy)]
@@ -171,51 +185,23 @@ pub(super) fn run(
         return Err(KernelError::Internal);
     }
     // The common filter as constants, so its taps unroll.
-    let block = if (t.fh, t.fw) == (3, 3) {
-        pixel_block::<3, 3>
-    } else {
-        pixel_block::<0, 0>
+    let block = match ((t.fh, t.fw) == (3, 3), ops.scales.fast()) {
+        (true, true) => window::<3, 3, false, true>,
+        (true, false) => window::<3, 3, false, false>,
+        (false, true) => window::<0, 0, false, true>,
+        (false, false) => window::<0, 0, false, false>,
     };
     for p in 0..count {
-        block(&t, ops, x0 + p * t.pixel, &mut out[o0 + p * channels..]);
+        let span = Span {
+            x: x0 + p * t.pixel,
+            w: 0,
+            rows: t.fh,
+            cols: t.fw,
+        };
+        let at = o0 + p * channels;
+        block(&t, ops, &span, Some(ops.folded), &mut out[at..at + channels]);
     }
     Ok(())
-}
-
-/// One interior output pixel, every channel; a filter of `FH × FW` taps,
-/// or `t.fh × t.fw` when those are 0.
-#[inline(never)]
-fn pixel_block<const FH: usize, const FW: usize>(
-    t: &Taps,
-    ops: &Operands<'_>,
-    x0: usize,
-    out: &mut [i8],
-) {
-    let (rows, cols) = if FH == 0 { (t.fh, t.fw) } else { (FH, FW) };
-    let span = Span {
-        x: x0,
-        w: 0,
-        rows,
-        cols,
-    };
-    let t = &Taps {
-        fh: rows,
-        fw: cols,
-        ..*t
-    };
-    let c4 = t.channels & !3;
-    let out = &mut out[..t.channels];
-    let folded = ops.folded[..c4].chunks_exact(4);
-    for ((c, o4), f4) in (0..c4).step_by(4).zip(out.chunks_exact_mut(4)).zip(folded) {
-        let start = core::array::from_fn(|i| f4[i] as u32);
-        let [acc] = channels4::<1, false>(t, ops, &span, c, start);
-        for (i, (o, &a)) in o4.iter_mut().zip(&acc).enumerate() {
-            *o = ops.scales.apply(c + i, a as i32);
-        }
-    }
-    for c in c4..t.channels {
-        out[c] = ops.scales.apply(c, channel(t, ops, x0 + c, c));
-    }
 }
 
 /// Where a window's taps inside the input start and how many there are.
@@ -231,7 +217,6 @@ struct Span {
 /// One output pixel whose window hangs over the padding: only its taps
 /// inside the input, each `w·(x + input_offset)`, from the model's bias.
 /// `Internal` if the window reaches outside the slices.
-#[inline(never)]
 pub(super) fn edge(
     g: &Geometry,
     ops: &Operands<'_>,
@@ -241,13 +226,12 @@ pub(super) fn edge(
     let t = taps(g);
     let (rows, cols) = (win.rows.clone(), win.cols.clone());
     let channels = t.channels;
-    if out.len() < channels || ops.bias.is_some_and(|b| b.len() < channels) {
+    if out.len() != channels || ops.bias.is_some_and(|b| b.len() < channels) {
         return Err(KernelError::Internal);
     }
-    let bias = |c: usize| ops.bias.map_or(0, |b| b[c]);
     if rows.is_empty() || cols.is_empty() {
-        for (c, o) in out[..channels].iter_mut().enumerate() {
-            *o = ops.scales.apply(c, bias(c));
+        for (c, o) in out.iter_mut().enumerate() {
+            *o = ops.scales.apply::<false>(c, ops.bias.map_or(0, |b| b[c]));
         }
         return Ok(());
     }
@@ -263,26 +247,50 @@ pub(super) fn edge(
         rows: rows.len(),
         cols: cols.len(),
     };
-    let c4 = channels & !3;
-    for c in (0..c4).step_by(4) {
-        let start = core::array::from_fn(|i| bias(c + i) as u32);
-        let [acc] = channels4::<1, true>(&t, ops, &span, c, start);
-        for (i, &a) in acc.iter().enumerate() {
-            out[c + i] = ops.scales.apply(c + i, a as i32);
-        }
-    }
-    for c in c4..channels {
-        let mut acc = bias(c);
-        for fy in 0..span.rows {
-            for fx in 0..span.cols {
-                let xv = ops.x[span.x + fy * t.row + fx * t.col + c];
-                let wv = ops.w[span.w + (fy * t.fw + fx) * channels + c];
-                acc = acc.wrapping_add(i32::from(wv) * (i32::from(xv) + ops.x_offset));
-            }
-        }
-        out[c] = ops.scales.apply(c, acc);
-    }
+    // A 3×3 filter's borders as constants (one row or column cut).
+    let block = match (span.rows, span.cols, ops.scales.fast()) {
+        (2, 3, true) => window::<2, 3, true, true>,
+        (3, 2, true) => window::<3, 2, true, true>,
+        (2, 2, true) => window::<2, 2, true, true>,
+        (_, _, true) => window::<0, 0, true, true>,
+        (_, _, false) => window::<0, 0, true, false>,
+    };
+    block(&t, ops, &span, ops.bias, out);
     Ok(())
+}
+
+/// One output pixel's channels (`out` is `t.channels` long) over the taps
+/// of `span` (`R × C` of them, or the span's own counts when `R` is 0),
+/// each sum from `bias` (zero if none). `OFFSET` adds the input offset
+/// to every input (windows over the padding); `FAST` as [`Scales::apply`].
+#[inline(never)]
+fn window<const R: usize, const C: usize, const OFFSET: bool, const FAST: bool>(
+    t: &Taps,
+    ops: &Operands<'_>,
+    span: &Span,
+    bias: Option<&[i32]>,
+    out: &mut [i8],
+) {
+    let (rows, cols) = if R == 0 { (span.rows, span.cols) } else { (R, C) };
+    let span = &Span {
+        rows,
+        cols,
+        ..*span
+    };
+    let c4 = t.channels & !3;
+    let bias = bias.map(|b| &b[..t.channels]);
+    for (c, o4) in (0..c4).step_by(4).zip(out.chunks_exact_mut(4)) {
+        let start = bias.map_or([0; 4], |b| core::array::from_fn(|i| b[c + i] as u32));
+        let [acc] = channels4::<1, OFFSET>(t, ops, span, c, start);
+        for (i, (o, &a)) in o4.iter_mut().zip(&acc).enumerate() {
+            *o = ops.scales.apply::<FAST>(c + i, a as i32);
+        }
+    }
+    for c in c4..t.channels {
+        let start = bias.map_or(0, |b| b[c]);
+        let offset = if OFFSET { ops.x_offset } else { 0 };
+        out[c] = ops.scales.apply::<FAST>(c, channel(t, ops, span, c, start, offset));
+    }
 }
 
 /// Channels `c..c + 4` of `P` pixels `t.pixel` apart over the taps of
@@ -320,14 +328,15 @@ fn channels4<const P: usize, const OFFSET: bool>(
     acc
 }
 
-/// One channel of one window, in plain arithmetic (the last `channels % 4`).
-fn channel(t: &Taps, ops: &Operands<'_>, x: usize, c: usize) -> i32 {
-    let mut acc = ops.folded[c];
-    for fy in 0..t.fh {
-        for fx in 0..t.fw {
-            let xv = ops.x[x + fy * t.row + fx * t.col];
-            let wv = ops.w[(fy * t.fw + fx) * t.channels + c];
-            acc = acc.wrapping_add(i32::from(xv) * i32::from(wv));
+/// One channel of one window in plain arithmetic (the last
+/// `channels % 4`): `start + Σ w·(x + offset)` over the span's taps.
+fn channel(t: &Taps, ops: &Operands<'_>, span: &Span, c: usize, start: i32, offset: i32) -> i32 {
+    let mut acc = start;
+    for fy in 0..span.rows {
+        for fx in 0..span.cols {
+            let xv = ops.x[span.x + fy * t.row + fx * t.col + c];
+            let wv = ops.w[span.w + (fy * t.fw + fx) * t.channels + c];
+            acc = acc.wrapping_add(i32::from(wv) * (i32::from(xv) + offset));
         }
     }
     acc
