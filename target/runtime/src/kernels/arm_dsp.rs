@@ -197,6 +197,47 @@ pub(crate) fn mla_bytes4_offset(x: u32, w: u32, offset: u32, acc: &mut [u32; 4])
     }
 }
 
+/// Four per-channel multiply-adds against one input value: `acc[i] +=
+/// x · w_i` for the four signed bytes of `w`, `x` in both halfwords of
+/// `xx` (a depth multiplier of 4 or more: four outputs of one input).
+#[inline(always)]
+pub(crate) fn mla_shared4(xx: u32, w: u32, acc: &mut [u32; 4]) {
+    #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+    {
+        let [mut a0, mut a1, mut a2, mut a3] = *acc;
+        // SAFETY: as in `mla_bytes4`.
+        unsafe {
+            core::arch::asm!(
+                "sxtb16 {wh}, {w}",
+                "smlabb {a0}, {xx}, {wh}, {a0}",
+                "smlatt {a2}, {xx}, {wh}, {a2}",
+                "sxtb16 {wh}, {w}, ror #8",
+                "smlabb {a1}, {xx}, {wh}, {a1}",
+                "smlatt {a3}, {xx}, {wh}, {a3}",
+                xx = in(reg) xx,
+                w = in(reg) w,
+                wh = out(reg) _,
+                a0 = inout(reg) a0,
+                a1 = inout(reg) a1,
+                a2 = inout(reg) a2,
+                a3 = inout(reg) a3,
+                options(pure, nomem, nostack),
+            );
+        }
+        *acc = [a0, a1, a2, a3];
+    }
+    #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
+    {
+        let (w02, w13) = (sxtb16(w), sxtb16_ror8(w));
+        *acc = [
+            smlabb(xx, w02, acc[0]),
+            smlabb(xx, w13, acc[1]),
+            smlatt(xx, w02, acc[2]),
+            smlatt(xx, w13, acc[3]),
+        ];
+    }
+}
+
 /// `SMLAD` on signed accumulators.
 #[inline(always)]
 pub(crate) fn mla2(a: u32, b: u32, acc: i32) -> i32 {
@@ -278,6 +319,10 @@ mod tests {
         let mut acc = [1, 2, 3, 4];
         mla_bytes4_offset(x, w, splat16(128), &mut acc);
         let want = [1, 2 - 255 * 128, 3 + 3 * 127, 4 + 129 * 127];
+        assert_eq!(acc.map(|a| a as i32), want);
+        let mut acc = [1, 2, 3, 4];
+        mla_shared4(splat16(-255), w, &mut acc);
+        let want = [1 + 255 * 128, 2 + 255 * 128, 3 - 255 * 3, 4 - 255 * 127];
         assert_eq!(acc.map(|a| a as i32), want);
     }
 

@@ -396,7 +396,7 @@ fn depthwise_i8_with(
         requant,
     };
     #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
-    if packed && data.multiplier == 1 && g.out_c >= 4 {
+    if packed && depthwise_packed::applies(g) {
         let interior = depthwise_packed::Operands {
             x,
             w,
@@ -611,14 +611,18 @@ mod tests {
     fn layer() -> impl Strategy<Value = Layer> {
         (
             (1usize..=2, 1usize..=8, 1usize..=11, 1usize..=21),
-            (1usize..=4, 1usize..=4, prop_oneof![3 => Just(1usize), 1 => 2usize..=3]),
+            (
+                1usize..=4,
+                1usize..=4,
+                prop_oneof![6 => Just(1usize), 1 => 2usize..=3, 2 => Just(4usize), 1 => Just(8usize)],
+            ),
             (any::<bool>(), 1usize..=2, 1usize..=2, 1usize..=2, 1usize..=2),
             (prop_oneof![Just(-127), Just(128), Just(0), -127i32..=128], any::<bool>()),
             (prop_oneof![4 => Just(false), 1 => Just(true)], any::<u64>()),
         )
             .prop_map(|((b, h, w, c), (fh, fw, m), (same, sy, sx, dy, dx), (off, bias), (big, seed))| {
                 Layer {
-                    dims: [b, h, w, c],
+                    dims: [b, h, w, if m > 1 { c.min(9) } else { c }],
                     filter: (fh, fw),
                     multiplier: m,
                     same,

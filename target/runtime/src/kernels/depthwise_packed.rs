@@ -16,7 +16,7 @@
 //! Channels past the last multiple of four go through a plain loop.
 
 use super::KernelError;
-use super::arm_dsp::{mla_bytes4, mla_bytes4_offset, splat16};
+use super::arm_dsp::{mla_bytes4, mla_bytes4_offset, mla_shared4, splat16};
 use super::conv::Geometry;
 use super::arm_dsp::smmulr;
 use super::quantized::{OutputStage, scale_parts};
@@ -140,20 +140,35 @@ struct Taps {
     col: usize,
     /// From one output pixel's window to the next (stride included).
     pixel: usize,
+    /// Output channels (weights per tap).
     channels: usize,
+    /// Input channels.
+    in_c: usize,
+    /// The depth multiplier: output channel `c` reads input channel `c / m`.
+    m: usize,
 }
 
-/// The tap strides of `g` (multiplier 1: input and output channels alike).
+/// The tap strides of `g`.
 fn taps(g: &Geometry) -> Taps {
-    let channels = g.out_c as usize;
+    let in_c = g.in_c as usize;
     Taps {
         fh: g.y.filter as usize,
         fw: g.x.filter as usize,
-        row: g.y.dilation as usize * g.x.in_size as usize * channels,
-        col: g.x.dilation as usize * channels,
-        pixel: g.x.stride as usize * channels,
-        channels,
+        row: g.y.dilation as usize * g.x.in_size as usize * in_c,
+        col: g.x.dilation as usize * in_c,
+        pixel: g.x.stride as usize * in_c,
+        channels: g.out_c as usize,
+        in_c,
+        m: (g.out_c / g.in_c.max(1)) as usize,
     }
+}
+
+/// Whether the packed path takes `g`: multiplier 1 (a word holds four
+/// channels of input), or a multiple of 4 (four outputs share one input
+/// byte), and at least four output channels.
+pub(super) fn applies(g: &Geometry) -> bool {
+    let (in_c, out_c) = (g.in_c, g.out_c);
+    in_c > 0 && out_c >= 4 && out_c % in_c == 0 && (out_c == in_c || (out_c / in_c) % 4 == 0)
 }
 
 /// Computes `count` consecutive interior output pixels of one row: the
@@ -175,8 +190,8 @@ pub(super) fn run(
     }
     // The farthest byte any window of the run reads (the loops below index
     // only below it).
-    let end = x0 + (count - 1) * t.pixel + (t.fh - 1) * t.row + (t.fw - 1) * t.col + channels;
-    if g.in_c != g.out_c
+    let end = x0 + (count - 1) * t.pixel + (t.fh - 1) * t.row + (t.fw - 1) * t.col + t.in_c;
+    if !applies(g)
         || end > ops.x.len()
         || ops.w.len() < t.fh * t.fw * channels
         || ops.folded.len() < channels
@@ -185,22 +200,24 @@ pub(super) fn run(
         return Err(KernelError::Internal);
     }
     // The common filter as constants, so its taps unroll.
-    let block = match ((t.fh, t.fw) == (3, 3), ops.scales.fast()) {
-        (true, true) => window::<3, 3, false, true>,
-        (true, false) => window::<3, 3, false, false>,
-        (false, true) => window::<0, 0, false, true>,
-        (false, false) => window::<0, 0, false, false>,
+    let block = match ((t.fh, t.fw) == (3, 3), ops.scales.fast(), t.m > 1) {
+        (true, true, false) => window::<3, 3, false, true, false>,
+        (true, false, false) => window::<3, 3, false, false, false>,
+        (false, true, false) => window::<0, 0, false, true, false>,
+        (false, false, false) => window::<0, 0, false, false, false>,
+        (true, true, true) => window::<3, 3, false, true, true>,
+        (true, false, true) => window::<3, 3, false, false, true>,
+        (false, true, true) => window::<0, 0, false, true, true>,
+        (false, false, true) => window::<0, 0, false, false, true>,
     };
-    for p in 0..count {
-        let span = Span {
-            x: x0 + p * t.pixel,
-            w: 0,
-            rows: t.fh,
-            cols: t.fw,
-        };
-        let at = o0 + p * channels;
-        block(&t, ops, &span, Some(ops.folded), &mut out[at..at + channels]);
-    }
+    let span = Span {
+        x: x0,
+        w: 0,
+        rows: t.fh,
+        cols: t.fw,
+    };
+    let out = &mut out[o0..o0 + count * channels];
+    block(&t, ops, &span, Some(ops.folded), out);
     Ok(())
 }
 
@@ -236,9 +253,9 @@ pub(super) fn edge(
         return Ok(());
     }
     let first = win.input_at(g, rows.start, cols.start);
-    let last = win.input_at(g, rows.end - 1, cols.end - 1) + channels;
+    let last = win.input_at(g, rows.end - 1, cols.end - 1) + t.in_c;
     let w_end = ((rows.end - 1) as usize * t.fw + cols.end as usize) * channels;
-    if g.in_c != g.out_c || last > ops.x.len() || w_end > ops.w.len() {
+    if !applies(g) || last > ops.x.len() || w_end > ops.w.len() {
         return Err(KernelError::Internal);
     }
     let span = Span {
@@ -248,23 +265,27 @@ pub(super) fn edge(
         cols: cols.len(),
     };
     // A 3×3 filter's borders as constants (one row or column cut).
-    let block = match (span.rows, span.cols, ops.scales.fast()) {
-        (2, 3, true) => window::<2, 3, true, true>,
-        (3, 2, true) => window::<3, 2, true, true>,
-        (2, 2, true) => window::<2, 2, true, true>,
-        (_, _, true) => window::<0, 0, true, true>,
-        (_, _, false) => window::<0, 0, true, false>,
+    let block = match (span.rows, span.cols, ops.scales.fast(), t.m > 1) {
+        (2, 3, true, false) => window::<2, 3, true, true, false>,
+        (3, 2, true, false) => window::<3, 2, true, true, false>,
+        (2, 2, true, false) => window::<2, 2, true, true, false>,
+        (_, _, true, false) => window::<0, 0, true, true, false>,
+        (_, _, false, false) => window::<0, 0, true, false, false>,
+        (_, _, true, true) => window::<0, 0, true, true, true>,
+        (_, _, false, true) => window::<0, 0, true, false, true>,
     };
-    block(&t, ops, &span, ops.bias, out);
+    block(&t, ops, &span, ops.bias, &mut out[..channels]);
     Ok(())
 }
 
-/// One output pixel's channels (`out` is `t.channels` long) over the taps
-/// of `span` (`R × C` of them, or the span's own counts when `R` is 0),
-/// each sum from `bias` (zero if none). `OFFSET` adds the input offset
-/// to every input (windows over the padding); `FAST` as [`Scales::apply`].
+/// Output pixels `t.pixel` apart, as many as `out` holds (`t.channels`
+/// each), over the taps of `span` (`R × C` of them, or the span's own
+/// counts when `R` is 0; the span placed for the first pixel), each sum
+/// from `bias` (zero if none). `OFFSET` adds the input offset to every
+/// input (windows over the padding); `FAST` as [`Scales::apply`]; `SHARED`
+/// for multipliers of 4 and more (four outputs, one input byte).
 #[inline(never)]
-fn window<const R: usize, const C: usize, const OFFSET: bool, const FAST: bool>(
+fn window<const R: usize, const C: usize, const OFFSET: bool, const FAST: bool, const SHARED: bool>(
     t: &Taps,
     ops: &Operands<'_>,
     span: &Span,
@@ -272,31 +293,36 @@ fn window<const R: usize, const C: usize, const OFFSET: bool, const FAST: bool>(
     out: &mut [i8],
 ) {
     let (rows, cols) = if R == 0 { (span.rows, span.cols) } else { (R, C) };
-    let span = &Span {
-        rows,
-        cols,
-        ..*span
-    };
     let c4 = t.channels & !3;
     let bias = bias.map(|b| &b[..t.channels]);
-    for (c, o4) in (0..c4).step_by(4).zip(out.chunks_exact_mut(4)) {
-        let start = bias.map_or([0; 4], |b| core::array::from_fn(|i| b[c + i] as u32));
-        let [acc] = channels4::<1, OFFSET>(t, ops, span, c, start);
-        for (i, (o, &a)) in o4.iter_mut().zip(&acc).enumerate() {
-            *o = ops.scales.apply::<FAST>(c + i, a as i32);
+    for (p, out) in out.chunks_exact_mut(t.channels).enumerate() {
+        let span = &Span {
+            x: span.x + p * t.pixel,
+            rows,
+            cols,
+            ..*span
+        };
+        for (c, o4) in (0..c4).step_by(4).zip(out.chunks_exact_mut(4)) {
+            let start = bias.map_or([0; 4], |b| core::array::from_fn(|i| b[c + i] as u32));
+            let [acc] = channels4::<1, OFFSET, SHARED>(t, ops, span, c, start);
+            for (i, (o, &a)) in o4.iter_mut().zip(&acc).enumerate() {
+                *o = ops.scales.apply::<FAST>(c + i, a as i32);
+            }
         }
-    }
-    for c in c4..t.channels {
-        let start = bias.map_or(0, |b| b[c]);
-        let offset = if OFFSET { ops.x_offset } else { 0 };
-        out[c] = ops.scales.apply::<FAST>(c, channel(t, ops, span, c, start, offset));
+        for c in c4..t.channels {
+            let start = bias.map_or(0, |b| b[c]);
+            let offset = if OFFSET { ops.x_offset } else { 0 };
+            out[c] = ops.scales.apply::<FAST>(c, channel(t, ops, span, c, start, offset));
+        }
     }
 }
 
 /// Channels `c..c + 4` of `P` pixels `t.pixel` apart over the taps of
-/// `span`, from `start`; `OFFSET` adds the input offset to every input.
+/// `span`, from `start`; `OFFSET` adds the input offset to every input;
+/// `SHARED` reads one input byte for the four (multiplier a multiple of 4)
+/// rather than a word of four input channels (multiplier 1).
 #[inline(always)]
-fn channels4<const P: usize, const OFFSET: bool>(
+fn channels4<const P: usize, const OFFSET: bool, const SHARED: bool>(
     t: &Taps,
     ops: &Operands<'_>,
     span: &Span,
@@ -306,17 +332,23 @@ fn channels4<const P: usize, const OFFSET: bool>(
     let offset = splat16(ops.x_offset);
     let mut acc = [start; P];
     let mut w_row = span.w + c;
-    let mut x_row = span.x + c;
+    let mut x_row = span.x + if SHARED { c / t.m } else { c };
     for _ in 0..span.rows {
         let (mut w_at, mut x_at) = (w_row, x_row);
         for _ in 0..span.cols {
             let wv = word(ops.w, w_at);
             for (p, a) in acc.iter_mut().enumerate() {
-                let xv = word(ops.x, x_at + p * t.pixel);
-                if OFFSET {
-                    mla_bytes4_offset(xv, wv, offset, a);
+                if SHARED {
+                    let xv = i32::from(byte(ops.x, x_at + p * t.pixel));
+                    let xv = if OFFSET { xv + ops.x_offset } else { xv };
+                    mla_shared4(splat16(xv), wv, a);
                 } else {
-                    mla_bytes4(xv, wv, a);
+                    let xv = word(ops.x, x_at + p * t.pixel);
+                    if OFFSET {
+                        mla_bytes4_offset(xv, wv, offset, a);
+                    } else {
+                        mla_bytes4(xv, wv, a);
+                    }
                 }
             }
             w_at += t.channels;
@@ -334,12 +366,20 @@ fn channel(t: &Taps, ops: &Operands<'_>, span: &Span, c: usize, start: i32, offs
     let mut acc = start;
     for fy in 0..span.rows {
         for fx in 0..span.cols {
-            let xv = ops.x[span.x + fy * t.row + fx * t.col + c];
+            let xv = ops.x[span.x + fy * t.row + fx * t.col + c / t.m];
             let wv = ops.w[span.w + (fy * t.fw + fx) * t.channels + c];
             acc = acc.wrapping_add(i32::from(wv) * (i32::from(xv) + offset));
         }
     }
     acc
+}
+
+/// Byte `i` of `v`.
+#[inline(always)]
+fn byte(v: &[i8], i: usize) -> i8 {
+    debug_assert!(i < v.len());
+    // SAFETY: as for `word`: `run` and `edge` checked the window's extent.
+    unsafe { *v.get_unchecked(i) }
 }
 
 /// Four bytes of `v` from `i` as a little-endian word.
