@@ -278,7 +278,11 @@ pub(crate) fn dot4(x: &[i8], x_offset: i32, w: [&[i8]; 4]) -> [i32; 4] {
     }
     let done = xc.len() * 4;
     core::array::from_fn(|r| {
-        acc[r].wrapping_add(super::quantized::dot_offset(&w[r][done..], &x[done..], x_offset))
+        acc[r].wrapping_add(super::quantized::dot_offset(
+            &w[r][done..],
+            &x[done..],
+            x_offset,
+        ))
     })
 }
 
@@ -293,7 +297,10 @@ mod tests {
         assert_eq!(sxtb16_ror8(0x807F_FF01), 0xFF80_FFFF);
         assert_eq!(sadd16(0x7FFF_0001, 0x0001_FFFF), 0x8000_0000);
         assert_eq!(mla2(pack(-3, 4), pack(5, -6), 10), 10 - 15 - 24);
-        assert_eq!(mla2(pack(-32768, -32768), pack(-32768, -32768), 0), i32::MIN);
+        assert_eq!(
+            mla2(pack(-32768, -32768), pack(-32768, -32768), 0),
+            i32::MIN
+        );
         assert_eq!(splat16(-7), 0xFFF9_FFF9);
     }
 
@@ -304,8 +311,14 @@ mod tests {
         assert_eq!(smlatt(a, b, 10) as i32, 10 - 7 * 32768);
         // Wrapping, as the instruction (it sets Q, never saturates).
         let m = pack(-32768, -32768);
-        assert_eq!(smlabb(m, m, i32::MAX as u32) as i32, i32::MIN + (1 << 30) - 1);
-        assert_eq!(smlatt(m, m, i32::MAX as u32) as i32, i32::MIN + (1 << 30) - 1);
+        assert_eq!(
+            smlabb(m, m, i32::MAX as u32) as i32,
+            i32::MIN + (1 << 30) - 1
+        );
+        assert_eq!(
+            smlatt(m, m, i32::MAX as u32) as i32,
+            i32::MIN + (1 << 30) - 1
+        );
     }
 
     #[test]

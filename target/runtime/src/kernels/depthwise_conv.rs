@@ -20,9 +20,9 @@
 //! channel `o`; other multipliers index the input at `o / m`.
 
 use super::context::Stored;
+use super::conv::{Geometry, Window};
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 use super::depthwise_packed;
-use super::conv::{Geometry, Window};
 use super::fixed_point::activation_range_float;
 use super::fully_connected::activate;
 use super::quantized::{self, ChannelParams, ChannelSetup, Requant, ScaleRule};
@@ -243,7 +243,10 @@ struct Tables<'a> {
     multiplier: &'a [i32],
     shift: &'a [[u8; 2]],
     /// The packed path may requantise in 32 bits.
-    #[cfg_attr(not(any(test, all(target_arch = "arm", feature = "arm-dsp"))), allow(dead_code))]
+    #[cfg_attr(
+        not(any(test, all(target_arch = "arm", feature = "arm-dsp"))),
+        allow(dead_code)
+    )]
     narrow: bool,
 }
 
@@ -257,7 +260,9 @@ fn small_accumulators(
     bias: Option<&TensorInfo<'_>>,
     weight_sum: &impl Fn(usize) -> i32,
 ) -> Result<bool, KernelError> {
-    let bias = bias.map(|b| quantized::bias_values(b, channels)).transpose()?;
+    let bias = bias
+        .map(|b| quantized::bias_values(b, channels))
+        .transpose()?;
     Ok((0..channels).all(|c| {
         let model = i64::from(bias.as_ref().map_or(0, |f| f(c)));
         let folded = model + i64::from(input_offset) * i64::from(weight_sum(c));
@@ -666,7 +671,11 @@ mod tests {
 
     fn build(l: &Layer) -> Option<Built> {
         let [b, h, w, c] = l.dims;
-        let padding = if l.same { Padding::SAME } else { Padding::VALID };
+        let padding = if l.same {
+            Padding::SAME
+        } else {
+            Padding::VALID
+        };
         let axis = |n, f, s, d| Axis::new(padding, n as i32, f as i32, s as i32, d as i32).ok();
         let y = axis(h, l.filter.0, l.stride.0, l.dilation.0)?;
         let xa = axis(w, l.filter.1, l.stride.1, l.dilation.1)?;
@@ -682,16 +691,27 @@ mod tests {
         let taps = l.filter.0 * l.filter.1;
         let x: Vec<i8> = (0..geometry.input_len()).map(|_| rng.i8()).collect();
         let wts: Vec<i8> = (0..taps * out_c).map(|_| rng.i8()).collect();
-        let bias = l
-            .bias
-            .then(|| (0..out_c).map(|_| rng.next() as i32 >> if l.big { 1 } else { 12 }).collect::<Vec<_>>());
+        let bias = l.bias.then(|| {
+            (0..out_c)
+                .map(|_| rng.next() as i32 >> if l.big { 1 } else { 12 })
+                .collect::<Vec<_>>()
+        });
         let folded: Vec<i32> = (0..out_c)
             .map(|o| {
-                let s: i32 = wts.iter().skip(o).step_by(out_c).map(|&v| i32::from(v)).sum();
-                bias.as_ref().map_or(0, |b| b[o]).wrapping_add(l.x_offset * s)
+                let s: i32 = wts
+                    .iter()
+                    .skip(o)
+                    .step_by(out_c)
+                    .map(|&v| i32::from(v))
+                    .sum();
+                bias.as_ref()
+                    .map_or(0, |b| b[o])
+                    .wrapping_add(l.x_offset * s)
             })
             .collect();
-        let multiplier = (0..out_c).map(|_| (1 << 30) + (rng.next() >> 2) as i32).collect();
+        let multiplier = (0..out_c)
+            .map(|_| (1 << 30) + (rng.next() >> 2) as i32)
+            .collect();
         // Left shifts (positive) now and then: the packed path's wide form.
         let top = if l.seed & 8 == 0 { 11 } else { 12 };
         let shifts: Vec<i32> = (0..out_c).map(|_| (rng.next() % top) as i32 - 10).collect();
@@ -700,7 +720,10 @@ mod tests {
             let start = model.abs().max(i64::from(folded[o]).abs());
             accumulators_within_narrow(start, taps)
         });
-        let shift = shifts.iter().map(|&s| crate::kernels::quantized::shift_parts(s)).collect();
+        let shift = shifts
+            .iter()
+            .map(|&s| crate::kernels::quantized::shift_parts(s))
+            .collect();
         let lo = (rng.next() % 100) as i32 - 128;
         let mut stage = OutputStage {
             offset: (rng.next() % 256) as i32 - 128,

@@ -16,12 +16,12 @@
 //! Channels past the last multiple of four go through a plain loop.
 
 use super::KernelError;
+use super::arm_dsp::smmulr;
 use super::arm_dsp::{mla_bytes4, mla_bytes4_offset, mla_shared4, splat16};
 use super::conv::Geometry;
-use super::arm_dsp::smmulr;
-use super::quantized::{OutputStage, scale_parts};
 #[cfg(doc)]
 use super::quantized::Requant;
+use super::quantized::{OutputStage, scale_parts};
 
 /// What the interior loops read.
 pub(super) struct Operands<'a> {
@@ -81,7 +81,8 @@ impl<'a> Scales<'a> {
         {
             return Err(KernelError::Internal);
         }
-        let narrow = small_accumulators && shift.iter().all(|&[left, right]| left == 0 && right <= 31);
+        let narrow =
+            small_accumulators && shift.iter().all(|&[left, right]| left == 0 && right <= 31);
         Ok(Scales {
             multiplier,
             shift,
@@ -105,8 +106,18 @@ impl<'a> Scales<'a> {
         debug_assert!(i < self.multiplier.len());
         // SAFETY: `new` checked both tables hold one entry or at least
         // `channels`, and callers pass `c < channels`.
-        let (m, [left, right1]) =
-            unsafe { (*self.multiplier.get_unchecked(i), *self.shift.get_unchecked(i)) };
+        let (m, shift) = unsafe {
+            (
+                *self.multiplier.get_unchecked(i),
+                *self.shift.get_unchecked(i),
+            )
+        };
+        self.one::<FAST>(acc, m, shift)
+    }
+
+    /// One accumulator with its channel's multiplier and shift.
+    #[inline(always)]
+    fn one<const FAST: bool>(&self, acc: i32, m: i32, [left, right1]: [u8; 2]) -> i8 {
         let scaled = if FAST || self.narrow {
             debug_assert!(self.narrow && left == 0);
             let right1 = u32::from(right1);
@@ -285,65 +296,104 @@ pub(super) fn edge(
 /// input (windows over the padding); `FAST` as [`Scales::apply`]; `SHARED`
 /// for multipliers of 4 and more (four outputs, one input byte).
 #[inline(never)]
-fn window<const R: usize, const C: usize, const OFFSET: bool, const FAST: bool, const SHARED: bool>(
+fn window<
+    const R: usize,
+    const C: usize,
+    const OFFSET: bool,
+    const FAST: bool,
+    const SHARED: bool,
+>(
     t: &Taps,
     ops: &Operands<'_>,
     span: &Span,
     bias: Option<&[i32]>,
     out: &mut [i8],
 ) {
-    let (rows, cols) = if R == 0 { (span.rows, span.cols) } else { (R, C) };
+    let (rows, cols) = if R == 0 {
+        (span.rows, span.cols)
+    } else {
+        (R, C)
+    };
     let c4 = t.channels & !3;
     let bias = bias.map(|b| &b[..t.channels]);
+    let x_of = |pixel: usize, c: usize| pixel + if SHARED { c / t.m } else { c };
+    let group = |x: usize, c: usize, o4: &mut [i8]| {
+        let start = bias.map_or([0; 4], |b| {
+            debug_assert!(c + 4 <= b.len());
+            // SAFETY: `b` holds `t.channels` values and `c + 4 <= c4`.
+            let b4 = unsafe { &*b.as_ptr().add(c).cast::<[i32; 4]>() };
+            b4.map(|v| v as u32)
+        });
+        let [acc] = channels4::<1, OFFSET, SHARED>(t, ops, (rows, cols), (x, span.w + c), start);
+        for (i, (o, &a)) in o4.iter_mut().zip(&acc).enumerate() {
+            *o = ops.scales.apply::<FAST>(c + i, a as i32);
+        }
+    };
+    if c4 == t.channels {
+        // One loop over every pixel's groups, so that nothing is set up
+        // again per pixel.
+        let (mut pixel, mut c) = (span.x, 0);
+        for o4 in out.chunks_exact_mut(4) {
+            group(x_of(pixel, c), c, o4);
+            c += 4;
+            if c == t.channels {
+                c = 0;
+                pixel += t.pixel;
+            }
+        }
+        return;
+    }
     for (p, out) in out.chunks_exact_mut(t.channels).enumerate() {
-        let span = &Span {
-            x: span.x + p * t.pixel,
+        let pixel = span.x + p * t.pixel;
+        for (c, o4) in (0..c4).step_by(4).zip(out.chunks_exact_mut(4)) {
+            group(x_of(pixel, c), c, o4);
+        }
+        let here = Span {
+            x: pixel,
             rows,
             cols,
             ..*span
         };
-        for (c, o4) in (0..c4).step_by(4).zip(out.chunks_exact_mut(4)) {
-            let start = bias.map_or([0; 4], |b| core::array::from_fn(|i| b[c + i] as u32));
-            let [acc] = channels4::<1, OFFSET, SHARED>(t, ops, span, c, start);
-            for (i, (o, &a)) in o4.iter_mut().zip(&acc).enumerate() {
-                *o = ops.scales.apply::<FAST>(c + i, a as i32);
-            }
-        }
         for c in c4..t.channels {
             let start = bias.map_or(0, |b| b[c]);
             let offset = if OFFSET { ops.x_offset } else { 0 };
-            out[c] = ops.scales.apply::<FAST>(c, channel(t, ops, span, c, start, offset));
+            out[c] = ops
+                .scales
+                .apply::<FAST>(c, channel(t, ops, &here, c, start, offset));
         }
     }
 }
 
-/// Channels `c..c + 4` of `P` pixels `t.pixel` apart over the taps of
-/// `span`, from `start`; `OFFSET` adds the input offset to every input;
-/// `SHARED` reads one input byte for the four (multiplier a multiple of 4)
-/// rather than a word of four input channels (multiplier 1).
+/// Four channels of `P` pixels `t.pixel` apart over `rows × cols` taps,
+/// from `start`; `first` holds the input and weight offsets of the first
+/// pixel's first tap (input channel and weight channel included).
+/// `OFFSET` adds the input offset to every input; `SHARED` reads one input
+/// byte for the four (multiplier a multiple of 4) rather than a word of
+/// four input channels (multiplier 1).
 #[inline(always)]
 fn channels4<const P: usize, const OFFSET: bool, const SHARED: bool>(
     t: &Taps,
     ops: &Operands<'_>,
-    span: &Span,
-    c: usize,
+    (rows, cols): (usize, usize),
+    (x0, w0): (usize, usize),
     start: [u32; 4],
 ) -> [[u32; 4]; P] {
     let offset = splat16(ops.x_offset);
     let mut acc = [start; P];
-    let mut w_row = span.w + c;
-    let mut x_row = span.x + if SHARED { c / t.m } else { c };
-    for _ in 0..span.rows {
-        let (mut w_at, mut x_at) = (w_row, x_row);
-        for _ in 0..span.cols {
-            let wv = word(ops.w, w_at);
+    for fy in 0..rows {
+        for fx in 0..cols {
+            // Tap offsets apart from the window's start: the same for every
+            // pixel and channel group, so the compiler keeps them.
+            let (x_tap, w_tap) = (fy * t.row + fx * t.col, (fy * t.fw + fx) * t.channels);
+            let wv = word(ops.w, w0 + w_tap);
             for (p, a) in acc.iter_mut().enumerate() {
+                let x_at = x0 + p * t.pixel + x_tap;
                 if SHARED {
-                    let xv = i32::from(byte(ops.x, x_at + p * t.pixel));
+                    let xv = i32::from(byte(ops.x, x_at));
                     let xv = if OFFSET { xv + ops.x_offset } else { xv };
                     mla_shared4(splat16(xv), wv, a);
                 } else {
-                    let xv = word(ops.x, x_at + p * t.pixel);
+                    let xv = word(ops.x, x_at);
                     if OFFSET {
                         mla_bytes4_offset(xv, wv, offset, a);
                     } else {
@@ -351,11 +401,7 @@ fn channels4<const P: usize, const OFFSET: bool, const SHARED: bool>(
                     }
                 }
             }
-            w_at += t.channels;
-            x_at += t.col;
         }
-        w_row += t.fw * t.channels;
-        x_row += t.row;
     }
     acc
 }
