@@ -804,6 +804,33 @@ mod tests {
         out
     }
 
+    #[test]
+    fn long_3x3_runs_match_the_reference() {
+        // Rows wide enough for the packed path's run-long 3×3 loop, with and
+        // without remainder channels, multipliers 1 and 4, strides 1 and 2.
+        for (c, m, stride, seed) in [(12, 1, 1, 3), (10, 1, 2, 4), (3, 4, 1, 5), (2, 8, 2, 6)] {
+            for same in [true, false] {
+                let l = Layer {
+                    dims: [1, 5, 23, c],
+                    filter: (3, 3),
+                    multiplier: m,
+                    same,
+                    stride: (stride, stride),
+                    dilation: (1, 1),
+                    x_offset: 128,
+                    bias: true,
+                    big: false,
+                    seed: seed * 8 + u64::from(same) * 16,
+                };
+                let t = build(&l).unwrap();
+                let requant = Requant::new(&t.multiplier, &t.shift, t.stage).unwrap();
+                let want = reference(&t, &requant);
+                assert_eq!(run(&t, false), want, "{l:?}");
+                assert_eq!(run(&t, true), want, "{l:?}");
+            }
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(400))]
         #[test]

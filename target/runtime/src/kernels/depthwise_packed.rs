@@ -159,6 +159,9 @@ struct Taps {
     m: usize,
 }
 
+/// Interior runs from this many pixels go through [`interior3x3`].
+const LONG_RUN: usize = 8;
+
 /// The tap strides of `g`.
 fn taps(g: &Geometry) -> Taps {
     let in_c = g.in_c as usize;
@@ -211,15 +214,22 @@ pub(super) fn run(
         return Err(KernelError::Internal);
     }
     // The common filter as constants, so its taps unroll.
-    let block = match ((t.fh, t.fw) == (3, 3), ops.scales.fast(), t.m > 1) {
-        (true, true, false) => window::<3, 3, false, true, false>,
-        (true, false, false) => window::<3, 3, false, false, false>,
-        (false, true, false) => window::<0, 0, false, true, false>,
-        (false, false, false) => window::<0, 0, false, false, false>,
-        (true, true, true) => window::<3, 3, false, true, true>,
-        (true, false, true) => window::<3, 3, false, false, true>,
-        (false, true, true) => window::<0, 0, false, true, true>,
-        (false, false, true) => window::<0, 0, false, false, true>,
+    // Long runs reuse each channel group's weights across the run; short
+    // ones (small images) are cheaper a pixel at a time.
+    let long = count >= LONG_RUN;
+    let block = match ((t.fh, t.fw) == (3, 3), ops.scales.fast(), t.m > 1, long) {
+        (true, true, false, true) => interior3x3::<true, false>,
+        (true, false, false, true) => interior3x3::<false, false>,
+        (true, true, true, true) => interior3x3::<true, true>,
+        (true, false, true, true) => interior3x3::<false, true>,
+        (true, true, false, false) => window::<3, 3, false, true, false>,
+        (true, false, false, false) => window::<3, 3, false, false, false>,
+        (true, true, true, false) => window::<3, 3, false, true, true>,
+        (true, false, true, false) => window::<3, 3, false, false, true>,
+        (false, true, false, _) => window::<0, 0, false, true, false>,
+        (false, false, false, _) => window::<0, 0, false, false, false>,
+        (false, true, true, _) => window::<0, 0, false, true, true>,
+        (false, false, true, _) => window::<0, 0, false, false, true>,
     };
     let span = Span {
         x: x0,
@@ -230,6 +240,58 @@ pub(super) fn run(
     let out = &mut out[o0..o0 + count * channels];
     block(&t, ops, &span, Some(ops.folded), out);
     Ok(())
+}
+
+/// Interior windows of a 3×3 filter, one channel group at a time across
+/// the whole run: the group's nine weight words are loaded once and reused
+/// for every pixel, and each pixel's taps are read at fixed distances from
+/// its first. Same arguments and results as [`window`] with `R = C = 3`.
+#[inline(never)]
+fn interior3x3<const FAST: bool, const SHARED: bool>(
+    t: &Taps,
+    ops: &Operands<'_>,
+    span: &Span,
+    bias: Option<&[i32]>,
+    out: &mut [i8],
+) {
+    let channels = t.channels;
+    let c4 = channels & !3;
+    for c in (0..c4).step_by(4) {
+        let w: [u32; 9] = core::array::from_fn(|k| word(ops.w, k * channels + c));
+        let start: [u32; 4] = bias.map_or([0; 4], |b| core::array::from_fn(|i| b[c + i] as u32));
+        let x_first = span.x + if SHARED { c / t.m } else { c };
+        for (p, o4) in out.chunks_exact_mut(channels).enumerate() {
+            let x = x_first + p * t.pixel;
+            let mut acc = start;
+            for (k, &wv) in w.iter().enumerate() {
+                let at = x + (k / 3) * t.row + (k % 3) * t.col;
+                if SHARED {
+                    mla_shared4(splat16(i32::from(byte(ops.x, at))), wv, &mut acc);
+                } else {
+                    mla_bytes4(word(ops.x, at), wv, &mut acc);
+                }
+            }
+            for (i, (o, &a)) in o4[c..c + 4].iter_mut().zip(&acc).enumerate() {
+                *o = ops.scales.apply::<FAST>(c + i, a as i32);
+            }
+        }
+    }
+    if c4 < channels {
+        for (p, o) in out.chunks_exact_mut(channels).enumerate() {
+            let here = Span {
+                x: span.x + p * t.pixel,
+                w: 0,
+                rows: 3,
+                cols: 3,
+            };
+            for c in c4..channels {
+                let start = bias.map_or(0, |b| b[c]);
+                o[c] = ops
+                    .scales
+                    .apply::<FAST>(c, channel(t, ops, &here, c, start, 0));
+            }
+        }
+    }
 }
 
 /// Where a window's taps inside the input start and how many there are.
