@@ -154,7 +154,7 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
                 bias.as_ref(),
                 out_c,
                 data.channels.input_offset,
-                &weight_sum,
+                weight_sum,
             )?;
             let taps = (filter_dims.get(1) * filter_dims.get(2)).max(0) as usize;
             let offset = data.channels.input_offset;

@@ -121,13 +121,14 @@ impl<'a> Scales<'a> {
         let scaled = if FAST || self.narrow {
             debug_assert!(self.narrow && left == 0);
             let right1 = u32::from(right1);
-            // SAFETY: `new` made the tables narrow only with `1 ≤ right1 ≤ 31`.
-            let round = unsafe { 1i32.unchecked_shl(right1 - 1) };
+            // SAFETY: `new` made the tables narrow only with `1 ≤ right1 ≤
+            // 31` (told to the compiler so that the shifts need no masking).
+            unsafe { core::hint::assert_unchecked((1..32).contains(&right1)) };
+            let round = 1i32 << (right1 - 1);
             let h = smmulr(acc.wrapping_mul(2) as u32, m as u32) as i32;
             let negative = ((h as u32) >> 31) as i32;
             let sum = h.wrapping_mul(2).wrapping_add(round).wrapping_sub(negative);
-            // SAFETY: as above.
-            unsafe { sum.unchecked_shr(right1) }
+            sum >> right1
         } else {
             scale_parts(acc, m, u32::from(left), u32::from(right1))
         };
