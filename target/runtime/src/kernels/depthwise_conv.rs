@@ -232,7 +232,7 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
                 model: bias.map(|b| &b[..out_c]),
                 folded: &folded[..out_c],
             };
-            depthwise_i8(data, x, &w[..filter_len], &biases, &tables, out)
+            depthwise_i8(data, x, &w[..filter_len], &biases, &requant, &tables, out)
         }
         _ => Err(KernelError::Internal),
     }
@@ -370,38 +370,29 @@ fn depthwise_i8(
     x: &[i8],
     w: &[i8],
     biases: &Biases<'_>,
+    requant: &Requant<'_>,
     tables: &Tables<'_>,
     out: &mut [i8],
 ) -> Result<(), KernelError> {
-    depthwise_i8_with(data, x, w, biases, tables, out, PACKED)
+    depthwise_i8_with(data, x, w, biases, requant, tables, out, PACKED)
 }
 
 /// [`depthwise_i8`] with the interior path chosen by `packed` (the host
-/// tests run both).
+/// tests run both); `requant` is made of `tables`.
+#[allow(clippy::too_many_arguments)]
 fn depthwise_i8_with(
     data: &OpData,
     x: &[i8],
     w: &[i8],
     biases: &Biases<'_>,
+    requant: &Requant<'_>,
     tables: &Tables<'_>,
     out: &mut [i8],
     packed: bool,
 ) -> Result<(), KernelError> {
-    let g = &data.geometry;
-    let stage = data.channels.stage;
-    let requant = &Requant::new(tables.multiplier, tables.shift, stage)?;
-    let plain = Plain {
-        data,
-        ops: Operands {
-            x,
-            w,
-            x_offset: data.channels.input_offset as i16,
-        },
-        biases,
-        requant,
-    };
     #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
-    if packed && depthwise_packed::applies(g) {
+    if packed && depthwise_packed::applies(&data.geometry) {
+        let (g, stage) = (&data.geometry, data.channels.stage);
         let interior = depthwise_packed::Operands {
             x,
             w,
@@ -418,8 +409,8 @@ fn depthwise_i8_with(
         };
         return by_rows(g, &interior, out);
     }
-    let _ = packed;
-    g.for_each_pixel(|win, o| plain.pixel(win, &mut out[o..][..g.out_c as usize]));
+    let _ = (packed, tables);
+    depthwise_plain(data, x, w, biases, requant, out);
     Ok(())
 }
 
@@ -469,25 +460,28 @@ fn by_rows(
     Ok(())
 }
 
-/// The plain loops' view of one int8 operator.
-struct Plain<'a> {
-    data: &'a OpData,
-    ops: Operands<'a>,
-    biases: &'a Biases<'a>,
-    requant: &'a Requant<'a>,
-}
-
-impl Plain<'_> {
-    /// One output pixel's channels into `out` (`out_c` long).
-    #[inline(always)]
-    fn pixel(&self, win: &Window, out: &mut [i8]) {
-        let (data, ops, biases, requant) = (self.data, self.ops, self.biases, self.requant);
-        let g = &data.geometry;
-        let (in_c, out_c) = (g.in_c as usize, g.out_c as usize);
-        let m = data.multiplier as usize;
-        let fw = g.x.filter as usize;
-        let (x, w, x_offset) = (ops.x, ops.w, ops.x_offset);
-        let zeros = [0i32; BLOCK];
+/// The plain loops: every window, one pixel after the other.
+fn depthwise_plain(
+    data: &OpData,
+    x: &[i8],
+    w: &[i8],
+    biases: &Biases<'_>,
+    requant: &Requant<'_>,
+    out: &mut [i8],
+) {
+    let g = &data.geometry;
+    let (in_c, out_c) = (g.in_c as usize, g.out_c as usize);
+    let m = data.multiplier as usize;
+    let fw = g.x.filter as usize;
+    let ops = Operands {
+        x,
+        w,
+        x_offset: data.channels.input_offset as i16,
+    };
+    let x_offset = ops.x_offset;
+    let zeros = [0i32; BLOCK];
+    g.for_each_pixel(|win, o| {
+        let out = &mut out[o..][..out_c];
         let interior = is_interior(g, win);
         // Where each channel's sum starts: folded bias inside, model bias on borders.
         let start = |c0: usize, n: usize| -> &[i32] {
@@ -540,7 +534,7 @@ impl Plain<'_> {
             }
             c0 += n;
         }
-    }
+    });
 }
 
 fn depthwise_f32(data: &OpData, x: &[f32], w: &[f32], bias: Option<&[f32]>, out: &mut [f32]) {
@@ -800,7 +794,11 @@ mod tests {
             narrow: t.narrow,
         };
         let mut out = vec![0i8; t.data.geometry.output_len()];
-        depthwise_i8_with(&t.data, &t.x, &t.w, &biases, &tables, &mut out, packed).unwrap();
+        let requant = Requant::new(&t.multiplier, &t.shift, t.stage).unwrap();
+        depthwise_i8_with(
+            &t.data, &t.x, &t.w, &biases, &requant, &tables, &mut out, packed,
+        )
+        .unwrap();
         out
     }
 
