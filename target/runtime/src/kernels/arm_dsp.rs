@@ -86,12 +86,18 @@ dsp_instruction!(
 
 dsp_instruction!(
     /// `SMLABB`: `acc + lo(a)·lo(b)`, signed halfwords, wrapping.
+    /// On the target only the `asm!` blocks below use it (off it, their
+    /// emulation does).
+    #[cfg_attr(all(target_arch = "arm", feature = "arm-dsp"), allow(dead_code))]
     fn smlabb(a, b, acc) "smlabb {r}, {a}, {b}, {acc}",
     (acc as i32).wrapping_add(half(a, 0) * half(b, 0)) as u32
 );
 
 dsp_instruction!(
     /// `SMLATT`: `acc + hi(a)·hi(b)`, signed halfwords, wrapping.
+    /// On the target only the `asm!` blocks below use it (off it, their
+    /// emulation does).
+    #[cfg_attr(all(target_arch = "arm", feature = "arm-dsp"), allow(dead_code))]
     fn smlatt(a, b, acc) "smlatt {r}, {a}, {b}, {acc}",
     (acc as i32).wrapping_add(half(a, 1) * half(b, 1)) as u32
 );
