@@ -124,7 +124,7 @@ impl<'a> Scales<'a> {
             // SAFETY: `new` made the tables narrow only with `1 ≤ right1 ≤
             // 31` (told to the compiler so that the shifts need no masking).
             unsafe { core::hint::assert_unchecked((1..32).contains(&right1)) };
-            let round = 1i32 << (right1 - 1);
+            let round = ((1u32 << right1) >> 1) as i32;
             let h = smmulr(acc.wrapping_mul(2) as u32, m as u32) as i32;
             let negative = ((h as u32) >> 31) as i32;
             let sum = h.wrapping_mul(2).wrapping_add(round).wrapping_sub(negative);
