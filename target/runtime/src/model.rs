@@ -273,7 +273,18 @@ pub struct Model<'a> {
     bytes: &'a [u8],
     root: schema::Model<'a>,
     subgraph: schema::SubGraph<'a>,
+    /// Subgraph 0's operators and the opcode table, looked up once here
+    /// rather than through the flatbuffer's vtables for every op of every
+    /// invoke.
+    operators: Option<Operators<'a>>,
+    codes: Option<OperatorCodes<'a>>,
 }
+
+/// The flatbuffer vector of subgraph 0's operators.
+type Operators<'a> = flatbuffers::Vector<'a, flatbuffers::ForwardsUOffset<schema::Operator<'a>>>;
+/// The flatbuffer vector of operator codes.
+type OperatorCodes<'a> =
+    flatbuffers::Vector<'a, flatbuffers::ForwardsUOffset<schema::OperatorCode<'a>>>;
 
 impl fmt::Debug for Model<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -454,10 +465,13 @@ impl<'a> Model<'a> {
         if subgraphs.is_empty() {
             return Err(ModelError::NoSubgraph);
         }
+        let subgraph = subgraphs.get(0);
         let model = Model {
             bytes,
             root,
-            subgraph: subgraphs.get(0),
+            subgraph,
+            operators: subgraph.operators(),
+            codes: root.operator_codes(),
         };
         model.check_semantics()?;
         Ok(model)
@@ -614,7 +628,7 @@ impl<'a> Model<'a> {
 
     /// Number of operators (execution steps) in subgraph 0.
     pub fn operator_count(&self) -> u32 {
-        self.subgraph.operators().map_or(0, |o| o.len() as u32)
+        self.operators.map_or(0, |o| o.len() as u32)
     }
 
     /// Number of tensors over all subgraphs.
@@ -674,12 +688,12 @@ impl<'a> Model<'a> {
 
     /// Operator `index` of subgraph 0, or `None` past the end.
     pub fn operator(&self, index: u32) -> Option<OperatorInfo<'a>> {
-        let ops = self.subgraph.operators()?;
+        let ops = self.operators?;
         if index as usize >= ops.len() {
             return None;
         }
         let raw = ops.get(index as usize);
-        let code = self.root.operator_codes()?.get(raw.opcode_index() as usize);
+        let code = self.codes?.get(raw.opcode_index() as usize);
         Some(OperatorInfo {
             index,
             code: opcode_of(code),

@@ -114,6 +114,11 @@ impl Broadcast {
         (expected(acc1, walk.len1) && expected(acc2, walk.len2)).then_some(walk)
     }
 
+    /// Whether the walk is one run over equal-shaped operands.
+    pub(crate) fn is_flat(&self) -> bool {
+        self.rank == 1 && self.stride1[0] == 1 && self.stride2[0] == 1
+    }
+
     /// Calls `f(a[i], b[j])` for every output element in order, writing
     /// `out`. Slices must have the lengths the walk was built for.
     #[inline(always)]
@@ -366,6 +371,117 @@ fn add_quantized(x: i32, y: i32, p: &QuantizedAdd) -> i32 {
     finish(scaled1 + scaled2, p)
 }
 
+/// TFLM's `MultiplyByQuantizedMultiplierSmallerThanOne(x, m, shift)` for
+/// `|x| < 2^29` and `-30 ≤ shift ≤ 0` in 32-bit arithmetic: the doubling
+/// high multiply `⌊(x·m + 2^30) / 2^31⌋` is the rounded high word of
+/// `2x · m` (one `SMMULR` on cores with the DSP extension; `2x` fits), and
+/// the rounding shift by `e = -shift` is `(2h + 2^e − [h < 0]) >> (e + 1)`
+/// (`|h| < 2^29`, so nothing overflows). int8 ADD's operands always fit:
+/// `|x + offset| ≤ 255` shifted left by 20 is below `2^28`, and so is each
+/// scaled input; their sum is below `2^29`.
+#[derive(Debug, Clone, Copy)]
+struct SmallScale {
+    multiplier: i32,
+    /// `2^e`.
+    round: i32,
+    /// `e + 1`, in `1..=31`.
+    shift: u32,
+}
+
+impl SmallScale {
+    /// `None` unless `-30 ≤ shift ≤ 0`.
+    fn new(multiplier: i32, shift: i32) -> Option<Self> {
+        let e = u32::try_from(-shift).ok().filter(|&e| e <= 30)?;
+        Some(SmallScale {
+            multiplier,
+            round: 1 << e,
+            shift: e + 1,
+        })
+    }
+
+    /// `x · multiplier · 2^shift`, rounded as TFLM (`|x| < 2^29`).
+    #[inline(always)]
+    fn apply(&self, x: i32) -> i32 {
+        let h = high_mul_rounded(x.wrapping_mul(2), self.multiplier);
+        let sum = h
+            .wrapping_mul(2)
+            .wrapping_add(self.round)
+            .wrapping_sub(((h as u32) >> 31) as i32);
+        // SAFETY: `new` keeps the shift within 1..=31 (and the fields are
+        // set nowhere else); told to the compiler so the shift needs no mask.
+        unsafe { core::hint::assert_unchecked(self.shift < 32) };
+        sum >> self.shift
+    }
+}
+
+/// `⌊(a·b + 2^31) / 2^32⌋`.
+#[inline(always)]
+fn high_mul_rounded(a: i32, b: i32) -> i32 {
+    #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+    {
+        super::arm_dsp::smmulr(a as u32, b as u32) as i32
+    }
+    #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
+    {
+        ((i64::from(a) * i64::from(b) + (1 << 31)) >> 32) as i32
+    }
+}
+
+/// int8 ADD in 32-bit arithmetic ([`SmallScale`]): TFLM's `AddFunc` when
+/// the left shift is at most 20 and every shift within `-30..=0`.
+#[derive(Debug, Clone, Copy)]
+struct SmallAdd {
+    inputs: [(i32, SmallScale); 2],
+    left_shift: u32,
+    output: SmallScale,
+    offset: i32,
+    min: i32,
+    max: i32,
+}
+
+impl SmallAdd {
+    fn new(p: &QuantizedAdd) -> Option<Self> {
+        let left_shift = u32::try_from(p.left_shift).ok().filter(|&s| s <= 20)?;
+        Some(SmallAdd {
+            inputs: [
+                (
+                    p.input1_offset,
+                    SmallScale::new(p.input1_multiplier, p.input1_shift)?,
+                ),
+                (
+                    p.input2_offset,
+                    SmallScale::new(p.input2_multiplier, p.input2_shift)?,
+                ),
+            ],
+            left_shift,
+            output: SmallScale::new(p.output_multiplier, p.output_shift)?,
+            offset: p.output_offset,
+            min: p.activation_min,
+            max: p.activation_max,
+        })
+    }
+
+    /// Input `k`'s scaled value of the int8 `x`.
+    #[inline(always)]
+    fn input(&self, k: usize, x: i8) -> i32 {
+        let (offset, scale) = self.inputs[k];
+        scale.apply((i32::from(x) + offset) << self.left_shift)
+    }
+
+    /// The output of two scaled inputs' sum.
+    #[inline(always)]
+    fn finish(&self, sum: i32) -> i8 {
+        let raw = self.output.apply(sum) + self.offset;
+        // max then min, as `finish` and TFLM for an ordered range.
+        raw.max(self.min).min(self.max) as i8
+    }
+
+    /// The 256 scaled values of input `k`.
+    fn table(&self, k: usize) -> [i32; 256] {
+        core::array::from_fn(|i| self.input(k, i as u8 as i8))
+    }
+}
+
 /// Outputs from which invoke tabulates each input's 256 scaled values
 /// (2 KiB of stack, no arena) instead of scaling every element: two of the
 /// three requantisations per element become lookups.
@@ -412,6 +528,24 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
                 input2.values::<i8>()?,
                 output.values::<i8>()?,
             );
+            if let Some(q) = SmallAdd::new(&p).filter(|_| p.activation_min <= p.activation_max) {
+                if data.walk.len_out >= TABLE_MIN_ELEMENTS {
+                    let (t1, t2) = (q.table(0), q.table(1));
+                    if data.walk.is_flat() && a.len() == out.len() && b.len() == out.len() {
+                        // Same shapes (residual adds): one plain loop.
+                        for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+                            *o = q.finish(t1[x as u8 as usize] + t2[y as u8 as usize]);
+                        }
+                        return Ok(());
+                    }
+                    return data.walk.run(a, b, out, |x, y| {
+                        q.finish(t1[x as u8 as usize] + t2[y as u8 as usize])
+                    });
+                }
+                return data
+                    .walk
+                    .run(a, b, out, |x, y| q.finish(q.input(0, x) + q.input(1, y)));
+            }
             if data.walk.len_out >= TABLE_MIN_ELEMENTS {
                 let t1 = scaled_table(
                     p.input1_offset,
@@ -456,6 +590,77 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn small_scaling_is_tflms_for_every_int8_operand() {
+        // A deterministic walk over multipliers, shifts and inputs,
+        // extremes included.
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 32) as u32
+        };
+        let limit = (1 << 29) - 1;
+        for _ in 0..200_000 {
+            let m = (1 << 30) + (next() >> 2) as i32;
+            let shift = -((next() % 31) as i32);
+            let x = match next() % 4 {
+                0 => limit,
+                1 => -limit,
+                _ => (next() as i32) >> 3,
+            };
+            assert_eq!(
+                SmallScale::new(m, shift).unwrap().apply(x),
+                multiply_by_quantized_multiplier_smaller_than_one(x, m, shift),
+                "x={x} m={m} shift={shift}"
+            );
+        }
+    }
+
+    #[test]
+    fn small_add_is_tflms_add() {
+        let p = QuantizedAdd {
+            input1_offset: 128,
+            input2_offset: -127,
+            output_offset: -3,
+            left_shift: 20,
+            input1_multiplier: 1_518_500_250,
+            input1_shift: -1,
+            input2_multiplier: 2_147_483_647,
+            input2_shift: 0,
+            output_multiplier: 1_431_655_765,
+            output_shift: -19,
+            activation_min: -128,
+            activation_max: 127,
+        };
+        let q = SmallAdd::new(&p).unwrap();
+        let (t1, t2) = (q.table(0), q.table(1));
+        for x in -128i8..=127 {
+            for y in -128i8..=127 {
+                let want = add_quantized(i32::from(x), i32::from(y), &p) as i8;
+                assert_eq!(q.finish(q.input(0, x) + q.input(1, y)), want, "{x} + {y}");
+                let looked_up = t1[x as u8 as usize] + t2[y as u8 as usize];
+                assert_eq!(q.finish(looked_up), want, "{x} + {y}");
+            }
+        }
+        // Shifts outside the 32-bit form's range are refused.
+        assert!(
+            SmallAdd::new(&QuantizedAdd {
+                output_shift: -31,
+                ..p
+            })
+            .is_none()
+        );
+        assert!(
+            SmallAdd::new(&QuantizedAdd {
+                left_shift: 21,
+                ..p
+            })
+            .is_none()
+        );
+    }
 
     fn walk(a: &[i32], b: &[i32], out: &[i32]) -> Option<Broadcast> {
         Broadcast::new(

@@ -284,13 +284,21 @@ impl<'i, 'm> InvokeContext<'i, 'm> {
         bytemuck::try_cast_slice(bytes).map_err(|_| KernelError::Internal)
     }
 
+    /// The tensor at `position` of the op's inputs or outputs, `None` when
+    /// the list is shorter or the entry is omitted (-1). One indexed read
+    /// of the flatbuffer vector, not a walk along it (this runs for every
+    /// tensor of every op of every invoke).
+    fn listed(&self, position: usize, output: bool) -> Option<u32> {
+        let raw = self.op.raw();
+        let list = if output { raw.outputs() } else { raw.inputs() }?;
+        if position >= list.len() {
+            return None;
+        }
+        u32::try_from(list.get(position)).ok()
+    }
+
     fn tensor_index(&self, position: usize, output: bool) -> Result<u32, KernelError> {
-        let found = if output {
-            self.op.outputs().nth(position)
-        } else {
-            self.op.inputs().nth(position)
-        };
-        found.flatten().ok_or(if output {
+        self.listed(position, output).ok_or(if output {
             KernelError::MissingOutput {
                 position: position as u32,
             }
@@ -306,6 +314,11 @@ impl<'i, 'm> InvokeContext<'i, 'm> {
     /// allocation, so nothing is re-read from the flatbuffer here.
     pub fn input(&self, position: usize) -> Result<Tensor<'i, 'm>, KernelError> {
         let index = self.tensor_index(position, false)?;
+        self.input_at(index)
+    }
+
+    /// Tensor `index`'s data as an input.
+    fn input_at(&self, index: u32) -> Result<Tensor<'i, 'm>, KernelError> {
         let slot = *self
             .slots
             .get(index as usize)
@@ -329,8 +342,8 @@ impl<'i, 'm> InvokeContext<'i, 'm> {
 
     /// Input `position`, or `None` when the model omits it.
     pub fn optional_input(&self, position: usize) -> Result<Option<Tensor<'i, 'm>>, KernelError> {
-        match self.op.inputs().nth(position).flatten() {
-            Some(_) => self.input(position).map(Some),
+        match self.listed(position, false) {
+            Some(index) => self.input_at(index).map(Some),
             None => Ok(None),
         }
     }

@@ -21,11 +21,14 @@
 
 use super::context::Stored;
 use super::conv::{Geometry, Window};
+#[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
+use super::depthwise_packed;
 use super::fixed_point::activation_range_float;
 use super::fully_connected::activate;
 use super::quantized::{self, ChannelParams, ChannelSetup, Requant, ScaleRule};
 use super::tensor::{Dims, expect_type};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
+use crate::model::TensorInfo;
 use crate::schema::TensorType;
 
 /// The DEPTHWISE_CONV_2D kernel.
@@ -37,6 +40,9 @@ pub const REGISTRATION: Registration = Registration {
 
 const KIND_FLOAT: u32 = 0;
 const KIND_INT8: u32 = 1;
+/// int8 whose accumulators all stay within `±2^29`
+/// ([`small_accumulators`]): the packed path may requantise in 32 bits.
+const KIND_INT8_NARROW: u32 = 2;
 
 /// Channels accumulated side by side, tap after tap (a stack array of this
 /// many sums; 16 fills x86-64's SSE registers).
@@ -150,7 +156,10 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
                 data.channels.input_offset,
                 weight_sum,
             )?;
-            data.kind = KIND_INT8;
+            let taps = (filter_dims.get(1) * filter_dims.get(2)).max(0) as usize;
+            let offset = data.channels.input_offset;
+            let narrow = small_accumulators(out_c, taps, offset, bias.as_ref(), &weight_sum)?;
+            data.kind = if narrow { KIND_INT8_NARROW } else { KIND_INT8 };
         }
         _ => {
             return Err(KernelError::UnsupportedType {
@@ -192,7 +201,7 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
             depthwise_f32(data, x, &w[..filter_len], bias.map(|b| &b[..out_c]), out);
             Ok(())
         }
-        KIND_INT8 => {
+        KIND_INT8 | KIND_INT8_NARROW => {
             let p = &data.channels;
             let bias = match &bias {
                 Some(b) => Some(b.values::<i32>()?),
@@ -204,7 +213,12 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
                 output.values::<i8>()?,
             );
             let folded = ctx.stored(data.folded)?;
-            let requant = Requant::new(ctx.stored(p.multiplier)?, ctx.stored(p.shift)?, p.stage)?;
+            let tables = Tables {
+                multiplier: ctx.stored(p.multiplier)?,
+                shift: ctx.stored(p.shift)?,
+                narrow: data.kind == KIND_INT8_NARROW,
+            };
+            let requant = Requant::new(tables.multiplier, tables.shift, p.stage)?;
             if x.len() < g.input_len()
                 || out.len() < g.output_len()
                 || w.len() < filter_len
@@ -218,11 +232,48 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
                 model: bias.map(|b| &b[..out_c]),
                 folded: &folded[..out_c],
             };
-            depthwise_i8(data, x, &w[..filter_len], &biases, &requant, out);
-            Ok(())
+            depthwise_i8(data, x, &w[..filter_len], &biases, &requant, &tables, out)
         }
         _ => Err(KernelError::Internal),
     }
+}
+
+/// The requantisation tables an int8 invoke reads.
+struct Tables<'a> {
+    multiplier: &'a [i32],
+    shift: &'a [[u8; 2]],
+    /// The packed path may requantise in 32 bits.
+    #[cfg_attr(
+        not(any(test, all(target_arch = "arm", feature = "arm-dsp"))),
+        allow(dead_code)
+    )]
+    narrow: bool,
+}
+
+/// Whether every channel's accumulators stay within `±2^29`, from either
+/// start (model bias on borders, folded bias inside) plus every tap, so
+/// that the packed path may requantise in 32 bits.
+fn small_accumulators(
+    channels: usize,
+    taps: usize,
+    input_offset: i32,
+    bias: Option<&TensorInfo<'_>>,
+    weight_sum: &impl Fn(usize) -> i32,
+) -> Result<bool, KernelError> {
+    let bias = bias
+        .map(|b| quantized::bias_values(b, channels))
+        .transpose()?;
+    Ok((0..channels).all(|c| {
+        let model = i64::from(bias.as_ref().map_or(0, |f| f(c)));
+        let folded = model + i64::from(input_offset) * i64::from(weight_sum(c));
+        accumulators_within_narrow(model.abs().max(folded.abs()), taps)
+    }))
+}
+
+/// Whether sums from `±start` of `taps` products `w · (x + offset)` (each
+/// at most `128 · 255`) stay within `±2^29`.
+fn accumulators_within_narrow(start: i64, taps: usize) -> bool {
+    start + taps as i64 * 128 * 255 < 1 << 29
 }
 
 /// The two starting points of an int8 accumulator.
@@ -310,7 +361,107 @@ fn channels_m1<const N: usize>(
     }
 }
 
+/// Whether interior windows go through [`depthwise_packed`] (cores with
+/// the DSP extension); elsewhere every window takes the plain loops.
+const PACKED: bool = cfg!(all(target_arch = "arm", feature = "arm-dsp"));
+
 fn depthwise_i8(
+    data: &OpData,
+    x: &[i8],
+    w: &[i8],
+    biases: &Biases<'_>,
+    requant: &Requant<'_>,
+    tables: &Tables<'_>,
+    out: &mut [i8],
+) -> Result<(), KernelError> {
+    depthwise_i8_with(data, x, w, biases, requant, tables, out, PACKED)
+}
+
+/// [`depthwise_i8`] with the interior path chosen by `packed` (the host
+/// tests run both); `requant` is made of `tables`.
+#[allow(clippy::too_many_arguments)]
+fn depthwise_i8_with(
+    data: &OpData,
+    x: &[i8],
+    w: &[i8],
+    biases: &Biases<'_>,
+    requant: &Requant<'_>,
+    tables: &Tables<'_>,
+    out: &mut [i8],
+    packed: bool,
+) -> Result<(), KernelError> {
+    #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
+    if packed && depthwise_packed::applies(&data.geometry) {
+        let (g, stage) = (&data.geometry, data.channels.stage);
+        let interior = depthwise_packed::Operands {
+            x,
+            w,
+            folded: biases.folded,
+            bias: biases.model,
+            x_offset: data.channels.input_offset,
+            scales: depthwise_packed::Scales::new(
+                tables.multiplier,
+                tables.shift,
+                stage,
+                g.out_c as usize,
+                tables.narrow,
+            )?,
+        };
+        return by_rows(g, &interior, out);
+    }
+    let _ = (packed, tables);
+    depthwise_plain(data, x, w, biases, requant, out);
+    Ok(())
+}
+
+/// Every output pixel, row by row: the interior stretch of each interior
+/// row through [`depthwise_packed::run`], the windows over the padding one
+/// at a time through [`depthwise_packed::edge`].
+#[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
+fn by_rows(
+    g: &Geometry,
+    interior: &depthwise_packed::Operands<'_>,
+    out: &mut [i8],
+) -> Result<(), KernelError> {
+    let (ih, iw, ic) = (g.y.in_size as usize, g.x.in_size as usize, g.in_c as usize);
+    let (ow, oc) = (g.x.out_size, g.out_c as usize);
+    let mut o = 0;
+    for b in 0..g.batches as usize {
+        let image = b * ih * iw * ic;
+        for oy in 0..g.y.out_size {
+            let y0 = g.y.origin(oy);
+            let (lo, hi) = if g.y.is_interior(oy) {
+                (g.x.interior_lo, g.x.interior_hi)
+            } else {
+                (ow, ow)
+            };
+            let edge = |ox: i32, out: &mut [i8]| {
+                let win = Window {
+                    image,
+                    y0,
+                    x0: g.x.origin(ox),
+                    rows: g.y.taps(oy),
+                    cols: g.x.taps(ox),
+                };
+                let at = o + ox as usize * oc;
+                depthwise_packed::edge(g, interior, &win, &mut out[at..at + oc])
+            };
+            for ox in (0..lo).chain(hi..ow) {
+                edge(ox, out)?;
+            }
+            if hi > lo {
+                let x0 = image + (y0 as usize * iw + g.x.origin(lo) as usize) * ic;
+                let count = (hi - lo) as usize;
+                depthwise_packed::run(g, interior, x0, o + lo as usize * oc, count, out)?;
+            }
+            o += ow as usize * oc;
+        }
+    }
+    Ok(())
+}
+
+/// The plain loops: every window, one pixel after the other.
+fn depthwise_plain(
     data: &OpData,
     x: &[i8],
     w: &[i8],
@@ -430,4 +581,263 @@ fn depthwise_f32(data: &OpData, x: &[f32], w: &[f32], bias: Option<&[f32]>, out:
             c0 += n;
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::padding::Axis;
+    use crate::kernels::quantized::OutputStage;
+    use crate::schema::Padding;
+    use proptest::prelude::*;
+
+    /// A random int8 depthwise layer and its input.
+    #[derive(Debug, Clone)]
+    struct Layer {
+        dims: [usize; 4],
+        filter: (usize, usize),
+        multiplier: usize,
+        same: bool,
+        stride: (usize, usize),
+        dilation: (usize, usize),
+        x_offset: i32,
+        bias: bool,
+        /// Biases up to 2^30 (the 32-bit requantisation does not apply).
+        big: bool,
+        seed: u64,
+    }
+
+    fn layer() -> impl Strategy<Value = Layer> {
+        (
+            (1usize..=2, 1usize..=8, 1usize..=11, 1usize..=21),
+            (
+                1usize..=4,
+                1usize..=4,
+                prop_oneof![6 => Just(1usize), 1 => 2usize..=3, 2 => Just(4usize), 1 => Just(8usize)],
+            ),
+            (any::<bool>(), 1usize..=2, 1usize..=2, 1usize..=2, 1usize..=2),
+            (prop_oneof![Just(-127), Just(128), Just(0), -127i32..=128], any::<bool>()),
+            (prop_oneof![4 => Just(false), 1 => Just(true)], any::<u64>()),
+        )
+            .prop_map(|((b, h, w, c), (fh, fw, m), (same, sy, sx, dy, dx), (off, bias), (big, seed))| {
+                Layer {
+                    dims: [b, h, w, if m > 1 { c.min(9) } else { c }],
+                    filter: (fh, fw),
+                    multiplier: m,
+                    same,
+                    stride: (sy, sx),
+                    dilation: (dy, dx),
+                    x_offset: off,
+                    bias,
+                    big,
+                    seed,
+                }
+            })
+    }
+
+    /// A small deterministic generator (xorshift).
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u32 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 >> 32) as u32
+        }
+        fn i8(&mut self) -> i8 {
+            self.next() as i8
+        }
+    }
+
+    /// Everything one run needs, with the arrays the tail would hold.
+    struct Built {
+        data: OpData,
+        x: Vec<i8>,
+        w: Vec<i8>,
+        bias: Option<Vec<i32>>,
+        folded: Vec<i32>,
+        multiplier: Vec<i32>,
+        shift: Vec<[u8; 2]>,
+        narrow: bool,
+        stage: OutputStage,
+    }
+
+    fn build(l: &Layer) -> Option<Built> {
+        let [b, h, w, c] = l.dims;
+        let padding = if l.same {
+            Padding::SAME
+        } else {
+            Padding::VALID
+        };
+        let axis = |n, f, s, d| Axis::new(padding, n as i32, f as i32, s as i32, d as i32).ok();
+        let y = axis(h, l.filter.0, l.stride.0, l.dilation.0)?;
+        let xa = axis(w, l.filter.1, l.stride.1, l.dilation.1)?;
+        let out_c = c * l.multiplier;
+        let geometry = Geometry {
+            batches: b as u32,
+            in_c: c as u32,
+            out_c: out_c as u32,
+            y,
+            x: xa,
+        };
+        let mut rng = Rng(l.seed | 1);
+        let taps = l.filter.0 * l.filter.1;
+        let x: Vec<i8> = (0..geometry.input_len()).map(|_| rng.i8()).collect();
+        let wts: Vec<i8> = (0..taps * out_c).map(|_| rng.i8()).collect();
+        let bias = l.bias.then(|| {
+            (0..out_c)
+                .map(|_| rng.next() as i32 >> if l.big { 1 } else { 12 })
+                .collect::<Vec<_>>()
+        });
+        let folded: Vec<i32> = (0..out_c)
+            .map(|o| {
+                let s: i32 = wts
+                    .iter()
+                    .skip(o)
+                    .step_by(out_c)
+                    .map(|&v| i32::from(v))
+                    .sum();
+                bias.as_ref()
+                    .map_or(0, |b| b[o])
+                    .wrapping_add(l.x_offset * s)
+            })
+            .collect();
+        let multiplier = (0..out_c)
+            .map(|_| (1 << 30) + (rng.next() >> 2) as i32)
+            .collect();
+        // Left shifts (positive) now and then: the packed path's wide form.
+        let top = if l.seed & 8 == 0 { 11 } else { 12 };
+        let shifts: Vec<i32> = (0..out_c).map(|_| (rng.next() % top) as i32 - 10).collect();
+        let narrow = (0..out_c).all(|o| {
+            let model = i64::from(bias.as_ref().map_or(0, |b| b[o]));
+            let start = model.abs().max(i64::from(folded[o]).abs());
+            accumulators_within_narrow(start, taps)
+        });
+        let shift = shifts
+            .iter()
+            .map(|&s| crate::kernels::quantized::shift_parts(s))
+            .collect();
+        let lo = (rng.next() % 100) as i32 - 128;
+        let mut stage = OutputStage {
+            offset: (rng.next() % 256) as i32 - 128,
+            min: lo,
+            max: (lo + (rng.next() % 256) as i32).min(127),
+        };
+        // The whole int8 range (the packed path's fast form) half the time.
+        if l.seed & 16 == 0 {
+            (stage.min, stage.max) = (-128, 127);
+        }
+        let mut channels: ChannelParams = bytemuck::Zeroable::zeroed();
+        channels.input_offset = l.x_offset;
+        channels.stage = stage;
+        let data = OpData {
+            kind: KIND_INT8,
+            multiplier: l.multiplier as u32,
+            geometry,
+            float_min: 0.0,
+            float_max: 0.0,
+            folded: bytemuck::Zeroable::zeroed(),
+            channels,
+        };
+        Some(Built {
+            data,
+            x,
+            w: wts,
+            bias,
+            folded,
+            multiplier,
+            shift,
+            narrow,
+            stage,
+        })
+    }
+
+    /// TFLM's reference loop: every tap inside the input, `w·(x + offset)`.
+    fn reference(t: &Built, requant: &Requant<'_>) -> Vec<i8> {
+        let g = &t.data.geometry;
+        let m = t.data.multiplier as usize;
+        let (in_c, out_c) = (g.in_c as usize, g.out_c as usize);
+        let mut out = vec![0i8; g.output_len()];
+        g.for_each_pixel(|win, o| {
+            for oc in 0..out_c {
+                let mut acc = t.bias.as_ref().map_or(0, |b| b[oc]);
+                for fy in 0..g.y.filter {
+                    for fx in 0..g.x.filter {
+                        let iy = win.y0 + fy * g.y.dilation;
+                        let ix = win.x0 + fx * g.x.dilation;
+                        if iy < 0 || ix < 0 || iy >= g.y.in_size || ix >= g.x.in_size {
+                            continue;
+                        }
+                        let at = win.image
+                            + (iy as usize * g.x.in_size as usize + ix as usize) * in_c
+                            + oc / m;
+                        let wv = t.w[(fy * g.x.filter + fx) as usize * out_c + oc];
+                        let xv = i32::from(t.x[at]) + t.data.channels.input_offset;
+                        acc = acc.wrapping_add(i32::from(wv) * xv);
+                    }
+                }
+                out[o + oc] = requant.apply(oc, acc);
+            }
+        });
+        out
+    }
+
+    fn run(t: &Built, packed: bool) -> Vec<i8> {
+        let biases = Biases {
+            model: t.bias.as_deref(),
+            folded: &t.folded,
+        };
+        let tables = Tables {
+            multiplier: &t.multiplier,
+            shift: &t.shift,
+            narrow: t.narrow,
+        };
+        let mut out = vec![0i8; t.data.geometry.output_len()];
+        let requant = Requant::new(&t.multiplier, &t.shift, t.stage).unwrap();
+        depthwise_i8_with(
+            &t.data, &t.x, &t.w, &biases, &requant, &tables, &mut out, packed,
+        )
+        .unwrap();
+        out
+    }
+
+    #[test]
+    fn long_3x3_runs_match_the_reference() {
+        // Rows wide enough for the packed path's run-long 3×3 loop, with and
+        // without remainder channels, multipliers 1 and 4, strides 1 and 2.
+        for (c, m, stride, seed) in [(12, 1, 1, 3), (10, 1, 2, 4), (3, 4, 1, 5), (2, 8, 2, 6)] {
+            for same in [true, false] {
+                let l = Layer {
+                    dims: [1, 5, 23, c],
+                    filter: (3, 3),
+                    multiplier: m,
+                    same,
+                    stride: (stride, stride),
+                    dilation: (1, 1),
+                    x_offset: 128,
+                    bias: true,
+                    big: false,
+                    seed: seed * 8 + u64::from(same) * 16,
+                };
+                let t = build(&l).unwrap();
+                let requant = Requant::new(&t.multiplier, &t.shift, t.stage).unwrap();
+                let want = reference(&t, &requant);
+                assert_eq!(run(&t, false), want, "{l:?}");
+                assert_eq!(run(&t, true), want, "{l:?}");
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+        #[test]
+        fn packed_and_plain_paths_match_the_reference(l in layer()) {
+            let Some(t) = build(&l) else { return Ok(()) };
+            let requant = Requant::new(&t.multiplier, &t.shift, t.stage).unwrap();
+            let want = reference(&t, &requant);
+            prop_assert_eq!(&run(&t, false), &want);
+            prop_assert_eq!(&run(&t, true), &want);
+        }
+    }
 }

@@ -16,6 +16,8 @@ pub(crate) mod arm_dsp;
 pub mod context;
 pub mod conv;
 pub mod depthwise_conv;
+#[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
+mod depthwise_packed;
 pub mod dequantize;
 pub mod fixed_point;
 pub mod float_math;
