@@ -153,6 +153,30 @@ impl Geometry {
     }
 }
 
+#[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
+impl Geometry {
+    /// Calls `f` for every output row in memory order with the row's
+    /// windows and the offset of its first output element.
+    #[inline(always)]
+    pub(crate) fn for_each_row(&self, mut f: impl FnMut(&RowWindows<'_>, usize)) {
+        let image_len = (self.y.in_size * self.x.in_size) as usize * self.in_c as usize;
+        let row_len = self.x.out_size as usize * self.out_c as usize;
+        let mut out = 0;
+        for b in 0..self.batches as usize {
+            for oy in 0..self.y.out_size {
+                let row = RowWindows {
+                    geometry: self,
+                    image: b * image_len,
+                    y0: self.y.origin(oy),
+                    rows: self.y.taps(oy),
+                };
+                f(&row, out);
+                out += row_len;
+            }
+        }
+    }
+}
+
 impl Geometry {
     /// Calls `f(input, output)` with the offsets of every output pixel of
     /// a 1×1 window (never padded) and of the input pixel it reads.
@@ -174,6 +198,37 @@ impl Geometry {
                     out += oc;
                 }
             }
+        }
+    }
+}
+
+/// The windows of one output row.
+#[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
+pub(crate) struct RowWindows<'g> {
+    geometry: &'g Geometry,
+    image: usize,
+    y0: i32,
+    rows: Range<i32>,
+}
+
+#[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
+impl RowWindows<'_> {
+    /// Output pixels in the row.
+    #[inline(always)]
+    pub(crate) fn len(&self) -> usize {
+        self.geometry.x.out_size as usize
+    }
+
+    /// The window of output column `ox`.
+    #[inline(always)]
+    pub(crate) fn at(&self, ox: usize) -> Window {
+        let x = &self.geometry.x;
+        Window {
+            image: self.image,
+            y0: self.y0,
+            x0: x.origin(ox as i32),
+            rows: self.rows.clone(),
+            cols: x.taps(ox as i32),
         }
     }
 }
@@ -440,6 +495,23 @@ fn conv_i8(
     let out_c = g.out_c as usize;
     let filter_len = w.len() / out_c.max(1);
     let x_offset = data.channels.input_offset;
+    #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+    if groups == 1 && g.x.dilation == 1 {
+        let ops = super::conv_dsp::Operands {
+            geometry: g,
+            input: x,
+            input_offset: x_offset,
+            weights: w,
+            bias,
+            requant,
+        };
+        if is_pointwise(g, groups) {
+            super::conv_dsp::pointwise(&ops, out);
+        } else {
+            super::conv_dsp::rows_in_place(&ops, out);
+        }
+        return;
+    }
     if is_pointwise(g, groups) {
         let in_c = g.in_c as usize;
         g.for_each_pointwise_pixel(|px, o| {
@@ -514,7 +586,6 @@ fn conv_i8_im2col(
     let k = patch.len();
     // -128..=128 (prepare checks the zero point).
     let x_offset = data.channels.input_offset as i16;
-    let bias_of = |c: usize| bias.map_or(0, |b| b[c]);
     g.for_each_pixel(|win, o| {
         // Padded taps are 0: TFLM skips them, and 0 · w adds nothing.
         for (fy, row) in patch.chunks_exact_mut(row_len).enumerate() {
@@ -540,23 +611,67 @@ fn conv_i8_im2col(
                 }
             }
         }
-        let patch = &patch[..k];
         let out = &mut out[o..][..out_c];
-        let mut c = 0;
-        while c + 4 <= out_c {
-            let rows: [&[i8]; 4] = core::array::from_fn(|i| &w[(c + i) * k..][..k]);
-            let acc = quantized::dot4_i16(patch, rows);
-            for i in 0..4 {
-                out[c + i] = requant.apply(c + i, bias_of(c + i).wrapping_add(acc[i]));
-            }
-            c += 4;
-        }
-        while c < out_c {
-            let acc = quantized::dot_i16(patch, &w[c * k..][..k]);
-            out[c] = requant.apply(c, bias_of(c).wrapping_add(acc));
-            c += 1;
-        }
+        #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+        patch_products_paired(&mut patch[..k], w, bias, requant, out);
+        #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
+        patch_products(&patch[..k], w, bias, requant, out);
     });
+}
+
+/// One pixel's outputs from its im2col patch: `out[c] = requant(bias[c] +
+/// Σ w[c]·patch)`, `w` holding `out.len()` rows of `patch.len()` weights.
+#[cfg_attr(all(target_arch = "arm", feature = "arm-dsp"), allow(dead_code))]
+fn patch_products(
+    patch: &[i16],
+    w: &[i8],
+    bias: Option<&[i32]>,
+    requant: &Requant<'_>,
+    out: &mut [i8],
+) {
+    let (k, out_c) = (patch.len(), out.len());
+    let bias_of = |c: usize| bias.map_or(0, |b| b[c]);
+    let mut c = 0;
+    while c + 4 <= out_c {
+        let rows: [&[i8]; 4] = core::array::from_fn(|i| &w[(c + i) * k..][..k]);
+        let acc = quantized::dot4_i16(patch, rows);
+        for i in 0..4 {
+            out[c + i] = requant.apply(c + i, bias_of(c + i).wrapping_add(acc[i]));
+        }
+        c += 4;
+    }
+    while c < out_c {
+        let acc = quantized::dot_i16(patch, &w[c * k..][..k]);
+        out[c] = requant.apply(c, bias_of(c).wrapping_add(acc));
+        c += 1;
+    }
+}
+
+/// [`patch_products`] with the DSP: the patch is reordered into
+/// `SXTB16`'s pairs ([`gemm::permute_pairs`]) so that each input pair is
+/// one load, then four channels at a time ([`gemm::pairs_1x4`]).
+#[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
+fn patch_products_paired(
+    patch: &mut [i16],
+    w: &[i8],
+    bias: Option<&[i32]>,
+    requant: &Requant<'_>,
+    out: &mut [i8],
+) {
+    use super::gemm;
+    gemm::permute_pairs(patch);
+    let (k, out_c) = (patch.len(), out.len());
+    let bias_of = |c: usize| bias.map_or(0, |b| b[c]);
+    let mut c = 0;
+    while c < out_c {
+        // A last block of fewer than four channels repeats its last row.
+        let ch: [usize; 4] = core::array::from_fn(|i| (c + i).min(out_c - 1));
+        let acc = gemm::pairs_1x4(patch, ch.map(|c| &w[c * k..][..k]));
+        for i in 0..4.min(out_c - c) {
+            out[c + i] = requant.apply(c + i, bias_of(c + i).wrapping_add(acc[i]));
+        }
+        c += 4;
+    }
 }
 
 fn conv_f32(data: &OpData, x: &[f32], w: &[f32], bias: Option<&[f32]>, out: &mut [f32]) {
@@ -601,4 +716,36 @@ fn conv_f32(data: &OpData, x: &[f32], w: &[f32], bias: Option<&[f32]>, out: &mut
             c += 1;
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quantized::{OutputStage, shift_parts};
+    use super::*;
+
+    #[test]
+    fn paired_patch_products_match_plain() {
+        let stage = OutputStage {
+            offset: 3,
+            min: -128,
+            max: 127,
+        };
+        for (k, out_c) in [(40, 64), (27, 16), (9, 5), (3, 1), (0, 2), (12, 7)] {
+            let patch: Vec<i16> = (0..k).map(|i| ((i * 73 + 11) % 511) as i16 - 255).collect();
+            let w: Vec<i8> = (0..k * out_c)
+                .map(|i| ((i * 91 + 5) % 256) as u8 as i8)
+                .collect();
+            let bias: Vec<i32> = (0..out_c as i32).map(|c| 1000 * c - 4000).collect();
+            let multiplier: Vec<i32> = (0..out_c as i32).map(|c| (1 << 30) + c * 99_991).collect();
+            let shift: Vec<[u8; 2]> = (0..out_c as i32).map(|c| shift_parts(-8 + c % 2)).collect();
+            let requant = Requant::new(&multiplier, &shift, stage).unwrap();
+            let mut want = vec![0i8; out_c];
+            patch_products(&patch, &w, Some(&bias), &requant, &mut want);
+            let mut got = vec![0i8; out_c];
+            let mut permuted = patch.clone();
+            patch_products_paired(&mut permuted, &w, Some(&bias), &requant, &mut got);
+            assert_eq!(got, want, "k {k} out_c {out_c}");
+            assert!(want.iter().any(|&v| v != want[0]) || out_c < 3, "k {k}");
+        }
+    }
 }

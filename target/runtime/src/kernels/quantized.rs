@@ -263,9 +263,38 @@ impl<'a> Requant<'a> {
     /// kernels compute it (`MultiplyByQuantizedMultiplier`, offset, clamp).
     #[inline(always)]
     pub fn apply(&self, c: usize, acc: i32) -> i8 {
+        self.channel(c).apply(acc)
+    }
+
+    /// Channel `c`'s constants, for loops that requantise many outputs of
+    /// one channel (they stay in registers instead of being re-read).
+    #[inline(always)]
+    pub fn channel(&self, c: usize) -> ChannelRequant {
         let i = c * self.step;
         let [left, right] = self.shift[i];
-        let scaled = scale_parts(acc, self.multiplier[i], u32::from(left), u32::from(right));
+        ChannelRequant {
+            multiplier: self.multiplier[i],
+            left: u32::from(left),
+            right1: u32::from(right),
+            stage: self.stage,
+        }
+    }
+}
+
+/// One channel's requantisation ([`Requant::channel`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ChannelRequant {
+    multiplier: i32,
+    left: u32,
+    right1: u32,
+    stage: OutputStage,
+}
+
+impl ChannelRequant {
+    /// The accumulator as an int8 output (see [`Requant::apply`]).
+    #[inline(always)]
+    pub fn apply(&self, acc: i32) -> i8 {
+        let scaled = scale_parts(acc, self.multiplier, self.left, self.right1);
         let v = scaled.wrapping_add(self.stage.offset);
         // max then min, as TFLM: a range inverted by odd quantisation yields `max`.
         v.max(self.stage.min).min(self.stage.max) as i8
@@ -394,7 +423,7 @@ pub fn dot4(x: &[i8], x_offset: i32, w: [&[i8]; 4]) -> [i32; 4] {
     }
     #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
     {
-        super::arm_dsp::dot4(x, x_offset, w)
+        super::gemm::row_1x4(x, x_offset, w)
     }
     #[cfg(not(any(
         all(target_arch = "x86_64", target_feature = "sse2"),

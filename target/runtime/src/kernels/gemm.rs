@@ -1,0 +1,359 @@
+//! Register-blocked int8 inner products for cores with the DSP extension
+//! (the micro-kernels of CONV_2D and FULLY_CONNECTED on Cortex-M4/M7/M33).
+//!
+//! A word of four int8 values unpacks with two `SXTB16` into the halfword
+//! pairs (bytes 0, 2) and (bytes 1, 3); a weight word unpacked the same way
+//! pairs up with it, and two `SMLAD` add the four products. Unpacking is
+//! what costs: an unpacked word is used by every accumulator it meets, so
+//! the blocks below keep several accumulators in registers:
+//!
+//! - [`block_2x2`]: two input rows (output positions) × two weight rows
+//!   (output channels); per four depth steps two input and two weight words,
+//!   eight unpacks, eight `SMLAD`: 20 instructions for 16 multiply-adds.
+//! - [`block_1x2`]: one position against two channels, for a leftover position.
+//! - [`row_1x4`]: one input row against four weight rows (FULLY_CONNECTED,
+//!   whose weights are used once): 25 instructions for 16 multiply-adds.
+//! - [`pairs_1x4`]: an im2col patch already widened to 16 bits (offset
+//!   added, padded taps 0) in the pair order [`permute_pairs`] gives it, so
+//!   the input costs one load per four depth steps: 21 for 16.
+//!
+//! `OFFSET` says whether `x + offset` is multiplied (TFLM's formula) or `x`
+//! alone (the caller folded `offset · Σ w` into the accumulator's start).
+//! Rows need not be aligned: Cortex-M's `LDR` takes any address. Depths
+//! that are not a multiple of four finish with plain scalar steps.
+//!
+//! Off the target the instructions are emulated ([`super::arm_dsp`]), so
+//! these are tested on the host against the plain loops.
+
+use super::arm_dsp::{mla2, sadd16, splat16, sxtb16, sxtb16_ror8};
+
+/// The word at `p` (any alignment).
+///
+/// # Safety
+/// `p..p + 4` must be readable.
+#[inline(always)]
+unsafe fn load(p: *const i8) -> u32 {
+    // SAFETY: the caller's promise.
+    unsafe { p.cast::<u32>().read_unaligned() }
+}
+
+/// A word's two halfword pairs, offset in both halves when `OFFSET`.
+#[inline(always)]
+fn unpack<const OFFSET: bool>(word: u32, off: u32) -> (u32, u32) {
+    let (a, b) = (sxtb16(word), sxtb16_ror8(word));
+    if OFFSET {
+        (sadd16(a, off), sadd16(b, off))
+    } else {
+        (a, b)
+    }
+}
+
+/// `Σ w·(x + offset)` (or `Σ w·x`) over the scalar tail of a row.
+#[inline(always)]
+fn tail<const OFFSET: bool>(x: &[i8], w: &[i8], offset: i32) -> i32 {
+    let offset = if OFFSET { offset } else { 0 };
+    x.iter().zip(w).fold(0i32, |acc, (&x, &w)| {
+        acc.wrapping_add(i32::from(w) * (i32::from(x) + offset))
+    })
+}
+
+/// `acc[2p + c] + Σ_i w[c][i] · (x[p][i] + offset)` for positions `p` and
+/// channels `c` in `0..2`, over `x[0].len()` depth steps (`offset` in
+/// `-128..=128` only counts when `OFFSET`). Every row must be that long.
+#[inline(always)]
+pub(crate) fn block_2x2<const OFFSET: bool>(
+    x: [&[i8]; 2],
+    w: [&[i8]; 2],
+    offset: i32,
+    acc: [i32; 4],
+) -> [i32; 4] {
+    let n = x[0].len();
+    let (x0, x1, w0, w1) = (&x[0][..n], &x[1][..n], &w[0][..n], &w[1][..n]);
+    let off = splat16(offset);
+    let mut a = acc;
+    let words = n / 4;
+    // SAFETY: every row holds `n >= 4 · words` bytes, and each pointer
+    // below stays within its own row's first `4 · words` bytes.
+    unsafe {
+        let mut ptrs = [x0.as_ptr(), x1.as_ptr(), w0.as_ptr(), w1.as_ptr()];
+        #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+        if !OFFSET && words >= 2 {
+            word_pairs_2x2(&mut ptrs, words / 2, &mut a);
+        }
+        let [mut p0, mut p1, mut q0, mut q1] = ptrs;
+        let end = x0.as_ptr().add(words * 4);
+        while p0 != end {
+            step_2x2::<OFFSET>(&mut a, [load(p0), load(p1)], [load(q0), load(q1)], off);
+            (p0, p1, q0, q1) = (p0.add(4), p1.add(4), q0.add(4), q1.add(4));
+        }
+    }
+    let done = words * 4;
+    let t = |x: &[i8], w: &[i8]| tail::<OFFSET>(&x[done..], &w[done..], offset);
+    [
+        a[0].wrapping_add(t(x0, w0)),
+        a[1].wrapping_add(t(x0, w1)),
+        a[2].wrapping_add(t(x1, w0)),
+        a[3].wrapping_add(t(x1, w1)),
+    ]
+}
+
+/// One word of each row into a 2×2 block (`acc[2p + c]`).
+#[inline(always)]
+fn step_2x2<const OFFSET: bool>(acc: &mut [i32; 4], x: [u32; 2], w: [u32; 2], off: u32) {
+    let (x0a, x0b) = unpack::<OFFSET>(x[0], off);
+    let (x1a, x1b) = unpack::<OFFSET>(x[1], off);
+    let (w0a, w0b) = unpack::<false>(w[0], 0);
+    acc[0] = mla2(x0b, w0b, mla2(x0a, w0a, acc[0]));
+    acc[2] = mla2(x1b, w0b, mla2(x1a, w0a, acc[2]));
+    let (w1a, w1b) = unpack::<false>(w[1], 0);
+    acc[1] = mla2(x0b, w1b, mla2(x0a, w1a, acc[1]));
+    acc[3] = mla2(x1b, w1b, mla2(x1a, w1a, acc[3]));
+}
+
+/// The raw 2×2 block's main loop by hand: `pairs` times two words of each
+/// row, advancing the four pointers past them. The compiler's schedule of
+/// the same instructions keeps more values live than the twelve registers
+/// `asm!` can have (r6, r7 reserved) and spills inside the loop; this one
+/// fits them exactly, reloading the second input word once per word
+/// instead (23 instructions per 16 multiply-adds), and keeps the loop end
+/// on the stack.
+///
+/// # Safety
+/// Each of the four pointers must have `8 · pairs` readable bytes, and
+/// `pairs >= 1`.
+#[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+#[inline(always)]
+unsafe fn word_pairs_2x2(ptrs: &mut [*const i8; 4], pairs: usize, acc: &mut [i32; 4]) {
+    let [mut p0, mut p1, mut q0, mut q1] = *ptrs;
+    let [mut a00, mut a01, mut a10, mut a11] = *acc;
+    // SAFETY: reads only the caller's promised bytes; the one word pushed
+    // is popped before the block ends.
+    unsafe {
+        let end = p0.add(8 * pairs);
+        core::arch::asm!(
+            "push {{{t4}}}",
+            "2:",
+            ".rept 2",
+            "ldr {t1}, [{p1}], #4",
+            "ldr {t3}, [{q0}], #4",
+            "sxtb16 {t2}, {t1}",
+            "sxtb16 {t1}, {t1}, ror #8",
+            "sxtb16 {t4}, {t3}",
+            "sxtb16 {t3}, {t3}, ror #8",
+            "smlad {a10}, {t2}, {t4}, {a10}",
+            "smlad {a10}, {t1}, {t3}, {a10}",
+            "ldr {t1}, [{p0}], #4",
+            "sxtb16 {t2}, {t1}",
+            "sxtb16 {t1}, {t1}, ror #8",
+            "smlad {a00}, {t2}, {t4}, {a00}",
+            "smlad {a00}, {t1}, {t3}, {a00}",
+            "ldr {t3}, [{q1}], #4",
+            "sxtb16 {t4}, {t3}",
+            "sxtb16 {t3}, {t3}, ror #8",
+            "smlad {a01}, {t2}, {t4}, {a01}",
+            "smlad {a01}, {t1}, {t3}, {a01}",
+            "ldr {t1}, [{p1}, #-4]",
+            "sxtb16 {t2}, {t1}",
+            "sxtb16 {t1}, {t1}, ror #8",
+            "smlad {a11}, {t2}, {t4}, {a11}",
+            "smlad {a11}, {t1}, {t3}, {a11}",
+            ".endr",
+            "ldr {t4}, [sp]",
+            "cmp {p0}, {t4}",
+            "bne 2b",
+            "add sp, sp, #4",
+            p0 = inout(reg) p0,
+            p1 = inout(reg) p1,
+            q0 = inout(reg) q0,
+            q1 = inout(reg) q1,
+            a00 = inout(reg) a00,
+            a01 = inout(reg) a01,
+            a10 = inout(reg) a10,
+            a11 = inout(reg) a11,
+            t1 = out(reg) _,
+            t2 = out(reg) _,
+            t3 = out(reg) _,
+            t4 = inout(reg) end => _,
+            options(readonly),
+        );
+    }
+    *ptrs = [p0, p1, q0, q1];
+    *acc = [a00, a01, a10, a11];
+}
+
+/// [`block_2x2`] for one position: `acc[c] + Σ_i w[c][i] · (x[i] + offset)`.
+#[inline(always)]
+pub(crate) fn block_1x2<const OFFSET: bool>(
+    x: &[i8],
+    w: [&[i8]; 2],
+    offset: i32,
+    acc: [i32; 2],
+) -> [i32; 2] {
+    let n = x.len();
+    let (w0, w1) = (&w[0][..n], &w[1][..n]);
+    let off = splat16(offset);
+    let [mut a0, mut a1] = acc;
+    let (xc, _) = x.as_chunks::<4>();
+    let (w0c, _) = w0.as_chunks::<4>();
+    let (w1c, _) = w1.as_chunks::<4>();
+    for ((xs, r0), r1) in xc.iter().zip(w0c).zip(w1c) {
+        let (xa, xb) = unpack::<OFFSET>(u32::from_le_bytes(xs.map(|v| v as u8)), off);
+        let (wa, wb) = unpack::<false>(u32::from_le_bytes(r0.map(|v| v as u8)), 0);
+        a0 = mla2(xb, wb, mla2(xa, wa, a0));
+        let (wa, wb) = unpack::<false>(u32::from_le_bytes(r1.map(|v| v as u8)), 0);
+        a1 = mla2(xb, wb, mla2(xa, wa, a1));
+    }
+    let done = xc.len() * 4;
+    [
+        a0.wrapping_add(tail::<OFFSET>(&x[done..], &w0[done..], offset)),
+        a1.wrapping_add(tail::<OFFSET>(&x[done..], &w1[done..], offset)),
+    ]
+}
+
+/// `Σ_i w[r][i] · (x[i] + offset)` for four weight rows of `x.len()`
+/// (`offset` in `-128..=128`): each input word is unpacked and offset once.
+#[inline(always)]
+pub(crate) fn row_1x4(x: &[i8], offset: i32, w: [&[i8]; 4]) -> [i32; 4] {
+    let n = x.len();
+    let w = w.map(|r| &r[..n]);
+    let off = splat16(offset);
+    let [mut a0, mut a1, mut a2, mut a3] = [0i32; 4];
+    let words = n / 4;
+    let mut step = |xw: u32, ws: [u32; 4]| {
+        let (xa, xb) = unpack::<true>(xw, off);
+        let (wa, wb) = unpack::<false>(ws[0], 0);
+        a0 = mla2(xb, wb, mla2(xa, wa, a0));
+        let (wa, wb) = unpack::<false>(ws[1], 0);
+        a1 = mla2(xb, wb, mla2(xa, wa, a1));
+        let (wa, wb) = unpack::<false>(ws[2], 0);
+        a2 = mla2(xb, wb, mla2(xa, wa, a2));
+        let (wa, wb) = unpack::<false>(ws[3], 0);
+        a3 = mla2(xb, wb, mla2(xa, wa, a3));
+    };
+    // SAFETY: `x` and every row hold `n >= 4 · words` bytes; each pointer
+    // stays within its row's first `4 · words` bytes.
+    unsafe {
+        let mut p = x.as_ptr();
+        let mut q = w.map(<[i8]>::as_ptr);
+        let end = p.add(words * 4);
+        while p != end {
+            step(load(p), q.map(|r| load(r)));
+            p = p.add(4);
+            q = q.map(|r| r.add(4));
+        }
+    }
+    let done = words * 4;
+    let t = |r: usize| tail::<true>(&x[done..], &w[r][done..], offset);
+    [
+        a0.wrapping_add(t(0)),
+        a1.wrapping_add(t(1)),
+        a2.wrapping_add(t(2)),
+        a3.wrapping_add(t(3)),
+    ]
+}
+
+/// Reorders a widened patch in place so that each group of four values
+/// `v0 v1 v2 v3` reads as the words `(v0, v2)` and `(v1, v3)`: the pairs
+/// `SXTB16` makes of a weight word. A last partial group stays as it is.
+#[inline]
+pub(crate) fn permute_pairs(patch: &mut [i16]) {
+    let (groups, _) = patch.as_chunks_mut::<4>();
+    for g in groups {
+        g.swap(1, 2);
+    }
+}
+
+/// `Σ_i w[r][i] · x[i]` for four weight rows, `x` a 16-bit patch of
+/// `w[r].len()` values reordered by [`permute_pairs`].
+#[inline(always)]
+pub(crate) fn pairs_1x4(x: &[i16], w: [&[i8]; 4]) -> [i32; 4] {
+    let n = x.len();
+    let w = w.map(|r| &r[..n]);
+    let [mut a0, mut a1, mut a2, mut a3] = [0i32; 4];
+    let (xc, _) = x.as_chunks::<4>();
+    let [w0, w1, w2, w3] = w.map(|r| r.as_chunks::<4>().0);
+    let word = |r: &[i8; 4]| u32::from_le_bytes(r.map(|v| v as u8));
+    for ((((xs, r0), r1), r2), r3) in xc.iter().zip(w0).zip(w1).zip(w2).zip(w3) {
+        let xa = u32::from(xs[0] as u16) | (u32::from(xs[1] as u16) << 16);
+        let xb = u32::from(xs[2] as u16) | (u32::from(xs[3] as u16) << 16);
+        let (wa, wb) = unpack::<false>(word(r0), 0);
+        a0 = mla2(xb, wb, mla2(xa, wa, a0));
+        let (wa, wb) = unpack::<false>(word(r1), 0);
+        a1 = mla2(xb, wb, mla2(xa, wa, a1));
+        let (wa, wb) = unpack::<false>(word(r2), 0);
+        a2 = mla2(xb, wb, mla2(xa, wa, a2));
+        let (wa, wb) = unpack::<false>(word(r3), 0);
+        a3 = mla2(xb, wb, mla2(xa, wa, a3));
+    }
+    let done = xc.len() * 4;
+    let t = |r: usize| {
+        x[done..]
+            .iter()
+            .zip(&w[r][done..])
+            .fold(0i32, |acc, (&v, &wv)| {
+                acc.wrapping_add(i32::from(v) * i32::from(wv))
+            })
+    };
+    [
+        a0.wrapping_add(t(0)),
+        a1.wrapping_add(t(1)),
+        a2.wrapping_add(t(2)),
+        a3.wrapping_add(t(3)),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Deterministic bytes covering the whole int8 range.
+    fn bytes(n: usize, seed: u32) -> Vec<i8> {
+        let mut s = seed.wrapping_mul(2_654_435_761).max(1);
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 17;
+                s ^= s << 5;
+                (s >> 24) as u8 as i8
+            })
+            .collect()
+    }
+
+    fn reference(x: &[i8], w: &[i8], offset: i32) -> i32 {
+        x.iter()
+            .zip(w)
+            .map(|(&x, &w)| i32::from(w) * (i32::from(x) + offset))
+            .sum()
+    }
+
+    #[test]
+    fn blocks_match_the_plain_sum() {
+        for n in 0..41 {
+            let x = [bytes(n + 3, 1), bytes(n, 2)];
+            let w = [bytes(n, 3), bytes(n + 1, 4), bytes(n, 5), bytes(n, 6)];
+            let (x0, x1) = (&x[0][3..], &x[1][..]);
+            let (w0, w1) = (&w[0][..], &w[1][1..]);
+            for offset in [-128, -127, 0, 5, 127, 128] {
+                let start = [7, -9, 1 << 20, -3];
+                let got = block_2x2::<true>([x0, x1], [w0, w1], offset, start);
+                let want = [
+                    7 + reference(x0, w0, offset),
+                    -9 + reference(x0, w1, offset),
+                    (1 << 20) + reference(x1, w0, offset),
+                    -3 + reference(x1, w1, offset),
+                ];
+                assert_eq!(got, want, "n {n} offset {offset}");
+                let raw = block_2x2::<false>([x0, x1], [w0, w1], offset, [0; 4]);
+                assert_eq!(raw[3], reference(x1, w1, 0), "n {n}");
+                let one = block_1x2::<true>(x1, [w0, w1], offset, [2, 3]);
+                assert_eq!(one, [want[2] - (1 << 20) + 2, want[3] + 3 + 3]);
+                let rows = [w0, w1, &w[2][..], &w[3][..]];
+                let four = row_1x4(x0, offset, rows);
+                assert_eq!(four, rows.map(|r| reference(x0, r, offset)), "n {n}");
+                let mut patch: Vec<i16> = x0.iter().map(|&v| i16::from(v) + offset as i16).collect();
+                permute_pairs(&mut patch);
+                assert_eq!(pairs_1x4(&patch, rows), four, "n {n}");
+            }
+        }
+    }
+}
