@@ -62,9 +62,8 @@ impl<'a> Operands<'a> {
             let c = [c0, (c0 + 1).min(out_c - 1)];
             let w = c.map(|c| &self.weights[c * len..][..len]);
             let bias = c.map(|c| self.bias.map_or(0, |b| b[c]));
-            let folded = [0, 1].map(|i| {
-                bias[i].wrapping_add(self.input_offset.wrapping_mul(sum(w[i])))
-            });
+            let folded =
+                [0, 1].map(|i| bias[i].wrapping_add(self.input_offset.wrapping_mul(sum(w[i]))));
             let requant = c.map(|c| self.requant.channel(c));
             f(&Pair {
                 c,

@@ -75,6 +75,7 @@ pub(crate) fn block_2x2<const OFFSET: bool>(
     // SAFETY: every row holds `n >= 4 · words` bytes, and each pointer
     // below stays within its own row's first `4 · words` bytes.
     unsafe {
+        #[cfg_attr(not(all(target_arch = "arm", feature = "arm-dsp")), allow(unused_mut))]
         let mut ptrs = [x0.as_ptr(), x1.as_ptr(), w0.as_ptr(), w1.as_ptr()];
         #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
         if !OFFSET && words >= 2 {
@@ -350,7 +351,8 @@ mod tests {
                 let rows = [w0, w1, &w[2][..], &w[3][..]];
                 let four = row_1x4(x0, offset, rows);
                 assert_eq!(four, rows.map(|r| reference(x0, r, offset)), "n {n}");
-                let mut patch: Vec<i16> = x0.iter().map(|&v| i16::from(v) + offset as i16).collect();
+                let mut patch: Vec<i16> =
+                    x0.iter().map(|&v| i16::from(v) + offset as i16).collect();
                 permute_pairs(&mut patch);
                 assert_eq!(pairs_1x4(&patch, rows), four, "n {n}");
             }

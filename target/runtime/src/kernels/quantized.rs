@@ -641,7 +641,7 @@ mod tests {
             for offset in [128, -127, 0, 5] {
                 let rows = [&b[..n], &a[..n], &b[..n], &b[..n]];
                 assert_eq!(
-                    super::super::arm_dsp::dot4(&a[..n], offset, rows),
+                    super::super::gemm::row_1x4(&a[..n], offset, rows),
                     dot4_portable(&a[..n], offset, rows)
                 );
                 let got = dot4(&a[..n], offset, rows);
