@@ -231,17 +231,11 @@ pub(crate) fn row_1x4(x: &[i8], offset: i32, w: [&[i8]; 4]) -> [i32; 4] {
         let (wa, wb) = unpack::<false>(ws[3], 0);
         a3 = mla2(xb, wb, mla2(xa, wa, a3));
     };
-    // SAFETY: `x` and every row hold `n >= 4 · words` bytes; each pointer
-    // stays within its row's first `4 · words` bytes.
-    unsafe {
-        let mut p = x.as_ptr();
-        let mut q = w.map(<[i8]>::as_ptr);
-        let end = p.add(words * 4);
-        while p != end {
-            step(load(p), q.map(|r| load(r)));
-            p = p.add(4);
-            q = q.map(|r| r.add(4));
-        }
+    let (xc, _) = x.as_chunks::<4>();
+    let [w0, w1, w2, w3] = w.map(|r| r.as_chunks::<4>().0);
+    let word = |r: &[i8; 4]| u32::from_le_bytes(r.map(|v| v as u8));
+    for ((((xs, r0), r1), r2), r3) in xc.iter().zip(w0).zip(w1).zip(w2).zip(w3) {
+        step(word(xs), [word(r0), word(r1), word(r2), word(r3)]);
     }
     let done = words * 4;
     let t = |r: usize| tail::<true>(&x[done..], &w[r][done..], offset);
