@@ -586,16 +586,16 @@ fn conv_i8_im2col(
     let k = patch.len();
     // -128..=128 (prepare checks the zero point).
     let x_offset = data.channels.input_offset as i16;
+    let full = (0..g.y.filter, 0..g.x.filter);
     g.for_each_pixel(|win, o| {
-        // Padded taps are 0: TFLM skips them, and 0 · w adds nothing.
-        for (fy, row) in patch.chunks_exact_mut(row_len).enumerate() {
-            if !win.rows.contains(&(fy as i32)) {
-                row.fill(0);
-                continue;
-            }
+        // Padded taps are 0: TFLM skips them, and 0 · w adds nothing. Only
+        // border windows have any, so only they clear the patch first.
+        if (win.rows.clone(), win.cols.clone()) != full {
+            patch.fill(0);
+        }
+        for fy in win.rows.clone() {
+            let row = &mut patch[fy as usize * row_len..][..row_len];
             let (c0, c1) = (win.cols.start as usize * in_c, win.cols.end as usize * in_c);
-            row[..c0].fill(0);
-            row[c1..].fill(0);
             if g.x.dilation == 1 {
                 let src = &x[win.input_at(g, fy as i32, win.cols.start)..][..c1 - c0];
                 for (d, &v) in row[c0..c1].iter_mut().zip(src) {
@@ -661,16 +661,17 @@ fn patch_products_paired(
     use super::gemm;
     gemm::permute_pairs(patch);
     let (k, out_c) = (patch.len(), out.len());
+    let (words, tail) = gemm::pair_words(patch);
     let bias_of = |c: usize| bias.map_or(0, |b| b[c]);
     let mut c = 0;
     while c < out_c {
-        // A last block of fewer than four channels repeats its last row.
-        let ch: [usize; 4] = core::array::from_fn(|i| (c + i).min(out_c - 1));
-        let acc = gemm::pairs_1x4(patch, ch.map(|c| &w[c * k..][..k]));
-        for i in 0..4.min(out_c - c) {
+        // A last odd channel repeats its row.
+        let ch = [c, (c + 1).min(out_c - 1)];
+        let acc = gemm::pairs_1x2(words, tail, ch.map(|c| &w[c * k..][..k]));
+        for i in 0..2.min(out_c - c) {
             out[c + i] = requant.apply(c + i, bias_of(c + i).wrapping_add(acc[i]));
         }
-        c += 4;
+        c += 2;
     }
 }
 

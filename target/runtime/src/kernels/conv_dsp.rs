@@ -106,6 +106,9 @@ pub(crate) fn pointwise(ops: &Operands<'_>, out: &mut [i8]) {
         let (oy, b) = (rest % oh, rest / oh);
         ((b * ih + oy * sy) * iw + ox * sx) * in_c
     };
+    if dense && in_c > 0 {
+        return pointwise_dense(ops, positions, out);
+    }
     let x = |p: usize| &ops.input[input_at(p)..][..in_c];
     ops.for_each_pair(|pair| {
         let mut p = 0;
@@ -119,6 +122,32 @@ pub(crate) fn pointwise(ops: &Operands<'_>, out: &mut [i8]) {
         if p < positions {
             let a = block_1x2::<false>(x(p), pair.w, 0, pair.folded);
             pair.store(out, p * out_c, a);
+        }
+    });
+}
+
+/// [`pointwise`] with stride 1 (`in_c > 0`): pixels are consecutive rows
+/// of the input and the output, walked two at a time.
+fn pointwise_dense(ops: &Operands<'_>, positions: usize, out: &mut [i8]) {
+    let g = ops.geometry;
+    let (in_c, out_c) = (g.in_c as usize, g.out_c as usize);
+    let x = &ops.input[..positions * in_c];
+    let out = &mut out[..positions * out_c];
+    ops.for_each_pair(|pair| {
+        let s = pair.folded;
+        let start = [s[0], s[1], s[0], s[1]];
+        let xs = x.chunks_exact(2 * in_c);
+        let last = xs.remainder();
+        let mut outs = out.chunks_exact_mut(2 * out_c);
+        for (x2, o2) in xs.zip(outs.by_ref()) {
+            let (x0, x1) = x2.split_at(in_c);
+            let a = block_2x2::<false>([x0, x1], pair.w, 0, start);
+            pair.store(o2, 0, [a[0], a[1]]);
+            pair.store(o2, out_c, [a[2], a[3]]);
+        }
+        if !last.is_empty() {
+            let a = block_1x2::<false>(last, pair.w, 0, pair.folded);
+            pair.store(outs.into_remainder(), 0, a);
         }
     });
 }

@@ -258,6 +258,45 @@ pub(crate) fn permute_pairs(patch: &mut [i16]) {
     }
 }
 
+/// A patch reordered by [`permute_pairs`] as its whole groups' halfword
+/// pairs (two words a group) and its last partial group. The patch must
+/// start 4-byte aligned (scratch is); an unaligned one is all tail.
+#[inline]
+pub(crate) fn pair_words(patch: &[i16]) -> (&[[u32; 2]], &[i16]) {
+    let split = patch.len() / 4 * 4;
+    let (groups, tail) = patch.split_at(split);
+    match bytemuck::try_cast_slice::<i16, [u32; 2]>(groups) {
+        Ok(words) => (words, tail),
+        Err(_) => (&[], patch),
+    }
+}
+
+/// `Σ_i w[r][i] · x[i]` for two weight rows against a patch split by
+/// [`pair_words`]: per four depth steps one input load (both words), two
+/// weight loads, four unpacks, four `SMLAD`.
+#[inline(always)]
+pub(crate) fn pairs_1x2(words: &[[u32; 2]], tail: &[i16], w: [&[i8]; 2]) -> [i32; 2] {
+    let n = words.len() * 4 + tail.len();
+    let (w0, w1) = (&w[0][..n], &w[1][..n]);
+    let [mut a0, mut a1] = [0i32; 2];
+    let (r0s, _) = w0.as_chunks::<4>();
+    let (r1s, _) = w1.as_chunks::<4>();
+    let word = |r: &[i8; 4]| u32::from_le_bytes(r.map(|v| v as u8));
+    for ((&[xa, xb], r0), r1) in words.iter().zip(r0s).zip(r1s) {
+        let (wa, wb) = unpack::<false>(word(r0), 0);
+        a0 = mla2(xb, wb, mla2(xa, wa, a0));
+        let (wa, wb) = unpack::<false>(word(r1), 0);
+        a1 = mla2(xb, wb, mla2(xa, wa, a1));
+    }
+    let done = n - tail.len();
+    let t = |r: &[i8]| {
+        tail.iter().zip(&r[done..]).fold(0i32, |acc, (&v, &wv)| {
+            acc.wrapping_add(i32::from(v) * i32::from(wv))
+        })
+    };
+    [a0.wrapping_add(t(w0)), a1.wrapping_add(t(w1))]
+}
+
 /// `Σ_i w[r][i] · x[i]` for four weight rows, `x` a 16-bit patch of
 /// `w[r].len()` values reordered by [`permute_pairs`].
 #[inline(always)]
@@ -349,6 +388,9 @@ mod tests {
                     x0.iter().map(|&v| i16::from(v) + offset as i16).collect();
                 permute_pairs(&mut patch);
                 assert_eq!(pairs_1x4(&patch, rows), four, "n {n}");
+                let (words, rest) = pair_words(&patch);
+                assert_eq!(words.len() * 4 + rest.len(), n);
+                assert_eq!(pairs_1x2(words, rest, [w0, w1]), [four[0], four[1]], "n {n}");
             }
         }
     }

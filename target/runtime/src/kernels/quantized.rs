@@ -263,7 +263,10 @@ impl<'a> Requant<'a> {
     /// kernels compute it (`MultiplyByQuantizedMultiplier`, offset, clamp).
     #[inline(always)]
     pub fn apply(&self, c: usize, acc: i32) -> i8 {
-        self.channel(c).apply(acc)
+        let i = c * self.step;
+        let [left, right] = self.shift[i];
+        let scaled = scale_parts(acc, self.multiplier[i], u32::from(left), u32::from(right));
+        self.stage.clamp(scaled)
     }
 
     /// Channel `c`'s constants, for loops that requantise many outputs of
@@ -272,10 +275,18 @@ impl<'a> Requant<'a> {
     pub fn channel(&self, c: usize) -> ChannelRequant {
         let i = c * self.step;
         let [left, right] = self.shift[i];
+        let (multiplier, right1) = (self.multiplier[i], u32::from(right));
+        // The one-rounding form holds for m > 2^30 and a right shift.
+        let one_rounding = multiplier > 1 << 30 && right1 >= 2;
         ChannelRequant {
-            multiplier: self.multiplier[i],
+            multiplier,
             left: u32::from(left),
-            right1: u32::from(right),
+            right1,
+            round: if one_rounding {
+                (1i64 << 30) + (1i64 << (29 + right1))
+            } else {
+                0
+            },
             stage: self.stage,
         }
     }
@@ -287,6 +298,8 @@ pub struct ChannelRequant {
     multiplier: i32,
     left: u32,
     right1: u32,
+    /// `2^30 + 2^(30 + right)` when [`scale_one_rounding`] applies, else 0.
+    round: i64,
     stage: OutputStage,
 }
 
@@ -294,10 +307,22 @@ impl ChannelRequant {
     /// The accumulator as an int8 output (see [`Requant::apply`]).
     #[inline(always)]
     pub fn apply(&self, acc: i32) -> i8 {
-        let scaled = scale_parts(acc, self.multiplier, self.left, self.right1);
-        let v = scaled.wrapping_add(self.stage.offset);
+        let scaled = if self.round != 0 {
+            scale_one_rounding(acc, self.multiplier, self.left, self.right1, self.round)
+        } else {
+            scale_parts(acc, self.multiplier, self.left, self.right1)
+        };
+        self.stage.clamp(scaled)
+    }
+}
+
+impl OutputStage {
+    /// A requantised value plus the zero point, clamped.
+    #[inline(always)]
+    fn clamp(&self, scaled: i32) -> i8 {
+        let v = scaled.wrapping_add(self.offset);
         // max then min, as TFLM: a range inverted by odd quantisation yields `max`.
-        v.max(self.stage.min).min(self.stage.max) as i8
+        v.max(self.min).min(self.max) as i8
     }
 }
 
@@ -350,6 +375,24 @@ pub fn scale_parts_narrow(x: i32, multiplier: i32, left: u32, right1: u32) -> i3
     let mask = ((1u32 << e) - 1) as i32;
     let threshold = (mask >> 1) + i32::from(high < 0);
     (high >> e) + i32::from((high & mask) > threshold)
+}
+
+/// [`scale_parts`] with both of TFLM's roundings folded into one, for
+/// `2^30 < multiplier < 2^31` and a right shift `e = right1 - 1 >= 1`
+/// (`round = 2^30 + 2^(30 + e)`): fewer instructions on 32-bit cores.
+///
+/// With `t = x·m + 2^30`, TFLM computes `h = ⌊t / 2^31⌋` and then
+/// `⌊(h + 2^(e−1) − [h < 0]) / 2^e⌋` (gemmlowp's ties-away division), and
+/// `⌊(⌊t/B⌋ + c) / D⌋ = ⌊(t + c·B) / (B·D)⌋` for integers, so the result is
+/// `(x·m + 2^30 + 2^(30+e) − [h < 0]·2^31) >> (31 + e)`: the high word of
+/// the 64-bit sum shifted by `e − 1`. Since `m > 2^30`, `h < 0` exactly
+/// when `x < 0` (`x ≤ −1` gives `t ≤ 2^30 − m < 0`).
+#[inline(always)]
+pub fn scale_one_rounding(x: i32, multiplier: i32, left: u32, right1: u32, round: i64) -> i32 {
+    let x = x.wrapping_shl(left);
+    let negative = i64::from(x >> 31) << 31;
+    let sum = i64::from(x) * i64::from(multiplier) + round + negative;
+    ((sum >> 32) as i32) >> (right1 - 2)
 }
 
 /// `Σ w·(x + offset)`: TFLM's formula, for windows that skip padded taps.
@@ -702,6 +745,11 @@ mod tests {
                     let (l, r) = (u32::from(l), u32::from(r));
                     assert_eq!(scale_parts_narrow(x, m, l, r), tflm(x, m, shift));
                     assert_eq!(scale_parts_wide(x, m, l, r), tflm(x, m, shift));
+                    if m > 1 << 30 && r >= 2 {
+                        let round = (1i64 << 30) + (1i64 << (29 + r));
+                        let one = scale_one_rounding(x, m, l, r, round);
+                        assert_eq!(one, tflm(x, m, shift), "{x} {m} {shift}");
+                    }
                 }
             }
             for _ in 0..2000 {
@@ -712,7 +760,25 @@ mod tests {
                 let [l, rr] = shift_parts(shift);
                 let narrow = scale_parts_narrow(x, m, u32::from(l), u32::from(rr));
                 assert_eq!(narrow, tflm(x, m, shift), "{x} {m} {shift}");
+                if m > 1 << 30 && rr >= 2 {
+                    let round = (1i64 << 30) + (1i64 << (29 + u32::from(rr)));
+                    let one = scale_one_rounding(x, m, u32::from(l), u32::from(rr), round);
+                    assert_eq!(one, tflm(x, m, shift), "{x} {m} {shift}");
+                }
+                let (ms, ss) = ([m], [shift_parts(shift)]);
+                let r = Requant::new(&ms, &ss, stage_wide()).unwrap();
+                assert_eq!(r.channel(0).apply(x), r.apply(0, x));
+                let clamp = tflm(x, m, shift).wrapping_add(-3).clamp(-128, 127) as i8;
+                assert_eq!(r.apply(0, x), clamp, "{x} {m} {shift}");
             }
+        }
+    }
+
+    fn stage_wide() -> OutputStage {
+        OutputStage {
+            offset: -3,
+            min: -128,
+            max: 127,
         }
     }
 
