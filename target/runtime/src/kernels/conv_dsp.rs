@@ -19,7 +19,7 @@
 //! Nothing is requested in prepare: no scratch, nothing in the tail.
 
 use super::conv::{Geometry, Window};
-use super::gemm::{block_1x2, block_2x2};
+use super::gemm::{block_1x2, block_2x2, rows_2x2};
 use super::quantized::{ChannelRequant, Requant, sum};
 
 /// One int8 convolution's operands (one group).
@@ -141,7 +141,13 @@ fn pointwise_dense(ops: &Operands<'_>, positions: usize, out: &mut [i8]) {
         let mut outs = out.chunks_exact_mut(2 * out_c);
         for (x2, o2) in xs.zip(outs.by_ref()) {
             let (x0, x1) = x2.split_at(in_c);
-            let a = block_2x2::<false>([x0, x1], pair.w, 0, start);
+            let a = if in_c % 8 == 0 {
+                let ptrs = [x0.as_ptr(), x1.as_ptr(), pair.w[0].as_ptr(), pair.w[1].as_ptr()];
+                // SAFETY: one run of in_c bytes of each of the four rows.
+                unsafe { rows_2x2(ptrs, in_c / 8, 1, 0, start) }
+            } else {
+                block_2x2::<false>([x0, x1], pair.w, 0, start)
+            };
             pair.store(o2, 0, [a[0], a[1]]);
             pair.store(o2, out_c, [a[2], a[3]]);
         }
@@ -168,7 +174,7 @@ pub(crate) fn rows_in_place(ops: &Operands<'_>, out: &mut [i8]) {
                 if ox + 1 < windows.len() && windows.at(ox + 1).cols == win.cols {
                     let next = windows.at(ox + 1);
                     let a = if interior {
-                        window_pair::<false>(ops, pair, [win, &next], pair.folded)
+                        interior_pair(ops, pair, [win, &next])
                     } else {
                         window_pair::<true>(ops, pair, [win, &next], pair.bias)
                     };
@@ -220,6 +226,31 @@ fn window_pair<const OFFSET: bool>(
         acc = block_2x2::<OFFSET>(xs, ws, ops.input_offset, acc);
     });
     acc
+}
+
+/// Two interior windows against a channel pair: every filter row is read,
+/// so the weights are one run and the input runs are evenly spaced.
+#[inline(always)]
+fn interior_pair(ops: &Operands<'_>, pair: &Pair<'_>, win: [&Window; 2]) -> [i32; 4] {
+    let g = ops.geometry;
+    let (fw, in_c) = (g.x.filter as usize, g.in_c as usize);
+    let len = fw * in_c;
+    if len % 8 != 0 || len == 0 {
+        return window_pair::<false>(ops, pair, win, pair.folded);
+    }
+    let rows = g.y.filter as usize;
+    let row_stride = g.y.dilation as usize * g.x.in_size as usize * in_c;
+    let x0 = win[0].input_at(g, 0, 0);
+    let x1 = win[1].input_at(g, 0, 0);
+    let last = (rows - 1) * row_stride + len;
+    let s = pair.folded;
+    // Bounds checked once: both windows' last runs end inside the input.
+    let (i0, i1) = (&ops.input[x0..][..last], &ops.input[x1..][..last]);
+    let ptrs = [i0.as_ptr(), i1.as_ptr(), pair.w[0].as_ptr(), pair.w[1].as_ptr()];
+    // SAFETY: run r of the inputs is bytes r · row_stride .. + len of
+    // `i0`/`i1` (checked above); the weights' runs are the filter, each
+    // row `rows · len = filter_len` long.
+    unsafe { rows_2x2(ptrs, len / 8, rows, row_stride - len, [s[0], s[1], s[0], s[1]]) }
 }
 
 /// One window against a channel pair.

@@ -182,6 +182,131 @@ unsafe fn word_pairs_2x2(ptrs: &mut [*const i8; 4], pairs: usize, acc: &mut [i32
     *acc = [a00, a01, a10, a11];
 }
 
+/// A raw 2×2 block over `rows` runs of `8 · pairs` bytes: the input
+/// pointers `ptrs[0..2]` skip `gap` bytes after each run, the weight
+/// pointers `ptrs[2..4]` run on (an interior window's filter rows, or one
+/// 1×1 pixel with `rows = 1`). Adds `Σ w·x` into `acc` as [`block_2x2`]
+/// does, with no per-run call: on the target the whole walk is one `asm!`.
+///
+/// # Safety
+/// For every run `r < rows`, `8 · pairs` bytes must be readable from
+/// `ptrs[p] + r · (8 · pairs + gap)` (inputs) and `ptrs[c] + r · 8 · pairs`
+/// (weights); `pairs` and `rows` at least 1.
+#[inline(always)]
+pub(crate) unsafe fn rows_2x2(
+    ptrs: [*const i8; 4],
+    pairs: usize,
+    rows: usize,
+    gap: usize,
+    acc: [i32; 4],
+) -> [i32; 4] {
+    #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+    {
+        // SAFETY: the caller's promise.
+        unsafe { rows_2x2_asm(ptrs, pairs, rows, gap, acc) }
+    }
+    #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
+    {
+        let [mut p0, mut p1, mut q0, mut q1] = ptrs;
+        let mut a = acc;
+        for _ in 0..rows {
+            for _ in 0..2 * pairs {
+                // SAFETY: within the current run (the caller's promise).
+                unsafe {
+                    step_2x2::<false>(&mut a, [load(p0), load(p1)], [load(q0), load(q1)], 0);
+                    (p0, p1, q0, q1) = (p0.add(4), p1.add(4), q0.add(4), q1.add(4));
+                }
+            }
+            (p0, p1) = (p0.wrapping_add(gap), p1.wrapping_add(gap));
+        }
+        a
+    }
+}
+
+/// [`rows_2x2`] by hand: [`word_pairs_2x2`]'s loop inside a loop over the
+/// runs, its counters on the stack.
+///
+/// # Safety
+/// As [`rows_2x2`].
+#[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+#[inline(always)]
+unsafe fn rows_2x2_asm(
+    ptrs: [*const i8; 4],
+    pairs: usize,
+    rows: usize,
+    gap: usize,
+    acc: [i32; 4],
+) -> [i32; 4] {
+    let [mut p0, mut p1, mut q0, mut q1] = ptrs;
+    let [mut a00, mut a01, mut a10, mut a11] = acc;
+    // SAFETY: reads only the caller's promised bytes; the four words
+    // pushed are popped before the block ends.
+    unsafe {
+        core::arch::asm!(
+            "str {t3}, [sp, #-4]!",
+            "str {t2}, [sp, #-4]!",
+            "str {t1}, [sp, #-4]!",
+            "sub sp, sp, #4",
+            "1:",
+            "ldr {t1}, [sp, #4]",
+            "str {t1}, [sp]",
+            "2:",
+            ".rept 2",
+            "ldr {t1}, [{p1}], #4",
+            "ldr {t3}, [{q0}], #4",
+            "sxtb16 {t2}, {t1}",
+            "sxtb16 {t1}, {t1}, ror #8",
+            "sxtb16 {t4}, {t3}",
+            "sxtb16 {t3}, {t3}, ror #8",
+            "smlad {a10}, {t2}, {t4}, {a10}",
+            "smlad {a10}, {t1}, {t3}, {a10}",
+            "ldr {t1}, [{p0}], #4",
+            "sxtb16 {t2}, {t1}",
+            "sxtb16 {t1}, {t1}, ror #8",
+            "smlad {a00}, {t2}, {t4}, {a00}",
+            "smlad {a00}, {t1}, {t3}, {a00}",
+            "ldr {t3}, [{q1}], #4",
+            "sxtb16 {t4}, {t3}",
+            "sxtb16 {t3}, {t3}, ror #8",
+            "smlad {a01}, {t2}, {t4}, {a01}",
+            "smlad {a01}, {t1}, {t3}, {a01}",
+            "ldr {t1}, [{p1}, #-4]",
+            "sxtb16 {t2}, {t1}",
+            "sxtb16 {t1}, {t1}, ror #8",
+            "smlad {a11}, {t2}, {t4}, {a11}",
+            "smlad {a11}, {t1}, {t3}, {a11}",
+            ".endr",
+            "ldr {t1}, [sp]",
+            "subs {t1}, {t1}, #1",
+            "str {t1}, [sp]",
+            "bne 2b",
+            "ldr {t1}, [sp, #8]",
+            "add {p0}, {p0}, {t1}",
+            "add {p1}, {p1}, {t1}",
+            "ldr {t1}, [sp, #12]",
+            "subs {t1}, {t1}, #1",
+            "str {t1}, [sp, #12]",
+            "bne 1b",
+            "add sp, sp, #16",
+            p0 = inout(reg) p0,
+            p1 = inout(reg) p1,
+            q0 = inout(reg) q0,
+            q1 = inout(reg) q1,
+            a00 = inout(reg) a00,
+            a01 = inout(reg) a01,
+            a10 = inout(reg) a10,
+            a11 = inout(reg) a11,
+            t1 = inout(reg) pairs => _,
+            t2 = inout(reg) gap => _,
+            t3 = inout(reg) rows => _,
+            t4 = out(reg) _,
+            options(readonly),
+        );
+    }
+    let _ = (p0, p1, q0, q1);
+    [a00, a01, a10, a11]
+}
+
 /// [`block_2x2`] for one position: `acc[c] + Σ_i w[c][i] · (x[i] + offset)`.
 #[inline(always)]
 pub(crate) fn block_1x2<const OFFSET: bool>(
@@ -378,7 +503,23 @@ mod tests {
                 ];
                 assert_eq!(got, want, "n {n} offset {offset}");
                 let raw = block_2x2::<false>([x0, x1], [w0, w1], offset, [0; 4]);
-                assert_eq!(raw[3], reference(x1, w1, 0), "n {n}");
+                if n >= 20 {
+                    // Two runs of 8 bytes; the inputs skip 4 bytes between them.
+                    let ptrs = [x0.as_ptr(), x1.as_ptr(), w0.as_ptr(), w1.as_ptr()];
+                    // SAFETY: inputs read bytes 0..8 and 12..20, weights 0..16,
+                    // of rows at least 20 long.
+                    let got = unsafe { rows_2x2(ptrs, 1, 2, 4, [1, 2, 3, 4]) };
+                    let run = |x: &[i8], w: &[i8]| {
+                        reference(&x[..8], &w[..8], 0) + reference(&x[12..20], &w[8..16], 0)
+                    };
+                    let want = [
+                        1 + run(x0, w0),
+                        2 + run(x0, w1),
+                        3 + run(x1, w0),
+                        4 + run(x1, w1),
+                    ];
+                    assert_eq!(got, want, "n {n}");
+                }
                 let one = block_1x2::<true>(x1, [w0, w1], offset, [2, 3]);
                 assert_eq!(one, [want[2] - (1 << 20) + 2, want[3] + 3 + 3]);
                 let rows = [w0, w1, &w[2][..], &w[3][..]];
