@@ -282,10 +282,13 @@ impl<'a> Requant<'a> {
             multiplier,
             left: u32::from(left),
             right1,
-            round: if one_rounding {
-                (1i64 << 30) + (1i64 << (29 + right1))
-            } else {
+            // 2^30 + 2^(29 + right1) from its two words: no 64-bit shift.
+            round: if !one_rounding {
                 0
+            } else if right1 == 2 {
+                (1 << 30) + (1 << 31)
+            } else {
+                (i64::from(1i32 << (right1 - 3)) << 32) | (1 << 30)
             },
             stage: self.stage,
         }
@@ -436,10 +439,15 @@ pub fn matvec(
     let mut c = 0;
     while c + 4 <= n {
         let block = &weights[c * k..][..4 * k];
-        let (w0, rest) = block.split_at(k);
-        let (w1, rest) = rest.split_at(k);
-        let (w2, w3) = rest.split_at(k);
-        let acc = dot4(x, x_offset, [w0, w1, w2, w3]);
+        #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+        let acc = super::gemm::rows_1x4(x, x_offset, block);
+        #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
+        let acc = {
+            let (w0, rest) = block.split_at(k);
+            let (w1, rest) = rest.split_at(k);
+            let (w2, w3) = rest.split_at(k);
+            dot4(x, x_offset, [w0, w1, w2, w3])
+        };
         for r in 0..4 {
             out[c + r] = requant.apply(c + r, start(c + r).wrapping_add(acc[r]));
         }
