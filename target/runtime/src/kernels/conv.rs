@@ -597,13 +597,13 @@ fn conv_i8_im2col(
             let row = &mut patch[fy as usize * row_len..][..row_len];
             let (c0, c1) = (win.cols.start as usize * in_c, win.cols.end as usize * in_c);
             if g.x.dilation == 1 {
-                let src = &x[win.input_at(g, fy as i32, win.cols.start)..][..c1 - c0];
+                let src = &x[win.input_at(g, fy, win.cols.start)..][..c1 - c0];
                 for (d, &v) in row[c0..c1].iter_mut().zip(src) {
                     *d = i16::from(v) + x_offset;
                 }
             } else {
                 for fx in win.cols.clone() {
-                    let src = &x[win.input_at(g, fy as i32, fx)..][..in_c];
+                    let src = &x[win.input_at(g, fy, fx)..][..in_c];
                     let dst = &mut row[fx as usize * in_c..][..in_c];
                     for (d, &v) in dst.iter_mut().zip(src) {
                         *d = i16::from(v) + x_offset;

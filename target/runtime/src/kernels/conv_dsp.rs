@@ -142,7 +142,12 @@ fn pointwise_dense(ops: &Operands<'_>, positions: usize, out: &mut [i8]) {
         for (x2, o2) in xs.zip(outs.by_ref()) {
             let (x0, x1) = x2.split_at(in_c);
             let a = if in_c % 8 == 0 {
-                let ptrs = [x0.as_ptr(), x1.as_ptr(), pair.w[0].as_ptr(), pair.w[1].as_ptr()];
+                let ptrs = [
+                    x0.as_ptr(),
+                    x1.as_ptr(),
+                    pair.w[0].as_ptr(),
+                    pair.w[1].as_ptr(),
+                ];
                 // SAFETY: one run of in_c bytes of each of the four rows.
                 unsafe { rows_2x2(ptrs, in_c / 8, 1, 0, start) }
             } else {
@@ -246,11 +251,24 @@ fn interior_pair(ops: &Operands<'_>, pair: &Pair<'_>, win: [&Window; 2]) -> [i32
     let s = pair.folded;
     // Bounds checked once: both windows' last runs end inside the input.
     let (i0, i1) = (&ops.input[x0..][..last], &ops.input[x1..][..last]);
-    let ptrs = [i0.as_ptr(), i1.as_ptr(), pair.w[0].as_ptr(), pair.w[1].as_ptr()];
+    let ptrs = [
+        i0.as_ptr(),
+        i1.as_ptr(),
+        pair.w[0].as_ptr(),
+        pair.w[1].as_ptr(),
+    ];
     // SAFETY: run r of the inputs is bytes r · row_stride .. + len of
     // `i0`/`i1` (checked above); the weights' runs are the filter, each
     // row `rows · len = filter_len` long.
-    unsafe { rows_2x2(ptrs, len / 8, rows, row_stride - len, [s[0], s[1], s[0], s[1]]) }
+    unsafe {
+        rows_2x2(
+            ptrs,
+            len / 8,
+            rows,
+            row_stride - len,
+            [s[0], s[1], s[0], s[1]],
+        )
+    }
 }
 
 /// One window against a channel pair.

@@ -381,7 +381,7 @@ pub(crate) fn row_1x4(x: &[i8], offset: i32, w: [&[i8]; 4]) -> [i32; 4] {
 pub(crate) fn rows_1x4(x: &[i8], offset: i32, block: &[i8]) -> [i32; 4] {
     let n = x.len();
     let block = &block[..4 * n];
-    let rows: [&[i8]; 4] = core::array::from_fn(|r| &block[r * n..][..n]);
+    let rows = || -> [&[i8]; 4] { core::array::from_fn(|r| &block[r * n..][..n]) };
     #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
     if n >= 8 {
         let pairs = n / 8;
@@ -391,10 +391,10 @@ pub(crate) fn rows_1x4(x: &[i8], offset: i32, block: &[i8]) -> [i32; 4] {
         if done == n {
             return acc;
         }
-        let rest = row_1x4(&x[done..], offset, rows.map(|r| &r[done..]));
+        let rest = row_1x4(&x[done..], offset, rows().map(|r| &r[done..]));
         return core::array::from_fn(|r| acc[r].wrapping_add(rest[r]));
     }
-    row_1x4(x, offset, rows)
+    row_1x4(x, offset, rows())
 }
 
 /// [`rows_1x4`]'s main loop: `pairs` times two words of `x` against the
@@ -596,6 +596,7 @@ mod tests {
                 ];
                 assert_eq!(got, want, "n {n} offset {offset}");
                 let raw = block_2x2::<false>([x0, x1], [w0, w1], offset, [0; 4]);
+                assert_eq!(raw[3], reference(x1, w1, 0), "n {n}");
                 if n >= 20 {
                     // Two runs of 8 bytes; the inputs skip 4 bytes between them.
                     let ptrs = [x0.as_ptr(), x1.as_ptr(), w0.as_ptr(), w1.as_ptr()];
@@ -626,7 +627,11 @@ mod tests {
                 assert_eq!(pairs_1x4(&patch, rows), four, "n {n}");
                 let (words, rest) = pair_words(&patch);
                 assert_eq!(words.len() * 4 + rest.len(), n);
-                assert_eq!(pairs_1x2(words, rest, [w0, w1]), [four[0], four[1]], "n {n}");
+                assert_eq!(
+                    pairs_1x2(words, rest, [w0, w1]),
+                    [four[0], four[1]],
+                    "n {n}"
+                );
             }
         }
     }
