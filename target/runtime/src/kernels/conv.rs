@@ -362,7 +362,8 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
             // take one long dot product instead of many short ones.
             let row = geometry.x.filter as usize * filter_c;
             if groups == 1 && !is_pointwise(&geometry, groups) && row < IM2COL_ROW {
-                let patch = geometry.y.filter as usize * row * 2;
+                let k = geometry.y.filter as usize * row;
+                let patch = PATCH_PIXELS * patch_stride(k) * 2;
                 data.patch = ctx.request_scratch(patch as u32, 16)?;
                 data.im2col = 1;
             }
@@ -434,8 +435,9 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
                 let patch = ctx.scratch(data.patch)?;
                 let patch: &mut [i16] =
                     bytemuck::try_cast_slice_mut(patch).map_err(|_| KernelError::Internal)?;
-                let patch = patch.get_mut(..filter_len).ok_or(KernelError::Internal)?;
-                conv_i8_im2col(data, x, w, bias, &requant, patch, out);
+                let slots = PATCH_PIXELS * patch_stride(filter_len);
+                let patches = patch.get_mut(..slots).ok_or(KernelError::Internal)?;
+                conv_i8_im2col(data, x, w, bias, &requant, patches, filter_len, out);
             } else {
                 conv_i8(data, x, w, bias, &requant, out);
             }
@@ -568,55 +570,123 @@ fn conv_i8(
     });
 }
 
-/// Int8 convolution through an im2col patch per output pixel (one group,
-/// `patch.len()` = filter taps × channels).
+/// Pixels gathered before their products are taken on DSP cores (each
+/// channel pair's constants then serve all of them).
+const PATCH_PIXELS: usize = 4;
+
+/// Patch slot length for `k` taps: a multiple of 4 so that every slot
+/// starts word-aligned.
+fn patch_stride(k: usize) -> usize {
+    k.div_ceil(4) * 4
+}
+
+/// Int8 convolution through im2col patches (one group, `k` = filter taps
+/// × channels; `patches` holds [`PATCH_PIXELS`] slots of [`patch_stride`]).
+#[allow(clippy::too_many_arguments)]
 fn conv_i8_im2col(
     data: &OpData,
     x: &[i8],
     w: &[i8],
     bias: Option<&[i32]>,
     requant: &Requant<'_>,
-    patch: &mut [i16],
+    patches: &mut [i16],
+    k: usize,
     out: &mut [i8],
 ) {
     let g = &data.geometry;
     let out_c = g.out_c as usize;
-    let (fw, in_c) = (g.x.filter as usize, g.in_c as usize);
-    let row_len = fw * in_c;
-    let k = patch.len();
     // -128..=128 (prepare checks the zero point).
     let x_offset = data.channels.input_offset as i16;
-    let full = (0..g.y.filter, 0..g.x.filter);
+    #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
     g.for_each_pixel(|win, o| {
-        // Padded taps are 0: TFLM skips them, and 0 · w adds nothing. Only
-        // border windows have any, so only they clear the patch first.
-        if (win.rows.clone(), win.cols.clone()) != full {
-            patch.fill(0);
-        }
-        for fy in win.rows.clone() {
-            let row = &mut patch[fy as usize * row_len..][..row_len];
-            let (c0, c1) = (win.cols.start as usize * in_c, win.cols.end as usize * in_c);
-            if g.x.dilation == 1 {
-                let src = &x[win.input_at(g, fy, win.cols.start)..][..c1 - c0];
-                for (d, &v) in row[c0..c1].iter_mut().zip(src) {
+        let patch = &mut patches[..k];
+        gather(g, x, x_offset, win, patch);
+        patch_products(patch, w, bias, requant, &mut out[o..][..out_c]);
+    });
+    #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+    {
+        let stride = patch_stride(k);
+        let mut pending = [0usize; PATCH_PIXELS];
+        let mut count = 0;
+        g.for_each_pixel(|win, o| {
+            let patch = &mut patches[count * stride..][..k];
+            gather(g, x, x_offset, win, patch);
+            super::gemm::permute_pairs(patch);
+            pending[count] = o;
+            count += 1;
+            if count == PATCH_PIXELS {
+                paired_products(patches, k, out_c, &pending, w, bias, requant, out);
+                count = 0;
+            }
+        });
+        paired_products(patches, k, out_c, &pending[..count], w, bias, requant, out);
+    }
+}
+
+/// One window's 16-bit patch: `x + x_offset` at its valid taps, 0 at
+/// padded ones (TFLM skips them, and 0 · w adds nothing).
+#[inline(always)]
+fn gather(g: &Geometry, x: &[i8], x_offset: i16, win: &Window, patch: &mut [i16]) {
+    let in_c = g.in_c as usize;
+    let row_len = g.x.filter as usize * in_c;
+    // Only border windows have padded taps, so only they clear first.
+    if win.rows != (0..g.y.filter) || win.cols != (0..g.x.filter) {
+        patch.fill(0);
+    }
+    for fy in win.rows.clone() {
+        let row = &mut patch[fy as usize * row_len..][..row_len];
+        let (c0, c1) = (win.cols.start as usize * in_c, win.cols.end as usize * in_c);
+        if g.x.dilation == 1 {
+            let src = &x[win.input_at(g, fy, win.cols.start)..][..c1 - c0];
+            for (d, &v) in row[c0..c1].iter_mut().zip(src) {
+                *d = i16::from(v) + x_offset;
+            }
+        } else {
+            for fx in win.cols.clone() {
+                let src = &x[win.input_at(g, fy, fx)..][..in_c];
+                let dst = &mut row[fx as usize * in_c..][..in_c];
+                for (d, &v) in dst.iter_mut().zip(src) {
                     *d = i16::from(v) + x_offset;
-                }
-            } else {
-                for fx in win.cols.clone() {
-                    let src = &x[win.input_at(g, fy, fx)..][..in_c];
-                    let dst = &mut row[fx as usize * in_c..][..in_c];
-                    for (d, &v) in dst.iter_mut().zip(src) {
-                        *d = i16::from(v) + x_offset;
-                    }
                 }
             }
         }
-        let out = &mut out[o..][..out_c];
-        #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
-        patch_products_paired(&mut patch[..k], w, bias, requant, out);
-        #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
-        patch_products(&patch[..k], w, bias, requant, out);
-    });
+    }
+}
+
+/// The outputs of the pixels whose patches fill the first `pending.len()`
+/// slots (reordered by `permute_pairs`; `pending` holds their output
+/// offsets), two channels at a time with each pair's constants hoisted.
+#[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
+#[allow(clippy::too_many_arguments)]
+fn paired_products(
+    patches: &[i16],
+    k: usize,
+    out_c: usize,
+    pending: &[usize],
+    w: &[i8],
+    bias: Option<&[i32]>,
+    requant: &Requant<'_>,
+    out: &mut [i8],
+) {
+    use super::gemm;
+    let stride = patch_stride(k);
+    let mut c = 0;
+    while c < out_c {
+        // A last odd channel repeats its row; its copy is not stored.
+        let ch = [c, (c + 1).min(out_c - 1)];
+        let rows = ch.map(|c| &w[c * k..][..k]);
+        let start = ch.map(|c| bias.map_or(0, |b| b[c]));
+        let rq = ch.map(|c| requant.channel(c));
+        for (j, &o) in pending.iter().enumerate() {
+            let (words, tail) = gemm::pair_words(&patches[j * stride..][..k]);
+            let acc = gemm::pairs_1x2(words, tail, rows);
+            out[o + c] = rq[0].apply(start[0].wrapping_add(acc[0]));
+            if ch[1] != c {
+                out[o + c + 1] = rq[1].apply(start[1].wrapping_add(acc[1]));
+            }
+        }
+        c += 2;
+    }
 }
 
 /// One pixel's outputs from its im2col patch: `out[c] = requant(bias[c] +
@@ -644,34 +714,6 @@ fn patch_products(
         let acc = quantized::dot_i16(patch, &w[c * k..][..k]);
         out[c] = requant.apply(c, bias_of(c).wrapping_add(acc));
         c += 1;
-    }
-}
-
-/// [`patch_products`] with the DSP: the patch is reordered into
-/// `SXTB16`'s pairs ([`gemm::permute_pairs`]) so that each input pair is
-/// one load, then four channels at a time ([`gemm::pairs_1x4`]).
-#[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
-fn patch_products_paired(
-    patch: &mut [i16],
-    w: &[i8],
-    bias: Option<&[i32]>,
-    requant: &Requant<'_>,
-    out: &mut [i8],
-) {
-    use super::gemm;
-    gemm::permute_pairs(patch);
-    let (k, out_c) = (patch.len(), out.len());
-    let (words, tail) = gemm::pair_words(patch);
-    let bias_of = |c: usize| bias.map_or(0, |b| b[c]);
-    let mut c = 0;
-    while c < out_c {
-        // A last odd channel repeats its row.
-        let ch = [c, (c + 1).min(out_c - 1)];
-        let acc = gemm::pairs_1x2(words, tail, ch.map(|c| &w[c * k..][..k]));
-        for i in 0..2.min(out_c - c) {
-            out[c + i] = requant.apply(c + i, bias_of(c + i).wrapping_add(acc[i]));
-        }
-        c += 2;
     }
 }
 
@@ -742,10 +784,33 @@ mod tests {
             let requant = Requant::new(&multiplier, &shift, stage).unwrap();
             let mut want = vec![0i8; out_c];
             patch_products(&patch, &w, Some(&bias), &requant, &mut want);
-            let mut got = vec![0i8; out_c];
-            let mut permuted = patch.clone();
-            patch_products_paired(&mut permuted, &w, Some(&bias), &requant, &mut got);
-            assert_eq!(got, want, "k {k} out_c {out_c}");
+            // Three pixels in the slots, the same patch in the middle one.
+            let stride = patch_stride(k);
+            let mut slots = vec![0i16; 3 * stride];
+            for j in 0..3 {
+                let slot = &mut slots[j * stride..][..k];
+                for (i, v) in slot.iter_mut().enumerate() {
+                    *v = if j == 1 {
+                        patch[i]
+                    } else {
+                        (i as i16 * 5 + j as i16) % 200
+                    };
+                }
+                crate::kernels::gemm::permute_pairs(slot);
+            }
+            let mut got = vec![0i8; 3 * out_c];
+            let pending = [0, out_c, 2 * out_c];
+            paired_products(
+                &slots,
+                k,
+                out_c,
+                &pending,
+                &w,
+                Some(&bias),
+                &requant,
+                &mut got,
+            );
+            assert_eq!(&got[out_c..2 * out_c], &want[..], "k {k} out_c {out_c}");
             assert!(want.iter().any(|&v| v != want[0]) || out_c < 3, "k {k}");
         }
     }

@@ -13,9 +13,9 @@
 //! - [`block_1x2`]: one position against two channels, for a leftover position.
 //! - [`row_1x4`]: one input row against four weight rows (FULLY_CONNECTED,
 //!   whose weights are used once): 25 instructions for 16 multiply-adds.
-//! - [`pairs_1x4`]: an im2col patch already widened to 16 bits (offset
+//! - [`pairs_1x2`]: an im2col patch already widened to 16 bits (offset
 //!   added, padded taps 0) in the pair order [`permute_pairs`] gives it, so
-//!   the input costs one load per four depth steps: 21 for 16.
+//!   the input costs one load per four depth steps: 11 for 8.
 //!
 //! `OFFSET` says whether `x + offset` is multiplied (TFLM's formula) or `x`
 //! alone (the caller folded `offset · Σ w` into the accumulator's start).
@@ -515,45 +515,6 @@ pub(crate) fn pairs_1x2(words: &[[u32; 2]], tail: &[i16], w: [&[i8]; 2]) -> [i32
     [a0.wrapping_add(t(w0)), a1.wrapping_add(t(w1))]
 }
 
-/// `Σ_i w[r][i] · x[i]` for four weight rows, `x` a 16-bit patch of
-/// `w[r].len()` values reordered by [`permute_pairs`].
-#[inline(always)]
-pub(crate) fn pairs_1x4(x: &[i16], w: [&[i8]; 4]) -> [i32; 4] {
-    let n = x.len();
-    let w = w.map(|r| &r[..n]);
-    let [mut a0, mut a1, mut a2, mut a3] = [0i32; 4];
-    let (xc, _) = x.as_chunks::<4>();
-    let [w0, w1, w2, w3] = w.map(|r| r.as_chunks::<4>().0);
-    let word = |r: &[i8; 4]| u32::from_le_bytes(r.map(|v| v as u8));
-    for ((((xs, r0), r1), r2), r3) in xc.iter().zip(w0).zip(w1).zip(w2).zip(w3) {
-        let xa = u32::from(xs[0] as u16) | (u32::from(xs[1] as u16) << 16);
-        let xb = u32::from(xs[2] as u16) | (u32::from(xs[3] as u16) << 16);
-        let (wa, wb) = unpack::<false>(word(r0), 0);
-        a0 = mla2(xb, wb, mla2(xa, wa, a0));
-        let (wa, wb) = unpack::<false>(word(r1), 0);
-        a1 = mla2(xb, wb, mla2(xa, wa, a1));
-        let (wa, wb) = unpack::<false>(word(r2), 0);
-        a2 = mla2(xb, wb, mla2(xa, wa, a2));
-        let (wa, wb) = unpack::<false>(word(r3), 0);
-        a3 = mla2(xb, wb, mla2(xa, wa, a3));
-    }
-    let done = xc.len() * 4;
-    let t = |r: usize| {
-        x[done..]
-            .iter()
-            .zip(&w[r][done..])
-            .fold(0i32, |acc, (&v, &wv)| {
-                acc.wrapping_add(i32::from(v) * i32::from(wv))
-            })
-    };
-    [
-        a0.wrapping_add(t(0)),
-        a1.wrapping_add(t(1)),
-        a2.wrapping_add(t(2)),
-        a3.wrapping_add(t(3)),
-    ]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -624,7 +585,6 @@ mod tests {
                 let mut patch: Vec<i16> =
                     x0.iter().map(|&v| i16::from(v) + offset as i16).collect();
                 permute_pairs(&mut patch);
-                assert_eq!(pairs_1x4(&patch, rows), four, "n {n}");
                 let (words, rest) = pair_words(&patch);
                 assert_eq!(words.len() * 4 + rest.len(), n);
                 assert_eq!(
