@@ -670,6 +670,11 @@ fn paired_products(
 ) {
     use super::gemm;
     let stride = patch_stride(k);
+    let slots: [(&[[u32; 2]], &[i16]); PATCH_PIXELS] = core::array::from_fn(|j| {
+        let slot = patches.get(j * stride..).unwrap_or(&[]);
+        gemm::pair_words(slot.get(..k).unwrap_or(&[]))
+    });
+    let pending = &pending[..pending.len().min(PATCH_PIXELS)];
     let mut c = 0;
     while c < out_c {
         // A last odd channel repeats its row; its copy is not stored.
@@ -677,8 +682,7 @@ fn paired_products(
         let rows = ch.map(|c| &w[c * k..][..k]);
         let start = ch.map(|c| bias.map_or(0, |b| b[c]));
         let rq = ch.map(|c| requant.channel(c));
-        for (j, &o) in pending.iter().enumerate() {
-            let (words, tail) = gemm::pair_words(&patches[j * stride..][..k]);
+        for (&(words, tail), &o) in slots.iter().zip(pending) {
             let acc = gemm::pairs_1x2(words, tail, rows);
             out[o + c] = rq[0].apply(start[0].wrapping_add(acc[0]));
             if ch[1] != c {

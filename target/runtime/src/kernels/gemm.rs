@@ -507,12 +507,12 @@ pub(crate) fn pairs_1x2(words: &[[u32; 2]], tail: &[i16], w: [&[i8]; 2]) -> [i32
         a1 = mla2(xb, wb, mla2(xa, wa, a1));
     }
     let done = n - tail.len();
-    let t = |r: &[i8]| {
-        tail.iter().zip(&r[done..]).fold(0i32, |acc, (&v, &wv)| {
-            acc.wrapping_add(i32::from(v) * i32::from(wv))
-        })
-    };
-    [a0.wrapping_add(t(w0)), a1.wrapping_add(t(w1))]
+    for ((&v, &u0), &u1) in tail.iter().zip(&w0[done..]).zip(&w1[done..]) {
+        let v = i32::from(v);
+        a0 = a0.wrapping_add(v * i32::from(u0));
+        a1 = a1.wrapping_add(v * i32::from(u1));
+    }
+    [a0, a1]
 }
 
 #[cfg(test)]
