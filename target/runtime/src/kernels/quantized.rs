@@ -254,6 +254,12 @@ impl<'a> Requant<'a> {
         })
     }
 
+    /// The one channel's constants when every channel shares them.
+    #[inline(always)]
+    pub fn uniform(&self) -> Option<ChannelRequant> {
+        (self.step == 0).then(|| self.channel(0))
+    }
+
     /// Whether channels `0..channels` all have a multiplier.
     pub fn covers(&self, channels: usize) -> bool {
         self.step == 0 || self.multiplier.len() >= channels
@@ -426,11 +432,47 @@ pub fn matvec(
     requant: &Requant<'_>,
     out: &mut [i8],
 ) {
+    // One multiplier for every channel (per-tensor weights): its constants
+    // are worked out once for the whole row.
+    if let Some(one) = requant.uniform() {
+        matvec_with(
+            x,
+            x_offset,
+            weights,
+            bias,
+            offset,
+            |_, acc| one.apply(acc),
+            out,
+        );
+    } else {
+        matvec_with(
+            x,
+            x_offset,
+            weights,
+            bias,
+            offset,
+            |c, acc| requant.apply(c, acc),
+            out,
+        );
+    }
+}
+
+/// [`matvec`] with the requantisation as `requant(channel, acc)`.
+#[inline(always)]
+fn matvec_with(
+    x: &[i8],
+    x_offset: i32,
+    weights: &[i8],
+    bias: Option<&[i32]>,
+    offset: i32,
+    requant: impl Fn(usize, i32) -> i8,
+    out: &mut [i8],
+) {
     let k = x.len();
     let start = |c: usize| bias.map_or(0, |b| b[c]).wrapping_add(offset);
     if k == 0 {
         for (c, o) in out.iter_mut().enumerate() {
-            *o = requant.apply(c, start(c));
+            *o = requant(c, start(c));
         }
         return;
     }
@@ -449,13 +491,13 @@ pub fn matvec(
             dot4(x, x_offset, [w0, w1, w2, w3])
         };
         for r in 0..4 {
-            out[c + r] = requant.apply(c + r, start(c + r).wrapping_add(acc[r]));
+            out[c + r] = requant(c + r, start(c + r).wrapping_add(acc[r]));
         }
         c += 4;
     }
     while c < n {
         let w = &weights[c * k..][..k];
-        out[c] = requant.apply(c, start(c).wrapping_add(dot_offset(w, x, x_offset)));
+        out[c] = requant(c, start(c).wrapping_add(dot_offset(w, x, x_offset)));
         c += 1;
     }
 }
