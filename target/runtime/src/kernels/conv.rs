@@ -570,14 +570,20 @@ fn conv_i8(
     });
 }
 
-/// Pixels gathered before their products are taken on DSP cores (each
-/// channel pair's constants then serve all of them).
-const PATCH_PIXELS: usize = 4;
+/// Pixels gathered before their products are taken on DSP cores. One: a
+/// patch per pixel is the scratch the portable path has always requested,
+/// and a larger one raises the arena of models whose first layer is at
+/// their memory peak (`branches_pools`, `branches_vnpu`).
+const PATCH_PIXELS: usize = 1;
 
-/// Patch slot length for `k` taps: a multiple of 4 so that every slot
-/// starts word-aligned.
+/// Patch slot length for `k` taps (slots after the first start
+/// word-aligned).
 fn patch_stride(k: usize) -> usize {
-    k.div_ceil(4) * 4
+    if PATCH_PIXELS == 1 {
+        k
+    } else {
+        k.div_ceil(4) * 4
+    }
 }
 
 /// Int8 convolution through im2col patches (one group, `k` = filter taps
@@ -788,13 +794,13 @@ mod tests {
             let requant = Requant::new(&multiplier, &shift, stage).unwrap();
             let mut want = vec![0i8; out_c];
             patch_products(&patch, &w, Some(&bias), &requant, &mut want);
-            // Three pixels in the slots, the same patch in the middle one.
-            let stride = patch_stride(k);
-            let mut slots = vec![0i16; 3 * stride];
-            for j in 0..3 {
+            // Every slot holds a pixel; the last one holds `patch`.
+            let (stride, last) = (patch_stride(k), PATCH_PIXELS - 1);
+            let mut slots = vec![0i16; PATCH_PIXELS * stride];
+            for j in 0..PATCH_PIXELS {
                 let slot = &mut slots[j * stride..][..k];
                 for (i, v) in slot.iter_mut().enumerate() {
-                    *v = if j == 1 {
+                    *v = if j == last {
                         patch[i]
                     } else {
                         (i as i16 * 5 + j as i16) % 200
@@ -802,8 +808,8 @@ mod tests {
                 }
                 crate::kernels::gemm::permute_pairs(slot);
             }
-            let mut got = vec![0i8; 3 * out_c];
-            let pending = [0, out_c, 2 * out_c];
+            let mut got = vec![0i8; PATCH_PIXELS * out_c];
+            let pending: Vec<usize> = (0..PATCH_PIXELS).map(|j| j * out_c).collect();
             paired_products(
                 &slots,
                 k,
@@ -814,7 +820,7 @@ mod tests {
                 &requant,
                 &mut got,
             );
-            assert_eq!(&got[out_c..2 * out_c], &want[..], "k {k} out_c {out_c}");
+            assert_eq!(&got[last * out_c..], &want[..], "k {k} out_c {out_c}");
             assert!(want.iter().any(|&v| v != want[0]) || out_c < 3, "k {k}");
         }
     }
