@@ -687,12 +687,11 @@ fn paired_products(
         let ch = [c, (c + 1).min(out_c - 1)];
         let rows = ch.map(|c| &w[c * k..][..k]);
         let start = ch.map(|c| bias.map_or(0, |b| b[c]));
-        let rq = ch.map(|c| requant.channel(c));
         for (&(words, tail), &o) in slots.iter().zip(pending) {
             let acc = gemm::pairs_1x2(words, tail, rows);
-            out[o + c] = rq[0].apply(start[0].wrapping_add(acc[0]));
+            out[o + c] = requant.apply(c, start[0].wrapping_add(acc[0]));
             if ch[1] != c {
-                out[o + c + 1] = rq[1].apply(start[1].wrapping_add(acc[1]));
+                out[o + c + 1] = requant.apply(c + 1, start[1].wrapping_add(acc[1]));
             }
         }
         c += 2;
