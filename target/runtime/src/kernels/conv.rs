@@ -18,8 +18,14 @@
 //!   and on its border take the same path with different ranges, so the
 //!   inner loops have no bounds tests.
 //!
+//! On cores with the DSP extension (`arm-dsp`), one-group int8 convolutions
+//! with dilation 1 along x take the register-blocked kernels of
+//! [`super::conv_dsp`] instead, and the im2col path multiplies its patch
+//! in `SXTB16`'s pair order ([`super::gemm`]); results are the same bits.
+//!
 //! Nothing is stored per channel beyond the requantisation multipliers
-//! (5 bytes a channel, against TFLM's 8), and no scratch is requested.
+//! (5 bytes a channel, against TFLM's 8); the only scratch is the im2col
+//! patch of short-row convolutions.
 
 use core::ops::Range;
 
