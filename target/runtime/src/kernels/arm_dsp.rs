@@ -250,46 +250,10 @@ pub(crate) fn mla2(a: u32, b: u32, acc: i32) -> i32 {
     smlad(a, b, acc as u32) as i32
 }
 
-/// Four int8 values as the two halfword pairs (bytes 0, 2 and 1, 3).
-#[inline(always)]
-pub(crate) fn pairs(v: &[i8; 4]) -> (u32, u32) {
-    let word = u32::from_le_bytes(v.map(|b| b as u8));
-    (sxtb16(word), sxtb16_ror8(word))
-}
-
 /// A 16-bit offset in both halfwords (for [`sadd16`]).
 #[inline(always)]
 pub(crate) fn splat16(offset: i32) -> u32 {
     pack(offset, offset)
-}
-
-/// [`super::quantized::dot4`] with the DSP instructions: four weight rows
-/// against one input row, each input word unpacked and offset once.
-#[inline(always)]
-pub(crate) fn dot4(x: &[i8], x_offset: i32, w: [&[i8]; 4]) -> [i32; 4] {
-    let n = x.len();
-    let w = [&w[0][..n], &w[1][..n], &w[2][..n], &w[3][..n]];
-    // -127..=128 in both halfwords; x + offset stays within ±255.
-    let off = splat16(x_offset);
-    let (xc, _) = x.as_chunks::<4>();
-    let [w0, w1, w2, w3] = w.map(|r| r.as_chunks::<4>().0);
-    let mut acc = [0i32; 4];
-    for ((((xs, r0), r1), r2), r3) in xc.iter().zip(w0).zip(w1).zip(w2).zip(w3) {
-        let (x02, x13) = pairs(xs);
-        let (x02, x13) = (sadd16(x02, off), sadd16(x13, off));
-        for (a, ws) in acc.iter_mut().zip([r0, r1, r2, r3]) {
-            let (w02, w13) = pairs(ws);
-            *a = mla2(x13, w13, mla2(x02, w02, *a));
-        }
-    }
-    let done = xc.len() * 4;
-    core::array::from_fn(|r| {
-        acc[r].wrapping_add(super::quantized::dot_offset(
-            &w[r][done..],
-            &x[done..],
-            x_offset,
-        ))
-    })
 }
 
 #[cfg(test)]

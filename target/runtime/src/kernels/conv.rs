@@ -18,8 +18,14 @@
 //!   and on its border take the same path with different ranges, so the
 //!   inner loops have no bounds tests.
 //!
+//! On cores with the DSP extension (`arm-dsp`), one-group int8 convolutions
+//! with dilation 1 along x take the register-blocked kernels of
+//! `conv_dsp` instead, and the im2col path multiplies its patch
+//! in `SXTB16`'s pair order (`gemm`); results are the same bits.
+//!
 //! Nothing is stored per channel beyond the requantisation multipliers
-//! (5 bytes a channel, against TFLM's 8), and no scratch is requested.
+//! (5 bytes a channel, against TFLM's 8); the only scratch is the im2col
+//! patch of short-row convolutions.
 
 use core::ops::Range;
 
@@ -153,6 +159,30 @@ impl Geometry {
     }
 }
 
+#[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
+impl Geometry {
+    /// Calls `f` for every output row in memory order with the row's
+    /// windows and the offset of its first output element.
+    #[inline(always)]
+    pub(crate) fn for_each_row(&self, mut f: impl FnMut(&RowWindows<'_>, usize)) {
+        let image_len = (self.y.in_size * self.x.in_size) as usize * self.in_c as usize;
+        let row_len = self.x.out_size as usize * self.out_c as usize;
+        let mut out = 0;
+        for b in 0..self.batches as usize {
+            for oy in 0..self.y.out_size {
+                let row = RowWindows {
+                    geometry: self,
+                    image: b * image_len,
+                    y0: self.y.origin(oy),
+                    rows: self.y.taps(oy),
+                };
+                f(&row, out);
+                out += row_len;
+            }
+        }
+    }
+}
+
 impl Geometry {
     /// Calls `f(input, output)` with the offsets of every output pixel of
     /// a 1×1 window (never padded) and of the input pixel it reads.
@@ -174,6 +204,37 @@ impl Geometry {
                     out += oc;
                 }
             }
+        }
+    }
+}
+
+/// The windows of one output row.
+#[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
+pub(crate) struct RowWindows<'g> {
+    geometry: &'g Geometry,
+    image: usize,
+    y0: i32,
+    rows: Range<i32>,
+}
+
+#[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
+impl RowWindows<'_> {
+    /// Output pixels in the row.
+    #[inline(always)]
+    pub(crate) fn len(&self) -> usize {
+        self.geometry.x.out_size as usize
+    }
+
+    /// The window of output column `ox`.
+    #[inline(always)]
+    pub(crate) fn at(&self, ox: usize) -> Window {
+        let x = &self.geometry.x;
+        Window {
+            image: self.image,
+            y0: self.y0,
+            x0: x.origin(ox as i32),
+            rows: self.rows.clone(),
+            cols: x.taps(ox as i32),
         }
     }
 }
@@ -307,7 +368,8 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
             // take one long dot product instead of many short ones.
             let row = geometry.x.filter as usize * filter_c;
             if groups == 1 && !is_pointwise(&geometry, groups) && row < IM2COL_ROW {
-                let patch = geometry.y.filter as usize * row * 2;
+                let k = geometry.y.filter as usize * row;
+                let patch = PATCH_PIXELS * patch_stride(k) * 2;
                 data.patch = ctx.request_scratch(patch as u32, 16)?;
                 data.im2col = 1;
             }
@@ -379,8 +441,9 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
                 let patch = ctx.scratch(data.patch)?;
                 let patch: &mut [i16] =
                     bytemuck::try_cast_slice_mut(patch).map_err(|_| KernelError::Internal)?;
-                let patch = patch.get_mut(..filter_len).ok_or(KernelError::Internal)?;
-                conv_i8_im2col(data, x, w, bias, &requant, patch, out);
+                let slots = PATCH_PIXELS * patch_stride(filter_len);
+                let patches = patch.get_mut(..slots).ok_or(KernelError::Internal)?;
+                conv_i8_im2col(data, x, w, bias, &requant, patches, filter_len, out);
             } else {
                 conv_i8(data, x, w, bias, &requant, out);
             }
@@ -440,6 +503,23 @@ fn conv_i8(
     let out_c = g.out_c as usize;
     let filter_len = w.len() / out_c.max(1);
     let x_offset = data.channels.input_offset;
+    #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+    if groups == 1 && g.x.dilation == 1 {
+        let ops = super::conv_dsp::Operands {
+            geometry: g,
+            input: x,
+            input_offset: x_offset,
+            weights: w,
+            bias,
+            requant,
+        };
+        if is_pointwise(g, groups) {
+            super::conv_dsp::pointwise(&ops, out);
+        } else {
+            super::conv_dsp::rows_in_place(&ops, out);
+        }
+        return;
+    }
     if is_pointwise(g, groups) {
         let in_c = g.in_c as usize;
         g.for_each_pointwise_pixel(|px, o| {
@@ -496,67 +576,160 @@ fn conv_i8(
     });
 }
 
-/// Int8 convolution through an im2col patch per output pixel (one group,
-/// `patch.len()` = filter taps × channels).
+/// Pixels gathered before their products are taken on DSP cores. One: a
+/// patch per pixel is the scratch the portable path has always requested,
+/// and a larger one raises the arena of models whose first layer is at
+/// their memory peak (`branches_pools`, `branches_vnpu`).
+const PATCH_PIXELS: usize = 1;
+
+/// Patch slot length for `k` taps (slots after the first start
+/// word-aligned).
+fn patch_stride(k: usize) -> usize {
+    if PATCH_PIXELS == 1 {
+        k
+    } else {
+        k.div_ceil(4) * 4
+    }
+}
+
+/// Int8 convolution through im2col patches (one group, `k` = filter taps
+/// × channels; `patches` holds [`PATCH_PIXELS`] slots of [`patch_stride`]).
+#[allow(clippy::too_many_arguments)]
 fn conv_i8_im2col(
     data: &OpData,
     x: &[i8],
     w: &[i8],
     bias: Option<&[i32]>,
     requant: &Requant<'_>,
-    patch: &mut [i16],
+    patches: &mut [i16],
+    k: usize,
     out: &mut [i8],
 ) {
     let g = &data.geometry;
     let out_c = g.out_c as usize;
-    let (fw, in_c) = (g.x.filter as usize, g.in_c as usize);
-    let row_len = fw * in_c;
-    let k = patch.len();
     // -128..=128 (prepare checks the zero point).
     let x_offset = data.channels.input_offset as i16;
-    let bias_of = |c: usize| bias.map_or(0, |b| b[c]);
+    #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
     g.for_each_pixel(|win, o| {
-        // Padded taps are 0: TFLM skips them, and 0 · w adds nothing.
-        for (fy, row) in patch.chunks_exact_mut(row_len).enumerate() {
-            if !win.rows.contains(&(fy as i32)) {
-                row.fill(0);
-                continue;
+        let patch = &mut patches[..k];
+        gather(g, x, x_offset, win, patch);
+        patch_products(patch, w, bias, requant, &mut out[o..][..out_c]);
+    });
+    #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+    {
+        let stride = patch_stride(k);
+        let mut pending = [0usize; PATCH_PIXELS];
+        let mut count = 0;
+        g.for_each_pixel(|win, o| {
+            let patch = &mut patches[count * stride..][..k];
+            gather(g, x, x_offset, win, patch);
+            super::gemm::permute_pairs(patch);
+            pending[count] = o;
+            count += 1;
+            if count == PATCH_PIXELS {
+                paired_products(patches, k, out_c, &pending, w, bias, requant, out);
+                count = 0;
             }
-            let (c0, c1) = (win.cols.start as usize * in_c, win.cols.end as usize * in_c);
-            row[..c0].fill(0);
-            row[c1..].fill(0);
-            if g.x.dilation == 1 {
-                let src = &x[win.input_at(g, fy as i32, win.cols.start)..][..c1 - c0];
-                for (d, &v) in row[c0..c1].iter_mut().zip(src) {
+        });
+        paired_products(patches, k, out_c, &pending[..count], w, bias, requant, out);
+    }
+}
+
+/// One window's 16-bit patch: `x + x_offset` at its valid taps, 0 at
+/// padded ones (TFLM skips them, and 0 · w adds nothing).
+#[inline(always)]
+fn gather(g: &Geometry, x: &[i8], x_offset: i16, win: &Window, patch: &mut [i16]) {
+    let in_c = g.in_c as usize;
+    let row_len = g.x.filter as usize * in_c;
+    // Only border windows have padded taps, so only they clear first.
+    if win.rows != (0..g.y.filter) || win.cols != (0..g.x.filter) {
+        patch.fill(0);
+    }
+    for fy in win.rows.clone() {
+        let row = &mut patch[fy as usize * row_len..][..row_len];
+        let (c0, c1) = (win.cols.start as usize * in_c, win.cols.end as usize * in_c);
+        if g.x.dilation == 1 {
+            let src = &x[win.input_at(g, fy, win.cols.start)..][..c1 - c0];
+            for (d, &v) in row[c0..c1].iter_mut().zip(src) {
+                *d = i16::from(v) + x_offset;
+            }
+        } else {
+            for fx in win.cols.clone() {
+                let src = &x[win.input_at(g, fy, fx)..][..in_c];
+                let dst = &mut row[fx as usize * in_c..][..in_c];
+                for (d, &v) in dst.iter_mut().zip(src) {
                     *d = i16::from(v) + x_offset;
                 }
-            } else {
-                for fx in win.cols.clone() {
-                    let src = &x[win.input_at(g, fy as i32, fx)..][..in_c];
-                    let dst = &mut row[fx as usize * in_c..][..in_c];
-                    for (d, &v) in dst.iter_mut().zip(src) {
-                        *d = i16::from(v) + x_offset;
-                    }
-                }
             }
         }
-        let patch = &patch[..k];
-        let out = &mut out[o..][..out_c];
-        let mut c = 0;
-        while c + 4 <= out_c {
-            let rows: [&[i8]; 4] = core::array::from_fn(|i| &w[(c + i) * k..][..k]);
-            let acc = quantized::dot4_i16(patch, rows);
-            for i in 0..4 {
-                out[c + i] = requant.apply(c + i, bias_of(c + i).wrapping_add(acc[i]));
-            }
-            c += 4;
-        }
-        while c < out_c {
-            let acc = quantized::dot_i16(patch, &w[c * k..][..k]);
-            out[c] = requant.apply(c, bias_of(c).wrapping_add(acc));
-            c += 1;
-        }
+    }
+}
+
+/// The outputs of the pixels whose patches fill the first `pending.len()`
+/// slots (reordered by `permute_pairs`; `pending` holds their output
+/// offsets), two channels at a time with each pair's constants hoisted.
+#[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
+#[allow(clippy::too_many_arguments)]
+fn paired_products(
+    patches: &[i16],
+    k: usize,
+    out_c: usize,
+    pending: &[usize],
+    w: &[i8],
+    bias: Option<&[i32]>,
+    requant: &Requant<'_>,
+    out: &mut [i8],
+) {
+    use super::gemm;
+    let stride = patch_stride(k);
+    let slots: [(&[[u32; 2]], &[i16]); PATCH_PIXELS] = core::array::from_fn(|j| {
+        let slot = patches.get(j * stride..).unwrap_or(&[]);
+        gemm::pair_words(slot.get(..k).unwrap_or(&[]))
     });
+    let pending = &pending[..pending.len().min(PATCH_PIXELS)];
+    let mut c = 0;
+    while c < out_c {
+        // A last odd channel repeats its row; its copy is not stored.
+        let ch = [c, (c + 1).min(out_c - 1)];
+        let rows = ch.map(|c| &w[c * k..][..k]);
+        let start = ch.map(|c| bias.map_or(0, |b| b[c]));
+        for (&(words, tail), &o) in slots.iter().zip(pending) {
+            let acc = gemm::pairs_1x2(words, tail, rows);
+            out[o + c] = requant.apply(c, start[0].wrapping_add(acc[0]));
+            if ch[1] != c {
+                out[o + c + 1] = requant.apply(c + 1, start[1].wrapping_add(acc[1]));
+            }
+        }
+        c += 2;
+    }
+}
+
+/// One pixel's outputs from its im2col patch: `out[c] = requant(bias[c] +
+/// Σ w[c]·patch)`, `w` holding `out.len()` rows of `patch.len()` weights.
+#[cfg_attr(all(target_arch = "arm", feature = "arm-dsp"), allow(dead_code))]
+fn patch_products(
+    patch: &[i16],
+    w: &[i8],
+    bias: Option<&[i32]>,
+    requant: &Requant<'_>,
+    out: &mut [i8],
+) {
+    let (k, out_c) = (patch.len(), out.len());
+    let bias_of = |c: usize| bias.map_or(0, |b| b[c]);
+    let mut c = 0;
+    while c + 4 <= out_c {
+        let rows: [&[i8]; 4] = core::array::from_fn(|i| &w[(c + i) * k..][..k]);
+        let acc = quantized::dot4_i16(patch, rows);
+        for i in 0..4 {
+            out[c + i] = requant.apply(c + i, bias_of(c + i).wrapping_add(acc[i]));
+        }
+        c += 4;
+    }
+    while c < out_c {
+        let acc = quantized::dot_i16(patch, &w[c * k..][..k]);
+        out[c] = requant.apply(c, bias_of(c).wrapping_add(acc));
+        c += 1;
+    }
 }
 
 fn conv_f32(data: &OpData, x: &[f32], w: &[f32], bias: Option<&[f32]>, out: &mut [f32]) {
@@ -601,4 +774,59 @@ fn conv_f32(data: &OpData, x: &[f32], w: &[f32], bias: Option<&[f32]>, out: &mut
             c += 1;
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quantized::{OutputStage, shift_parts};
+    use super::*;
+
+    #[test]
+    fn paired_patch_products_match_plain() {
+        let stage = OutputStage {
+            offset: 3,
+            min: -128,
+            max: 127,
+        };
+        for (k, out_c) in [(40, 64), (27, 16), (9, 5), (3, 1), (0, 2), (12, 7)] {
+            let patch: Vec<i16> = (0..k).map(|i| ((i * 73 + 11) % 511) as i16 - 255).collect();
+            let w: Vec<i8> = (0..k * out_c)
+                .map(|i| ((i * 91 + 5) % 256) as u8 as i8)
+                .collect();
+            let bias: Vec<i32> = (0..out_c as i32).map(|c| 1000 * c - 4000).collect();
+            let multiplier: Vec<i32> = (0..out_c as i32).map(|c| (1 << 30) + c * 99_991).collect();
+            let shift: Vec<[u8; 2]> = (0..out_c as i32).map(|c| shift_parts(-8 + c % 2)).collect();
+            let requant = Requant::new(&multiplier, &shift, stage).unwrap();
+            let mut want = vec![0i8; out_c];
+            patch_products(&patch, &w, Some(&bias), &requant, &mut want);
+            // Every slot holds a pixel; the last one holds `patch`.
+            let (stride, last) = (patch_stride(k), PATCH_PIXELS - 1);
+            let mut slots = vec![0i16; PATCH_PIXELS * stride];
+            for j in 0..PATCH_PIXELS {
+                let slot = &mut slots[j * stride..][..k];
+                for (i, v) in slot.iter_mut().enumerate() {
+                    *v = if j == last {
+                        patch[i]
+                    } else {
+                        (i as i16 * 5 + j as i16) % 200
+                    };
+                }
+                crate::kernels::gemm::permute_pairs(slot);
+            }
+            let mut got = vec![0i8; PATCH_PIXELS * out_c];
+            let pending: Vec<usize> = (0..PATCH_PIXELS).map(|j| j * out_c).collect();
+            paired_products(
+                &slots,
+                k,
+                out_c,
+                &pending,
+                &w,
+                Some(&bias),
+                &requant,
+                &mut got,
+            );
+            assert_eq!(&got[last * out_c..], &want[..], "k {k} out_c {out_c}");
+            assert!(want.iter().any(|&v| v != want[0]) || out_c < 3, "k {k}");
+        }
+    }
 }

@@ -15,6 +15,8 @@ pub mod add;
 pub(crate) mod arm_dsp;
 pub mod context;
 pub mod conv;
+#[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
+pub(crate) mod conv_dsp;
 pub mod depthwise_conv;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 mod depthwise_packed;
@@ -22,6 +24,8 @@ pub mod dequantize;
 pub mod fixed_point;
 pub mod float_math;
 pub mod fully_connected;
+#[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
+pub(crate) mod gemm;
 pub mod logistic;
 pub mod lstm;
 pub mod padding;

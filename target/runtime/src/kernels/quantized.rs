@@ -254,6 +254,12 @@ impl<'a> Requant<'a> {
         })
     }
 
+    /// The one channel's constants when every channel shares them.
+    #[inline(always)]
+    pub fn uniform(&self) -> Option<ChannelRequant> {
+        (self.step == 0).then(|| self.channel(0))
+    }
+
     /// Whether channels `0..channels` all have a multiplier.
     pub fn covers(&self, channels: usize) -> bool {
         self.step == 0 || self.multiplier.len() >= channels
@@ -266,9 +272,66 @@ impl<'a> Requant<'a> {
         let i = c * self.step;
         let [left, right] = self.shift[i];
         let scaled = scale_parts(acc, self.multiplier[i], u32::from(left), u32::from(right));
-        let v = scaled.wrapping_add(self.stage.offset);
+        self.stage.clamp(scaled)
+    }
+
+    /// Channel `c`'s constants, for loops that requantise many outputs of
+    /// one channel (they stay in registers instead of being re-read).
+    #[inline(always)]
+    pub fn channel(&self, c: usize) -> ChannelRequant {
+        let i = c * self.step;
+        let [left, right] = self.shift[i];
+        let (multiplier, right1) = (self.multiplier[i], u32::from(right));
+        // The one-rounding form holds for m > 2^30 and a right shift.
+        let one_rounding = multiplier > 1 << 30 && right1 >= 2;
+        ChannelRequant {
+            multiplier,
+            left: u32::from(left),
+            right1,
+            // 2^30 + 2^(29 + right1) from its two words: no 64-bit shift.
+            round: if !one_rounding {
+                0
+            } else if right1 == 2 {
+                (1 << 30) + (1 << 31)
+            } else {
+                (i64::from(1i32 << (right1 - 3)) << 32) | (1 << 30)
+            },
+            stage: self.stage,
+        }
+    }
+}
+
+/// One channel's requantisation ([`Requant::channel`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ChannelRequant {
+    multiplier: i32,
+    left: u32,
+    right1: u32,
+    /// `2^30 + 2^(30 + right)` when [`scale_one_rounding`] applies, else 0.
+    round: i64,
+    stage: OutputStage,
+}
+
+impl ChannelRequant {
+    /// The accumulator as an int8 output (see [`Requant::apply`]).
+    #[inline(always)]
+    pub fn apply(&self, acc: i32) -> i8 {
+        let scaled = if self.round != 0 {
+            scale_one_rounding(acc, self.multiplier, self.left, self.right1, self.round)
+        } else {
+            scale_parts(acc, self.multiplier, self.left, self.right1)
+        };
+        self.stage.clamp(scaled)
+    }
+}
+
+impl OutputStage {
+    /// A requantised value plus the zero point, clamped.
+    #[inline(always)]
+    fn clamp(&self, scaled: i32) -> i8 {
+        let v = scaled.wrapping_add(self.offset);
         // max then min, as TFLM: a range inverted by odd quantisation yields `max`.
-        v.max(self.stage.min).min(self.stage.max) as i8
+        v.max(self.min).min(self.max) as i8
     }
 }
 
@@ -323,6 +386,24 @@ pub fn scale_parts_narrow(x: i32, multiplier: i32, left: u32, right1: u32) -> i3
     (high >> e) + i32::from((high & mask) > threshold)
 }
 
+/// [`scale_parts`] with both of TFLM's roundings folded into one, for
+/// `2^30 < multiplier < 2^31` and a right shift `e = right1 - 1 >= 1`
+/// (`round = 2^30 + 2^(30 + e)`): fewer instructions on 32-bit cores.
+///
+/// With `t = x·m + 2^30`, TFLM computes `h = ⌊t / 2^31⌋` and then
+/// `⌊(h + 2^(e−1) − [h < 0]) / 2^e⌋` (gemmlowp's ties-away division), and
+/// `⌊(⌊t/B⌋ + c) / D⌋ = ⌊(t + c·B) / (B·D)⌋` for integers, so the result is
+/// `(x·m + 2^30 + 2^(30+e) − [h < 0]·2^31) >> (31 + e)`: the high word of
+/// the 64-bit sum shifted by `e − 1`. Since `m > 2^30`, `h < 0` exactly
+/// when `x < 0` (`x ≤ −1` gives `t ≤ 2^30 − m < 0`).
+#[inline(always)]
+pub fn scale_one_rounding(x: i32, multiplier: i32, left: u32, right1: u32, round: i64) -> i32 {
+    let x = x.wrapping_shl(left);
+    let negative = i64::from(x >> 31) << 31;
+    let sum = i64::from(x) * i64::from(multiplier) + round + negative;
+    ((sum >> 32) as i32) >> (right1 - 2)
+}
+
 /// `Σ w·(x + offset)`: TFLM's formula, for windows that skip padded taps.
 #[inline]
 pub fn dot_offset(w: &[i8], x: &[i8], offset: i32) -> i32 {
@@ -351,11 +432,47 @@ pub fn matvec(
     requant: &Requant<'_>,
     out: &mut [i8],
 ) {
+    // One multiplier for every channel (per-tensor weights): its constants
+    // are worked out once for the whole row.
+    if let Some(one) = requant.uniform() {
+        matvec_with(
+            x,
+            x_offset,
+            weights,
+            bias,
+            offset,
+            |_, acc| one.apply(acc),
+            out,
+        );
+    } else {
+        matvec_with(
+            x,
+            x_offset,
+            weights,
+            bias,
+            offset,
+            |c, acc| requant.apply(c, acc),
+            out,
+        );
+    }
+}
+
+/// [`matvec`] with the requantisation as `requant(channel, acc)`.
+#[inline(always)]
+fn matvec_with(
+    x: &[i8],
+    x_offset: i32,
+    weights: &[i8],
+    bias: Option<&[i32]>,
+    offset: i32,
+    requant: impl Fn(usize, i32) -> i8,
+    out: &mut [i8],
+) {
     let k = x.len();
     let start = |c: usize| bias.map_or(0, |b| b[c]).wrapping_add(offset);
     if k == 0 {
         for (c, o) in out.iter_mut().enumerate() {
-            *o = requant.apply(c, start(c));
+            *o = requant(c, start(c));
         }
         return;
     }
@@ -364,18 +481,23 @@ pub fn matvec(
     let mut c = 0;
     while c + 4 <= n {
         let block = &weights[c * k..][..4 * k];
-        let (w0, rest) = block.split_at(k);
-        let (w1, rest) = rest.split_at(k);
-        let (w2, w3) = rest.split_at(k);
-        let acc = dot4(x, x_offset, [w0, w1, w2, w3]);
+        #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+        let acc = super::gemm::rows_1x4(x, x_offset, block);
+        #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
+        let acc = {
+            let (w0, rest) = block.split_at(k);
+            let (w1, rest) = rest.split_at(k);
+            let (w2, w3) = rest.split_at(k);
+            dot4(x, x_offset, [w0, w1, w2, w3])
+        };
         for r in 0..4 {
-            out[c + r] = requant.apply(c + r, start(c + r).wrapping_add(acc[r]));
+            out[c + r] = requant(c + r, start(c + r).wrapping_add(acc[r]));
         }
         c += 4;
     }
     while c < n {
         let w = &weights[c * k..][..k];
-        out[c] = requant.apply(c, start(c).wrapping_add(dot_offset(w, x, x_offset)));
+        out[c] = requant(c, start(c).wrapping_add(dot_offset(w, x, x_offset)));
         c += 1;
     }
 }
@@ -394,7 +516,7 @@ pub fn dot4(x: &[i8], x_offset: i32, w: [&[i8]; 4]) -> [i32; 4] {
     }
     #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
     {
-        super::arm_dsp::dot4(x, x_offset, w)
+        super::gemm::row_1x4(x, x_offset, w)
     }
     #[cfg(not(any(
         all(target_arch = "x86_64", target_feature = "sse2"),
@@ -612,7 +734,7 @@ mod tests {
             for offset in [128, -127, 0, 5] {
                 let rows = [&b[..n], &a[..n], &b[..n], &b[..n]];
                 assert_eq!(
-                    super::super::arm_dsp::dot4(&a[..n], offset, rows),
+                    super::super::gemm::row_1x4(&a[..n], offset, rows),
                     dot4_portable(&a[..n], offset, rows)
                 );
                 let got = dot4(&a[..n], offset, rows);
@@ -673,6 +795,11 @@ mod tests {
                     let (l, r) = (u32::from(l), u32::from(r));
                     assert_eq!(scale_parts_narrow(x, m, l, r), tflm(x, m, shift));
                     assert_eq!(scale_parts_wide(x, m, l, r), tflm(x, m, shift));
+                    if m > 1 << 30 && r >= 2 {
+                        let round = (1i64 << 30) + (1i64 << (29 + r));
+                        let one = scale_one_rounding(x, m, l, r, round);
+                        assert_eq!(one, tflm(x, m, shift), "{x} {m} {shift}");
+                    }
                 }
             }
             for _ in 0..2000 {
@@ -683,7 +810,25 @@ mod tests {
                 let [l, rr] = shift_parts(shift);
                 let narrow = scale_parts_narrow(x, m, u32::from(l), u32::from(rr));
                 assert_eq!(narrow, tflm(x, m, shift), "{x} {m} {shift}");
+                if m > 1 << 30 && rr >= 2 {
+                    let round = (1i64 << 30) + (1i64 << (29 + u32::from(rr)));
+                    let one = scale_one_rounding(x, m, u32::from(l), u32::from(rr), round);
+                    assert_eq!(one, tflm(x, m, shift), "{x} {m} {shift}");
+                }
+                let (ms, ss) = ([m], [shift_parts(shift)]);
+                let r = Requant::new(&ms, &ss, stage_wide()).unwrap();
+                assert_eq!(r.channel(0).apply(x), r.apply(0, x));
+                let clamp = tflm(x, m, shift).wrapping_add(-3).clamp(-128, 127) as i8;
+                assert_eq!(r.apply(0, x), clamp, "{x} {m} {shift}");
             }
+        }
+    }
+
+    fn stage_wide() -> OutputStage {
+        OutputStage {
+            offset: -3,
+            min: -128,
+            max: 127,
         }
     }
 

@@ -1,0 +1,446 @@
+//! int8 CONV_2D on cores with the DSP extension, one group: two output
+//! channels at a time across the whole output, two output positions at a
+//! time, each block in registers ([`gemm::block_2x2`]).
+//!
+//! Channels are the outer loop so that a channel pair's constants — its
+//! requantisation and `bias + input_offset · Σ w` — are computed once and
+//! stay in registers while every position streams past. Folding the offset
+//! into the start lets each window that lies wholly inside the input
+//! multiply raw `x` by raw `w`; a window over the padded border skips taps
+//! (TFLM's semantics), so its partial `Σ w` differs and it takes the
+//! unfolded `Σ w·(x + offset)` instead, from the model's bias.
+//!
+//! - [`pointwise`]: 1×1 filters (never padded): every window is interior.
+//! - [`rows_in_place`]: any filter with dilation 1 along x: each filter
+//!   row of a window is one contiguous run of `cols · in_c` inputs and
+//!   weights, read where it lies (no scratch). Two neighbouring positions
+//!   pair up when their valid taps are the same.
+//!
+//! Nothing is requested in prepare: no scratch, nothing in the tail.
+
+use super::conv::{Geometry, Window};
+use super::gemm::{block_1x2, block_2x2, rows_2x2};
+use super::quantized::{ChannelRequant, Requant, sum};
+
+/// One int8 convolution's operands (one group).
+pub(crate) struct Operands<'a> {
+    pub(crate) geometry: &'a Geometry,
+    /// NHWC input, at least `geometry.input_len()` long.
+    pub(crate) input: &'a [i8],
+    /// `-input_zero_point`.
+    pub(crate) input_offset: i32,
+    /// `out_c` rows of `filter_len` weights.
+    pub(crate) weights: &'a [i8],
+    pub(crate) bias: Option<&'a [i32]>,
+    pub(crate) requant: &'a Requant<'a>,
+}
+
+/// A channel pair's constants: `c1 == c0` for a last odd channel (its
+/// second results are dropped).
+struct Pair<'a> {
+    c: [usize; 2],
+    w: [&'a [i8]; 2],
+    bias: [i32; 2],
+    /// `bias + input_offset · Σ w`: the start of an interior window.
+    folded: [i32; 2],
+    requant: [ChannelRequant; 2],
+}
+
+impl<'a> Operands<'a> {
+    fn filter_len(&self) -> usize {
+        let g = self.geometry;
+        (g.y.filter * g.x.filter) as usize * g.in_c as usize
+    }
+
+    /// Calls `f` for channels (0, 1), (2, 3), … and a last odd one alone.
+    #[inline(always)]
+    fn for_each_pair(&self, mut f: impl FnMut(&Pair<'a>)) {
+        let out_c = self.geometry.out_c as usize;
+        let len = self.filter_len();
+        let mut c0 = 0;
+        while c0 < out_c {
+            let c = [c0, (c0 + 1).min(out_c - 1)];
+            let w = c.map(|c| &self.weights[c * len..][..len]);
+            let bias = c.map(|c| self.bias.map_or(0, |b| b[c]));
+            let folded =
+                [0, 1].map(|i| bias[i].wrapping_add(self.input_offset.wrapping_mul(sum(w[i]))));
+            let requant = c.map(|c| self.requant.channel(c));
+            f(&Pair {
+                c,
+                w,
+                bias,
+                folded,
+                requant,
+            });
+            c0 += 2;
+        }
+    }
+}
+
+impl Pair<'_> {
+    /// Writes one position's two results at output offset `o` (pixel start).
+    #[inline(always)]
+    fn store(&self, out: &mut [i8], o: usize, acc: [i32; 2]) {
+        out[o + self.c[0]] = self.requant[0].apply(acc[0]);
+        if self.c[1] != self.c[0] {
+            out[o + self.c[1]] = self.requant[1].apply(acc[1]);
+        }
+    }
+}
+
+/// A 1×1 convolution (one group): a matrix product of the input pixels
+/// and the weight rows. `out` holds `geometry.output_len()` values.
+pub(crate) fn pointwise(ops: &Operands<'_>, out: &mut [i8]) {
+    let g = ops.geometry;
+    let (in_c, out_c) = (g.in_c as usize, g.out_c as usize);
+    let (ow, oh) = (g.x.out_size as usize, g.y.out_size as usize);
+    let positions = g.batches as usize * oh * ow;
+    let dense = g.x.stride == 1 && g.y.stride == 1;
+    let (sy, sx) = (g.y.stride as usize, g.x.stride as usize);
+    let (ih, iw) = (g.y.in_size as usize, g.x.in_size as usize);
+    let input_at = |p: usize| -> usize {
+        if dense {
+            return p * in_c;
+        }
+        let (ox, rest) = (p % ow, p / ow);
+        let (oy, b) = (rest % oh, rest / oh);
+        ((b * ih + oy * sy) * iw + ox * sx) * in_c
+    };
+    if dense && in_c > 0 {
+        return pointwise_dense(ops, positions, out);
+    }
+    let x = |p: usize| &ops.input[input_at(p)..][..in_c];
+    ops.for_each_pair(|pair| {
+        let mut p = 0;
+        while p + 2 <= positions {
+            let s = pair.folded;
+            let a = block_2x2::<false>([x(p), x(p + 1)], pair.w, 0, [s[0], s[1], s[0], s[1]]);
+            pair.store(out, p * out_c, [a[0], a[1]]);
+            pair.store(out, (p + 1) * out_c, [a[2], a[3]]);
+            p += 2;
+        }
+        if p < positions {
+            let a = block_1x2::<false>(x(p), pair.w, 0, pair.folded);
+            pair.store(out, p * out_c, a);
+        }
+    });
+}
+
+/// [`pointwise`] with stride 1 (`in_c > 0`): pixels are consecutive rows
+/// of the input and the output, walked two at a time.
+fn pointwise_dense(ops: &Operands<'_>, positions: usize, out: &mut [i8]) {
+    let g = ops.geometry;
+    let (in_c, out_c) = (g.in_c as usize, g.out_c as usize);
+    let x = &ops.input[..positions * in_c];
+    let out = &mut out[..positions * out_c];
+    ops.for_each_pair(|pair| {
+        let s = pair.folded;
+        let start = [s[0], s[1], s[0], s[1]];
+        let xs = x.chunks_exact(2 * in_c);
+        let last = xs.remainder();
+        let mut outs = out.chunks_exact_mut(2 * out_c);
+        for (x2, o2) in xs.zip(outs.by_ref()) {
+            let (x0, x1) = x2.split_at(in_c);
+            let a = if in_c % 8 == 0 {
+                let ptrs = [
+                    x0.as_ptr(),
+                    x1.as_ptr(),
+                    pair.w[0].as_ptr(),
+                    pair.w[1].as_ptr(),
+                ];
+                // SAFETY: one run of in_c bytes of each of the four rows.
+                unsafe { rows_2x2(ptrs, in_c / 8, 1, 0, start) }
+            } else {
+                block_2x2::<false>([x0, x1], pair.w, 0, start)
+            };
+            pair.store(o2, 0, [a[0], a[1]]);
+            pair.store(o2, out_c, [a[2], a[3]]);
+        }
+        if !last.is_empty() {
+            let a = block_1x2::<false>(last, pair.w, 0, pair.folded);
+            pair.store(outs.into_remainder(), 0, a);
+        }
+    });
+}
+
+/// Any convolution with one group and dilation 1 along x, filter rows read
+/// in place. `out` holds `geometry.output_len()` values.
+pub(crate) fn rows_in_place(ops: &Operands<'_>, out: &mut [i8]) {
+    let g = ops.geometry;
+    let out_c = g.out_c as usize;
+    let full_cols = 0..g.x.filter;
+    let full_rows = 0..g.y.filter;
+    ops.for_each_pair(|pair| {
+        g.for_each_row(|windows, o| {
+            let mut ox = 0;
+            while ox < windows.len() {
+                let win = &windows.at(ox);
+                let interior = win.rows == full_rows && win.cols == full_cols;
+                if ox + 1 < windows.len() && windows.at(ox + 1).cols == win.cols {
+                    let next = windows.at(ox + 1);
+                    let a = if interior {
+                        interior_pair(ops, pair, [win, &next])
+                    } else {
+                        window_pair::<true>(ops, pair, [win, &next], pair.bias)
+                    };
+                    pair.store(out, o + ox * out_c, [a[0], a[1]]);
+                    pair.store(out, o + (ox + 1) * out_c, [a[2], a[3]]);
+                    ox += 2;
+                } else {
+                    let a = if interior {
+                        window_one::<false>(ops, pair, win, pair.folded)
+                    } else {
+                        window_one::<true>(ops, pair, win, pair.bias)
+                    };
+                    pair.store(out, o + ox * out_c, a);
+                    ox += 1;
+                }
+            }
+        });
+    });
+}
+
+/// Input and weight runs of one window's valid filter rows (`cols` taps each).
+#[inline(always)]
+fn for_each_row_run(g: &Geometry, win: &Window, mut f: impl FnMut(usize, usize, usize)) {
+    let (fw, in_c) = (g.x.filter as usize, g.in_c as usize);
+    let len = win.cols.len() * in_c;
+    for fy in win.rows.clone() {
+        let x = win.input_at(g, fy, win.cols.start);
+        let w = (fy as usize * fw + win.cols.start as usize) * in_c;
+        f(x, w, len);
+    }
+}
+
+/// Two windows with the same valid taps against a channel pair.
+#[inline(always)]
+fn window_pair<const OFFSET: bool>(
+    ops: &Operands<'_>,
+    pair: &Pair<'_>,
+    win: [&Window; 2],
+    start: [i32; 2],
+) -> [i32; 4] {
+    let g = ops.geometry;
+    // Same taps: every run of the second window is the first's, shifted.
+    let step = (win[1].x0 - win[0].x0) as isize * g.in_c as isize;
+    let mut acc = [start[0], start[1], start[0], start[1]];
+    for_each_row_run(g, win[0], |xo, wo, len| {
+        let x1 = (xo as isize + step) as usize;
+        let xs = [&ops.input[xo..][..len], &ops.input[x1..][..len]];
+        let ws = [&pair.w[0][wo..][..len], &pair.w[1][wo..][..len]];
+        acc = block_2x2::<OFFSET>(xs, ws, ops.input_offset, acc);
+    });
+    acc
+}
+
+/// Two interior windows against a channel pair: every filter row is read,
+/// so the weights are one run and the input runs are evenly spaced.
+#[inline(always)]
+fn interior_pair(ops: &Operands<'_>, pair: &Pair<'_>, win: [&Window; 2]) -> [i32; 4] {
+    let g = ops.geometry;
+    let (fw, in_c) = (g.x.filter as usize, g.in_c as usize);
+    let len = fw * in_c;
+    if len % 8 != 0 || len == 0 {
+        return window_pair::<false>(ops, pair, win, pair.folded);
+    }
+    let rows = g.y.filter as usize;
+    let row_stride = g.y.dilation as usize * g.x.in_size as usize * in_c;
+    let x0 = win[0].input_at(g, 0, 0);
+    let x1 = win[1].input_at(g, 0, 0);
+    let last = (rows - 1) * row_stride + len;
+    let s = pair.folded;
+    // Bounds checked once: both windows' last runs end inside the input.
+    let (i0, i1) = (&ops.input[x0..][..last], &ops.input[x1..][..last]);
+    let ptrs = [
+        i0.as_ptr(),
+        i1.as_ptr(),
+        pair.w[0].as_ptr(),
+        pair.w[1].as_ptr(),
+    ];
+    // SAFETY: run r of the inputs is bytes r · row_stride .. + len of
+    // `i0`/`i1` (checked above); the weights' runs are the filter, each
+    // row `rows · len = filter_len` long.
+    unsafe {
+        rows_2x2(
+            ptrs,
+            len / 8,
+            rows,
+            row_stride - len,
+            [s[0], s[1], s[0], s[1]],
+        )
+    }
+}
+
+/// One window against a channel pair.
+#[inline(always)]
+fn window_one<const OFFSET: bool>(
+    ops: &Operands<'_>,
+    pair: &Pair<'_>,
+    win: &Window,
+    start: [i32; 2],
+) -> [i32; 2] {
+    let mut acc = start;
+    for_each_row_run(ops.geometry, win, |xo, wo, len| {
+        let ws = [&pair.w[0][wo..][..len], &pair.w[1][wo..][..len]];
+        acc = block_1x2::<OFFSET>(&ops.input[xo..][..len], ws, ops.input_offset, acc);
+    });
+    acc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::padding::Axis;
+    use super::super::quantized::{OutputStage, shift_parts};
+    use super::*;
+    use crate::schema::Padding;
+
+    fn bytes(n: usize, seed: u64) -> Vec<i8> {
+        let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                (s >> 56) as u8 as i8
+            })
+            .collect()
+    }
+
+    /// TFLM's reference loop: padded taps skipped, `Σ w·(x + offset)`.
+    fn reference(ops: &Operands<'_>) -> Vec<i8> {
+        let g = ops.geometry;
+        let (in_c, out_c) = (g.in_c as usize, g.out_c as usize);
+        let fw = g.x.filter as usize;
+        let len = ops.filter_len();
+        let mut out = vec![0i8; g.output_len()];
+        g.for_each_pixel(|win, o| {
+            for c in 0..out_c {
+                let mut acc = ops.bias.map_or(0, |b| b[c]);
+                for fy in win.rows.clone() {
+                    for fx in win.cols.clone() {
+                        let xo = win.input_at(g, fy, fx);
+                        let wo = c * len + (fy as usize * fw + fx as usize) * in_c;
+                        for i in 0..in_c {
+                            let (x, w) = (ops.input[xo + i], ops.weights[wo + i]);
+                            acc += i32::from(w) * (i32::from(x) + ops.input_offset);
+                        }
+                    }
+                }
+                out[o + c] = ops.requant.apply(c, acc);
+            }
+        });
+        out
+    }
+
+    struct Case {
+        hw: (i32, i32),
+        in_c: u32,
+        out_c: u32,
+        filter: (i32, i32),
+        stride: (i32, i32),
+        dilation_y: i32,
+        padding: Padding,
+        offset: i32,
+    }
+
+    fn check(case: &Case, seed: u64) {
+        let axis = |n, f, s, d| Axis::new(case.padding, n, f, s, d).unwrap();
+        let g = Geometry {
+            batches: 2,
+            in_c: case.in_c,
+            out_c: case.out_c,
+            y: axis(case.hw.0, case.filter.0, case.stride.0, case.dilation_y),
+            x: axis(case.hw.1, case.filter.1, case.stride.1, 1),
+        };
+        let len = (case.filter.0 * case.filter.1) as usize * case.in_c as usize;
+        let input = bytes(g.input_len(), seed);
+        let weights = bytes(len * case.out_c as usize, seed + 1);
+        let bias: Vec<i32> = (0..case.out_c as i32).map(|c| c * 977 - 3000).collect();
+        let multiplier: Vec<i32> = (0..case.out_c as i32)
+            .map(|c| 1_100_000_000 + c * 7_000_000)
+            .collect();
+        let shift: Vec<[u8; 2]> = (0..case.out_c as i32)
+            .map(|c| shift_parts(-7 - c % 3))
+            .collect();
+        let stage = OutputStage {
+            offset: -5,
+            min: -128,
+            max: 127,
+        };
+        let requant = Requant::new(&multiplier, &shift, stage).unwrap();
+        let ops = Operands {
+            geometry: &g,
+            input: &input,
+            input_offset: case.offset,
+            weights: &weights,
+            bias: Some(&bias),
+            requant: &requant,
+        };
+        let want = reference(&ops);
+        let mut got = vec![0i8; g.output_len()];
+        rows_in_place(&ops, &mut got);
+        assert_eq!(got, want, "rows in place, seed {seed}");
+        if case.filter == (1, 1) {
+            let mut got = vec![0i8; g.output_len()];
+            pointwise(&ops, &mut got);
+            assert_eq!(got, want, "pointwise, seed {seed}");
+        }
+    }
+
+    #[test]
+    fn pointwise_matches_reference() {
+        let mut seed = 1;
+        for (in_c, out_c) in [(64, 64), (3, 5), (17, 1), (8, 2)] {
+            for hw in [(5, 5), (4, 6), (1, 1)] {
+                for stride in [(1, 1), (2, 1), (2, 3)] {
+                    for offset in [-128, 127, 0] {
+                        let case = Case {
+                            hw,
+                            in_c,
+                            out_c,
+                            filter: (1, 1),
+                            stride,
+                            dilation_y: 1,
+                            padding: Padding::VALID,
+                            offset,
+                        };
+                        check(&case, seed);
+                        seed += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rows_in_place_matches_reference() {
+        let mut seed = 100;
+        let shapes = [
+            ((3, 3), 16, 16, (1, 1)),
+            ((3, 3), 5, 3, (2, 2)),
+            ((10, 4), 1, 4, (2, 2)),
+            ((2, 3), 7, 1, (1, 2)),
+            ((3, 1), 4, 6, (3, 1)),
+        ];
+        for (filter, in_c, out_c, stride) in shapes {
+            for padding in [Padding::SAME, Padding::VALID] {
+                for (hw, dilation_y) in [((7, 9), 1), ((12, 6), 2), ((2, 3), 1)] {
+                    for offset in [-128, 127, 0, 3] {
+                        let case = Case {
+                            hw,
+                            in_c,
+                            out_c,
+                            filter,
+                            stride,
+                            dilation_y,
+                            padding,
+                            offset,
+                        };
+                        check(&case, seed);
+                        seed += 1;
+                    }
+                }
+            }
+        }
+    }
+}
