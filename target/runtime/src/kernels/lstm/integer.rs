@@ -4,8 +4,8 @@
 
 use super::super::KernelError;
 use super::super::fixed_point::{logistic_int16, multiply_by_quantized_multiplier, tanh_int16};
-use super::params::{GateQuant, LstmQuantParams, LstmShape};
-use super::{GATE_CELL, GATE_FORGET, GATE_INPUT, GATE_OUTPUT, LstmWeights};
+use super::params::{LstmQuantParams, LstmShape};
+use super::{GATE_CELL, GATE_FORGET, GATE_INPUT, GATE_OUTPUT, GATES, LstmWeights};
 
 /// `Σ (w + w_offset)·(x + x_offset)`, wrapping as TFLM's int32 accumulator
 /// does on its targets.
@@ -44,38 +44,242 @@ fn mul(a: i16, b: i16, multiplier: i32, shift: i32, offset: i32, min: i32, max: 
         .clamp(min, max)
 }
 
-/// What one cell needs to compute one gate: its weight rows and constants.
-struct GateRow<'a> {
-    input_weights: &'a [i8],
-    recurrent_weights: &'a [i8],
-    bias: i32,
-    quant: &'a GateQuant,
+/// The four gates' `Σ (w + w_offset)·(x + x_offset)` over their rows of one
+/// cell, bit for bit what [`gate_dots_portable`] gives (integer sums wrap
+/// modulo 2³² in any order; the tests hold the two together). With offsets
+/// in the int8 range (every valid int8 zero point) it runs on x86-64 in
+/// SSE2 (`integer_sse2`) and on Cortex-M with DSP through
+/// [`quantized::dot4`] (`SMLAD`; symmetric weights only).
+///
+/// [`quantized::dot4`]: super::super::quantized::dot4
+#[inline(always)]
+pub fn gate_dots(
+    rows: [&[i8]; GATES],
+    x: &[i8],
+    weights_offsets: [i32; GATES],
+    x_offset: i32,
+) -> [i32; GATES] {
+    let in_range = |o: i32| (-128..=128).contains(&o);
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    if in_range(x_offset) && weights_offsets.iter().all(|&o| in_range(o)) {
+        return super::integer_sse2::gate_dots(rows, x, weights_offsets, x_offset);
+    }
+    #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+    if in_range(x_offset) && weights_offsets == [0; GATES] {
+        return super::super::quantized::dot4(x, x_offset, rows);
+    }
+    let _ = in_range;
+    gate_dots_portable(rows, x, weights_offsets, x_offset)
 }
 
-/// A gate's pre-activation in Q3.12: two FCs into int16, saturated, added
-/// with saturation (TFLM's `CalculateLstmGate` up to the activation).
+/// [`gate_dots`] in plain Rust, one row after the other (every target; the
+/// reference for the fast paths).
+pub fn gate_dots_portable(
+    rows: [&[i8]; GATES],
+    x: &[i8],
+    weights_offsets: [i32; GATES],
+    x_offset: i32,
+) -> [i32; GATES] {
+    let o = weights_offsets;
+    [
+        dot(rows[0], x, o[0], x_offset),
+        dot(rows[1], x, o[1], x_offset),
+        dot(rows[2], x, o[2], x_offset),
+        dot(rows[3], x, o[3], x_offset),
+    ]
+}
+
+/// One cell's raw FC sums, per gate in tensor order: `[from input, from
+/// hidden]`, before bias and rescaling.
 #[inline(always)]
-fn pre_activation(gate: &GateRow<'_>, x: &[i8], x_offset: i32, h: &[i8], h_offset: i32) -> i16 {
-    let q = gate.quant;
-    let from_input =
-        dot(gate.input_weights, x, q.input_weights_offset, x_offset).wrapping_add(gate.bias);
-    let from_input = saturate_i16(multiply_by_quantized_multiplier(
-        from_input,
-        q.input_multiplier,
-        q.input_shift,
-    ));
-    let from_hidden = dot(
-        gate.recurrent_weights,
-        h,
-        q.recurrent_weights_offset,
-        h_offset,
+pub(super) fn pre_dots<'a>(
+    quant: &LstmQuantParams,
+    weights: &LstmWeights<'a, i8, i32>,
+    j: usize,
+    x: &[i8],
+    h: &[i8],
+) -> [[i32; GATES]; 2] {
+    let (n_input, n_state) = (x.len(), h.len());
+    let gates = &quant.gates;
+    let row = |m: &[&'a [i8]; GATES], n: usize| -> [&'a [i8]; GATES] {
+        [
+            &m[0][j * n..][..n],
+            &m[1][j * n..][..n],
+            &m[2][j * n..][..n],
+            &m[3][j * n..][..n],
+        ]
+    };
+    [
+        gate_dots(
+            row(&weights.input, n_input),
+            x,
+            gates.map(|q| q.input_weights_offset),
+            quant.input_offset,
+        ),
+        gate_dots(
+            row(&weights.recurrent, n_state),
+            h,
+            gates.map(|q| q.recurrent_weights_offset),
+            quant.hidden_offset,
+        ),
+    ]
+}
+
+/// One cell's four gate pre-activations in Q3.12, tensor order: each gate's
+/// two FCs into int16, saturated, added with saturation (TFLM's
+/// `CalculateLstmGate` up to the activation).
+#[inline(always)]
+fn pre_activations(
+    quant: &LstmQuantParams,
+    weights: &LstmWeights<'_, i8, i32>,
+    j: usize,
+    x: &[i8],
+    h: &[i8],
+) -> [i16; GATES] {
+    let [from_input, from_hidden] = pre_dots(quant, weights, j, x, h);
+    let pre = |g: usize| {
+        let q = &quant.gates[g];
+        let a = saturate_i16(multiply_by_quantized_multiplier(
+            from_input[g].wrapping_add(weights.bias[g][j]),
+            q.input_multiplier,
+            q.input_shift,
+        ));
+        let b = saturate_i16(multiply_by_quantized_multiplier(
+            from_hidden[g],
+            q.recurrent_multiplier,
+            q.recurrent_shift,
+        ));
+        saturate_i16(a + b) as i16
+    };
+    [pre(0), pre(1), pre(2), pre(3)]
+}
+
+/// The LUT input scales: sigmoid gates and the Q3.12 cell gate's tanh
+/// read Q3.12 (×3, no shift); the cell state's tanh its own.
+#[derive(Clone, Copy)]
+pub(super) struct Luts {
+    pub(super) gate: (i32, i32),
+    pub(super) cell_tanh: (i32, i32),
+}
+
+impl Luts {
+    fn of(quant: &LstmQuantParams) -> Self {
+        Luts {
+            gate: super::super::fixed_point::int16_lut_input_scale(0, 0),
+            cell_tanh: (quant.cell_tanh_multiplier, quant.cell_tanh_shift),
+        }
+    }
+
+    /// The four gates' activations (tensor order) from their
+    /// pre-activations: σ for input, forget and output, tanh for the cell
+    /// gate; Q0.15.
+    #[inline(always)]
+    pub(super) fn gates(&self, pre: [i16; GATES]) -> [i16; GATES] {
+        let (m, s) = self.gate;
+        [
+            logistic_int16(pre[GATE_INPUT], m, s),
+            logistic_int16(pre[GATE_FORGET], m, s),
+            tanh_int16(pre[GATE_CELL], m, s),
+            logistic_int16(pre[GATE_OUTPUT], m, s),
+        ]
+    }
+
+    #[inline(always)]
+    pub(super) fn tanh_cell(&self, c: i16) -> i16 {
+        tanh_int16(c, self.cell_tanh.0, self.cell_tanh.1)
+    }
+}
+
+/// One cell's state update from its gate activations: `c = clip(sat(f·c +
+/// i·g))`, each product rescaled and clamped to int16 first (TFLM's
+/// `UpdateLstmCell`), then `h = tanh(c)·o` in the hidden state's int8
+/// scale (returned).
+#[inline(always)]
+fn update_cell(quant: &LstmQuantParams, luts: &Luts, gates: [i16; GATES], c: &mut i16) -> i8 {
+    let (i16_min, i16_max) = (i32::from(i16::MIN), i32::from(i16::MAX));
+    let kept = mul(
+        gates[GATE_FORGET],
+        *c,
+        quant.forget_cell_multiplier,
+        quant.forget_cell_shift,
+        0,
+        i16_min,
+        i16_max,
     );
-    let from_hidden = saturate_i16(multiply_by_quantized_multiplier(
-        from_hidden,
-        q.recurrent_multiplier,
-        q.recurrent_shift,
-    ));
-    saturate_i16(from_input + from_hidden) as i16
+    let added = mul(
+        gates[GATE_INPUT],
+        gates[GATE_CELL],
+        quant.input_cell_multiplier,
+        quant.input_cell_shift,
+        0,
+        i16_min,
+        i16_max,
+    );
+    let mut new_cell = saturate_i16(kept + added);
+    if quant.clip_cell != 0 {
+        new_cell = new_cell.min(quant.cell_clip).max(-quant.cell_clip);
+    }
+    *c = new_cell as i16;
+    mul(
+        luts.tanh_cell(*c),
+        gates[GATE_OUTPUT],
+        quant.hidden_multiplier,
+        quant.hidden_shift,
+        quant.hidden_zero_point,
+        i32::from(i8::MIN),
+        i32::from(i8::MAX),
+    ) as i8
+}
+
+/// Cells `from..` of one batch row of one step, one at a time.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn cells_one_by_one(
+    quant: &LstmQuantParams,
+    luts: &Luts,
+    weights: &LstmWeights<'_, i8, i32>,
+    from: usize,
+    x: &[i8],
+    h: &[i8],
+    c: &mut [i16],
+    out: &mut [i8],
+) {
+    for j in from..h.len() {
+        let gates = luts.gates(pre_activations(quant, weights, j, x, h));
+        out[j] = update_cell(quant, luts, gates, &mut c[j]);
+    }
+}
+
+/// One batch row of one step: every cell's gates from `x` and the old
+/// hidden state `h`, its cell state in `c` updated, its new hidden value
+/// into `out`. On x86-64, blocks of four cells run their rescaling and
+/// state update in SSE2 lanes (`integer_sse2`, bit for bit the scalar
+/// arithmetic) when the constants allow it; the rest one by one.
+fn step_row(
+    quant: &LstmQuantParams,
+    luts: &Luts,
+    weights: &LstmWeights<'_, i8, i32>,
+    x: &[i8],
+    h: &[i8],
+    c: &mut [i16],
+    out: &mut [i8],
+) {
+    #[allow(unused_mut)]
+    let mut done = 0;
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    if let Some(lanes) = super::integer_sse2::CellLanes::new(quant) {
+        let (c4, _) = c.as_chunks_mut::<4>();
+        let (o4, _) = out.as_chunks_mut::<4>();
+        for (block, (c4, o4)) in c4.iter_mut().zip(o4).enumerate() {
+            let j = block * 4;
+            let dots = [0, 1, 2, 3].map(|k| pre_dots(quant, weights, j + k, x, h));
+            let bias = weights.bias.map(|b| &b.as_chunks::<4>().0[block]);
+            let pre = lanes.pre_activations(dots, bias);
+            lanes.update(luts, pre.map(|p| luts.gates(p)), c4, o4);
+            done = j + 4;
+        }
+    }
+    cells_one_by_one(quant, luts, weights, done, x, h, c, out);
 }
 
 /// One integer LSTM invoke over every time step; `hidden` and `cell` are
@@ -113,88 +317,22 @@ pub fn eval_integer(
     if n_state == 0 {
         return Ok(());
     }
-    // Sigmoid gates and the Q3.12 cell gate's tanh read Q3.12: ×3, no shift.
-    let (gate_m, gate_s) = super::super::fixed_point::int16_lut_input_scale(0, 0);
-    let (tanh_m, tanh_s) = (quant.cell_tanh_multiplier, quant.cell_tanh_shift);
-    let clip = quant.cell_clip;
-    let clip_cell = quant.clip_cell != 0;
-    let (x_offset, h_offset) = (quant.input_offset, quant.hidden_offset);
-    let (i16_min, i16_max) = (i32::from(i16::MIN), i32::from(i16::MAX));
-    let (i8_min, i8_max) = (i32::from(i8::MIN), i32::from(i8::MAX));
-
+    let luts = Luts::of(quant);
     for step in shape.steps() {
         let len = step.rows * n_state;
         let out_rows = &mut output[step.output..step.output + len];
         let h_rows = &mut hidden[step.state..step.state + len];
         let c_rows = &mut cell[step.state..step.state + len];
         for r in 0..step.rows {
-            let x = &input[step.input + r * n_input..][..n_input];
-            let h = &h_rows[r * n_state..][..n_state];
-            let c_row = &mut c_rows[r * n_state..][..n_state];
-            let out = &mut out_rows[r * n_state..][..n_state];
-            for (j, (c, o)) in c_row.iter_mut().zip(out.iter_mut()).enumerate() {
-                let gate = |g: usize| GateRow {
-                    input_weights: &weights.input[g][j * n_input..][..n_input],
-                    recurrent_weights: &weights.recurrent[g][j * n_state..][..n_state],
-                    bias: weights.bias[g][j],
-                    quant: &quant.gates[g],
-                };
-                let forget = logistic_int16(
-                    pre_activation(&gate(GATE_FORGET), x, x_offset, h, h_offset),
-                    gate_m,
-                    gate_s,
-                );
-                let input_gate = logistic_int16(
-                    pre_activation(&gate(GATE_INPUT), x, x_offset, h, h_offset),
-                    gate_m,
-                    gate_s,
-                );
-                let cell_pre = pre_activation(&gate(GATE_CELL), x, x_offset, h, h_offset);
-                let cell_gate = tanh_int16(cell_pre, gate_m, gate_s);
-                let output_gate = logistic_int16(
-                    pre_activation(&gate(GATE_OUTPUT), x, x_offset, h, h_offset),
-                    gate_m,
-                    gate_s,
-                );
-
-                // c = clip(sat(f·c + i·g)), each product rescaled and
-                // clamped to int16 first (TFLM's UpdateLstmCell).
-                let kept = mul(
-                    forget,
-                    *c,
-                    quant.forget_cell_multiplier,
-                    quant.forget_cell_shift,
-                    0,
-                    i16_min,
-                    i16_max,
-                );
-                let added = mul(
-                    input_gate,
-                    cell_gate,
-                    quant.input_cell_multiplier,
-                    quant.input_cell_shift,
-                    0,
-                    i16_min,
-                    i16_max,
-                );
-                let mut new_cell = saturate_i16(kept + added);
-                if clip_cell {
-                    new_cell = new_cell.min(clip).max(-clip);
-                }
-                *c = new_cell as i16;
-
-                // h = tanh(c) · o, into the hidden state's int8 scale.
-                let squashed = tanh_int16(*c, tanh_m, tanh_s);
-                *o = mul(
-                    squashed,
-                    output_gate,
-                    quant.hidden_multiplier,
-                    quant.hidden_shift,
-                    quant.hidden_zero_point,
-                    i8_min,
-                    i8_max,
-                ) as i8;
-            }
+            step_row(
+                quant,
+                &luts,
+                weights,
+                &input[step.input + r * n_input..][..n_input],
+                &h_rows[r * n_state..][..n_state],
+                &mut c_rows[r * n_state..][..n_state],
+                &mut out_rows[r * n_state..][..n_state],
+            );
         }
         h_rows.copy_from_slice(out_rows);
     }

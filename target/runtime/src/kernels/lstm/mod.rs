@@ -44,12 +44,16 @@
 //! [`tanh_int16`]: super::fixed_point::tanh_int16
 
 mod float;
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+mod float_sse2;
 mod integer;
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+mod integer_sse2;
 mod params;
 pub mod reference;
 
-pub use float::{eval_float, expf, sigmoid_f32, tanhf};
-pub use integer::eval_integer;
+pub use float::{CELLS, dots_cells, dots_cells_portable, eval_float, expf, sigmoid_f32, tanhf};
+pub use integer::{eval_integer, gate_dots, gate_dots_portable};
 pub use params::{GateQuant, LstmQuantParams, LstmScales, LstmShape, Step};
 
 use super::tensor::{Dims, expect_type, require_quant};
