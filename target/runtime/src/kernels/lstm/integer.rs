@@ -1,6 +1,7 @@
 //! The integer LSTM: int8 input, hidden state and output, int16 cell state,
 //! int8 weights, int32 biases. Bit-exact with TFLM's
-//! `EvalLstm<int8_t, int8_t, int16_t, int32_t>`, one cell at a time.
+//! `EvalLstm<int8_t, int8_t, int16_t, int32_t>`, one cell (or, on x86-64,
+//! four cells) at a time.
 
 use super::super::KernelError;
 use super::super::fixed_point::{logistic_int16, multiply_by_quantized_multiplier, tanh_int16};
@@ -44,32 +45,67 @@ fn mul(a: i16, b: i16, multiplier: i32, shift: i32, offset: i32, min: i32, max: 
         .clamp(min, max)
 }
 
+/// How the four gate dots of one vector run, decided once per invoke from
+/// the offsets: the fast paths need every offset in the int8 range (true
+/// of every valid int8 zero point), so that each offset value fits 16 bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DotPath {
+    Portable,
+    /// SSE2 `pmaddwd` (`integer_sse2`), any weights offsets in range.
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    Sse2,
+    /// `SMLAD` through [`quantized::dot4`], symmetric weights only.
+    ///
+    /// [`quantized::dot4`]: super::super::quantized::dot4
+    #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+    Dsp,
+}
+
+impl DotPath {
+    fn for_offsets(weights_offsets: [i32; GATES], x_offset: i32) -> Self {
+        let in_range = |o: i32| (-128..=128).contains(&o);
+        let _ = (in_range, weights_offsets, x_offset);
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        if in_range(x_offset) && weights_offsets.iter().all(|&o| in_range(o)) {
+            return DotPath::Sse2;
+        }
+        #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+        if in_range(x_offset) && weights_offsets == [0; GATES] {
+            return DotPath::Dsp;
+        }
+        DotPath::Portable
+    }
+
+    #[inline(always)]
+    fn run(
+        self,
+        rows: [&[i8]; GATES],
+        x: &[i8],
+        weights_offsets: [i32; GATES],
+        x_offset: i32,
+    ) -> [i32; GATES] {
+        match self {
+            DotPath::Portable => gate_dots_portable(rows, x, weights_offsets, x_offset),
+            #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+            DotPath::Sse2 => super::integer_sse2::gate_dots(rows, x, weights_offsets, x_offset),
+            #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+            DotPath::Dsp => super::super::quantized::dot4(x, x_offset, rows),
+        }
+    }
+}
+
 /// The four gates' `Σ (w + w_offset)·(x + x_offset)` over their rows of one
 /// cell, bit for bit what [`gate_dots_portable`] gives (integer sums wrap
 /// modulo 2³² in any order; the tests hold the two together). With offsets
-/// in the int8 range (every valid int8 zero point) it runs on x86-64 in
-/// SSE2 (`integer_sse2`) and on Cortex-M with DSP through
-/// [`quantized::dot4`] (`SMLAD`; symmetric weights only).
-///
-/// [`quantized::dot4`]: super::super::quantized::dot4
-#[inline(always)]
+/// in the int8 range it runs in SSE2 on x86-64 and with `SMLAD` on
+/// Cortex-M with DSP (symmetric weights).
 pub fn gate_dots(
     rows: [&[i8]; GATES],
     x: &[i8],
     weights_offsets: [i32; GATES],
     x_offset: i32,
 ) -> [i32; GATES] {
-    let in_range = |o: i32| (-128..=128).contains(&o);
-    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-    if in_range(x_offset) && weights_offsets.iter().all(|&o| in_range(o)) {
-        return super::integer_sse2::gate_dots(rows, x, weights_offsets, x_offset);
-    }
-    #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
-    if in_range(x_offset) && weights_offsets == [0; GATES] {
-        return super::super::quantized::dot4(x, x_offset, rows);
-    }
-    let _ = in_range;
-    gate_dots_portable(rows, x, weights_offsets, x_offset)
+    DotPath::for_offsets(weights_offsets, x_offset).run(rows, x, weights_offsets, x_offset)
 }
 
 /// [`gate_dots`] in plain Rust, one row after the other (every target; the
@@ -89,69 +125,137 @@ pub fn gate_dots_portable(
     ]
 }
 
-/// One cell's raw FC sums, per gate in tensor order: `[from input, from
-/// hidden]`, before bias and rescaling.
+/// Row `j` of each gate's `[cells, n]` matrix.
 #[inline(always)]
-pub(super) fn pre_dots<'a>(
-    quant: &LstmQuantParams,
-    weights: &LstmWeights<'a, i8, i32>,
-    j: usize,
-    x: &[i8],
-    h: &[i8],
-) -> [[i32; GATES]; 2] {
-    let (n_input, n_state) = (x.len(), h.len());
-    let gates = &quant.gates;
-    let row = |m: &[&'a [i8]; GATES], n: usize| -> [&'a [i8]; GATES] {
-        [
-            &m[0][j * n..][..n],
-            &m[1][j * n..][..n],
-            &m[2][j * n..][..n],
-            &m[3][j * n..][..n],
-        ]
-    };
+fn rows<'a>(m: &[&'a [i8]; GATES], j: usize, n: usize) -> [&'a [i8]; GATES] {
     [
-        gate_dots(
-            row(&weights.input, n_input),
-            x,
-            gates.map(|q| q.input_weights_offset),
-            quant.input_offset,
-        ),
-        gate_dots(
-            row(&weights.recurrent, n_state),
-            h,
-            gates.map(|q| q.recurrent_weights_offset),
-            quant.hidden_offset,
-        ),
+        &m[0][j * n..][..n],
+        &m[1][j * n..][..n],
+        &m[2][j * n..][..n],
+        &m[3][j * n..][..n],
     ]
 }
 
-/// One cell's four gate pre-activations in Q3.12, tensor order: each gate's
-/// two FCs into int16, saturated, added with saturation (TFLM's
-/// `CalculateLstmGate` up to the activation).
-#[inline(always)]
-fn pre_activations(
-    quant: &LstmQuantParams,
-    weights: &LstmWeights<'_, i8, i32>,
-    j: usize,
-    x: &[i8],
-    h: &[i8],
-) -> [i16; GATES] {
-    let [from_input, from_hidden] = pre_dots(quant, weights, j, x, h);
-    let pre = |g: usize| {
-        let q = &quant.gates[g];
-        let a = saturate_i16(multiply_by_quantized_multiplier(
-            from_input[g].wrapping_add(weights.bias[g][j]),
-            q.input_multiplier,
-            q.input_shift,
-        ));
-        let b = saturate_i16(multiply_by_quantized_multiplier(
-            from_hidden[g],
-            q.recurrent_multiplier,
-            q.recurrent_shift,
-        ));
-        saturate_i16(a + b) as i16
-    };
-    [pre(0), pre(1), pre(2), pre(3)]
+/// What every cell of one invoke shares: the constants and weights, and
+/// the paths they allow, decided once.
+struct Cells<'a, 'w> {
+    quant: &'a LstmQuantParams,
+    weights: &'a LstmWeights<'w, i8, i32>,
+    luts: Luts,
+    input_offsets: [i32; GATES],
+    recurrent_offsets: [i32; GATES],
+    input_dots: DotPath,
+    hidden_dots: DotPath,
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    lanes: Option<super::integer_sse2::CellLanes>,
+}
+
+impl<'a, 'w> Cells<'a, 'w> {
+    fn new(quant: &'a LstmQuantParams, weights: &'a LstmWeights<'w, i8, i32>) -> Self {
+        let input_offsets = quant.gates.map(|q| q.input_weights_offset);
+        let recurrent_offsets = quant.gates.map(|q| q.recurrent_weights_offset);
+        Cells {
+            quant,
+            weights,
+            luts: Luts::of(quant),
+            input_offsets,
+            recurrent_offsets,
+            input_dots: DotPath::for_offsets(input_offsets, quant.input_offset),
+            hidden_dots: DotPath::for_offsets(recurrent_offsets, quant.hidden_offset),
+            #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+            lanes: super::integer_sse2::CellLanes::new(quant),
+        }
+    }
+
+    /// Cell `j`'s raw FC sums, per gate in tensor order: `[from input,
+    /// from hidden]`, before bias and rescaling.
+    #[inline(always)]
+    fn dots(&self, j: usize, x: &[i8], h: &[i8]) -> [[i32; GATES]; 2] {
+        let w = self.weights;
+        [
+            self.input_dots.run(
+                rows(&w.input, j, x.len()),
+                x,
+                self.input_offsets,
+                self.quant.input_offset,
+            ),
+            self.hidden_dots.run(
+                rows(&w.recurrent, j, h.len()),
+                h,
+                self.recurrent_offsets,
+                self.quant.hidden_offset,
+            ),
+        ]
+    }
+
+    /// Cell `j`'s four gate pre-activations in Q3.12, tensor order: each
+    /// gate's two FCs into int16, saturated, added with saturation (TFLM's
+    /// `CalculateLstmGate` up to the activation).
+    #[inline(always)]
+    fn pre_activations(&self, j: usize, x: &[i8], h: &[i8]) -> [i16; GATES] {
+        let [from_input, from_hidden] = self.dots(j, x, h);
+        let pre = |g: usize| {
+            let q = &self.quant.gates[g];
+            let a = saturate_i16(multiply_by_quantized_multiplier(
+                from_input[g].wrapping_add(self.weights.bias[g][j]),
+                q.input_multiplier,
+                q.input_shift,
+            ));
+            let b = saturate_i16(multiply_by_quantized_multiplier(
+                from_hidden[g],
+                q.recurrent_multiplier,
+                q.recurrent_shift,
+            ));
+            saturate_i16(a + b) as i16
+        };
+        [pre(0), pre(1), pre(2), pre(3)]
+    }
+
+    /// One batch row of one step: every cell's gates from `x` and the old
+    /// hidden state `h`, its cell state in `c` updated, its new hidden
+    /// value into `out`. On x86-64, blocks of four cells run their
+    /// rescaling and state update in SSE2 lanes (`integer_sse2`, bit for
+    /// bit the scalar arithmetic) when the constants allow it; the rest one
+    /// by one.
+    fn step_row(&self, x: &[i8], h: &[i8], c: &mut [i16], out: &mut [i8]) {
+        #[allow(unused_mut)]
+        let mut done = 0;
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        if let Some(lanes) = &self.lanes {
+            let (c4, _) = c.as_chunks_mut::<4>();
+            let (o4, _) = out.as_chunks_mut::<4>();
+            let luts = &self.luts;
+            for (block, (c4, o4)) in c4.iter_mut().zip(o4).enumerate() {
+                let j = block * 4;
+                let dots = [
+                    self.dots(j, x, h),
+                    self.dots(j + 1, x, h),
+                    self.dots(j + 2, x, h),
+                    self.dots(j + 3, x, h),
+                ];
+                let b = &self.weights.bias;
+                let bias = [
+                    &b[0].as_chunks::<4>().0[block],
+                    &b[1].as_chunks::<4>().0[block],
+                    &b[2].as_chunks::<4>().0[block],
+                    &b[3].as_chunks::<4>().0[block],
+                ];
+                let pre = lanes.pre_activations(dots, bias);
+                let gates = [
+                    luts.gates(pre[0]),
+                    luts.gates(pre[1]),
+                    luts.gates(pre[2]),
+                    luts.gates(pre[3]),
+                ];
+                lanes.update(luts, gates, c4, o4);
+                done = j + 4;
+            }
+        }
+        for j in done..h.len() {
+            let gates = self.luts.gates(self.pre_activations(j, x, h));
+            out[j] = update_cell(self.quant, &self.luts, gates, &mut c[j]);
+        }
+    }
 }
 
 /// The LUT input scales: sigmoid gates and the Q3.12 cell gate's tanh
@@ -231,57 +335,6 @@ fn update_cell(quant: &LstmQuantParams, luts: &Luts, gates: [i16; GATES], c: &mu
     ) as i8
 }
 
-/// Cells `from..` of one batch row of one step, one at a time.
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-fn cells_one_by_one(
-    quant: &LstmQuantParams,
-    luts: &Luts,
-    weights: &LstmWeights<'_, i8, i32>,
-    from: usize,
-    x: &[i8],
-    h: &[i8],
-    c: &mut [i16],
-    out: &mut [i8],
-) {
-    for j in from..h.len() {
-        let gates = luts.gates(pre_activations(quant, weights, j, x, h));
-        out[j] = update_cell(quant, luts, gates, &mut c[j]);
-    }
-}
-
-/// One batch row of one step: every cell's gates from `x` and the old
-/// hidden state `h`, its cell state in `c` updated, its new hidden value
-/// into `out`. On x86-64, blocks of four cells run their rescaling and
-/// state update in SSE2 lanes (`integer_sse2`, bit for bit the scalar
-/// arithmetic) when the constants allow it; the rest one by one.
-fn step_row(
-    quant: &LstmQuantParams,
-    luts: &Luts,
-    weights: &LstmWeights<'_, i8, i32>,
-    x: &[i8],
-    h: &[i8],
-    c: &mut [i16],
-    out: &mut [i8],
-) {
-    #[allow(unused_mut)]
-    let mut done = 0;
-    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-    if let Some(lanes) = super::integer_sse2::CellLanes::new(quant) {
-        let (c4, _) = c.as_chunks_mut::<4>();
-        let (o4, _) = out.as_chunks_mut::<4>();
-        for (block, (c4, o4)) in c4.iter_mut().zip(o4).enumerate() {
-            let j = block * 4;
-            let dots = [0, 1, 2, 3].map(|k| pre_dots(quant, weights, j + k, x, h));
-            let bias = weights.bias.map(|b| &b.as_chunks::<4>().0[block]);
-            let pre = lanes.pre_activations(dots, bias);
-            lanes.update(luts, pre.map(|p| luts.gates(p)), c4, o4);
-            done = j + 4;
-        }
-    }
-    cells_one_by_one(quant, luts, weights, done, x, h, c, out);
-}
-
 /// One integer LSTM invoke over every time step; `hidden` and `cell` are
 /// updated in place.
 ///
@@ -317,17 +370,14 @@ pub fn eval_integer(
     if n_state == 0 {
         return Ok(());
     }
-    let luts = Luts::of(quant);
+    let cells = Cells::new(quant, weights);
     for step in shape.steps() {
         let len = step.rows * n_state;
         let out_rows = &mut output[step.output..step.output + len];
         let h_rows = &mut hidden[step.state..step.state + len];
         let c_rows = &mut cell[step.state..step.state + len];
         for r in 0..step.rows {
-            step_row(
-                quant,
-                &luts,
-                weights,
+            cells.step_row(
                 &input[step.input + r * n_input..][..n_input],
                 &h_rows[r * n_state..][..n_state],
                 &mut c_rows[r * n_state..][..n_state],

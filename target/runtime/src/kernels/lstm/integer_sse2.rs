@@ -126,7 +126,12 @@ fn dots<const SYMMETRIC: bool>(
     };
     let mut acc = [zero; GATES];
     let (x16, _) = x.as_chunks::<16>();
-    let [r0, r1, r2, r3] = rows.map(|r| r.as_chunks::<16>().0);
+    let (r0, r1, r2, r3) = (
+        rows[0].as_chunks::<16>().0,
+        rows[1].as_chunks::<16>().0,
+        rows[2].as_chunks::<16>().0,
+        rows[3].as_chunks::<16>().0,
+    );
     for ((((xs, w0), w1), w2), w3) in x16.iter().zip(r0).zip(r1).zip(r2).zip(r3) {
         let xv = load16(xs);
         let (lo, hi) = (widen_lo(xv, x_off), widen_hi(xv, x_off));
@@ -370,8 +375,8 @@ impl CellLanes {
         dots: [[[i32; GATES]; 2]; 4],
         bias: [&[i32; 4]; GATES],
     ) -> [[i16; GATES]; 4] {
-        let from_input = transpose32(dots.map(|d| d[0]));
-        let from_hidden = transpose32(dots.map(|d| d[1]));
+        let from_input = transpose32([dots[0][0], dots[1][0], dots[2][0], dots[3][0]]);
+        let from_hidden = transpose32([dots[0][1], dots[1][1], dots[2][1], dots[3][1]]);
         let mut pre = [[0i16; 4]; GATES];
         for g in 0..GATES {
             let b: __m128i = bytemuck::cast(*bias[g]);
@@ -396,7 +401,8 @@ impl CellLanes {
         c: &mut [i16; 4],
         out: &mut [i8; 4],
     ) {
-        let by_gate = transpose16(gates).map(lanes16);
+        let t = transpose16(gates);
+        let by_gate = [lanes16(t[0]), lanes16(t[1]), lanes16(t[2]), lanes16(t[3])];
         // SAFETY: SSE2 is enabled for this build (the module's cfg).
         unsafe {
             let zero = _mm_setzero_si128();
@@ -413,7 +419,12 @@ impl CellLanes {
                 new_cell = _mm_max_epi16(_mm_min_epi16(new_cell, hi), lo);
             }
             *c = low16(new_cell);
-            let squashed = lanes16(c.map(|v| luts.tanh_cell(v)));
+            let squashed = lanes16([
+                luts.tanh_cell(c[0]),
+                luts.tanh_cell(c[1]),
+                luts.tanh_cell(c[2]),
+                luts.tanh_cell(c[3]),
+            ]);
             let h = _mm_add_epi32(
                 self.hidden.apply(products(squashed, by_gate[GATE_OUTPUT])),
                 self.hidden_zero_point,
