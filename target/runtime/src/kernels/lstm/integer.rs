@@ -154,16 +154,17 @@ impl<'a, 'w> Cells<'a, 'w> {
     fn new(quant: &'a LstmQuantParams, weights: &'a LstmWeights<'w, i8, i32>) -> Self {
         let input_offsets = quant.gates.map(|q| q.input_weights_offset);
         let recurrent_offsets = quant.gates.map(|q| q.recurrent_weights_offset);
+        let luts = Luts::of(quant);
         Cells {
             quant,
             weights,
-            luts: Luts::of(quant),
+            luts,
             input_offsets,
             recurrent_offsets,
             input_dots: DotPath::for_offsets(input_offsets, quant.input_offset),
             hidden_dots: DotPath::for_offsets(recurrent_offsets, quant.hidden_offset),
             #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-            lanes: super::integer_sse2::CellLanes::new(quant),
+            lanes: super::integer_sse2::CellLanes::new(quant, &luts),
         }
     }
 
@@ -224,7 +225,6 @@ impl<'a, 'w> Cells<'a, 'w> {
         if let Some(lanes) = &self.lanes {
             let (c4, _) = c.as_chunks_mut::<4>();
             let (o4, _) = out.as_chunks_mut::<4>();
-            let luts = &self.luts;
             for (block, (c4, o4)) in c4.iter_mut().zip(o4).enumerate() {
                 let j = block * 4;
                 let dots = [
@@ -240,14 +240,7 @@ impl<'a, 'w> Cells<'a, 'w> {
                     &b[2].as_chunks::<4>().0[block],
                     &b[3].as_chunks::<4>().0[block],
                 ];
-                let pre = lanes.pre_activations(dots, bias);
-                let gates = [
-                    luts.gates(pre[0]),
-                    luts.gates(pre[1]),
-                    luts.gates(pre[2]),
-                    luts.gates(pre[3]),
-                ];
-                lanes.update(luts, gates, c4, o4);
+                lanes.update(lanes.activations(dots, bias), c4, o4);
                 done = j + 4;
             }
         }

@@ -13,12 +13,15 @@ use core::arch::x86_64::{
 };
 
 use core::arch::x86_64::{
-    _mm_add_epi64, _mm_and_si128, _mm_cmpgt_epi32, _mm_max_epi16, _mm_min_epi16, _mm_mul_epu32,
-    _mm_packs_epi16, _mm_packs_epi32, _mm_set_epi32, _mm_set1_epi32, _mm_set1_epi64x,
-    _mm_shuffle_epi32, _mm_sll_epi32, _mm_slli_epi64, _mm_sra_epi32, _mm_srai_epi32,
-    _mm_srli_epi32, _mm_srli_epi64, _mm_sub_epi32, _mm_sub_epi64, _mm_unpacklo_epi16,
+    _mm_add_epi64, _mm_and_si128, _mm_cmpgt_epi32, _mm_mul_epu32, _mm_packs_epi16, _mm_packs_epi32,
+    _mm_set_epi32, _mm_set1_epi32, _mm_set1_epi64x, _mm_shuffle_epi32, _mm_sll_epi32,
+    _mm_slli_epi64, _mm_sra_epi32, _mm_srai_epi32, _mm_srli_epi32, _mm_srli_epi64, _mm_sub_epi32,
+    _mm_sub_epi64, _mm_unpacklo_epi16,
 };
 
+use core::arch::x86_64::{_mm_andnot_si128, _mm_or_si128, _mm_slli_epi32, _mm_xor_si128};
+
+use super::super::fixed_point::SIGMOID_TABLE_Q16;
 use super::integer::Luts;
 use super::params::LstmQuantParams;
 use super::{GATE_CELL, GATE_FORGET, GATE_INPUT, GATE_OUTPUT, GATES};
@@ -261,35 +264,6 @@ fn saturate16(v: __m128i) -> __m128i {
     }
 }
 
-/// Four i16 lanes (the low half of `v`) as i32 lanes whose upper halves are
-/// zero, so `pmaddwd` of two such vectors is the four exact products.
-#[inline(always)]
-fn zero_extend_pairs(v: __m128i) -> __m128i {
-    // SAFETY: SSE2 is enabled for this build (the module's cfg).
-    unsafe { _mm_unpacklo_epi16(v, _mm_setzero_si128()) }
-}
-
-/// `a·b` of four i16 lanes as four i32 lanes.
-#[inline(always)]
-fn products(a: __m128i, b: __m128i) -> __m128i {
-    // SAFETY: SSE2 is enabled for this build (the module's cfg).
-    unsafe { _mm_madd_epi16(zero_extend_pairs(a), zero_extend_pairs(b)) }
-}
-
-/// The 4×4 transpose of four i16 quadruples (rows to columns).
-#[inline(always)]
-fn transpose16(rows: [[i16; 4]; 4]) -> [[i16; 4]; 4] {
-    let v: [__m128i; 2] = bytemuck::cast(rows);
-    // SAFETY: SSE2 is enabled for this build (the module's cfg).
-    unsafe {
-        let (r0, r1) = (v[0], _mm_unpackhi_epi64(v[0], v[0]));
-        let (r2, r3) = (v[1], _mm_unpackhi_epi64(v[1], v[1]));
-        let p01 = _mm_unpacklo_epi16(r0, r1);
-        let p23 = _mm_unpacklo_epi16(r2, r3);
-        bytemuck::cast([_mm_unpacklo_epi32(p01, p23), _mm_unpackhi_epi32(p01, p23)])
-    }
-}
-
 /// The 4×4 transpose of four i32 quadruples.
 #[inline(always)]
 fn transpose32(rows: [[i32; 4]; 4]) -> [__m128i; 4] {
@@ -309,24 +283,154 @@ fn transpose32(rows: [[i32; 4]; 4]) -> [__m128i; 4] {
     }
 }
 
-/// Four i16 lanes from four values.
+/// Four i32 lanes holding int16 values, their low halves only (upper
+/// halves zero), so `pmaddwd` of two such vectors is the four exact
+/// products.
 #[inline(always)]
-fn lanes16(v: [i16; 4]) -> __m128i {
-    let wide: [i16; 8] = [v[0], v[1], v[2], v[3], 0, 0, 0, 0];
-    bytemuck::cast(wide)
+fn low_halves(v: __m128i) -> __m128i {
+    // SAFETY: SSE2 is enabled for this build (the module's cfg).
+    unsafe { _mm_and_si128(v, _mm_set1_epi32(0xFFFF)) }
 }
 
-/// The low four i16 lanes of `v`.
+/// `a·b` of four i32 lanes holding int16 values.
 #[inline(always)]
-fn low16(v: __m128i) -> [i16; 4] {
-    let all: [i16; 8] = bytemuck::cast(v);
-    [all[0], all[1], all[2], all[3]]
+fn lane_products(a: __m128i, b: __m128i) -> __m128i {
+    // SAFETY: SSE2 is enabled for this build (the module's cfg).
+    unsafe { _mm_madd_epi16(low_halves(a), low_halves(b)) }
+}
+
+/// The low 16 bits of each i32 lane, sign-extended (`as i16` then back).
+#[inline(always)]
+fn truncate16(v: __m128i) -> __m128i {
+    // SAFETY: SSE2 is enabled for this build (the module's cfg).
+    unsafe { _mm_srai_epi32::<16>(_mm_slli_epi32::<16>(v)) }
+}
+
+/// `mask ? a : b`, lane by lane.
+#[inline(always)]
+fn select(mask: __m128i, a: __m128i, b: __m128i) -> __m128i {
+    // SAFETY: SSE2 is enabled for this build (the module's cfg).
+    unsafe { _mm_or_si128(_mm_and_si128(mask, a), _mm_andnot_si128(mask, b)) }
+}
+
+/// Adjacent entries of the int16 LUT differ by less than 2¹⁵, so their
+/// differences fit `pmaddwd`'s signed halves.
+const fn lut_steps_fit_i16() -> bool {
+    let mut i = 1;
+    while i < SIGMOID_TABLE_Q16.len() {
+        let step = SIGMOID_TABLE_Q16[i] as i32 - SIGMOID_TABLE_Q16[i - 1] as i32;
+        if step < i16::MIN as i32 || step > i16::MAX as i32 {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+const _: () = assert!(lut_steps_fit_i16());
+
+/// TFLM's int16 sigmoid or tanh on four lanes: [`logistic_int16`] and
+/// [`tanh_int16`] bit for bit, the table reads scalar (SSE2 has no
+/// gather), the rest in lanes.
+///
+/// [`logistic_int16`]: super::super::fixed_point::logistic_int16
+/// [`tanh_int16`]: super::super::fixed_point::tanh_int16
+#[derive(Clone, Copy)]
+struct LutLanes {
+    /// The input multiplier in each lane's low half.
+    multiplier: __m128i,
+    round: __m128i,
+    shift: __m128i,
+}
+
+impl LutLanes {
+    /// For a multiplier that fits 16 bits (so `x·m` is one `pmaddwd`) and a
+    /// shift in `0..=31`; `None` otherwise.
+    fn new((multiplier, shift): (i32, i32)) -> Option<Self> {
+        let fits = i32::from(i16::MIN) <= multiplier && multiplier <= i32::from(i16::MAX);
+        if !fits || !(0..=31).contains(&shift) {
+            return None;
+        }
+        let round = if shift > 0 { 1i32 << (shift - 1) } else { 0 };
+        // SAFETY: SSE2 is enabled for this build (the module's cfg).
+        unsafe {
+            Some(LutLanes {
+                multiplier: _mm_set1_epi32(multiplier & 0xFFFF),
+                round: _mm_set1_epi32(round),
+                shift: _mm_cvtsi32_si128(shift),
+            })
+        }
+    }
+
+    /// The two table entries around each lane's index (`0` where saturated).
+    #[inline(always)]
+    fn entries(index: __m128i) -> (__m128i, __m128i) {
+        let i: [u32; 4] = bytemuck::cast(index);
+        let t = |k: usize| i32::from(SIGMOID_TABLE_Q16[i[k] as usize & 0xFF]);
+        let u = |k: usize| i32::from(SIGMOID_TABLE_Q16[(i[k] as usize + 1) & 0xFF]);
+        (
+            bytemuck::cast([t(0), t(1), t(2), t(3)]),
+            bytemuck::cast([u(0), u(1), u(2), u(3)]),
+        )
+    }
+
+    /// `x` (i32 lanes holding int16) through the sigmoid (`tanh` false) or
+    /// tanh; Q0.15 results in i32 lanes.
+    #[inline(always)]
+    fn apply<const TANH: bool>(&self, x: __m128i) -> __m128i {
+        // SAFETY: SSE2 is enabled for this build (the module's cfg).
+        unsafe {
+            let scaled = _mm_madd_epi16(low_halves(x), self.multiplier);
+            let scaled = _mm_sra_epi32(_mm_add_epi32(scaled, self.round), self.shift);
+            let negative = _mm_srai_epi32::<31>(scaled);
+            let abs = _mm_sub_epi32(_mm_xor_si128(scaled, negative), negative);
+            // The sigmoid's table steps are 1/24 in Q9 of the input times
+            // 3; tanh's half that.
+            let (index, frac) = if TANH {
+                (
+                    _mm_srli_epi32::<8>(abs),
+                    _mm_and_si128(abs, _mm_set1_epi32(0xFF)),
+                )
+            } else {
+                (
+                    _mm_srli_epi32::<9>(abs),
+                    _mm_and_si128(abs, _mm_set1_epi32(0x1FF)),
+                )
+            };
+            let saturated = _mm_cmpgt_epi32(index, _mm_set1_epi32(254));
+            let (a, b) = Self::entries(_mm_andnot_si128(saturated, index));
+            let step = _mm_madd_epi16(frac, low_halves(_mm_sub_epi32(b, a)));
+            if TANH {
+                let result = _mm_add_epi32(_mm_slli_epi32::<8>(a), step);
+                let result = select(saturated, _mm_set1_epi32(0xFFFF << 8), result);
+                let above = _mm_add_epi32(result, _mm_set1_epi32(-(1 << 23) + (1 << 7)));
+                let below = _mm_sub_epi32(_mm_set1_epi32((1 << 23) + (1 << 7) - 1), result);
+                truncate16(_mm_srai_epi32::<8>(select(negative, below, above)))
+            } else {
+                let result = _mm_add_epi32(_mm_slli_epi32::<9>(a), step);
+                let result = select(saturated, _mm_set1_epi32(0x7FFF << 10), result);
+                let above = _mm_add_epi32(result, _mm_set1_epi32(1 << 9));
+                let below = _mm_sub_epi32(_mm_set1_epi32((1 << 25) + (1 << 9) - 1), result);
+                truncate16(_mm_srli_epi32::<10>(select(negative, below, above)))
+            }
+        }
+    }
+}
+
+/// Four i16 values as sign-extended i32 lanes.
+#[inline(always)]
+fn widen16(v: [i16; 4]) -> __m128i {
+    bytemuck::cast([
+        i32::from(v[0]),
+        i32::from(v[1]),
+        i32::from(v[2]),
+        i32::from(v[3]),
+    ])
 }
 
 /// The integer LSTM's per-cell arithmetic after the dot products for four
 /// cells at once, one per lane: the gate FCs' rescaling and saturation, the
-/// cell update and the hidden value. The LUT activations stay scalar
-/// (SSE2 has no gather).
+/// LUT activations (table reads scalar), the cell update and the hidden
+/// value.
 pub(in crate::kernels) struct CellLanes {
     fc: [[Requant; 2]; GATES],
     forget_cell: Requant,
@@ -334,12 +438,14 @@ pub(in crate::kernels) struct CellLanes {
     hidden: Requant,
     hidden_zero_point: __m128i,
     clip: Option<(__m128i, __m128i)>,
+    gate_lut: LutLanes,
+    cell_lut: LutLanes,
 }
 
 impl CellLanes {
     /// The lanes for these constants, or `None` if one is outside what
-    /// [`Requant`] reproduces exactly.
-    pub(super) fn new(quant: &LstmQuantParams) -> Option<Self> {
+    /// [`Requant`] and [`LutLanes`] reproduce exactly.
+    pub(super) fn new(quant: &LstmQuantParams, luts: &Luts) -> Option<Self> {
         let mut fc = [[None; 2]; GATES];
         for (g, q) in quant.gates.iter().enumerate() {
             fc[g] = [
@@ -348,13 +454,13 @@ impl CellLanes {
             ];
         }
         let fc = fc.map(|[a, b]| Some([a?, b?]));
-        let clip = quant.cell_clip as i16;
+        let clip = quant.cell_clip;
         // SAFETY: SSE2 is enabled for this build (the module's cfg).
         let (zero_point, clip) = unsafe {
             (
                 _mm_set1_epi32(quant.hidden_zero_point),
                 (quant.clip_cell != 0)
-                    .then(|| (_mm_set1_epi16(clip), _mm_set1_epi16(clip.wrapping_neg()))),
+                    .then(|| (_mm_set1_epi32(clip), _mm_set1_epi32(clip.wrapping_neg()))),
             )
         };
         Some(CellLanes {
@@ -364,69 +470,70 @@ impl CellLanes {
             hidden: Requant::new(quant.hidden_multiplier, quant.hidden_shift)?,
             hidden_zero_point: zero_point,
             clip,
+            gate_lut: LutLanes::new(luts.gate)?,
+            cell_lut: LutLanes::new(luts.cell_tanh)?,
         })
     }
 
-    /// Four cells' gate pre-activations (`[cell][gate]`, Q3.12) from
-    /// their FC sums (`[cell][input, hidden][gate]`) and biases (`[gate][cell]`).
+    /// Four cells' gate activations (per gate in tensor order, one lane per
+    /// cell, Q0.15) from their FC sums (`[cell][input, hidden][gate]`) and
+    /// biases (`[gate][cell]`): the two FCs rescaled and saturated to
+    /// int16, added with saturation, through σ (tanh for the cell gate).
     #[inline(always)]
-    pub(super) fn pre_activations(
+    pub(super) fn activations(
         &self,
         dots: [[[i32; GATES]; 2]; 4],
         bias: [&[i32; 4]; GATES],
-    ) -> [[i16; GATES]; 4] {
+    ) -> [__m128i; GATES] {
         let from_input = transpose32([dots[0][0], dots[1][0], dots[2][0], dots[3][0]]);
         let from_hidden = transpose32([dots[0][1], dots[1][1], dots[2][1], dots[3][1]]);
-        let mut pre = [[0i16; 4]; GATES];
-        for g in 0..GATES {
+        let pre = |g: usize| {
             let b: __m128i = bytemuck::cast(*bias[g]);
             // SAFETY: SSE2 is enabled for this build (the module's cfg).
             unsafe {
                 let a = saturate16(self.fc[g][0].apply(_mm_add_epi32(from_input[g], b)));
                 let h = saturate16(self.fc[g][1].apply(from_hidden[g]));
-                pre[g] = low16(_mm_packs_epi32(_mm_add_epi32(a, h), _mm_setzero_si128()));
+                saturate16(_mm_add_epi32(a, h))
             }
-        }
-        transpose16(pre)
+        };
+        let lut = &self.gate_lut;
+        [
+            lut.apply::<false>(pre(GATE_INPUT)),
+            lut.apply::<false>(pre(GATE_FORGET)),
+            lut.apply::<true>(pre(GATE_CELL)),
+            lut.apply::<false>(pre(GATE_OUTPUT)),
+        ]
     }
 
-    /// Four cells' state update from their gate activations (`[cell][gate]`,
-    /// Q0.15): the new cell states into `c`, the new hidden values into
-    /// `out`.
+    /// Four cells' state update from their gate activations (as
+    /// [`activations`](Self::activations) gives them): the new cell states
+    /// into `c`, the new hidden values into `out`.
     #[inline(always)]
-    pub(super) fn update(
-        &self,
-        luts: &Luts,
-        gates: [[i16; GATES]; 4],
-        c: &mut [i16; 4],
-        out: &mut [i8; 4],
-    ) {
-        let t = transpose16(gates);
-        let by_gate = [lanes16(t[0]), lanes16(t[1]), lanes16(t[2]), lanes16(t[3])];
+    pub(super) fn update(&self, gates: [__m128i; GATES], c: &mut [i16; 4], out: &mut [i8; 4]) {
         // SAFETY: SSE2 is enabled for this build (the module's cfg).
         unsafe {
             let zero = _mm_setzero_si128();
+            let old = widen16(*c);
             let kept = saturate16(
                 self.forget_cell
-                    .apply(products(by_gate[GATE_FORGET], lanes16(*c))),
+                    .apply(lane_products(gates[GATE_FORGET], old)),
             );
             let added = saturate16(
                 self.input_cell
-                    .apply(products(by_gate[GATE_INPUT], by_gate[GATE_CELL])),
+                    .apply(lane_products(gates[GATE_INPUT], gates[GATE_CELL])),
             );
-            let mut new_cell = _mm_packs_epi32(_mm_add_epi32(kept, added), zero);
+            let mut new_cell = saturate16(_mm_add_epi32(kept, added));
             if let Some((hi, lo)) = self.clip {
-                new_cell = _mm_max_epi16(_mm_min_epi16(new_cell, hi), lo);
+                // min(clip) then max(-clip), as the scalar path.
+                new_cell = select(_mm_cmpgt_epi32(new_cell, hi), hi, new_cell);
+                new_cell = select(_mm_cmpgt_epi32(lo, new_cell), lo, new_cell);
             }
-            *c = low16(new_cell);
-            let squashed = lanes16([
-                luts.tanh_cell(c[0]),
-                luts.tanh_cell(c[1]),
-                luts.tanh_cell(c[2]),
-                luts.tanh_cell(c[3]),
-            ]);
+            let packed: [i16; 8] = bytemuck::cast(_mm_packs_epi32(new_cell, zero));
+            *c = [packed[0], packed[1], packed[2], packed[3]];
+            let squashed = self.cell_lut.apply::<true>(widen16(*c));
             let h = _mm_add_epi32(
-                self.hidden.apply(products(squashed, by_gate[GATE_OUTPUT])),
+                self.hidden
+                    .apply(lane_products(squashed, gates[GATE_OUTPUT])),
                 self.hidden_zero_point,
             );
             let h8 = _mm_packs_epi16(_mm_packs_epi32(h, zero), zero);
@@ -438,8 +545,52 @@ impl CellLanes {
 
 #[cfg(test)]
 mod tests {
-    use super::super::super::fixed_point::multiply_by_quantized_multiplier;
+    use super::super::super::fixed_point::{
+        int16_lut_input_scale, logistic_int16, multiply_by_quantized_multiplier, tanh_int16,
+    };
     use super::*;
+
+    /// Both LUT functions in lanes against the scalar ones for every int16
+    /// input, at the gates' scale and at the cell-state scales prepare
+    /// makes (Q3.12 to Q0.15 and a coarser one), plus large multipliers
+    /// that saturate the table.
+    #[test]
+    fn lut_lanes_match_the_scalar_functions() {
+        let scales = [
+            int16_lut_input_scale(0, 0),
+            int16_lut_input_scale(0, 1),
+            int16_lut_input_scale(3, 3),
+            int16_lut_input_scale(3, 1),
+            (3000, 0),
+            (-7, 2),
+            (i32::from(i16::MAX), 31),
+        ];
+        for (m, s) in scales {
+            let lanes = LutLanes::new((m, s)).expect("in range");
+            let mut x = i32::from(i16::MIN);
+            while x <= i32::from(i16::MAX) {
+                let v = [x, (x + 1).min(32767), (x + 2).min(32767), -(x.max(-32767))];
+                let got_sigmoid: [i32; 4] = bytemuck::cast(lanes.apply::<false>(bytemuck::cast(v)));
+                let got_tanh: [i32; 4] = bytemuck::cast(lanes.apply::<true>(bytemuck::cast(v)));
+                for k in 0..4 {
+                    let value = v[k] as i16;
+                    assert_eq!(
+                        got_sigmoid[k],
+                        i32::from(logistic_int16(value, m, s)),
+                        "σ {value} ({m}, {s})"
+                    );
+                    assert_eq!(
+                        got_tanh[k],
+                        i32::from(tanh_int16(value, m, s)),
+                        "tanh {value} ({m}, {s})"
+                    );
+                }
+                x += 3;
+            }
+        }
+        assert!(LutLanes::new((40_000, 0)).is_none());
+        assert!(LutLanes::new((3, 32)).is_none());
+    }
 
     /// The lane rescale against the scalar one over extreme and random
     /// values, every shift in ±31 and multipliers from 0 to `i32::MAX`.
