@@ -328,6 +328,23 @@ const fn lut_steps_fit_i16() -> bool {
 }
 const _: () = assert!(lut_steps_fit_i16());
 
+/// Entry `i` of the int16 LUT in the low half, entry `i + 1` (entry 255
+/// for the last) in the high half: the two values each interpolation reads,
+/// in one load.
+static LUT_PAIRS: [u32; 256] = lut_pairs();
+
+const fn lut_pairs() -> [u32; 256] {
+    let t = &SIGMOID_TABLE_Q16;
+    let mut pairs = [0u32; 256];
+    let mut i = 0;
+    while i < 256 {
+        let next = if i + 1 < 256 { t[i + 1] } else { t[255] };
+        pairs[i] = t[i] as u32 | (next as u32) << 16;
+        i += 1;
+    }
+    pairs
+}
+
 /// TFLM's int16 sigmoid or tanh on four lanes: [`logistic_int16`] and
 /// [`tanh_int16`] bit for bit, the table reads scalar (SSE2 has no
 /// gather), the rest in lanes.
@@ -361,16 +378,20 @@ impl LutLanes {
         }
     }
 
-    /// The two table entries around each lane's index (`0` where saturated).
+    /// The two table entries around each lane's index (which is below
+    /// 255): one read of [`LUT_PAIRS`] per lane, split in lanes.
     #[inline(always)]
     fn entries(index: __m128i) -> (__m128i, __m128i) {
         let i: [u32; 4] = bytemuck::cast(index);
-        let t = |k: usize| i32::from(SIGMOID_TABLE_Q16[i[k] as usize & 0xFF]);
-        let u = |k: usize| i32::from(SIGMOID_TABLE_Q16[(i[k] as usize + 1) & 0xFF]);
-        (
-            bytemuck::cast([t(0), t(1), t(2), t(3)]),
-            bytemuck::cast([u(0), u(1), u(2), u(3)]),
-        )
+        let pair = |k: usize| LUT_PAIRS[i[k] as usize & 0xFF];
+        let pairs: __m128i = bytemuck::cast([pair(0), pair(1), pair(2), pair(3)]);
+        // SAFETY: SSE2 is enabled for this build (the module's cfg).
+        unsafe {
+            (
+                _mm_and_si128(pairs, _mm_set1_epi32(0xFFFF)),
+                _mm_srli_epi32::<16>(pairs),
+            )
+        }
     }
 
     /// `x` (i32 lanes holding int16) through the sigmoid (`tanh` false) or
