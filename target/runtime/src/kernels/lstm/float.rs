@@ -200,10 +200,10 @@ pub fn dots_cells(w: &[&[f32]; GATES], j: usize, x: &[f32]) -> [[f32; CELLS]; GA
 /// reference).
 pub fn dots_cells_portable(w: &[&[f32]; GATES], j: usize, x: &[f32]) -> [[f32; CELLS]; GATES] {
     let mut out = [[0.0; CELLS]; GATES];
-    for k in 0..CELLS {
-        let dots = dots4(rows(w, j + k, x.len()), x);
-        for g in 0..GATES {
-            out[g][k] = dots[g];
+    for (k, cell) in (j..j + CELLS).enumerate() {
+        let dots = dots4(rows(w, cell, x.len()), x);
+        for (gate, dot) in out.iter_mut().zip(dots) {
+            gate[k] = dot;
         }
     }
     out
@@ -238,7 +238,7 @@ fn update_cell(
 /// One batch row of one step: every cell's gates from `x` and the old
 /// hidden state `h`, its cell state `c` updated, its new hidden value into
 /// `out`. Blocks of [`CELLS`] cells go through [`dots_cells`], the rest one
-/// by one.
+/// by one (every cell one by one off x86-64).
 fn step_row(
     weights: &LstmWeights<'_, f32, f32>,
     cell_clip: f32,
@@ -249,7 +249,13 @@ fn step_row(
 ) {
     let (n_input, n_state) = (x.len(), h.len());
     let bias = |j: usize| weights.bias.map(|b| b[j]);
-    let blocks = n_state / CELLS;
+    // Elsewhere than x86-64 the cells go one by one, as they always did:
+    // the blocks only pay with SIMD lanes.
+    let blocks = if cfg!(all(target_arch = "x86_64", target_feature = "sse2")) {
+        n_state / CELLS
+    } else {
+        0
+    };
     for block in 0..blocks {
         let j = block * CELLS;
         let from_input = dots_cells(&weights.input, j, x);

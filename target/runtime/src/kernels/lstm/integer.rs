@@ -54,11 +54,6 @@ enum DotPath {
     /// SSE2 `pmaddwd` (`integer_sse2`), any weights offsets in range.
     #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
     Sse2,
-    /// `SMLAD` through [`quantized::dot4`], symmetric weights only.
-    ///
-    /// [`quantized::dot4`]: super::super::quantized::dot4
-    #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
-    Dsp,
 }
 
 impl DotPath {
@@ -68,10 +63,6 @@ impl DotPath {
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
         if in_range(x_offset) && weights_offsets.iter().all(|&o| in_range(o)) {
             return DotPath::Sse2;
-        }
-        #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
-        if in_range(x_offset) && weights_offsets == [0; GATES] {
-            return DotPath::Dsp;
         }
         DotPath::Portable
     }
@@ -88,8 +79,6 @@ impl DotPath {
             DotPath::Portable => gate_dots_portable(rows, x, weights_offsets, x_offset),
             #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
             DotPath::Sse2 => super::integer_sse2::gate_dots(rows, x, weights_offsets, x_offset),
-            #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
-            DotPath::Dsp => super::super::quantized::dot4(x, x_offset, rows),
         }
     }
 }
@@ -97,8 +86,8 @@ impl DotPath {
 /// The four gates' `Σ (w + w_offset)·(x + x_offset)` over their rows of one
 /// cell, bit for bit what [`gate_dots_portable`] gives (integer sums wrap
 /// modulo 2³² in any order; the tests hold the two together). With offsets
-/// in the int8 range it runs in SSE2 on x86-64 and with `SMLAD` on
-/// Cortex-M with DSP (symmetric weights).
+/// in the int8 range it runs in SSE2 on x86-64; elsewhere it is the plain
+/// loop.
 pub fn gate_dots(
     rows: [&[i8]; GATES],
     x: &[i8],
