@@ -57,13 +57,18 @@ enum DotPath {
 }
 
 impl DotPath {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
     fn for_offsets(weights_offsets: [i32; GATES], x_offset: i32) -> Self {
         let in_range = |o: i32| (-128..=128).contains(&o);
-        let _ = (in_range, weights_offsets, x_offset);
-        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
         if in_range(x_offset) && weights_offsets.iter().all(|&o| in_range(o)) {
-            return DotPath::Sse2;
+            DotPath::Sse2
+        } else {
+            DotPath::Portable
         }
+    }
+
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+    fn for_offsets(_weights_offsets: [i32; GATES], _x_offset: i32) -> Self {
         DotPath::Portable
     }
 
