@@ -533,6 +533,93 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// Rows long enough for every SIMD chunk (16, 8, 4 and the 0–3 scalar
+    /// rest) and state sizes on both sides of the float path's four-cell
+    /// blocks.
+    #[test]
+    fn int8_kernel_matches_reference_long_rows(
+        seed in 1u64..u64::MAX,
+        shape in (1usize..=2, 1usize..=3, 1usize..=40, 1usize..=40),
+        time_major in any::<bool>(),
+    ) {
+        let mut rng = Rng(seed);
+        let spec = random_int8_spec(&mut rng, shape, time_major);
+        let inputs: Vec<_> = (0..2).map(|_| random_input(&mut rng, &spec)).collect();
+        assert_kernel_matches_reference(&spec, &inputs);
+    }
+
+    #[test]
+    fn float_kernel_matches_reference_long_rows(
+        seed in 1u64..u64::MAX,
+        shape in (1usize..=2, 1usize..=3, 1usize..=40, 1usize..=40),
+        time_major in any::<bool>(),
+    ) {
+        let mut rng = Rng(seed);
+        let spec = random_float_spec(&mut rng, shape, time_major);
+        let inputs: Vec<_> = (0..2).map(|_| random_input(&mut rng, &spec)).collect();
+        assert_kernel_matches_reference(&spec, &inputs);
+    }
+}
+
+/// The fast gate dot products (SSE2 on x86-64) against the plain ones, for
+/// every length up to 80 and offsets across the int8 range, zero weight
+/// offsets (the common case, its own loop) and non-zero ones, and offsets
+/// outside the int8 range (which take the plain path).
+#[test]
+fn gate_dots_match_portable() {
+    let mut rng = Rng(11);
+    for n in 0..=80 {
+        for trial in 0..12 {
+            let rows: Vec<Vec<i8>> = (0..GATES).map(|_| rng.i8s(n + 3, -128, 127)).collect();
+            let x = rng.i8s(n, -128, 127);
+            let x_offset = [128, -127, 0, rng.range(-127, 128) as i32][trial % 4];
+            let w_offsets = match trial % 3 {
+                0 => [0; GATES],
+                1 => [0, 1, 2, 3].map(|_| rng.range(-128, 128) as i32),
+                _ => [0, 1, 2, 3].map(|_| rng.range(-40_000, 40_000) as i32),
+            };
+            // Rows longer than `x`: the dots read only their first n.
+            let rows = [0, 1, 2, 3].map(|g| &rows[g][..]);
+            let rows = rows.map(|r| &r[..n]);
+            assert_eq!(
+                lstm::gate_dots(rows, &x, w_offsets, x_offset),
+                lstm::gate_dots_portable(rows, &x, w_offsets, x_offset),
+                "n {n} trial {trial}"
+            );
+        }
+    }
+}
+
+/// The float path's four-cell dots (SSE2 on x86-64) against one cell at a
+/// time, bit for bit, including infinities and NaN from huge values.
+#[test]
+fn float_dots_cells_match_portable() {
+    let mut rng = Rng(5);
+    for n in 0..=40 {
+        for cells in [lstm::CELLS, lstm::CELLS + 3, 3 * lstm::CELLS] {
+            let mut w: Vec<Vec<f32>> = (0..GATES).map(|_| rng.f32s(cells * n, 3.0)).collect();
+            let mut x = rng.f32s(n, 2.0);
+            if n > 2 {
+                w[1][n - 1] = 3.0e38;
+                x[n - 2] = 3.0e38;
+                w[2][1] = f32::NAN;
+            }
+            let w = [0, 1, 2, 3].map(|g| &w[g][..]);
+            for j in 0..=cells - lstm::CELLS {
+                let bits = |d: [[f32; lstm::CELLS]; GATES]| d.map(|g| g.map(f32::to_bits));
+                assert_eq!(
+                    bits(lstm::dots_cells(&w, j, &x)),
+                    bits(lstm::dots_cells_portable(&w, j, &x)),
+                    "n {n} cells {cells} j {j}"
+                );
+            }
+        }
+    }
+}
+
 /// Saturation everywhere: the largest weights, biases and inputs, so every
 /// int16 clamp (FC outputs, gate sums, cell products and sums) is hit.
 #[test]

@@ -176,6 +176,107 @@ fn rows<'a>(w: &[&'a [f32]; GATES], j: usize, n: usize) -> [&'a [f32]; GATES] {
     [w[0], w[1], w[2], w[3]].map(|m| &m[j * n..(j + 1) * n])
 }
 
+/// Cells whose dots [`dots_cells`] computes at once.
+pub const CELLS: usize = 4;
+
+/// `[gate][k]`: gate `g`'s `Σ x·w` over row `j + k` of its matrix, for the
+/// [`CELLS`] cells from `j`, each summed from 0.0 in index order as
+/// [`dots4`] (and TFLM's FC loop) adds. On x86-64 each SSE2 lane is one
+/// cell's sum, its products and additions in that same order, so every
+/// result rounds the same; elsewhere, [`dots_cells_portable`].
+#[inline(always)]
+pub fn dots_cells(w: &[&[f32]; GATES], j: usize, x: &[f32]) -> [[f32; CELLS]; GATES] {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    {
+        super::float_sse2::dots_cells(w, j, x)
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+    {
+        dots_cells_portable(w, j, x)
+    }
+}
+
+/// [`dots_cells`] one cell at a time (every target; the SIMD one's
+/// reference).
+pub fn dots_cells_portable(w: &[&[f32]; GATES], j: usize, x: &[f32]) -> [[f32; CELLS]; GATES] {
+    let mut out = [[0.0; CELLS]; GATES];
+    for (k, cell) in (j..j + CELLS).enumerate() {
+        let dots = dots4(rows(w, cell, x.len()), x);
+        for (gate, dot) in out.iter_mut().zip(dots) {
+            gate[k] = dot;
+        }
+    }
+    out
+}
+
+/// One cell's gates and state update from its FC sums: TFLM's FC min/max
+/// clamps (the recurrent FC has bias 0.0), the activations, the cell
+/// update and the new hidden value (returned).
+#[inline(always)]
+fn update_cell(
+    from_input: [f32; GATES],
+    from_hidden: [f32; GATES],
+    bias: [f32; GATES],
+    c: &mut f32,
+    cell_clip: f32,
+) -> f32 {
+    let pre =
+        |g: usize| clamp_to_finite(from_input[g] + bias[g]) + clamp_to_finite(from_hidden[g] + 0.0);
+    let forget = sigmoid_f32(pre(GATE_FORGET));
+    let input_gate = sigmoid_f32(pre(GATE_INPUT));
+    let cell_gate = tanhf(pre(GATE_CELL));
+    let output_gate = sigmoid_f32(pre(GATE_OUTPUT));
+
+    let mut new_cell = clamp_to_finite(forget * *c) + clamp_to_finite(input_gate * cell_gate);
+    if cell_clip > 0.0 {
+        new_cell = clip_f32(new_cell, cell_clip);
+    }
+    *c = new_cell;
+    clamp_to_finite(tanhf(new_cell) * output_gate)
+}
+
+/// One batch row of one step: every cell's gates from `x` and the old
+/// hidden state `h`, its cell state `c` updated, its new hidden value into
+/// `out`. Blocks of [`CELLS`] cells go through [`dots_cells`], the rest one
+/// by one (every cell one by one off x86-64).
+fn step_row(
+    weights: &LstmWeights<'_, f32, f32>,
+    cell_clip: f32,
+    x: &[f32],
+    h: &[f32],
+    c: &mut [f32],
+    out: &mut [f32],
+) {
+    let (n_input, n_state) = (x.len(), h.len());
+    let bias = |j: usize| weights.bias.map(|b| b[j]);
+    // Elsewhere than x86-64 the cells go one by one, as they always did:
+    // the blocks only pay with SIMD lanes.
+    let blocks = if cfg!(all(target_arch = "x86_64", target_feature = "sse2")) {
+        n_state / CELLS
+    } else {
+        0
+    };
+    for block in 0..blocks {
+        let j = block * CELLS;
+        let from_input = dots_cells(&weights.input, j, x);
+        let from_hidden = dots_cells(&weights.recurrent, j, h);
+        for k in 0..CELLS {
+            out[j + k] = update_cell(
+                from_input.map(|g| g[k]),
+                from_hidden.map(|g| g[k]),
+                bias(j + k),
+                &mut c[j + k],
+                cell_clip,
+            );
+        }
+    }
+    for j in blocks * CELLS..n_state {
+        let from_input = dots4(rows(&weights.input, j, n_input), x);
+        let from_hidden = dots4(rows(&weights.recurrent, j, n_state), h);
+        out[j] = update_cell(from_input, from_hidden, bias(j), &mut c[j], cell_clip);
+    }
+}
+
 /// One float LSTM invoke over every time step; `hidden` and `cell` are
 /// updated in place. Same structure as
 /// [`eval_integer`](super::eval_integer): no scratch memory.
@@ -204,39 +305,20 @@ pub fn eval_float(
     if n_state == 0 {
         return Ok(());
     }
-    let clip_cell = cell_clip > 0.0;
     for step in shape.steps() {
         let len = step.rows * n_state;
         let out_rows = &mut output[step.output..step.output + len];
         let h_rows = &mut hidden[step.state..step.state + len];
         let c_rows = &mut cell[step.state..step.state + len];
         for r in 0..step.rows {
-            let x = &input[step.input + r * n_input..][..n_input];
-            let h = &h_rows[r * n_state..][..n_state];
-            let c_row = &mut c_rows[r * n_state..][..n_state];
-            let out = &mut out_rows[r * n_state..][..n_state];
-            for (j, (c, o)) in c_row.iter_mut().zip(out.iter_mut()).enumerate() {
-                let from_input = dots4(rows(&weights.input, j, n_input), x);
-                let from_hidden = dots4(rows(&weights.recurrent, j, n_state), h);
-                // Each FC through its min/max clamp (the recurrent one has
-                // bias 0.0), then the sum.
-                let pre = |g: usize| {
-                    clamp_to_finite(from_input[g] + weights.bias[g][j])
-                        + clamp_to_finite(from_hidden[g] + 0.0)
-                };
-                let forget = sigmoid_f32(pre(GATE_FORGET));
-                let input_gate = sigmoid_f32(pre(GATE_INPUT));
-                let cell_gate = tanhf(pre(GATE_CELL));
-                let output_gate = sigmoid_f32(pre(GATE_OUTPUT));
-
-                let mut new_cell =
-                    clamp_to_finite(forget * *c) + clamp_to_finite(input_gate * cell_gate);
-                if clip_cell {
-                    new_cell = clip_f32(new_cell, cell_clip);
-                }
-                *c = new_cell;
-                *o = clamp_to_finite(tanhf(new_cell) * output_gate);
-            }
+            step_row(
+                weights,
+                cell_clip,
+                &input[step.input + r * n_input..][..n_input],
+                &h_rows[r * n_state..][..n_state],
+                &mut c_rows[r * n_state..][..n_state],
+                &mut out_rows[r * n_state..][..n_state],
+            );
         }
         h_rows.copy_from_slice(out_rows);
     }

@@ -1,11 +1,12 @@
 //! The integer LSTM: int8 input, hidden state and output, int16 cell state,
 //! int8 weights, int32 biases. Bit-exact with TFLM's
-//! `EvalLstm<int8_t, int8_t, int16_t, int32_t>`, one cell at a time.
+//! `EvalLstm<int8_t, int8_t, int16_t, int32_t>`, one cell (or, on x86-64,
+//! four cells) at a time.
 
 use super::super::KernelError;
 use super::super::fixed_point::{logistic_int16, multiply_by_quantized_multiplier, tanh_int16};
-use super::params::{GateQuant, LstmQuantParams, LstmShape};
-use super::{GATE_CELL, GATE_FORGET, GATE_INPUT, GATE_OUTPUT, LstmWeights};
+use super::params::{LstmQuantParams, LstmShape};
+use super::{GATE_CELL, GATE_FORGET, GATE_INPUT, GATE_OUTPUT, GATES, LstmWeights};
 
 /// `Σ (w + w_offset)·(x + x_offset)`, wrapping as TFLM's int32 accumulator
 /// does on its targets.
@@ -44,38 +45,281 @@ fn mul(a: i16, b: i16, multiplier: i32, shift: i32, offset: i32, min: i32, max: 
         .clamp(min, max)
 }
 
-/// What one cell needs to compute one gate: its weight rows and constants.
-struct GateRow<'a> {
-    input_weights: &'a [i8],
-    recurrent_weights: &'a [i8],
-    bias: i32,
-    quant: &'a GateQuant,
+/// How the four gate dots of one vector run, decided once per invoke from
+/// the offsets: the fast paths need every offset in the int8 range (true
+/// of every valid int8 zero point), so that each offset value fits 16 bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DotPath {
+    Portable,
+    /// SSE2 `pmaddwd` (`integer_sse2`), any weights offsets in range.
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    Sse2,
 }
 
-/// A gate's pre-activation in Q3.12: two FCs into int16, saturated, added
-/// with saturation (TFLM's `CalculateLstmGate` up to the activation).
+impl DotPath {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    fn for_offsets(weights_offsets: [i32; GATES], x_offset: i32) -> Self {
+        let in_range = |o: i32| (-128..=128).contains(&o);
+        if in_range(x_offset) && weights_offsets.iter().all(|&o| in_range(o)) {
+            DotPath::Sse2
+        } else {
+            DotPath::Portable
+        }
+    }
+
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+    fn for_offsets(_weights_offsets: [i32; GATES], _x_offset: i32) -> Self {
+        DotPath::Portable
+    }
+
+    #[inline(always)]
+    fn run(
+        self,
+        rows: [&[i8]; GATES],
+        x: &[i8],
+        weights_offsets: [i32; GATES],
+        x_offset: i32,
+    ) -> [i32; GATES] {
+        match self {
+            DotPath::Portable => gate_dots_portable(rows, x, weights_offsets, x_offset),
+            #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+            DotPath::Sse2 => super::integer_sse2::gate_dots(rows, x, weights_offsets, x_offset),
+        }
+    }
+}
+
+/// The four gates' `Σ (w + w_offset)·(x + x_offset)` over their rows of one
+/// cell, bit for bit what [`gate_dots_portable`] gives (integer sums wrap
+/// modulo 2³² in any order; the tests hold the two together). With offsets
+/// in the int8 range it runs in SSE2 on x86-64; elsewhere it is the plain
+/// loop.
+pub fn gate_dots(
+    rows: [&[i8]; GATES],
+    x: &[i8],
+    weights_offsets: [i32; GATES],
+    x_offset: i32,
+) -> [i32; GATES] {
+    DotPath::for_offsets(weights_offsets, x_offset).run(rows, x, weights_offsets, x_offset)
+}
+
+/// [`gate_dots`] in plain Rust, one row after the other (every target; the
+/// reference for the fast paths).
+pub fn gate_dots_portable(
+    rows: [&[i8]; GATES],
+    x: &[i8],
+    weights_offsets: [i32; GATES],
+    x_offset: i32,
+) -> [i32; GATES] {
+    let o = weights_offsets;
+    [
+        dot(rows[0], x, o[0], x_offset),
+        dot(rows[1], x, o[1], x_offset),
+        dot(rows[2], x, o[2], x_offset),
+        dot(rows[3], x, o[3], x_offset),
+    ]
+}
+
+/// Row `j` of each gate's `[cells, n]` matrix.
 #[inline(always)]
-fn pre_activation(gate: &GateRow<'_>, x: &[i8], x_offset: i32, h: &[i8], h_offset: i32) -> i16 {
-    let q = gate.quant;
-    let from_input =
-        dot(gate.input_weights, x, q.input_weights_offset, x_offset).wrapping_add(gate.bias);
-    let from_input = saturate_i16(multiply_by_quantized_multiplier(
-        from_input,
-        q.input_multiplier,
-        q.input_shift,
-    ));
-    let from_hidden = dot(
-        gate.recurrent_weights,
-        h,
-        q.recurrent_weights_offset,
-        h_offset,
+fn rows<'a>(m: &[&'a [i8]; GATES], j: usize, n: usize) -> [&'a [i8]; GATES] {
+    [
+        &m[0][j * n..][..n],
+        &m[1][j * n..][..n],
+        &m[2][j * n..][..n],
+        &m[3][j * n..][..n],
+    ]
+}
+
+/// What every cell of one invoke shares: the constants and weights, and
+/// the paths they allow, decided once.
+struct Cells<'a, 'w> {
+    quant: &'a LstmQuantParams,
+    weights: &'a LstmWeights<'w, i8, i32>,
+    luts: Luts,
+    input_offsets: [i32; GATES],
+    recurrent_offsets: [i32; GATES],
+    input_dots: DotPath,
+    hidden_dots: DotPath,
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    lanes: Option<super::integer_sse2::CellLanes>,
+}
+
+impl<'a, 'w> Cells<'a, 'w> {
+    fn new(quant: &'a LstmQuantParams, weights: &'a LstmWeights<'w, i8, i32>) -> Self {
+        let input_offsets = quant.gates.map(|q| q.input_weights_offset);
+        let recurrent_offsets = quant.gates.map(|q| q.recurrent_weights_offset);
+        let luts = Luts::of(quant);
+        Cells {
+            quant,
+            weights,
+            luts,
+            input_offsets,
+            recurrent_offsets,
+            input_dots: DotPath::for_offsets(input_offsets, quant.input_offset),
+            hidden_dots: DotPath::for_offsets(recurrent_offsets, quant.hidden_offset),
+            #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+            lanes: super::integer_sse2::CellLanes::new(quant, &luts),
+        }
+    }
+
+    /// Cell `j`'s raw FC sums, per gate in tensor order: `[from input,
+    /// from hidden]`, before bias and rescaling.
+    #[inline(always)]
+    fn dots(&self, j: usize, x: &[i8], h: &[i8]) -> [[i32; GATES]; 2] {
+        let w = self.weights;
+        [
+            self.input_dots.run(
+                rows(&w.input, j, x.len()),
+                x,
+                self.input_offsets,
+                self.quant.input_offset,
+            ),
+            self.hidden_dots.run(
+                rows(&w.recurrent, j, h.len()),
+                h,
+                self.recurrent_offsets,
+                self.quant.hidden_offset,
+            ),
+        ]
+    }
+
+    /// Cell `j`'s four gate pre-activations in Q3.12, tensor order: each
+    /// gate's two FCs into int16, saturated, added with saturation (TFLM's
+    /// `CalculateLstmGate` up to the activation).
+    #[inline(always)]
+    fn pre_activations(&self, j: usize, x: &[i8], h: &[i8]) -> [i16; GATES] {
+        let [from_input, from_hidden] = self.dots(j, x, h);
+        let pre = |g: usize| {
+            let q = &self.quant.gates[g];
+            let a = saturate_i16(multiply_by_quantized_multiplier(
+                from_input[g].wrapping_add(self.weights.bias[g][j]),
+                q.input_multiplier,
+                q.input_shift,
+            ));
+            let b = saturate_i16(multiply_by_quantized_multiplier(
+                from_hidden[g],
+                q.recurrent_multiplier,
+                q.recurrent_shift,
+            ));
+            saturate_i16(a + b) as i16
+        };
+        [pre(0), pre(1), pre(2), pre(3)]
+    }
+
+    /// One batch row of one step: every cell's gates from `x` and the old
+    /// hidden state `h`, its cell state in `c` updated, its new hidden
+    /// value into `out`. On x86-64, blocks of four cells run their
+    /// rescaling and state update in SSE2 lanes (`integer_sse2`, bit for
+    /// bit the scalar arithmetic) when the constants allow it; the rest one
+    /// by one.
+    fn step_row(&self, x: &[i8], h: &[i8], c: &mut [i16], out: &mut [i8]) {
+        #[allow(unused_mut)]
+        let mut done = 0;
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        if let Some(lanes) = &self.lanes {
+            let (c4, _) = c.as_chunks_mut::<4>();
+            let (o4, _) = out.as_chunks_mut::<4>();
+            for (block, (c4, o4)) in c4.iter_mut().zip(o4).enumerate() {
+                let j = block * 4;
+                let dots = [
+                    self.dots(j, x, h),
+                    self.dots(j + 1, x, h),
+                    self.dots(j + 2, x, h),
+                    self.dots(j + 3, x, h),
+                ];
+                let b = &self.weights.bias;
+                let bias = [
+                    &b[0].as_chunks::<4>().0[block],
+                    &b[1].as_chunks::<4>().0[block],
+                    &b[2].as_chunks::<4>().0[block],
+                    &b[3].as_chunks::<4>().0[block],
+                ];
+                lanes.update(lanes.activations(dots, bias), c4, o4);
+                done = j + 4;
+            }
+        }
+        for j in done..h.len() {
+            let gates = self.luts.gates(self.pre_activations(j, x, h));
+            out[j] = update_cell(self.quant, &self.luts, gates, &mut c[j]);
+        }
+    }
+}
+
+/// The LUT input scales: sigmoid gates and the Q3.12 cell gate's tanh
+/// read Q3.12 (×3, no shift); the cell state's tanh its own.
+#[derive(Clone, Copy)]
+pub(super) struct Luts {
+    pub(super) gate: (i32, i32),
+    pub(super) cell_tanh: (i32, i32),
+}
+
+impl Luts {
+    fn of(quant: &LstmQuantParams) -> Self {
+        Luts {
+            gate: super::super::fixed_point::int16_lut_input_scale(0, 0),
+            cell_tanh: (quant.cell_tanh_multiplier, quant.cell_tanh_shift),
+        }
+    }
+
+    /// The four gates' activations (tensor order) from their
+    /// pre-activations: σ for input, forget and output, tanh for the cell
+    /// gate; Q0.15.
+    #[inline(always)]
+    pub(super) fn gates(&self, pre: [i16; GATES]) -> [i16; GATES] {
+        let (m, s) = self.gate;
+        [
+            logistic_int16(pre[GATE_INPUT], m, s),
+            logistic_int16(pre[GATE_FORGET], m, s),
+            tanh_int16(pre[GATE_CELL], m, s),
+            logistic_int16(pre[GATE_OUTPUT], m, s),
+        ]
+    }
+
+    #[inline(always)]
+    pub(super) fn tanh_cell(&self, c: i16) -> i16 {
+        tanh_int16(c, self.cell_tanh.0, self.cell_tanh.1)
+    }
+}
+
+/// One cell's state update from its gate activations: `c = clip(sat(f·c +
+/// i·g))`, each product rescaled and clamped to int16 first (TFLM's
+/// `UpdateLstmCell`), then `h = tanh(c)·o` in the hidden state's int8
+/// scale (returned).
+#[inline(always)]
+fn update_cell(quant: &LstmQuantParams, luts: &Luts, gates: [i16; GATES], c: &mut i16) -> i8 {
+    let (i16_min, i16_max) = (i32::from(i16::MIN), i32::from(i16::MAX));
+    let kept = mul(
+        gates[GATE_FORGET],
+        *c,
+        quant.forget_cell_multiplier,
+        quant.forget_cell_shift,
+        0,
+        i16_min,
+        i16_max,
     );
-    let from_hidden = saturate_i16(multiply_by_quantized_multiplier(
-        from_hidden,
-        q.recurrent_multiplier,
-        q.recurrent_shift,
-    ));
-    saturate_i16(from_input + from_hidden) as i16
+    let added = mul(
+        gates[GATE_INPUT],
+        gates[GATE_CELL],
+        quant.input_cell_multiplier,
+        quant.input_cell_shift,
+        0,
+        i16_min,
+        i16_max,
+    );
+    let mut new_cell = saturate_i16(kept + added);
+    if quant.clip_cell != 0 {
+        new_cell = new_cell.min(quant.cell_clip).max(-quant.cell_clip);
+    }
+    *c = new_cell as i16;
+    mul(
+        luts.tanh_cell(*c),
+        gates[GATE_OUTPUT],
+        quant.hidden_multiplier,
+        quant.hidden_shift,
+        quant.hidden_zero_point,
+        i32::from(i8::MIN),
+        i32::from(i8::MAX),
+    ) as i8
 }
 
 /// One integer LSTM invoke over every time step; `hidden` and `cell` are
@@ -113,88 +357,19 @@ pub fn eval_integer(
     if n_state == 0 {
         return Ok(());
     }
-    // Sigmoid gates and the Q3.12 cell gate's tanh read Q3.12: ×3, no shift.
-    let (gate_m, gate_s) = super::super::fixed_point::int16_lut_input_scale(0, 0);
-    let (tanh_m, tanh_s) = (quant.cell_tanh_multiplier, quant.cell_tanh_shift);
-    let clip = quant.cell_clip;
-    let clip_cell = quant.clip_cell != 0;
-    let (x_offset, h_offset) = (quant.input_offset, quant.hidden_offset);
-    let (i16_min, i16_max) = (i32::from(i16::MIN), i32::from(i16::MAX));
-    let (i8_min, i8_max) = (i32::from(i8::MIN), i32::from(i8::MAX));
-
+    let cells = Cells::new(quant, weights);
     for step in shape.steps() {
         let len = step.rows * n_state;
         let out_rows = &mut output[step.output..step.output + len];
         let h_rows = &mut hidden[step.state..step.state + len];
         let c_rows = &mut cell[step.state..step.state + len];
         for r in 0..step.rows {
-            let x = &input[step.input + r * n_input..][..n_input];
-            let h = &h_rows[r * n_state..][..n_state];
-            let c_row = &mut c_rows[r * n_state..][..n_state];
-            let out = &mut out_rows[r * n_state..][..n_state];
-            for (j, (c, o)) in c_row.iter_mut().zip(out.iter_mut()).enumerate() {
-                let gate = |g: usize| GateRow {
-                    input_weights: &weights.input[g][j * n_input..][..n_input],
-                    recurrent_weights: &weights.recurrent[g][j * n_state..][..n_state],
-                    bias: weights.bias[g][j],
-                    quant: &quant.gates[g],
-                };
-                let forget = logistic_int16(
-                    pre_activation(&gate(GATE_FORGET), x, x_offset, h, h_offset),
-                    gate_m,
-                    gate_s,
-                );
-                let input_gate = logistic_int16(
-                    pre_activation(&gate(GATE_INPUT), x, x_offset, h, h_offset),
-                    gate_m,
-                    gate_s,
-                );
-                let cell_pre = pre_activation(&gate(GATE_CELL), x, x_offset, h, h_offset);
-                let cell_gate = tanh_int16(cell_pre, gate_m, gate_s);
-                let output_gate = logistic_int16(
-                    pre_activation(&gate(GATE_OUTPUT), x, x_offset, h, h_offset),
-                    gate_m,
-                    gate_s,
-                );
-
-                // c = clip(sat(f·c + i·g)), each product rescaled and
-                // clamped to int16 first (TFLM's UpdateLstmCell).
-                let kept = mul(
-                    forget,
-                    *c,
-                    quant.forget_cell_multiplier,
-                    quant.forget_cell_shift,
-                    0,
-                    i16_min,
-                    i16_max,
-                );
-                let added = mul(
-                    input_gate,
-                    cell_gate,
-                    quant.input_cell_multiplier,
-                    quant.input_cell_shift,
-                    0,
-                    i16_min,
-                    i16_max,
-                );
-                let mut new_cell = saturate_i16(kept + added);
-                if clip_cell {
-                    new_cell = new_cell.min(clip).max(-clip);
-                }
-                *c = new_cell as i16;
-
-                // h = tanh(c) · o, into the hidden state's int8 scale.
-                let squashed = tanh_int16(*c, tanh_m, tanh_s);
-                *o = mul(
-                    squashed,
-                    output_gate,
-                    quant.hidden_multiplier,
-                    quant.hidden_shift,
-                    quant.hidden_zero_point,
-                    i8_min,
-                    i8_max,
-                ) as i8;
-            }
+            cells.step_row(
+                &input[step.input + r * n_input..][..n_input],
+                &h_rows[r * n_state..][..n_state],
+                &mut c_rows[r * n_state..][..n_state],
+                &mut out_rows[r * n_state..][..n_state],
+            );
         }
         h_rows.copy_from_slice(out_rows);
     }

@@ -40,16 +40,31 @@
 //! result). [`reference`](mod@reference) is TFLM's algorithm stage by stage with its
 //! buffers; the tests hold the kernels to it and to TFLM's own outputs.
 //!
+//!
+//! Speed on x86-64 (SSE2, the baseline; every other target runs the plain
+//! loops, one cell at a time): the integer path takes each cell's four
+//! gate rows against the input and the hidden state with `pmaddwd`, and
+//! then four cells side by side, one per lane, from the FC sums to the new
+//! hidden value (rescales, saturations, the int16 LUTs with scalar table
+//! reads, the cell update); the float path's dots run four cells side by
+//! side, each lane adding its products in the scalar order, so every sum
+//! rounds as before. Results are bit for bit the plain paths' (the tests
+//! hold each fast piece to its plain one). No extra op data, no scratch.
+//!
 //! [`logistic_int16`]: super::fixed_point::logistic_int16
 //! [`tanh_int16`]: super::fixed_point::tanh_int16
 
 mod float;
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+mod float_sse2;
 mod integer;
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+mod integer_sse2;
 mod params;
 pub mod reference;
 
-pub use float::{eval_float, expf, sigmoid_f32, tanhf};
-pub use integer::eval_integer;
+pub use float::{CELLS, dots_cells, dots_cells_portable, eval_float, expf, sigmoid_f32, tanhf};
+pub use integer::{eval_integer, gate_dots, gate_dots_portable};
 pub use params::{GateQuant, LstmQuantParams, LstmScales, LstmShape, Step};
 
 use super::tensor::{Dims, expect_type, require_quant};
