@@ -20,8 +20,9 @@
 //!
 //! On cores with the DSP extension (`arm-dsp`), one-group int8 convolutions
 //! with dilation 1 along x take the register-blocked kernels of
-//! `conv_dsp` instead, and the im2col path multiplies its patch
-//! in `SXTB16`'s pair order (`gemm`); results are the same bits.
+//! `conv_dsp` instead — also short-row ones whose filter row holds two
+//! words — and the remaining im2col path multiplies its patch in
+//! `SXTB16`'s pair order (`gemm`); results are the same bits.
 //!
 //! Nothing is stored per channel beyond the requantisation multipliers
 //! (5 bytes a channel, against TFLM's 8); the only scratch is the im2col
