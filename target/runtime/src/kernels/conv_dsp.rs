@@ -421,6 +421,9 @@ mod tests {
             ((10, 4), 1, 4, (2, 2)),
             ((2, 3), 7, 1, (1, 2)),
             ((3, 1), 4, 6, (3, 1)),
+            // The first layers that take this path instead of im2col.
+            ((3, 3), 3, 8, (2, 2)),
+            ((3, 3), 1, 8, (2, 2)),
         ];
         for (filter, in_c, out_c, stride) in shapes {
             for padding in [Padding::SAME, Padding::VALID] {
