@@ -21,7 +21,7 @@ use super::arm_dsp::{mla_bytes4, mla_bytes4_offset, mla_shared4, splat16};
 use super::conv::Geometry;
 #[cfg(doc)]
 use super::quantized::Requant;
-use super::quantized::{OutputStage, scale_parts, shift_fields};
+use super::quantized::{NARROW, OutputStage, scale_parts, shift_fields};
 
 /// What the interior loops read.
 pub(super) struct Operands<'a> {
@@ -76,12 +76,12 @@ impl<'a> Scales<'a> {
         if multiplier.len() != shift.len() || (len != 1 && len < channels) {
             return Err(KernelError::Internal);
         }
-        // Prepare wrote the shifts ([`shift_fields`] reads any byte safely).
+        // Prepare wrote the shifts ([`shift_fields`] reads any byte safely);
+        // the narrow step reads `right1` raw, so it is checked here.
         let narrow = small_accumulators
-            && shift.iter().all(|&s| {
-                let (left, right1, _) = shift_fields(s);
-                left == 0 && right1 <= 31
-            });
+            && shift
+                .iter()
+                .all(|&[left, right1]| left & !NARROW == 0 && (1..=31).contains(&right1));
         Ok(Scales {
             multiplier,
             shift,
@@ -117,9 +117,9 @@ impl<'a> Scales<'a> {
     /// One accumulator with its channel's multiplier and shift.
     #[inline(always)]
     fn one<const FAST: bool>(&self, acc: i32, m: i32, shift: [u8; 2]) -> i8 {
-        let (left, right1, _) = shift_fields(shift);
         let scaled = if FAST || self.narrow {
-            debug_assert!(self.narrow && left == 0);
+            debug_assert!(self.narrow && shift[0] & !NARROW == 0);
+            let right1 = u32::from(shift[1]);
             // SAFETY: `new` made the tables narrow only with `1 ≤ right1 ≤
             // 31` (told to the compiler so that the shifts need no masking).
             unsafe { core::hint::assert_unchecked((1..32).contains(&right1)) };
@@ -129,6 +129,7 @@ impl<'a> Scales<'a> {
             let sum = h.wrapping_mul(2).wrapping_add(round).wrapping_sub(negative);
             sum >> right1
         } else {
+            let (left, right1, _) = shift_fields(shift);
             scale_parts(acc, m, left, right1)
         };
         let v = scaled.wrapping_add(self.stage.offset);

@@ -243,13 +243,13 @@ pub fn shift_parts(shift: i32) -> [u8; 2] {
 pub const NARROW: u8 = 0x80;
 
 /// A stored shift pair `[left | flag, right1]` as `(left, right1, narrow)`.
-/// Every value the tail can hold maps to shifts the arithmetic takes without
-/// panicking (`left ≤ 31`, `1 ≤ right1 ≤ 32` for what prepare wrote), so
-/// invoke need not re-check the table.
+/// Prepare wrote `left ≤ 31`, `1 ≤ right1 ≤ 32` and the flag only with
+/// `right1 ≤ 31`, so invoke does not re-check the table: the arithmetic
+/// below wraps its shifts, so any other byte gives a wrong value, never a
+/// panic.
 #[inline(always)]
 pub fn shift_fields([left, right1]: [u8; 2]) -> (u32, u32, bool) {
-    let narrow = left & NARROW != 0 && (1..=31).contains(&right1);
-    (u32::from(left & 31), u32::from(right1.clamp(1, 32)), narrow)
+    (u32::from(left & 31), u32::from(right1), left & NARROW != 0)
 }
 
 /// Whether every accumulator `bias[c] + Σ (w − filter_zp)·(x + offset)` of
@@ -367,7 +367,7 @@ impl<'a> Requant<'a> {
         let (left, right1, narrow) = shift_fields(self.shift[i]);
         let multiplier = self.multiplier[i];
         // The one-rounding form holds for m > 2^30 and a right shift.
-        let one_rounding = !narrow && multiplier > 1 << 30 && right1 >= 2;
+        let one_rounding = !narrow && multiplier > 1 << 30 && (2..=32).contains(&right1);
         ChannelRequant {
             multiplier,
             left,
@@ -378,7 +378,7 @@ impl<'a> Requant<'a> {
             } else if right1 == 2 {
                 (1 << 30) + (1 << 31)
             } else {
-                (i64::from(1i32 << (right1 - 3)) << 32) | (1 << 30)
+                (i64::from(1i32.wrapping_shl(right1 - 3)) << 32) | (1 << 30)
             },
             narrow,
             stage: self.stage,
@@ -481,8 +481,9 @@ pub fn scale_parts(x: i32, multiplier: i32, left: u32, right1: u32) -> i32 {
 pub fn scale_parts_wide(x: i32, multiplier: i32, left: u32, right1: u32) -> i32 {
     let product = i64::from(x.wrapping_shl(left)) * i64::from(multiplier);
     let high = (product + (1 << 30)) >> 31;
-    let round = 1i64 << (right1 - 1);
-    ((2 * high + round + (high >> 63)) >> right1) as i32
+    let round = 1i64.wrapping_shl(right1.wrapping_sub(1));
+    let sum = (2 * high).wrapping_add(round).wrapping_add(high >> 63);
+    sum.wrapping_shr(right1) as i32
 }
 
 /// [`scale_parts`] for 32-bit cores: one 32×32→64 multiply, then gemmlowp's
@@ -492,10 +493,10 @@ pub fn scale_parts_wide(x: i32, multiplier: i32, left: u32, right1: u32) -> i32 
 pub fn scale_parts_narrow(x: i32, multiplier: i32, left: u32, right1: u32) -> i32 {
     let product = i64::from(x.wrapping_shl(left)) * i64::from(multiplier);
     let high = ((product + (1 << 30)) >> 31) as i32;
-    let e = right1 - 1;
-    let mask = ((1u32 << e) - 1) as i32;
+    let e = right1.wrapping_sub(1);
+    let mask = 1u32.wrapping_shl(e).wrapping_sub(1) as i32;
     let threshold = (mask >> 1) + i32::from(high < 0);
-    (high >> e) + i32::from((high & mask) > threshold)
+    high.wrapping_shr(e) + i32::from((high & mask) > threshold)
 }
 
 /// [`scale_parts`] with both of TFLM's roundings folded into one, for
@@ -513,7 +514,7 @@ pub fn scale_one_rounding(x: i32, multiplier: i32, left: u32, right1: u32, round
     let x = x.wrapping_shl(left);
     let negative = i64::from(x >> 31) << 31;
     let sum = i64::from(x) * i64::from(multiplier) + round + negative;
-    ((sum >> 32) as i32) >> (right1 - 2)
+    ((sum >> 32) as i32).wrapping_shr(right1.wrapping_sub(2))
 }
 
 /// `Σ w·(x + offset)`: TFLM's formula, for windows that skip padded taps.
@@ -581,6 +582,9 @@ fn matvec_with(
     out: &mut [i8],
 ) {
     let k = x.len();
+    let n = out.len();
+    // Sliced once, so that the loops below index without checks.
+    let (weights, bias) = (&weights[..n * k], bias.map(|b| &b[..n]));
     let start = |c: usize| bias.map_or(0, |b| b[c]).wrapping_add(offset);
     if k == 0 {
         for (c, o) in out.iter_mut().enumerate() {
@@ -588,8 +592,15 @@ fn matvec_with(
         }
         return;
     }
+    // Short rows (hello_world's 1→16 layer): a plain sum per channel costs
+    // less than setting up four-row blocks.
+    if k < 4 {
+        for (c, (o, w)) in out.iter_mut().zip(weights.chunks_exact(k)).enumerate() {
+            *o = requant(c, start(c).wrapping_add(dot_offset(w, x, x_offset)));
+        }
+        return;
+    }
     // Four channels at a time share each load (and offsetting) of `x`.
-    let n = out.len();
     let mut c = 0;
     while c + 4 <= n {
         let block = &weights[c * k..][..4 * k];
@@ -977,12 +988,8 @@ mod tests {
     fn shift_fields_read_any_byte_safely() {
         assert_eq!(shift_fields(shift_parts(-5)), (0, 6, false));
         assert_eq!(shift_fields([3 | NARROW, 4]), (3, 4, true));
-        // Right shifts past 31 never take the narrow form.
-        assert_eq!(shift_fields([NARROW, 32]), (0, 32, false));
         for a in 0..=255u8 {
             for b in 0..=255u8 {
-                let (left, right1, _) = shift_fields([a, b]);
-                assert!(left <= 31 && (1..=32).contains(&right1));
                 let shift = [[a, b]];
                 let r = Requant::new(&[i32::MAX], &shift, stage_wide()).unwrap();
                 // Garbage shifts give garbage, never a panic.
