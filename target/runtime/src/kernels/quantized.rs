@@ -138,13 +138,21 @@ pub fn prepare_channels(
                 let (start, weights) = f(c);
                 narrow_bound(start, weights, left)
             };
-            if per_channel { within(c) } else { (0..setup.channels).all(within) }
+            if per_channel {
+                within(c)
+            } else {
+                (0..setup.channels).all(within)
+            }
         })
     };
     let multiplier = ctx.store_from_fn(count, |c| multiplier_of(c).0)?;
     let shift = ctx.store_from_fn(count, |c| {
         let [left, right1] = shift_parts(multiplier_of(c).1);
-        let flag = if right1 <= 31 && narrow(c, u32::from(left)) { NARROW } else { 0 };
+        let flag = if right1 <= 31 && narrow(c, u32::from(left)) {
+            NARROW
+        } else {
+            0
+        };
         [left | flag, right1]
     })?;
     Ok(ChannelParams {
@@ -367,7 +375,7 @@ impl<'a> Requant<'a> {
         let (left, right1, narrow) = shift_fields(self.shift[i]);
         let multiplier = self.multiplier[i];
         // The one-rounding form holds for m > 2^30 and a right shift.
-        let one_rounding = !narrow && multiplier > 1 << 30 && (2..=32).contains(&right1);
+        let one_rounding = multiplier > 1 << 30 && (2..=32).contains(&right1);
         ChannelRequant {
             multiplier,
             left,
@@ -394,7 +402,7 @@ pub struct ChannelRequant {
     right1: u32,
     /// `2^30 + 2^(30 + right)` when [`scale_one_rounding`] applies, else 0.
     round: i64,
-    /// Whether [`scale_narrow`] applies (it takes precedence).
+    /// Whether [`scale_narrow`] applies (where one-rounding does not).
     narrow: bool,
     stage: OutputStage,
 }
@@ -403,10 +411,12 @@ impl ChannelRequant {
     /// The accumulator as an int8 output (see [`Requant::apply`]).
     #[inline(always)]
     pub fn apply(&self, acc: i32) -> i8 {
-        let scaled = if self.narrow {
-            scale_narrow(acc, self.multiplier, self.left, self.right1)
-        } else if self.round != 0 {
+        // One-rounding first: as short as the narrow form, and the test
+        // the channels that take it made before the narrow form existed.
+        let scaled = if self.round != 0 {
             scale_one_rounding(acc, self.multiplier, self.left, self.right1, self.round)
+        } else if self.narrow {
+            scale_narrow(acc, self.multiplier, self.left, self.right1)
         } else {
             scale_parts(acc, self.multiplier, self.left, self.right1)
         };
@@ -431,10 +441,7 @@ pub fn scale_narrow(x: i32, multiplier: i32, left: u32, right1: u32) -> i32 {
     let right1 = right1 & 31;
     let round = ((1u32 << right1) >> 1) as i32;
     let negative = ((h as u32) >> 31) as i32;
-    h.wrapping_mul(2)
-        .wrapping_add(round)
-        .wrapping_sub(negative)
-        >> right1
+    h.wrapping_mul(2).wrapping_add(round).wrapping_sub(negative) >> right1
 }
 
 impl OutputStage {
@@ -926,7 +933,11 @@ mod tests {
                     // The narrow form at the edges of its bound.
                     for y in [x, (1 << 29) - 1, -(1 << 29) + 1, 1 << 28, -(1 << 28)] {
                         if r <= 31 && (i64::from(y) << l).abs() < 1 << 29 {
-                            assert_eq!(scale_narrow(y, m, l, r), tflm(y, m, shift), "{y} {m} {shift}");
+                            assert_eq!(
+                                scale_narrow(y, m, l, r),
+                                tflm(y, m, shift),
+                                "{y} {m} {shift}"
+                            );
                         }
                     }
                 }
