@@ -21,7 +21,7 @@ use super::arm_dsp::{mla_bytes4, mla_bytes4_offset, mla_shared4, splat16};
 use super::conv::Geometry;
 #[cfg(doc)]
 use super::quantized::Requant;
-use super::quantized::{OutputStage, scale_parts};
+use super::quantized::{NARROW, OutputStage, scale_parts, shift_fields};
 
 /// What the interior loops read.
 pub(super) struct Operands<'a> {
@@ -73,16 +73,15 @@ impl<'a> Scales<'a> {
         small_accumulators: bool,
     ) -> Result<Self, KernelError> {
         let len = multiplier.len();
-        if multiplier.len() != shift.len()
-            || (len != 1 && len < channels)
-            || shift
-                .iter()
-                .any(|&[left, right]| left > 31 || !(1..=32).contains(&right))
-        {
+        if multiplier.len() != shift.len() || (len != 1 && len < channels) {
             return Err(KernelError::Internal);
         }
-        let narrow =
-            small_accumulators && shift.iter().all(|&[left, right]| left == 0 && right <= 31);
+        // Prepare wrote the shifts ([`shift_fields`] reads any byte safely);
+        // the narrow step reads `right1` raw, so it is checked here.
+        let narrow = small_accumulators
+            && shift
+                .iter()
+                .all(|&[left, right1]| left & !NARROW == 0 && (1..=31).contains(&right1));
         Ok(Scales {
             multiplier,
             shift,
@@ -117,10 +116,10 @@ impl<'a> Scales<'a> {
 
     /// One accumulator with its channel's multiplier and shift.
     #[inline(always)]
-    fn one<const FAST: bool>(&self, acc: i32, m: i32, [left, right1]: [u8; 2]) -> i8 {
+    fn one<const FAST: bool>(&self, acc: i32, m: i32, shift: [u8; 2]) -> i8 {
         let scaled = if FAST || self.narrow {
-            debug_assert!(self.narrow && left == 0);
-            let right1 = u32::from(right1);
+            debug_assert!(self.narrow && shift[0] & !NARROW == 0);
+            let right1 = u32::from(shift[1]);
             // SAFETY: `new` made the tables narrow only with `1 ≤ right1 ≤
             // 31` (told to the compiler so that the shifts need no masking).
             unsafe { core::hint::assert_unchecked((1..32).contains(&right1)) };
@@ -130,7 +129,8 @@ impl<'a> Scales<'a> {
             let sum = h.wrapping_mul(2).wrapping_add(round).wrapping_sub(negative);
             sum >> right1
         } else {
-            scale_parts(acc, m, u32::from(left), u32::from(right1))
+            let (left, right1, _) = shift_fields(shift);
+            scale_parts(acc, m, left, right1)
         };
         let v = scaled.wrapping_add(self.stage.offset);
         if FAST {

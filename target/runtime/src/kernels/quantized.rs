@@ -128,8 +128,33 @@ pub fn prepare_channels(
         };
         quantize_multiplier(real)
     };
+    // Every op with per-channel requantisation keeps its bias at input 2.
+    let bias = ctx.optional_input(2);
+    let magnitudes = channel_magnitudes(setup, bias.as_ref(), filter_q.zero_point);
+    // A channel's flag needs its own bound; a shared multiplier needs all.
+    let narrow = |c: usize, left: u32| {
+        magnitudes.as_ref().is_some_and(|f| {
+            let within = |c| {
+                let (start, weights) = f(c);
+                narrow_bound(start, weights, left)
+            };
+            if per_channel {
+                within(c)
+            } else {
+                (0..setup.channels).all(within)
+            }
+        })
+    };
     let multiplier = ctx.store_from_fn(count, |c| multiplier_of(c).0)?;
-    let shift = ctx.store_from_fn(count, |c| shift_parts(multiplier_of(c).1))?;
+    let shift = ctx.store_from_fn(count, |c| {
+        let [left, right1] = shift_parts(multiplier_of(c).1);
+        let flag = if right1 <= 31 && narrow(c, u32::from(left)) {
+            NARROW
+        } else {
+            0
+        };
+        [left | flag, right1]
+    })?;
     Ok(ChannelParams {
         multiplier,
         shift,
@@ -142,7 +167,7 @@ pub fn prepare_channels(
 pub fn bias_values<'m>(
     bias: &TensorInfo<'m>,
     channels: usize,
-) -> Result<impl Fn(usize) -> i32 + 'm, KernelError> {
+) -> Result<impl Fn(usize) -> i32 + use<'m>, KernelError> {
     let data = bias.constant.ok_or(KernelError::UnsupportedParameter {
         what: "non-constant bias",
     })?;
@@ -220,6 +245,69 @@ pub fn shift_parts(shift: i32) -> [u8; 2] {
     [shift.max(0) as u8, ((-shift).max(0) + 1) as u8]
 }
 
+/// The flag [`prepare_channels`] sets on a stored shift's `left` byte when
+/// prepare has proven that channel's accumulators small enough for
+/// [`scale_narrow`]: `|acc · 2^left| < 2^29` for every input, and `right1 ≤ 31`.
+pub const NARROW: u8 = 0x80;
+
+/// A stored shift pair `[left | flag, right1]` as `(left, right1, narrow)`.
+/// Prepare wrote `left ≤ 31`, `1 ≤ right1 ≤ 32` and the flag only with
+/// `right1 ≤ 31`, so invoke does not re-check the table: the arithmetic
+/// below wraps its shifts, so any other byte gives a wrong value, never a
+/// panic.
+#[inline(always)]
+pub fn shift_fields([left, right1]: [u8; 2]) -> (u32, u32, bool) {
+    (u32::from(left & 31), u32::from(right1), left & NARROW != 0)
+}
+
+/// Whether every accumulator `bias[c] + Σ (w − filter_zp)·(x + offset)` of
+/// a channel whose largest start is `start` and whose weights' magnitudes
+/// sum to `weights` stays below `2^(29 − left)`: int8 inputs plus an
+/// offset in `-127..=128` lie in `±255`.
+fn narrow_bound(start: i64, weights: i64, left: u32) -> bool {
+    (start + weights * 255) << left < 1 << 29
+}
+
+/// Per channel, `(|bias|, Σ max(|w|, |w − zp|))` of the filter along
+/// `setup.channel_axis` (bias 0 without one), or `None` when the filter is
+/// not constant or the bias not readable (then no channel is narrow). Each
+/// call reads only that channel's weights: all channels cost one pass.
+fn channel_magnitudes<'m>(
+    setup: &ChannelSetup<'m>,
+    bias: Option<&TensorInfo<'m>>,
+    zero_point: i32,
+) -> Option<impl Fn(usize) -> (i64, i64) + use<'m>> {
+    let data = setup.filter.constant?;
+    let dims = super::tensor::Dims::of(&setup.filter).ok()?;
+    let axis = usize::try_from(setup.channel_axis).ok()?;
+    let channels = setup.channels;
+    if axis >= dims.rank() || dims.get(axis).max(0) as usize != channels || channels == 0 {
+        return None;
+    }
+    let inner: usize = (axis + 1..dims.rank())
+        .map(|i| dims.get(i).max(0) as usize)
+        .product();
+    if data.len() != dims.elements() || inner == 0 {
+        return None;
+    }
+    let outer = data.len() / (inner * channels);
+    let bias = match bias {
+        Some(b) => Some(bias_values(b, channels).ok()?),
+        None => None,
+    };
+    Some(move |c: usize| {
+        let start = bias.as_ref().map_or(0, |f| i64::from(f(c)).abs());
+        let mut sum = 0i64;
+        for o in 0..outer {
+            for &b in &data[(o * channels + c) * inner..][..inner] {
+                let w = i64::from(b as i8);
+                sum += w.abs().max((w - i64::from(zero_point)).abs());
+            }
+        }
+        (start, sum)
+    })
+}
+
 /// The requantisation of one operator at invoke: its multipliers, shifts
 /// and output stage, read from the tail.
 #[derive(Debug, Clone, Copy)]
@@ -232,18 +320,16 @@ pub struct Requant<'a> {
 }
 
 impl<'a> Requant<'a> {
-    /// From stored arrays (of equal length, one or one per channel).
+    /// From stored arrays (of equal length, one or one per channel). Only
+    /// the lengths are checked: prepare wrote the shifts, and
+    /// [`shift_fields`] reads any byte safely.
+    #[inline]
     pub fn new(
         multiplier: &'a [i32],
         shift: &'a [[u8; 2]],
         stage: OutputStage,
     ) -> Result<Self, KernelError> {
-        if multiplier.is_empty()
-            || multiplier.len() != shift.len()
-            || shift
-                .iter()
-                .any(|&[left, right]| left > 31 || !(1..=32).contains(&right))
-        {
+        if multiplier.is_empty() || multiplier.len() != shift.len() {
             return Err(KernelError::Internal);
         }
         Ok(Requant {
@@ -266,12 +352,18 @@ impl<'a> Requant<'a> {
     }
 
     /// Channel `c`'s accumulator as an int8 output, as TFLM's reference
-    /// kernels compute it (`MultiplyByQuantizedMultiplier`, offset, clamp).
+    /// kernels compute it (`MultiplyByQuantizedMultiplier`, offset, clamp):
+    /// in 32 bits ([`scale_narrow`]) where prepare proved it exact.
     #[inline(always)]
     pub fn apply(&self, c: usize, acc: i32) -> i8 {
         let i = c * self.step;
-        let [left, right] = self.shift[i];
-        let scaled = scale_parts(acc, self.multiplier[i], u32::from(left), u32::from(right));
+        let (left, right1, narrow) = shift_fields(self.shift[i]);
+        let m = self.multiplier[i];
+        let scaled = if narrow {
+            scale_narrow(acc, m, left, right1)
+        } else {
+            scale_parts(acc, m, left, right1)
+        };
         self.stage.clamp(scaled)
     }
 
@@ -280,13 +372,13 @@ impl<'a> Requant<'a> {
     #[inline(always)]
     pub fn channel(&self, c: usize) -> ChannelRequant {
         let i = c * self.step;
-        let [left, right] = self.shift[i];
-        let (multiplier, right1) = (self.multiplier[i], u32::from(right));
+        let (left, right1, narrow) = shift_fields(self.shift[i]);
+        let multiplier = self.multiplier[i];
         // The one-rounding form holds for m > 2^30 and a right shift.
-        let one_rounding = multiplier > 1 << 30 && right1 >= 2;
+        let one_rounding = multiplier > 1 << 30 && (2..=32).contains(&right1);
         ChannelRequant {
             multiplier,
-            left: u32::from(left),
+            left,
             right1,
             // 2^30 + 2^(29 + right1) from its two words: no 64-bit shift.
             round: if !one_rounding {
@@ -294,8 +386,9 @@ impl<'a> Requant<'a> {
             } else if right1 == 2 {
                 (1 << 30) + (1 << 31)
             } else {
-                (i64::from(1i32 << (right1 - 3)) << 32) | (1 << 30)
+                (i64::from(1i32.wrapping_shl(right1 - 3)) << 32) | (1 << 30)
             },
+            narrow,
             stage: self.stage,
         }
     }
@@ -309,6 +402,8 @@ pub struct ChannelRequant {
     right1: u32,
     /// `2^30 + 2^(30 + right)` when [`scale_one_rounding`] applies, else 0.
     round: i64,
+    /// Whether [`scale_narrow`] applies (where one-rounding does not).
+    narrow: bool,
     stage: OutputStage,
 }
 
@@ -316,13 +411,37 @@ impl ChannelRequant {
     /// The accumulator as an int8 output (see [`Requant::apply`]).
     #[inline(always)]
     pub fn apply(&self, acc: i32) -> i8 {
+        // One-rounding first: as short as the narrow form, and the test
+        // the channels that take it made before the narrow form existed.
         let scaled = if self.round != 0 {
             scale_one_rounding(acc, self.multiplier, self.left, self.right1, self.round)
+        } else if self.narrow {
+            scale_narrow(acc, self.multiplier, self.left, self.right1)
         } else {
             scale_parts(acc, self.multiplier, self.left, self.right1)
         };
         self.stage.clamp(scaled)
     }
+}
+
+/// [`scale_parts`] in 32-bit arithmetic, exact when `|x · 2^left| < 2^29`
+/// and `right1 ≤ 31` (what [`NARROW`] promises): with `y = x · 2^(left+1)`
+/// (fits 32 bits), TFLM's doubling high multiply `(x'·m + 2^30) >> 31` is
+/// `SMMULR(y, m)` = `(y·m + 2^31) >> 32`, and its rounding division by
+/// `2^e` is `(2h + 2^e − [h < 0]) >> (e + 1)` (see [`scale_parts`]), which
+/// cannot overflow since `|h| ≤ |x'| < 2^29` and `e ≤ 30`. Outside that
+/// promise the result is wrong but nothing panics.
+#[inline(always)]
+pub fn scale_narrow(x: i32, multiplier: i32, left: u32, right1: u32) -> i32 {
+    let y = x.wrapping_shl(left + 1);
+    #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+    let h = super::arm_dsp::smmulr(y as u32, multiplier as u32) as i32;
+    #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
+    let h = ((i64::from(y) * i64::from(multiplier) + (1 << 31)) >> 32) as i32;
+    let right1 = right1 & 31;
+    let round = ((1u32 << right1) >> 1) as i32;
+    let negative = ((h as u32) >> 31) as i32;
+    h.wrapping_mul(2).wrapping_add(round).wrapping_sub(negative) >> right1
 }
 
 impl OutputStage {
@@ -369,8 +488,9 @@ pub fn scale_parts(x: i32, multiplier: i32, left: u32, right1: u32) -> i32 {
 pub fn scale_parts_wide(x: i32, multiplier: i32, left: u32, right1: u32) -> i32 {
     let product = i64::from(x.wrapping_shl(left)) * i64::from(multiplier);
     let high = (product + (1 << 30)) >> 31;
-    let round = 1i64 << (right1 - 1);
-    ((2 * high + round + (high >> 63)) >> right1) as i32
+    let round = 1i64.wrapping_shl(right1.wrapping_sub(1));
+    let sum = (2 * high).wrapping_add(round).wrapping_add(high >> 63);
+    sum.wrapping_shr(right1) as i32
 }
 
 /// [`scale_parts`] for 32-bit cores: one 32×32→64 multiply, then gemmlowp's
@@ -380,10 +500,10 @@ pub fn scale_parts_wide(x: i32, multiplier: i32, left: u32, right1: u32) -> i32 
 pub fn scale_parts_narrow(x: i32, multiplier: i32, left: u32, right1: u32) -> i32 {
     let product = i64::from(x.wrapping_shl(left)) * i64::from(multiplier);
     let high = ((product + (1 << 30)) >> 31) as i32;
-    let e = right1 - 1;
-    let mask = ((1u32 << e) - 1) as i32;
+    let e = right1.wrapping_sub(1);
+    let mask = 1u32.wrapping_shl(e).wrapping_sub(1) as i32;
     let threshold = (mask >> 1) + i32::from(high < 0);
-    (high >> e) + i32::from((high & mask) > threshold)
+    high.wrapping_shr(e) + i32::from((high & mask) > threshold)
 }
 
 /// [`scale_parts`] with both of TFLM's roundings folded into one, for
@@ -401,7 +521,7 @@ pub fn scale_one_rounding(x: i32, multiplier: i32, left: u32, right1: u32, round
     let x = x.wrapping_shl(left);
     let negative = i64::from(x >> 31) << 31;
     let sum = i64::from(x) * i64::from(multiplier) + round + negative;
-    ((sum >> 32) as i32) >> (right1 - 2)
+    ((sum >> 32) as i32).wrapping_shr(right1.wrapping_sub(2))
 }
 
 /// `Σ w·(x + offset)`: TFLM's formula, for windows that skip padded taps.
@@ -469,6 +589,9 @@ fn matvec_with(
     out: &mut [i8],
 ) {
     let k = x.len();
+    let n = out.len();
+    // Sliced once, so that the loops below index without checks.
+    let (weights, bias) = (&weights[..n * k], bias.map(|b| &b[..n]));
     let start = |c: usize| bias.map_or(0, |b| b[c]).wrapping_add(offset);
     if k == 0 {
         for (c, o) in out.iter_mut().enumerate() {
@@ -476,8 +599,15 @@ fn matvec_with(
         }
         return;
     }
+    // Short rows (hello_world's 1→16 layer): a plain sum per channel costs
+    // less than setting up four-row blocks.
+    if k < 4 {
+        for (c, (o, w)) in out.iter_mut().zip(weights.chunks_exact(k)).enumerate() {
+            *o = requant(c, start(c).wrapping_add(dot_offset(w, x, x_offset)));
+        }
+        return;
+    }
     // Four channels at a time share each load (and offsetting) of `x`.
-    let n = out.len();
     let mut c = 0;
     while c + 4 <= n {
         let block = &weights[c * k..][..4 * k];
@@ -800,6 +930,16 @@ mod tests {
                         let one = scale_one_rounding(x, m, l, r, round);
                         assert_eq!(one, tflm(x, m, shift), "{x} {m} {shift}");
                     }
+                    // The narrow form at the edges of its bound.
+                    for y in [x, (1 << 29) - 1, -(1 << 29) + 1, 1 << 28, -(1 << 28)] {
+                        if r <= 31 && (i64::from(y) << l).abs() < 1 << 29 {
+                            assert_eq!(
+                                scale_narrow(y, m, l, r),
+                                tflm(y, m, shift),
+                                "{y} {m} {shift}"
+                            );
+                        }
+                    }
                 }
             }
             for _ in 0..2000 {
@@ -820,6 +960,15 @@ mod tests {
                 assert_eq!(r.channel(0).apply(x), r.apply(0, x));
                 let clamp = tflm(x, m, shift).wrapping_add(-3).clamp(-128, 127) as i8;
                 assert_eq!(r.apply(0, x), clamp, "{x} {m} {shift}");
+                // Within the narrow bound, the 32-bit form is exact.
+                if rr <= 31 && (i64::from(x) << l).abs() < 1 << 29 {
+                    let narrow = scale_narrow(x, m, u32::from(l), u32::from(rr));
+                    assert_eq!(narrow, tflm(x, m, shift), "{x} {m} {shift}");
+                    let flagged = [[l | NARROW, rr]];
+                    let r = Requant::new(&ms, &flagged, stage_wide()).unwrap();
+                    assert_eq!(r.apply(0, x), clamp, "{x} {m} {shift}");
+                    assert_eq!(r.channel(0).apply(x), clamp, "{x} {m} {shift}");
+                }
             }
         }
     }
@@ -844,5 +993,37 @@ mod tests {
         // An inverted range yields `max`, as std::min(std::max(v, min), max).
         assert_eq!(r.apply(0, 100), 3);
         assert_eq!(r.apply(7, -100), 3);
+    }
+
+    #[test]
+    fn shift_fields_read_any_byte_safely() {
+        assert_eq!(shift_fields(shift_parts(-5)), (0, 6, false));
+        assert_eq!(shift_fields([3 | NARROW, 4]), (3, 4, true));
+        for a in 0..=255u8 {
+            for b in 0..=255u8 {
+                let shift = [[a, b]];
+                let r = Requant::new(&[i32::MAX], &shift, stage_wide()).unwrap();
+                // Garbage shifts give garbage, never a panic.
+                let _ = (r.apply(0, 12345), r.channel(0).apply(-12345));
+            }
+        }
+    }
+
+    #[test]
+    fn narrow_bound_is_strict() {
+        // 2^29 − 1 is the largest magnitude the 32-bit form takes.
+        assert!(narrow_bound((1 << 29) - 1, 0, 0));
+        assert!(!narrow_bound(1 << 29, 0, 0));
+        assert!(!narrow_bound(0, ((1 << 29) / 255) + 1, 0));
+        assert!(narrow_bound(0, 1000, 10));
+        assert!(!narrow_bound(0, 1 << 20, 2));
+    }
+
+    #[test]
+    fn requant_new_checks_lengths() {
+        let stage = stage_wide();
+        assert!(Requant::new(&[], &[], stage).is_err());
+        assert!(Requant::new(&[1, 2], &[[0, 1]], stage).is_err());
+        assert!(Requant::new(&[1], &[[0, 1]], stage).is_ok());
     }
 }
