@@ -14,6 +14,10 @@ use hilt_firmware_build::board::{Transport, UartKind};
 fn main() {
     let build = FirmwareBuild::from_env().unwrap_or_else(|e| panic!("{e}"));
     build.write().unwrap_or_else(|e| panic!("{e}"));
+    // cortex-m-rt's linker script (it includes the board's memory.x), given
+    // here so that .cargo/config.toml's rustflags (the DSP flag of the
+    // hard-float targets) stay the only ones and never shadow it.
+    println!("cargo::rustc-link-arg-bins=-Tlink.x");
     println!("cargo::rustc-check-cfg=cfg(hilt_uart)");
     if let Some(uart) = uart_config(&build) {
         println!("cargo::rustc-cfg=hilt_uart");
