@@ -122,6 +122,44 @@ fn step_2x2<const OFFSET: bool>(acc: &mut [i32; 4], x: [u32; 2], w: [u32; 2], of
 /// # Safety
 /// Each of the four pointers must have `8 · pairs` readable bytes, and
 /// `pairs >= 1`.
+/// The 2×2 block's inner step, twice: a word of each of the two pixels'
+/// inputs (`p0`, `p1`) against a word of each channel's weights (`q0`,
+/// `q1`), four int8 pairs into the four accumulators (one input word is
+/// reloaded rather than held, for want of a register). One text for every
+/// loop that walks the block.
+#[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+macro_rules! two_pair_steps_2x2 {
+    () => {
+        concat!(
+            ".rept 2\n",
+            "ldr {t1}, [{p1}], #4\n",
+            "ldr {t3}, [{q0}], #4\n",
+            "sxtb16 {t2}, {t1}\n",
+            "sxtb16 {t1}, {t1}, ror #8\n",
+            "sxtb16 {t4}, {t3}\n",
+            "sxtb16 {t3}, {t3}, ror #8\n",
+            "smlad {a10}, {t2}, {t4}, {a10}\n",
+            "smlad {a10}, {t1}, {t3}, {a10}\n",
+            "ldr {t1}, [{p0}], #4\n",
+            "sxtb16 {t2}, {t1}\n",
+            "sxtb16 {t1}, {t1}, ror #8\n",
+            "smlad {a00}, {t2}, {t4}, {a00}\n",
+            "smlad {a00}, {t1}, {t3}, {a00}\n",
+            "ldr {t3}, [{q1}], #4\n",
+            "sxtb16 {t4}, {t3}\n",
+            "sxtb16 {t3}, {t3}, ror #8\n",
+            "smlad {a01}, {t2}, {t4}, {a01}\n",
+            "smlad {a01}, {t1}, {t3}, {a01}\n",
+            "ldr {t1}, [{p1}, #-4]\n",
+            "sxtb16 {t2}, {t1}\n",
+            "sxtb16 {t1}, {t1}, ror #8\n",
+            "smlad {a11}, {t2}, {t4}, {a11}\n",
+            "smlad {a11}, {t1}, {t3}, {a11}\n",
+            ".endr\n",
+        )
+    };
+}
+
 #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
 #[inline(always)]
 unsafe fn word_pairs_2x2(ptrs: &mut [*const i8; 4], pairs: usize, acc: &mut [i32; 4]) {
@@ -134,31 +172,7 @@ unsafe fn word_pairs_2x2(ptrs: &mut [*const i8; 4], pairs: usize, acc: &mut [i32
         core::arch::asm!(
             "push {{{t4}}}",
             "2:",
-            ".rept 2",
-            "ldr {t1}, [{p1}], #4",
-            "ldr {t3}, [{q0}], #4",
-            "sxtb16 {t2}, {t1}",
-            "sxtb16 {t1}, {t1}, ror #8",
-            "sxtb16 {t4}, {t3}",
-            "sxtb16 {t3}, {t3}, ror #8",
-            "smlad {a10}, {t2}, {t4}, {a10}",
-            "smlad {a10}, {t1}, {t3}, {a10}",
-            "ldr {t1}, [{p0}], #4",
-            "sxtb16 {t2}, {t1}",
-            "sxtb16 {t1}, {t1}, ror #8",
-            "smlad {a00}, {t2}, {t4}, {a00}",
-            "smlad {a00}, {t1}, {t3}, {a00}",
-            "ldr {t3}, [{q1}], #4",
-            "sxtb16 {t4}, {t3}",
-            "sxtb16 {t3}, {t3}, ror #8",
-            "smlad {a01}, {t2}, {t4}, {a01}",
-            "smlad {a01}, {t1}, {t3}, {a01}",
-            "ldr {t1}, [{p1}, #-4]",
-            "sxtb16 {t2}, {t1}",
-            "sxtb16 {t1}, {t1}, ror #8",
-            "smlad {a11}, {t2}, {t4}, {a11}",
-            "smlad {a11}, {t1}, {t3}, {a11}",
-            ".endr",
+            two_pair_steps_2x2!(),
             "ldr {t4}, [sp]",
             "cmp {p0}, {t4}",
             "bne 2b",
@@ -251,31 +265,7 @@ unsafe fn rows_2x2_asm(
             "ldr {t1}, [sp, #4]",
             "str {t1}, [sp]",
             "2:",
-            ".rept 2",
-            "ldr {t1}, [{p1}], #4",
-            "ldr {t3}, [{q0}], #4",
-            "sxtb16 {t2}, {t1}",
-            "sxtb16 {t1}, {t1}, ror #8",
-            "sxtb16 {t4}, {t3}",
-            "sxtb16 {t3}, {t3}, ror #8",
-            "smlad {a10}, {t2}, {t4}, {a10}",
-            "smlad {a10}, {t1}, {t3}, {a10}",
-            "ldr {t1}, [{p0}], #4",
-            "sxtb16 {t2}, {t1}",
-            "sxtb16 {t1}, {t1}, ror #8",
-            "smlad {a00}, {t2}, {t4}, {a00}",
-            "smlad {a00}, {t1}, {t3}, {a00}",
-            "ldr {t3}, [{q1}], #4",
-            "sxtb16 {t4}, {t3}",
-            "sxtb16 {t3}, {t3}, ror #8",
-            "smlad {a01}, {t2}, {t4}, {a01}",
-            "smlad {a01}, {t1}, {t3}, {a01}",
-            "ldr {t1}, [{p1}, #-4]",
-            "sxtb16 {t2}, {t1}",
-            "sxtb16 {t1}, {t1}, ror #8",
-            "smlad {a11}, {t2}, {t4}, {a11}",
-            "smlad {a11}, {t1}, {t3}, {a11}",
-            ".endr",
+            two_pair_steps_2x2!(),
             "ldr {t1}, [sp]",
             "subs {t1}, {t1}, #1",
             "str {t1}, [sp]",
