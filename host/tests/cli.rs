@@ -499,11 +499,11 @@ fn infer_and_bench_offload_to_vnpu_with_the_same_outputs() {
         "--accelerator",
         "vnpu",
         "--offload",
-        "CONV_3D",
+        "CONV_4D",
     ]);
     assert!(!out.status.success());
     assert!(
-        stderr(&out).contains("unknown operator \"CONV_3D\""),
+        stderr(&out).contains("unknown operator \"CONV_4D\""),
         "{}",
         stderr(&out)
     );

@@ -89,8 +89,9 @@ fn gate_passes_unchanged_fails_on_moved_buffers_and_passes_after_accepting() {
 /// Latencies on a virtual board: an edit to the firmware outside the timed
 /// region (`edit-outside-timing`: more code and work before the session,
 /// every address after it moved) leaves the gate green; a kernel made 1%
-/// slower in one op (`fault-slow-op`: op 2, a 272 K-instruction CONV_2D,
-/// runs 1% longer) fails it, naming that op.
+/// slower in one op (`fault-slow-op`: op 2, a 107 K-instruction CONV_2D,
+/// runs 1% longer) fails it, naming that op (with its change: 1%, give or
+/// take the clock's 40-instruction tick).
 #[test]
 fn gate_is_quiet_on_an_unrelated_edit_and_fails_on_a_one_percent_slower_op() {
     if !common::qemu_available("gate latency test") {
@@ -122,10 +123,17 @@ fn gate_is_quiet_on_an_unrelated_edit_and_fails_on_a_one_percent_slower_op() {
     let (ok, out) = gate(&path, &snapshots);
     assert!(!ok, "a 1% slower op must fail the gate:\n{out}");
     let changed: Vec<&str> = out.lines().filter(|l| l.contains("slower")).collect();
+    let about_one_percent = |l: &&&str| {
+        l.split("(+")
+            .nth(1)
+            .and_then(|rest| rest.split('%').next())
+            .and_then(|p| p.parse::<f64>().ok())
+            .is_some_and(|p| (0.9..=1.2).contains(&p))
+    };
     assert!(
         changed
             .iter()
-            .any(|l| l.contains("op 2 CONV_2D:") && l.contains("+1.0%")),
+            .any(|l| l.contains("op 2 CONV_2D:") && about_one_percent(&l)),
         "the slower op is named with its change:\n{out}"
     );
     // Only op 2 and the step totals moved: no other op is blamed.
