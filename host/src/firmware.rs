@@ -3,11 +3,17 @@
 //! crate a board file names with `firmware = "…"` (a user's firmware linking
 //! `hilt-agent`). Both get the same `HILT_*` variables, which
 //! `hilt-firmware-build` reads in their build scripts.
+//!
+//! The model is not compiled in: a firmware is built once per board,
+//! configuration and model size class (its model slot,
+//! [`hilt_proto::model_slot`]), and each model is written into a copy of
+//! that ELF. A fat-LTO link costs ~10 s; writing a slot, milliseconds.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::config::board::Board;
+use hilt_proto::model_slot;
 use hilt_runtime::canary::CanaryMode;
 use hilt_runtime::planner::PlannerKind;
 
@@ -55,6 +61,14 @@ pub enum BuildError {
         /// The file.
         path: PathBuf,
         /// What went wrong.
+        problem: String,
+    },
+    /// The ELF has no model slot to write, or the model does not fit it.
+    #[error("{path}: cannot write the model into the firmware's model slot: {problem}")]
+    Slot {
+        /// The ELF.
+        path: PathBuf,
+        /// What is wrong.
         problem: String,
     },
     /// A file could not be read or copied.
@@ -170,31 +184,109 @@ fn source_digest(repo: &Path, crate_dir: &Path, board_files: &[&Path]) -> Result
     Ok(digest)
 }
 
-/// The key an ELF is cached under: everything that went into it.
-fn elf_key(request: &FirmwareRequest<'_>, model: &[u8], pools: &str, sources: u64) -> String {
+/// The key a model-less ELF is cached under: everything that went into it.
+fn elf_key(request: &FirmwareRequest<'_>, slot: usize, pools: &str, sources: u64) -> String {
     let text = format!(
-        "{}:{}:{}:{}:{}:{pools}:{sources:016x}",
+        "{}:{}:{}:{}:{}:{pools}:{slot}:{sources:016x}",
         request.arena_size,
         request.planner.name(),
         request.features.join(","),
         request.canary,
         request.align
     );
-    format!("{:016x}", fnv(text.as_bytes(), fnv(model, 0)))
+    format!("{:016x}", fnv(text.as_bytes(), 0))
 }
 
-/// Builds (or reuses) the firmware ELF; returns its path, named after the
-/// board and a key over everything that went into it.
+/// Builds (or reuses) the firmware ELF for the request's model; returns its
+/// path, named after the board and a key over everything in it.
+///
+/// The model goes into the slot of its size class; on a board whose flash
+/// cannot hold that class beside the code, into a slot of just its size.
 pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, BuildError> {
     let model = std::fs::read(request.model).map_err(|source| BuildError::Io {
         path: request.model.into(),
         source,
     })?;
-    // cargo runs the build script in the firmware's folder: paths must be absolute.
-    let model_path = std::fs::canonicalize(request.model).map_err(|source| BuildError::Io {
-        path: request.model.into(),
-        source,
-    })?;
+    let class = model_slot::capacity_for(model.len());
+    let least = (model.len() + model_slot::HEADER).next_multiple_of(64);
+    let base = match build_base(repo, request, class) {
+        Err(BuildError::Failed { output, .. })
+            if output.contains("will not fit in region") && least < class =>
+        {
+            build_base(repo, request, least)?
+        }
+        other => other?,
+    };
+    let name = request
+        .model
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    write_model(&base, &model, &name)
+}
+
+/// A copy of the model-less ELF `base` with `model` in its slot, beside it
+/// under a key over both (reused when already written).
+fn write_model(base: &Path, model: &[u8], name: &str) -> Result<PathBuf, BuildError> {
+    let stem = base.file_stem().unwrap_or_default().to_string_lossy();
+    let key = fnv(model, fnv(name.as_bytes(), fnv(stem.as_bytes(), 0)));
+    let elves = base.parent().and_then(Path::parent).unwrap_or(base);
+    let board = stem.rsplit_once('-').map_or(&*stem, |(b, _)| b);
+    let elf = elves.join(format!("{board}-{key:016x}.elf"));
+    if elf.is_file() {
+        return Ok(elf);
+    }
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| BuildError::Io { path, source }
+    };
+    let slot_error = |problem: String| BuildError::Slot {
+        path: base.into(),
+        problem,
+    };
+    let mut bytes = std::fs::read(base).map_err(io(base))?;
+    let (start, len) = {
+        let file = object::File::parse(&*bytes).map_err(|e| slot_error(e.to_string()))?;
+        slot_range(&file).map_err(slot_error)?
+    };
+    model_slot::write(&mut bytes[start..start + len], model, name)
+        .map_err(|e| slot_error(e.to_string()))?;
+    // Written under a temporary name, then renamed: an ELF under its key is
+    // always whole (a later run reuses it without looking inside).
+    let partial = elf.with_extension("elf.partial");
+    std::fs::write(&partial, &bytes).map_err(io(&partial))?;
+    std::fs::rename(&partial, &elf).map_err(io(&elf))?;
+    Ok(elf)
+}
+
+/// Where an ELF's model slot lies in the file: (offset, bytes).
+pub(crate) fn slot_range(file: &object::File<'_>) -> Result<(usize, usize), String> {
+    use object::{Object, ObjectSection, ObjectSymbol};
+    let symbol = file
+        .symbols()
+        .find(|s| s.name() == Ok(model_slot::SYMBOL))
+        .ok_or_else(|| format!("no `{}` symbol", model_slot::SYMBOL))?;
+    let section = symbol
+        .section_index()
+        .and_then(|i| file.section_by_index(i).ok())
+        .ok_or("the slot symbol is in no section")?;
+    let (offset, size) = section
+        .file_range()
+        .ok_or("the slot's section has no bytes in the file")?;
+    let within = symbol.address() - section.address();
+    if within + symbol.size() > size {
+        return Err("the slot runs past its section".into());
+    }
+    Ok(((offset + within) as usize, symbol.size() as usize))
+}
+
+/// Builds (or reuses) the firmware ELF with a model slot of `slot` bytes
+/// (holding the firmware's seed model: [`write_model`] replaces it).
+fn build_base(
+    repo: &Path,
+    request: &FirmwareRequest<'_>,
+    slot: usize,
+) -> Result<PathBuf, BuildError> {
     let repo = &std::fs::canonicalize(repo).map_err(|source| BuildError::Io {
         path: repo.into(),
         source,
@@ -206,7 +298,7 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
         .collect::<Vec<_>>()
         .join(",");
     // One build folder for every firmware: dependencies are built once; a
-    // change of model, arena, planner, canary or features only re-runs the
+    // change of slot, arena, planner, canary or features only re-runs the
     // firmware crate's build script (it declares those inputs), and each
     // result is copied out under its key before the next build.
     let target_dir = repo.join("build/firmware/cache");
@@ -232,9 +324,9 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
     let pools = request.pools.map(|p| p.join(",")).unwrap_or_default();
     let board_toml = boards_dir.join(format!("{}.toml", request.board.name));
     let sources = source_digest(repo, &crate_dir, &[&board_toml, &request.board.memory_x])?;
-    let key = elf_key(request, &model, &pools, sources);
+    let key = elf_key(request, slot, &pools, sources);
     let elf = repo
-        .join("build/firmware/elves")
+        .join("build/firmware/elves/base")
         .join(format!("{}-{key}.elf", request.board.name));
     if elf.is_file() {
         return Ok(elf);
@@ -253,7 +345,8 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
     let output = cargo
         .env("CARGO_TARGET_DIR", &target_dir)
         .env("HILT_BOARD", &request.board.name)
-        .env("HILT_MODEL", &model_path)
+        .env_remove("HILT_MODEL")
+        .env("HILT_MODEL_SLOT", slot.to_string())
         .env("HILT_ARENA_SIZE", request.arena_size.to_string())
         .env("HILT_PLANNER", planner)
         .env("HILT_CANARY", request.canary.name())

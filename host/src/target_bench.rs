@@ -193,7 +193,13 @@ pub fn flash_bytes(elf: &Path) -> Result<u64, TargetBenchError> {
     };
     let data = std::fs::read(elf).map_err(|e| fail(e.to_string()))?;
     let file = object::File::parse(&*data).map_err(|e| fail(format!("not an ELF file: {e}")))?;
-    Ok(file
+    // The model slot is a size class: only the model's bytes (and the
+    // slot's header) are the model's flash, the rest of the slot is free.
+    let (slot_start, slot_len) = crate::firmware::slot_range(&file).map_err(fail)?;
+    let model = hilt_proto::model_slot::read(&data[slot_start..slot_start + slot_len])
+        .map_err(|e| fail(e.to_string()))?;
+    let free = slot_len - hilt_proto::model_slot::HEADER - model.bytes.len();
+    let allocated: u64 = file
         .sections()
         .filter(|s| {
             let allocated = match s.flags() {
@@ -210,7 +216,8 @@ pub fn flash_bytes(elf: &Path) -> Result<u64, TargetBenchError> {
                 && s.file_range().is_some()
         })
         .map(|s| s.size())
-        .sum())
+        .sum();
+    Ok(allocated - free as u64)
 }
 
 /// One (model, board) of the report.

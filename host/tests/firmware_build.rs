@@ -48,3 +48,59 @@ fn an_arena_that_leaves_too_little_stack_is_refused_with_the_figures() {
     let elf = build(&repo(), &request(board.arena_size)).unwrap();
     assert!(elf.is_file());
 }
+
+/// The model is written into a copy of one build: two models of one size
+/// class get ELFs that differ only inside the model slot, and each slot
+/// holds its model whole, with its CRC-32.
+#[test]
+fn two_models_of_a_size_class_share_one_build_and_differ_only_in_the_slot() {
+    use object::{Object, ObjectSymbol};
+    let boards = load_all(&repo().join("boards")).unwrap();
+    let board = boards.iter().find(|b| b.name == "qemu-mps2-an386").unwrap();
+    let models = [
+        repo().join("scenarios/models/tiny_convnet_int8.tflite"),
+        repo().join("scenarios/models/reshape_int8.tflite"),
+    ];
+    let elves: Vec<Vec<u8>> = models
+        .iter()
+        .map(|model| {
+            let request = FirmwareRequest {
+                board,
+                model,
+                arena_size: board.arena_size,
+                planner: PlannerKind::Greedy,
+                features: &[],
+                canary: CanaryMode::Off,
+                align: 16,
+                pools: None,
+            };
+            std::fs::read(build(&repo(), &request).unwrap()).unwrap()
+        })
+        .collect();
+    assert_eq!(elves[0].len(), elves[1].len());
+    let file = object::File::parse(&*elves[0]).unwrap();
+    let symbol = file
+        .symbols()
+        .find(|s| s.name() == Ok(hilt_proto::model_slot::SYMBOL))
+        .expect("the slot symbol");
+    let size = symbol.size() as usize;
+    // Where the two differ: inside one window of the slot's size.
+    let differ: Vec<usize> = (0..elves[0].len())
+        .filter(|&i| elves[0][i] != elves[1][i])
+        .collect();
+    let (first, last) = (differ[0], *differ.last().unwrap());
+    assert!(
+        last - first < size,
+        "bytes {first}..={last} differ: more than the slot"
+    );
+    let start = elves[0]
+        .windows(8)
+        .position(|w| w == hilt_proto::model_slot::MAGIC)
+        .expect("a slot header");
+    assert!(start <= first && last < start + size);
+    for (elf, model) in elves.iter().zip(&models) {
+        let slot = hilt_proto::model_slot::read_checked(&elf[start..start + size]).unwrap();
+        assert_eq!(slot.bytes, std::fs::read(model).unwrap());
+        assert_eq!(slot.name, model.file_name().unwrap().to_str().unwrap());
+    }
+}

@@ -3,9 +3,10 @@
 
 use hilt_runtime::allocation::AllocOptions;
 
-/// The build-time facts of one firmware image: `hilt-firmware-build`
-/// writes them as a `CONFIG` constant from the board file and the
-/// scenario, so the host's Hello check and the firmware agree.
+/// The facts of one firmware image: `hilt-firmware-build` writes a
+/// `config()` from the board file and the scenario (the model's name and
+/// CRC-32 read from the model slot, which the host rewrites per model), so
+/// the host's Hello check and the firmware agree.
 #[derive(Debug, Clone, Copy)]
 pub struct Config {
     /// The board name, as in `boards/NAME.toml` (the host checks it).

@@ -7,9 +7,11 @@
 //!   arena, between `__hilt_arena_start` and `__hilt_arena_end`, where the
 //!   host reads the guards) and the `.hilt_meta` record (which board the
 //!   ELF is for); the linker finds it through `-Tlink.x` (cortex-m-rt);
-//! - `model.tflite`: the model to embed;
+//! - `model.slot`: the model slot ([`hilt_proto::model_slot`]): the model
+//!   with its name and CRC-32, padded to `HILT_MODEL_SLOT` bytes so that the
+//!   host can write another model into a copy of the built ELF;
 //! - `hilt.rs`: the agent's [`Config`](../hilt_agent/struct.Config.html)
-//!   as `CONFIG`, the planner asked for as `PLANNER`, and the statics (model
+//!   as `config()`, the planner asked for as `PLANNER`, and the statics (model
 //!   in flash, arena, workspace, meta record) handed out once by
 //!   `unsafe fn take() -> hilt_agent::Parts<'static>`.
 //!
@@ -23,7 +25,9 @@
 //! Environment (all optional but the board): `HILT_BOARD` (else the one
 //! `board-NAME` cargo feature), `HILT_BOARDS_DIR` (default: the repo's
 //! `boards/`), `HILT_MODEL` (default: the repo's seed model),
-//! `HILT_ARENA_SIZE` (default: the board's `arena_size`), `HILT_PLANNER`
+//! `HILT_MODEL_SLOT` (the slot's bytes, header included; default: just
+//! enough for the model), `HILT_ARENA_SIZE` (default: the board's
+//! `arena_size`), `HILT_PLANNER`
 //! (`linear`, `greedy`, `offline`; default greedy), `HILT_CANARY` (`off`,
 //! `bounds`, `buffers`; default off), `HILT_ALIGN` (default 16),
 //! `HILT_POOLS` (the board pools the model's buffers may use, by name,
@@ -38,6 +42,8 @@
 use std::fmt;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+
+use hilt_proto::model_slot;
 
 pub use hilt_contract::board::{self, Board};
 pub use hilt_contract::{CanaryMode, PlannerKind};
@@ -113,6 +119,8 @@ pub struct FirmwareBuild {
     pub model: PathBuf,
     /// Its bytes.
     pub model_bytes: Vec<u8>,
+    /// The model slot's bytes, header included (a multiple of 64).
+    pub slot_len: usize,
     /// Where the outputs go.
     pub out_dir: PathBuf,
 }
@@ -156,6 +164,7 @@ impl FirmwareBuild {
             PathBuf::from,
         );
         let model_bytes = std::fs::read(&model).map_err(io(&model))?;
+        let slot_len = slot_len(model_bytes.len())?;
         let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").ok_or(BuildError::Variable {
             name: "OUT_DIR",
             value: String::new(),
@@ -172,11 +181,12 @@ impl FirmwareBuild {
             align: align()?,
             model,
             model_bytes,
+            slot_len,
             out_dir,
         })
     }
 
-    /// Writes `memory.x`, `model.tflite` and `hilt.rs` to `OUT_DIR`, and
+    /// Writes `memory.x`, `model.slot` and `hilt.rs` to `OUT_DIR`, and
     /// tells cargo where the linker script is and when to build again.
     pub fn write(&self) -> Result<(), BuildError> {
         let memory_x = &self.board.memory_x;
@@ -184,7 +194,15 @@ impl FirmwareBuild {
         script.push_str(&sections(&self.board));
         let out = |name: &str| self.out_dir.join(name);
         std::fs::write(out("memory.x"), script).map_err(io(&out("memory.x")))?;
-        std::fs::write(out("model.tflite"), &self.model_bytes).map_err(io(&out("model.tflite")))?;
+        let mut slot = vec![0u8; self.slot_len];
+        model_slot::write(&mut slot, &self.model_bytes, &self.model_name()).map_err(|e| {
+            BuildError::Variable {
+                name: "HILT_MODEL_SLOT",
+                value: format!("{} ({e})", self.slot_len),
+                expected: "at least the model's bytes plus the 64-byte header",
+            }
+        })?;
+        std::fs::write(out("model.slot"), slot).map_err(io(&out("model.slot")))?;
         std::fs::write(out("hilt.rs"), self.agent_source()).map_err(io(&out("hilt.rs")))?;
         println!("cargo:rustc-link-search={}", self.out_dir.display());
         for path in [&self.board_file, memory_x, &self.model] {
@@ -198,11 +216,6 @@ impl FirmwareBuild {
         let mut s = String::from(
             "// Written by hilt-firmware-build from the board file and what `hilt run` asked for.\n",
         );
-        let model_name = self
-            .model
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
         let lines = [
             format!(
                 "/// The board this firmware is built for.\npub const BOARD: &str = {:?};",
@@ -217,15 +230,8 @@ impl FirmwareBuild {
                 self.board.core_clock_hz
             ),
             format!(
-                "/// Bytes of the embedded model.\npub const MODEL_LEN: usize = {};",
-                self.model_bytes.len()
-            ),
-            format!(
-                "/// CRC-32 of the embedded model.\npub const MODEL_CRC: u32 = {:#010x};",
-                hilt_contract::crc32(&self.model_bytes)
-            ),
-            format!(
-                "/// File name of the embedded model.\npub const MODEL_NAME: &str = {model_name:?};"
+                "/// Bytes of the model slot (header, model, zeros).\npub const MODEL_SLOT_LEN: usize = {};",
+                self.slot_len
             ),
             format!(
                 "/// The planner the scenario asks for ({}).\n#[allow(dead_code)]\npub const PLANNER: hilt_agent::PlannerKind = hilt_agent::PlannerKind::{:?};",
@@ -233,8 +239,10 @@ impl FirmwareBuild {
                 self.planner
             ),
             format!(
-                "/// What the agent says in its Hello, and how it lays out the arena.\n\
-                 pub const CONFIG: hilt_agent::Config = hilt_agent::Config {{\n    board: BOARD,\n    model_name: MODEL_NAME,\n    model_hash: MODEL_CRC,\n    clock_hz: CLOCK_HZ,\n    alloc: hilt_agent::runtime::allocation::AllocOptions {{\n        align: {},\n        canary: hilt_agent::runtime::canary::CanaryMode::{:?},\n        pools: {},\n    }},\n}};",
+                "/// What the agent says in its Hello (the model's name and CRC-32 come\n\
+                 /// from the slot, whichever model the host wrote there), and how it lays\n\
+                 /// out the arena.\n\
+                 pub fn config() -> hilt_agent::Config {{\n    let model = slot();\n    hilt_agent::Config {{\n    board: BOARD,\n    model_name: model.name,\n    model_hash: model.crc,\n    clock_hz: CLOCK_HZ,\n    alloc: hilt_agent::runtime::allocation::AllocOptions {{\n        align: {},\n        canary: hilt_agent::runtime::canary::CanaryMode::{:?},\n        pools: {},\n    }},\n}}\n}}",
                 self.align,
                 self.canary,
                 pools_source(&self.pools)
@@ -245,6 +253,33 @@ impl FirmwareBuild {
         }
         s.push_str(STATICS);
         s
+    }
+}
+
+impl FirmwareBuild {
+    /// The model's file name, as the slot header carries it.
+    fn model_name(&self) -> String {
+        self.model
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+}
+
+/// `HILT_MODEL_SLOT`, else the least slot that holds `model_len` bytes; a
+/// multiple of 64 (the slot's alignment).
+fn slot_len(model_len: usize) -> Result<usize, BuildError> {
+    let least = (model_len + model_slot::HEADER).next_multiple_of(64);
+    match var("HILT_MODEL_SLOT") {
+        None => Ok(least),
+        Some(v) => match v.parse::<usize>() {
+            Ok(n) if n >= least && n % 64 == 0 => Ok(n),
+            _ => Err(BuildError::Variable {
+                name: "HILT_MODEL_SLOT",
+                value: v,
+                expected: "a multiple of 64 bytes holding the model and its 64-byte header",
+            }),
+        },
     }
 }
 
@@ -398,9 +433,25 @@ SECTIONS
 
 /// The statics every firmware needs, handed out once by `take`.
 const STATICS: &str = r#"
-/// The model, in flash.
-static MODEL: hilt_agent::Aligned<[u8; MODEL_LEN]> =
-    hilt_agent::Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/model.tflite")));
+/// The model slot, in flash: the model with its name and CRC-32. The host
+/// finds it by this symbol and writes each scenario's model into a copy of
+/// the ELF, so one build serves every model that fits.
+#[unsafe(no_mangle)]
+#[used]
+static HILT_MODEL_SLOT: hilt_agent::Aligned<[u8; MODEL_SLOT_LEN]> =
+    hilt_agent::Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/model.slot")));
+
+/// The model the slot holds (none when its header is damaged: the agent
+/// then reports that it has no model).
+fn slot() -> hilt_agent::proto::model_slot::SlotModel<'static> {
+    // The bytes are rewritten after the build: the compiler must not read
+    // the ones it was built with, so the slot is reached through a pointer
+    // it cannot see into.
+    let bytes: &'static [u8; MODEL_SLOT_LEN] = core::hint::black_box(&HILT_MODEL_SLOT.0);
+    hilt_agent::proto::model_slot::read(bytes).unwrap_or(
+        hilt_agent::proto::model_slot::SlotModel { bytes: &[], crc: 0, name: "" },
+    )
+}
 
 /// The tensor arena, in its own section so the map file and the host's
 /// canary checks find it (`__hilt_arena_start`).
@@ -422,7 +473,7 @@ static META: [u8; hilt_agent::META_LEN] = hilt_agent::meta(BOARD);
 pub unsafe fn take() -> hilt_agent::Parts<'static> {
     let (arena, workspace) = (&raw mut ARENA, &raw mut WORKSPACE);
     hilt_agent::Parts {
-        model: &MODEL.0,
+        model: slot().bytes,
         // SAFETY: the caller calls this once: these are the only references.
         arena: unsafe { &mut (*arena).0 },
         workspace: unsafe { &mut *workspace },
@@ -450,6 +501,7 @@ mod tests {
             pools: hilt_runtime::pool::PoolLayout::WHOLE,
             model: "/models/tiny.tflite".into(),
             model_bytes: b"123456789".to_vec(),
+            slot_len: 128,
             out_dir: "/out".into(),
         }
     }
@@ -461,10 +513,10 @@ mod tests {
             "pub const BOARD: &str = \"qemu-x\";",
             "pub const ARENA_SIZE: usize = 4096;",
             "pub const CLOCK_HZ: u32 = 25000000;",
-            "pub const MODEL_LEN: usize = 9;",
-            // CRC-32 of "123456789", the standard check value.
-            "pub const MODEL_CRC: u32 = 0xcbf43926;",
-            "pub const MODEL_NAME: &str = \"tiny.tflite\";",
+            "pub const MODEL_SLOT_LEN: usize = 128;",
+            "static HILT_MODEL_SLOT: hilt_agent::Aligned<[u8; MODEL_SLOT_LEN]>",
+            "model_name: model.name,",
+            "model_hash: model.crc,",
             "hilt_agent::PlannerKind::Offline;",
             "align: 64,",
             "CanaryMode::Buffers,",

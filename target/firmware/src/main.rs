@@ -51,7 +51,7 @@ fn main() -> ! {
     #[cfg(not(feature = "qemu"))]
     let counter = Counter::start(peripherals.DCB, peripherals.DWT).with_tick(peripherals.SYST);
     VNPU.start(Counter::read);
-    let agent = Agent::new(hilt::CONFIG, wire, counter).offload_engine(&VNPU);
+    let agent = Agent::new(hilt::config(), wire, counter).offload_engine(&VNPU);
     #[cfg(feature = "fault-misplan")]
     let agent = agent.custom_planner(faults::Misplan);
     #[cfg(not(feature = "fault-misplan"))]

@@ -6,6 +6,7 @@ pub mod cobs;
 pub mod crc;
 pub mod frame;
 pub mod message;
+pub mod model_slot;
 
 pub use frame::{FrameAccumulator, decode_frame, encode_frame};
 pub use message::{

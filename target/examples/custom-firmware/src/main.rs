@@ -53,7 +53,7 @@ fn main() -> ! {
     let resolver = all_builtins();
     // SAFETY: the only call.
     let parts = unsafe { hilt::take() };
-    let agent = Agent::new(hilt::CONFIG, uart, counter);
+    let agent = Agent::new(hilt::config(), uart, counter);
     // hilt: the product's planner (an allocator port, by feature).
     #[cfg(feature = "port-broken")]
     let agent = agent.custom_planner(hilt_allocator_ports::BrokenFirstFit);
