@@ -153,10 +153,11 @@ pub fn read_checked(slot: &[u8]) -> Result<SlotModel<'_>, SlotError> {
 }
 
 /// The slot a host builds for a model of `model_len` bytes: a power of two
-/// of at least 64 KiB, so that one firmware build serves every model of a
-/// size class (the MLPerf Tiny and TFLM example models fall into three).
+/// of at least 128 KiB, so that one firmware build serves every model of a
+/// size class (the MLPerf Tiny and TFLM example models fall into two: up
+/// to ResNet-8's 98 KB, and the 277–333 KB ones).
 pub fn capacity_for(model_len: usize) -> usize {
-    (model_len + HEADER).next_power_of_two().max(64 * 1024)
+    (model_len + HEADER).next_power_of_two().max(128 * 1024)
 }
 
 #[cfg(test)]
@@ -208,9 +209,10 @@ mod tests {
 
     #[test]
     fn capacities_are_size_classes() {
-        assert_eq!(capacity_for(2_704), 64 * 1024);
-        assert_eq!(capacity_for(64 * 1024 - HEADER), 64 * 1024);
-        assert_eq!(capacity_for(64 * 1024), 128 * 1024);
+        assert_eq!(capacity_for(2_704), 128 * 1024);
+        assert_eq!(capacity_for(98_496), 128 * 1024);
+        assert_eq!(capacity_for(128 * 1024 - HEADER), 128 * 1024);
+        assert_eq!(capacity_for(128 * 1024), 256 * 1024);
         assert_eq!(capacity_for(333_288), 512 * 1024);
     }
 }
