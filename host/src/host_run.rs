@@ -85,6 +85,9 @@ pub enum RunError {
     /// Set-up or invocation failed.
     #[error("{0}")]
     Interpreter(#[from] InterpreterError),
+    /// Operators the runtime has no kernel for (all of them).
+    #[error("{0}")]
+    Unsupported(#[from] UnsupportedOps),
     /// An input file does not fit the model's input.
     #[error("input {position} ({name}): {problem}")]
     Input {
@@ -103,6 +106,92 @@ pub enum RunError {
         /// Files given.
         given: usize,
     },
+}
+
+/// The operators of a model hilt has no kernel for: every one, each with
+/// its TFLite name (and custom code), its index and the tensor types it was
+/// asked for, so a user sees at once everything a model needs.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{} of the model's {total} operators {} no kernel in hilt: {}\n  {}",
+    ops.len(),
+    if ops.len() == 1 { "has" } else { "have" },
+    self.names(),
+    ops.iter().map(|o| o.line.as_str()).collect::<Vec<_>>().join("\n  ")
+)]
+pub struct UnsupportedOps {
+    /// Operators in the model.
+    pub total: u32,
+    /// The unsupported ones, in execution order.
+    pub ops: Vec<UnsupportedOp>,
+}
+
+/// One operator hilt has no kernel for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnsupportedOp {
+    /// Its TFLite name (`TRANSPOSE`, or `CUSTOM(code)`).
+    pub name: String,
+    /// `op 3 TRANSPOSE (int8, int32 -> int8)`.
+    pub line: String,
+}
+
+impl UnsupportedOps {
+    /// `MEAN (7), TRANSPOSE (5)`: each name once, by name, with its count.
+    pub fn names(&self) -> String {
+        let mut counts = std::collections::BTreeMap::<&str, usize>::new();
+        for op in &self.ops {
+            *counts.entry(&op.name).or_default() += 1;
+        }
+        counts
+            .iter()
+            .map(|(name, n)| format!("{name} ({n})"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// `Err` listing every operator of `model` the host's resolver lacks.
+pub fn check_supported(model: &Model<'_>) -> Result<(), UnsupportedOps> {
+    let ops: Vec<UnsupportedOp> = hilt_runtime::kernels::unsupported_ops(model, resolver())
+        .map(|op| UnsupportedOp {
+            name: op.code.to_string(),
+            line: describe_op(model, &op),
+        })
+        .collect();
+    if ops.is_empty() {
+        return Ok(());
+    }
+    Err(UnsupportedOps {
+        total: model.operator_count(),
+        ops,
+    })
+}
+
+/// `op 3 TRANSPOSE (int8, int32 -> int8)`: index, name, input and output
+/// types (`-` for an omitted optional input).
+pub fn describe_op(model: &Model<'_>, op: &hilt_runtime::model::OperatorInfo<'_>) -> String {
+    let types = |list: &mut dyn Iterator<Item = Option<u32>>| {
+        list.map(|t| match t.and_then(|t| model.tensor(t)) {
+            Some(t) => tensor_type_name(t.dtype),
+            None => "-".to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+    };
+    format!(
+        "op {} {} ({} -> {})",
+        op.index,
+        op.code,
+        types(&mut op.inputs()),
+        types(&mut op.outputs())
+    )
+}
+
+/// `int8`, `float32`: TFLite's type names, lower case.
+pub fn tensor_type_name(dtype: hilt_runtime::schema::TensorType) -> String {
+    dtype
+        .variant_name()
+        .map_or_else(|| format!("type {}", dtype.0), str::to_lowercase)
 }
 
 /// Reads a model file into aligned memory.
@@ -148,6 +237,7 @@ pub fn interpreter<'m, 'a>(
     planner: &dyn MemoryPlanner,
     arena: &'a mut AlignedBytes,
 ) -> Result<Interpreter<'m, 'a, 'static>, RunError> {
+    check_supported(&model)?;
     let mut interpreter = Interpreter::new(model, resolver(), arena.as_mut_slice());
     interpreter.allocate(planner, &AllocOptions::default())?;
     Ok(interpreter)
@@ -160,6 +250,7 @@ pub fn interpreter_offloaded<'m, 'a, 'r>(
     arena: &'a mut AlignedBytes,
     offload: Option<Offload<'r>>,
 ) -> Result<Interpreter<'m, 'a, 'r>, RunError> {
+    check_supported(&model)?;
     let mut interpreter = Interpreter::new(model, resolver(), arena.as_mut_slice());
     interpreter.set_offload(offload);
     interpreter.allocate(planner, &AllocOptions::default())?;

@@ -147,6 +147,14 @@ pub enum LayoutError {
     /// `--align` is not a power of two up to 1 MiB.
     #[error("--align {0}: must be a power of two from 1 to 1048576")]
     Align(u32),
+    /// Operators hilt has no kernel for (every one of them).
+    #[error("{path}: {source}")]
+    Unsupported {
+        /// The file.
+        path: PathBuf,
+        /// The operators.
+        source: crate::host_run::UnsupportedOps,
+    },
 }
 
 /// One planned buffer, as `--format json` prints it.
@@ -375,7 +383,7 @@ pub fn layout_for_board(
 }
 
 /// An error from [`layout_bytes`] before a path is attached.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub enum BytesError {
     /// See [`LayoutError::Model`].
     Model(ModelError),
@@ -387,6 +395,8 @@ pub enum BytesError {
     Interpreter(InterpreterError),
     /// See [`LayoutError::Align`].
     Align(u32),
+    /// See [`LayoutError::Unsupported`].
+    Unsupported(crate::host_run::UnsupportedOps),
 }
 
 impl BytesError {
@@ -402,6 +412,7 @@ impl BytesError {
             }
             BytesError::Interpreter(source) => LayoutError::Interpreter { path, source },
             BytesError::Align(a) => LayoutError::Align(a),
+            BytesError::Unsupported(source) => LayoutError::Unsupported { path, source },
         }
     }
 
@@ -620,6 +631,7 @@ fn plan_interpreter(
             ops,
         )
     });
+    crate::host_run::check_supported(model).map_err(BytesError::Unsupported)?;
     let mut interpreter = Interpreter::new(*model, crate::host_run::resolver(), memory.bytes());
     if let Some((engine, ops)) = &engine {
         interpreter.set_offload(Some(engine.offload(ops)));

@@ -406,8 +406,59 @@ fn a_board_plan_names_an_unknown_board_and_a_missing_kernel() {
     ]);
     assert!(!out.status.success());
     let err = stderr(&out);
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    assert!(err.contains("operator 0 (RELU) is not supported"), "{err}");
+    assert!(
+        err.contains("2 of the model's 2 operators have no kernel in hilt: RELU (2)")
+            && err.contains("\n  op 0 RELU (float32 -> float32)\n  op 1 RELU (float32 -> float32)"),
+        "{err}"
+    );
+}
+
+/// A model whose vendor ops no kernel of hilt's runs: a custom op named
+/// `name`, between a float input and output.
+fn two_vendor_ops_model() -> Vec<u8> {
+    let mut w = ModelWriter::new();
+    let x = w.input("x", TensorType::FLOAT32, &[16]);
+    let a = w.tensor("a", TensorType::INT8, &[16]);
+    let y = w.output("y", TensorType::FLOAT32, &[16]);
+    w.custom_op("VendorFft", &[x], &[a]);
+    w.op(BuiltinOperator::DEQUANTIZE, &[Some(a)], &[y], Options::None);
+    w.quantize(a, 0.5, 0);
+    let z = w.output("z", TensorType::FLOAT32, &[16]);
+    w.custom_op("VendorMelFilterbankWithAVeryLongCustomCode", &[y], &[z]);
+    w.finish()
+}
+
+#[test]
+fn bench_infer_and_layout_list_every_unsupported_op_by_name() {
+    let model = temp_file("vendor.tflite", &two_vendor_ops_model());
+    let model = model.to_str().unwrap();
+    let boards = repo_path("boards");
+    for args in [
+        vec!["bench", model],
+        vec!["infer", model, "--input", model],
+        vec![
+            "layout",
+            model,
+            "--board",
+            "qemu-mps2-an386",
+            "--boards-dir",
+            &boards,
+        ],
+    ] {
+        let out = hilt(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = stderr(&out);
+        assert!(
+            err.contains(
+                "2 of the model's 3 operators have no kernel in hilt: \
+                 CUSTOM(VendorFft) (1), CUSTOM(VendorMelFilterbankWithAVeryLongCustomCode) (1)"
+            ) && err.contains("\n  op 0 CUSTOM(VendorFft) (float32 -> int8)")
+                && err.contains(
+                    "\n  op 2 CUSTOM(VendorMelFilterbankWithAVeryLongCustomCode) (float32 -> float32)"
+                ),
+            "{args:?}: {err}"
+        );
+    }
 }
 
 /// `y = HILT_VNPU_NEGATE(x)` then `z = x + y` (ADD), int8: the custom op

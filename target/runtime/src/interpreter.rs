@@ -53,15 +53,68 @@ use crate::schema::TensorType;
 pub enum OpName {
     /// A builtin operator code.
     Builtin(i32),
-    /// A custom operator.
-    Custom,
+    /// A custom operator, with its custom code (the name a model gives a
+    /// vendor op).
+    Custom(CustomCode),
+}
+
+/// A custom operator's code, held inline so that errors stay `Copy`: the
+/// first [`CustomCode::CAPACITY`] bytes, cut at a character boundary (a
+/// longer name shows with a trailing `…`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct CustomCode {
+    bytes: [u8; CustomCode::CAPACITY],
+    len: u8,
+    cut: bool,
+}
+
+impl CustomCode {
+    /// Bytes kept of a custom code.
+    pub const CAPACITY: usize = 32;
+
+    /// `name`, cut to [`Self::CAPACITY`] bytes if longer.
+    pub fn new(name: &str) -> Self {
+        let mut len = name.len().min(Self::CAPACITY);
+        while !name.is_char_boundary(len) {
+            len -= 1;
+        }
+        let mut bytes = [0; Self::CAPACITY];
+        bytes[..len].copy_from_slice(&name.as_bytes()[..len]);
+        CustomCode {
+            bytes,
+            len: len as u8,
+            cut: len < name.len(),
+        }
+    }
+
+    /// The code as kept (without the `…` of a cut one).
+    pub fn as_str(&self) -> &str {
+        core::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or("")
+    }
+}
+
+impl fmt::Debug for CustomCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl fmt::Display for CustomCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())?;
+        if self.cut {
+            f.write_str("…")?;
+        }
+        Ok(())
+    }
 }
 
 impl From<OpCode<'_>> for OpName {
     fn from(code: OpCode<'_>) -> Self {
         match code {
             OpCode::Builtin(op) => OpName::Builtin(op.0),
-            OpCode::Custom(_) => OpName::Custom,
+            OpCode::Custom(name) => OpName::Custom(CustomCode::new(name)),
         }
     }
 }
@@ -72,7 +125,7 @@ impl fmt::Display for OpName {
             OpName::Builtin(code) => {
                 fmt::Display::fmt(&OpCode::Builtin(crate::schema::BuiltinOperator(code)), f)
             }
-            OpName::Custom => f.write_str("custom operator"),
+            OpName::Custom(code) => write!(f, "CUSTOM({code})"),
         }
     }
 }

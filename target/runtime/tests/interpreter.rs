@@ -114,6 +114,48 @@ fn unsupported_operator_is_named() {
 }
 
 #[test]
+fn a_custom_op_is_named_by_its_code_and_every_missing_kernel_is_listed() {
+    use hilt_runtime::interpreter::CustomCode;
+    use hilt_runtime::kernels::unsupported_ops;
+    let long = "VendorMelFilterbankWithAVeryLongCustomCode";
+    let mut w = ModelWriter::new();
+    let x = w.input("x", TensorType::FLOAT32, &[4]);
+    let a = w.tensor("a", TensorType::FLOAT32, &[4]);
+    let b = w.tensor("b", TensorType::FLOAT32, &[4]);
+    let y = w.output("y", TensorType::FLOAT32, &[4]);
+    w.custom_op(long, &[x], &[a]);
+    w.op(BuiltinOperator::RELU, &[Some(a)], &[b], Options::None);
+    w.op(BuiltinOperator::RESHAPE, &[Some(b)], &[y], Options::None);
+    let bytes = w.finish();
+    let model = Model::from_bytes(&bytes).unwrap();
+    let resolver = all_builtins();
+    let missing: Vec<String> = unsupported_ops(&model, &resolver)
+        .map(|op| format!("{} {}", op.index, op.code))
+        .collect();
+    assert_eq!(missing, [format!("0 CUSTOM({long})"), "1 RELU".to_string()]);
+    let mut arena = vec![0u8; 4096];
+    let err = Interpreter::new(model, &resolver, &mut arena)
+        .allocate(&Greedy, &AllocOptions::default())
+        .unwrap_err();
+    // The Copy error keeps the first 32 bytes of the code.
+    assert_eq!(
+        err,
+        InterpreterError::UnsupportedOperator {
+            op: 0,
+            code: OpName::Custom(CustomCode::new(long))
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "operator 0 (CUSTOM(VendorMelFilterbankWithAVeryLong…)) is not supported"
+    );
+    assert_eq!(
+        CustomCode::new("é".repeat(20).as_str()).as_str(),
+        "é".repeat(16)
+    );
+}
+
+#[test]
 fn every_tflite_builtin_is_named_and_an_unknown_code_by_number() {
     use hilt_runtime::model::OpCode;
     // TRANSPOSE (39) was reported as BUILTIN_39: every builtin of TFLite's

@@ -7,7 +7,7 @@
 
 use core::fmt;
 
-use crate::model::OpCode;
+use crate::model::{Model, OpCode, OperatorInfo};
 use crate::schema::BuiltinOperator;
 
 pub mod add;
@@ -178,6 +178,21 @@ pub trait Resolver {
     fn find(&self, code: OpCode<'_>) -> Option<u32>;
     /// The kernel at `index` (as returned by `find`).
     fn get(&self, index: u32) -> Option<&Registration>;
+}
+
+/// The operators of `model` that `resolver` has no kernel for, in
+/// execution order. The interpreter stops at the first; a tool that tells a
+/// user whether a model will load lists them all at once.
+pub fn unsupported_ops<'m, 'r>(
+    model: &'r Model<'m>,
+    resolver: &'r dyn Resolver,
+) -> impl Iterator<Item = OperatorInfo<'m>> + 'r {
+    model.operators().filter(move |op| {
+        resolver
+            .find(op.code)
+            .and_then(|i| resolver.get(i))
+            .is_none()
+    })
 }
 
 /// The schema's `BuiltinOperator::CUSTOM` (not in hilt's schema subset).
