@@ -301,3 +301,83 @@ fn variables_reset_to_their_zero_point() {
     // The four state bytes hold -7 somewhere in the tail.
     assert!(arena.windows(4).any(|w| w == [(-7i8) as u8; 4]));
 }
+
+/// `z = x + c` in int8, with `c`'s quantisation as given.
+fn add_with_constant(scale: f32, zero_point: i64) -> Vec<u8> {
+    let mut w = ModelWriter::new();
+    let x = w.input("x", TensorType::INT8, &[1, 4]);
+    let c = w.constant("c", TensorType::INT8, &[1, 4], &[1, 2, 3, 4]);
+    let z = w.output("z", TensorType::INT8, &[1, 4]);
+    w.quantize(x, 0.5, 0);
+    w.quantize(c, scale, zero_point);
+    w.quantize(z, 0.5, 0);
+    w.op(
+        BuiltinOperator::ADD,
+        &[Some(x), Some(c)],
+        &[z],
+        Options::Add {
+            activation: hilt_runtime::schema::ActivationFunctionType::NONE,
+        },
+    );
+    w.finish()
+}
+
+#[test]
+fn bad_quantisation_is_refused_at_prepare_naming_op_and_tensor() {
+    use hilt_runtime::kernels::QuantProblem;
+    let allocate = |bytes: &[u8]| {
+        let model = Model::from_bytes(bytes).unwrap();
+        let resolver = all_builtins();
+        let mut arena = vec![0u8; 4096];
+        Interpreter::new(model, &resolver, &mut arena)
+            .allocate(&Greedy, &AllocOptions::default())
+            .map(|_| ())
+    };
+    assert_eq!(allocate(&add_with_constant(0.25, 3)), Ok(()));
+    for (scale, zero_point, problem, text) in [
+        (
+            0.0,
+            0,
+            QuantProblem::Scale {
+                channel: 0,
+                bits: 0,
+            },
+            "tensor 1: quantisation scale 0 (channel 0) is not a positive finite number",
+        ),
+        (
+            -0.5,
+            0,
+            QuantProblem::Scale {
+                channel: 0,
+                bits: (-0.5f32).to_bits(),
+            },
+            "tensor 1: quantisation scale -0.5 (channel 0) is not a positive finite number",
+        ),
+        (
+            f32::NAN,
+            0,
+            QuantProblem::Scale {
+                channel: 0,
+                bits: f32::NAN.to_bits(),
+            },
+            "tensor 1: quantisation scale NaN (channel 0) is not a positive finite number",
+        ),
+        (
+            0.25,
+            300,
+            QuantProblem::ZeroPoint {
+                channel: 0,
+                zero_point: 300,
+                dtype: TensorType::INT8.0,
+            },
+            "tensor 1: zero point 300 (channel 0) is outside the range of INT8",
+        ),
+    ] {
+        let err = allocate(&add_with_constant(scale, zero_point)).unwrap_err();
+        let InterpreterError::Kernel { op: 0, error, .. } = err else {
+            panic!("{scale}, {zero_point}: {err:?}");
+        };
+        assert_eq!(error, KernelError::BadQuantization { tensor: 1, problem });
+        assert_eq!(err.to_string(), format!("operator 0 (ADD): {text}"));
+    }
+}

@@ -80,6 +80,14 @@ pub enum KernelError {
         /// Tensor index.
         tensor: u32,
     },
+    /// Quantisation parameters no kernel can compute with (TFLM aborts the
+    /// process on some of them; here prepare refuses the op).
+    BadQuantization {
+        /// Tensor index.
+        tensor: u32,
+        /// What is wrong.
+        problem: QuantProblem,
+    },
     /// An option or parameter value the kernel does not support.
     UnsupportedParameter {
         /// Which parameter.
@@ -128,6 +136,24 @@ impl fmt::Display for KernelError {
             KernelError::MissingQuantization { tensor } => {
                 write!(f, "tensor {tensor}: quantisation parameters are missing")
             }
+            KernelError::BadQuantization { tensor, problem } => match problem {
+                QuantProblem::Scale { channel, bits } => write!(
+                    f,
+                    "tensor {tensor}: quantisation scale {} (channel {channel}) is not a positive finite number",
+                    f32::from_bits(bits)
+                ),
+                QuantProblem::ZeroPoint {
+                    channel,
+                    zero_point,
+                    dtype,
+                } => write!(
+                    f,
+                    "tensor {tensor}: zero point {zero_point} (channel {channel}) is outside the range of {}",
+                    crate::schema::TensorType(dtype)
+                        .variant_name()
+                        .unwrap_or("its type")
+                ),
+            },
             KernelError::UnsupportedParameter { what } => {
                 write!(f, "unsupported parameter: {what}")
             }
@@ -147,6 +173,28 @@ impl fmt::Display for KernelError {
 }
 
 impl core::error::Error for KernelError {}
+
+/// What is wrong with a tensor's quantisation parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum QuantProblem {
+    /// A scale that is zero, negative, infinite or NaN.
+    Scale {
+        /// Which scale (0 for per-tensor quantisation).
+        channel: u32,
+        /// Its bits (`f32::to_bits`, so that the error stays `Eq`).
+        bits: u32,
+    },
+    /// A zero point the tensor's type cannot hold.
+    ZeroPoint {
+        /// Which zero point.
+        channel: u32,
+        /// Its value.
+        zero_point: i32,
+        /// The tensor's `TensorType` code.
+        dtype: i8,
+    },
+}
 
 /// A kernel's prepare step.
 pub type PrepareFn = fn(&mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError>;

@@ -2,7 +2,7 @@
 
 use bytemuck::Pod;
 
-use super::KernelError;
+use super::{KernelError, QuantProblem};
 use crate::model::{Model, TensorInfo};
 use crate::schema::TensorType;
 
@@ -107,9 +107,52 @@ pub fn quant(info: &TensorInfo<'_>) -> Option<Quant> {
     })
 }
 
-/// Quantisation of `info`, or an error naming the tensor.
+/// Quantisation of `info`, checked ([`check_quant`]), or an error naming
+/// the tensor.
 pub fn require_quant(info: &TensorInfo<'_>) -> Result<Quant, KernelError> {
-    quant(info).ok_or(KernelError::MissingQuantization { tensor: info.index })
+    let q = quant(info).ok_or(KernelError::MissingQuantization { tensor: info.index })?;
+    check_quant(info)?;
+    Ok(q)
+}
+
+/// Refuses quantisation parameters no kernel can compute with: a scale
+/// (any channel's) that is not a positive finite number, or a zero point
+/// outside the range of the tensor's integer type. A tensor without
+/// parameters passes (whether it needs them is the kernel's question).
+pub fn check_quant(info: &TensorInfo<'_>) -> Result<(), KernelError> {
+    let Some(q) = info.raw().quantization() else {
+        return Ok(());
+    };
+    let bad = |problem| KernelError::BadQuantization {
+        tensor: info.index,
+        problem,
+    };
+    for (channel, scale) in q.scale().into_iter().flatten().enumerate() {
+        if !(scale.is_finite() && scale > 0.0) {
+            return Err(bad(QuantProblem::Scale {
+                channel: channel as u32,
+                bits: scale.to_bits(),
+            }));
+        }
+    }
+    let range = match info.dtype {
+        TensorType::INT8 => i64::from(i8::MIN)..=i64::from(i8::MAX),
+        TensorType::UINT8 => 0..=i64::from(u8::MAX),
+        TensorType::INT16 => i64::from(i16::MIN)..=i64::from(i16::MAX),
+        TensorType::INT4 => -8..=7,
+        TensorType::INT32 => i64::from(i32::MIN)..=i64::from(i32::MAX),
+        _ => return Ok(()),
+    };
+    for (channel, zero_point) in q.zero_point().into_iter().flatten().enumerate() {
+        if !range.contains(&zero_point) {
+            return Err(bad(QuantProblem::ZeroPoint {
+                channel: channel as u32,
+                zero_point: zero_point.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32,
+                dtype: info.dtype.0,
+            }));
+        }
+    }
+    Ok(())
 }
 
 /// Per-channel scales of `info` (one for per-tensor quantisation).
