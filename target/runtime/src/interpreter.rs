@@ -698,13 +698,12 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                 canary::fill(guard_bytes(g.offset));
             }
             let record = records[index as usize];
-            let kernel = self
-                .resolver
-                .get(record.kernel)
-                .ok_or_else(|| InterpreterError::UnsupportedOperator {
+            let kernel = self.resolver.get(record.kernel).ok_or_else(|| {
+                InterpreterError::UnsupportedOperator {
                     op: index,
                     code: code(),
-                })?;
+                }
+            })?;
             if let Some(offload) = &offload
                 && let Some(job_record) = job_records.get(index as usize)
                 && job_record.claimed != 0
@@ -720,9 +719,8 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                     job,
                     error,
                 };
-                let mut job =
-                    build_job(&model, index, slots, scratch, record, *job_record, base)
-                        .map_err(|e| fail(0, e))?;
+                let mut job = build_job(&model, index, slots, scratch, record, *job_record, base)
+                    .map_err(|e| fail(0, e))?;
                 #[cfg(feature = "fault-injection")]
                 self.damage_job(&mut job);
                 job.set_work(OpWork::new(

@@ -29,8 +29,8 @@
 use core::fmt;
 
 use crate::allocation::TensorSlot;
-use crate::kernels::context::OpRecord;
 use crate::kernels::context::IndexList;
+use crate::kernels::context::OpRecord;
 use crate::kernels::{InvokeContext, InvokeFn, KernelError};
 use crate::model::{Model, OpCode};
 use crate::schema::{BuiltinOperator, TensorType};

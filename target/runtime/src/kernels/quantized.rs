@@ -716,7 +716,9 @@ fn single_input(
     match bias.and_then(|b| b.get(..n)) {
         Some(bias) => {
             for (c, ((o, &w), &b)) in out.iter_mut().zip(weights).zip(bias).enumerate() {
-                let acc = b.wrapping_add(offset).wrapping_add(i32::from(w).wrapping_mul(v));
+                let acc = b
+                    .wrapping_add(offset)
+                    .wrapping_add(i32::from(w).wrapping_mul(v));
                 *o = requant(c, acc);
             }
         }
@@ -1074,6 +1076,48 @@ mod tests {
             offset: -3,
             min: -128,
             max: 127,
+        }
+    }
+
+    /// `matvec` picks the per-tensor scaling's form once per row: each form
+    /// (and the per-channel path) gives what `Requant::apply` gives per
+    /// output, for every row length the product special-cases.
+    #[test]
+    fn matvec_matches_per_output_requantisation_in_every_form() {
+        let x: Vec<i8> = (0..37).map(|i| ((i * 53 + 7) % 256) as u8 as i8).collect();
+        let w: Vec<i8> = (0..37 * 9)
+            .map(|i| ((i * 29 + 3) % 256) as u8 as i8)
+            .collect();
+        let bias: Vec<i32> = (0..9).map(|c| c * 1001 - 4000).collect();
+        let m = 1_518_500_250;
+        // Right shift (one rounding); left shift flagged narrow; left shift.
+        let shifts = [shift_parts(-9), [2 | NARROW, 1], shift_parts(2)];
+        let forms = [ScaleForm::OneRounding, ScaleForm::Narrow, ScaleForm::Parts];
+        for (shift, form) in shifts.into_iter().zip(forms) {
+            let (ms, ss) = ([m], [shift]);
+            let r = Requant::new(&ms, &ss, stage_wide()).unwrap();
+            assert_eq!(r.channel(0).form(), form);
+            let (ms9, ss9) = ([m; 9], [shift; 9]);
+            let per_channel = Requant::new(&ms9, &ss9, stage_wide()).unwrap();
+            for k in [0, 1, 2, 3, 4, 8, 37] {
+                for n in [1, 4, 9] {
+                    for b in [None, Some(&bias[..n])] {
+                        let weights = &w[..n * k];
+                        let want: Vec<i8> = (0..n)
+                            .map(|c| {
+                                let dot = dot_offset(&weights[c * k..][..k], &x[..k], 5);
+                                let acc = b.map_or(0, |b| b[c]).wrapping_add(17).wrapping_add(dot);
+                                r.apply(c, acc)
+                            })
+                            .collect();
+                        for req in [&r, &per_channel] {
+                            let mut got = vec![0i8; n];
+                            matvec(&x[..k], 5, weights, b, 17, req, &mut got);
+                            assert_eq!(got, want, "{form:?} k {k} n {n} bias {}", b.is_some());
+                        }
+                    }
+                }
+            }
         }
     }
 
