@@ -97,7 +97,10 @@ fn every_message_round_trips() {
             offset: 960,
             chunk: &[0, 1, 0, 255],
         },
-        Message::Invoke { count: 3 },
+        Message::Invoke {
+            count: 3,
+            per_op: true,
+        },
         Message::Hello(Hello {
             protocol: PROTOCOL_VERSION,
             firmware: [0, 1, 0],
@@ -202,7 +205,10 @@ proptest! {
 #[test]
 fn specific_errors() {
     let mut scratch = vec![0u8; MAX_FRAME];
-    let mut f = frame(&Message::Invoke { count: 1 });
+    let mut f = frame(&Message::Invoke {
+        count: 1,
+        per_op: false,
+    });
     let last = f.len() - 2;
     f[last] ^= 0x01;
     assert!(matches!(
@@ -247,7 +253,10 @@ fn specific_errors() {
 
 #[test]
 fn accumulator_splits_frames_and_drops_oversized_ones() {
-    let mut stream = frame(&Message::Invoke { count: 7 });
+    let mut stream = frame(&Message::Invoke {
+        count: 7,
+        per_op: true,
+    });
     stream.push(0); // stray delimiter
     stream.extend(std::iter::repeat_n(0x55, MAX_FRAME + 10));
     stream.push(0);
@@ -263,7 +272,7 @@ fn accumulator_splits_frames_and_drops_oversized_ones() {
     assert_eq!(
         seen,
         vec![
-            Ok("Invoke { count: 7 }".to_string()),
+            Ok("Invoke { count: 7, per_op: true }".to_string()),
             Err(ProtoError::Oversized),
             Ok("Done { request: 3 }".to_string())
         ]
