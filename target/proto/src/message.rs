@@ -802,7 +802,11 @@ impl<'a> Message<'a> {
                 },
                 tag::INVOKE => Message::Invoke {
                     count: r.u32()?,
-                    per_op: r.u8()? != 0,
+                    per_op: match r.u8()? {
+                        0 => false,
+                        1 => true,
+                        _ => return None,
+                    },
                 },
                 tag::SET_OFFLOAD => Message::SetOffload {
                     mode: OffloadMode::from_u8(r.u8()?)?,

@@ -229,8 +229,20 @@ fn specific_errors() {
         Err(ProtoError::BadLength { tag: 0x03 })
     );
     assert_eq!(
-        Message::read(&[0x03, 1, 0, 0, 0, 9]),
+        Message::read(&[0x03, 1, 0, 0, 0, 1, 9]),
         Err(ProtoError::BadLength { tag: 0x03 })
+    );
+    // Invoke's per-op flag is a boolean byte.
+    assert_eq!(
+        Message::read(&[0x03, 1, 0, 0, 0, 2]),
+        Err(ProtoError::BadLength { tag: 0x03 })
+    );
+    assert_eq!(
+        Message::read(&[0x03, 1, 0, 0, 0, 0]),
+        Ok(Message::Invoke {
+            count: 1,
+            per_op: false
+        })
     );
     assert_eq!(
         Message::read(&[0x90, 2, 0, 0xFF, 0xFE]),
