@@ -965,7 +965,9 @@ fn bench_target(args: BenchTargetArgs) -> anyhow::Result<()> {
     };
     let mut work: Vec<Job> = Vec::new();
     for glob in &boards {
-        for job in place.jobs(&scenarios, Some(glob))?.0 {
+        for mut job in place.jobs(&scenarios, Some(glob))?.0 {
+            // A plain invoke, as TFLM's figures are (see `Scenario::op_profile`).
+            std::sync::Arc::make_mut(&mut job.scenario).op_profile = false;
             let seen = work
                 .iter()
                 .any(|j| j.board.name == job.board.name && j.scenario.name == job.scenario.name);

@@ -428,8 +428,13 @@ impl Session<'_, '_> {
     /// `Invoke`, then every result message up to its `Done`.
     fn invoke(&mut self, outputs: usize) -> Result<InvokeResults, RunFailure> {
         let count = self.scenario.iterations;
-        self.link
-            .send(&Message::Invoke { count }, self.send_limit())?;
+        self.link.send(
+            &Message::Invoke {
+                count,
+                per_op: self.scenario.op_profile,
+            },
+            self.send_limit(),
+        )?;
         let mut results = InvokeResults {
             outputs: vec![Vec::new(); outputs],
             ..InvokeResults::default()

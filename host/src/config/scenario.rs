@@ -74,6 +74,11 @@ pub struct Scenario {
     /// The board pools the model's buffers may use (`None`: the arena as
     /// one memory).
     pub pools: Option<Vec<String>>,
+    /// Whether the firmware times each operator (true from a file). `hilt
+    /// bench-target` turns it off: TFLM's figures beside its own are a
+    /// plain `Invoke()` timed from outside, with no per-op profiler, and
+    /// the gate keeps the per-op figures of `hilt run`.
+    pub op_profile: bool,
 }
 
 impl Scenario {
@@ -141,6 +146,7 @@ pub fn load(path: &Path, conformance_dir: &Path) -> Result<Scenario, ScenarioErr
         offload: file.offload,
         accel_fault: AccelFault::None,
         pools: file.pools,
+        op_profile: true,
     })
 }
 

@@ -297,7 +297,7 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
                 offset,
                 chunk,
             } => self.handle_load_input(input, offset, chunk),
-            Message::Invoke { count } => self.handle_invoke(count, tag),
+            Message::Invoke { count, per_op } => self.handle_invoke(count, per_op, tag),
             Message::PlanRequest => self.handle_plan_request(tag),
             Message::ResetState => self.handle_reset_state(tag),
             _ => self
@@ -503,9 +503,10 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
     }
 
     /// Runs the model `count` times (at least once), a `Timing` after each;
-    /// then the last run's per-op cycles, outputs and arena use, and `Done`.
-    /// A failed run ends the request with its error instead.
-    fn handle_invoke(&mut self, count: u32, tag: u8) -> Result<(), WireError> {
+    /// then the last run's per-op cycles (zeros unless `per_op`), outputs
+    /// and arena use, and `Done`. A failed run ends the request with its
+    /// error instead.
+    fn handle_invoke(&mut self, count: u32, per_op: bool, tag: u8) -> Result<(), WireError> {
         #[cfg(feature = "fault-hang-on-invoke")]
         crate::faults::hang();
         let Some(ops) = self
@@ -516,7 +517,7 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
             return Ok(());
         };
         for _ in 0..count.max(1) {
-            if !self.invoke_timed(ops)? {
+            if !self.invoke_timed(ops, per_op)? {
                 return Ok(());
             }
         }
@@ -530,8 +531,10 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
     }
 
     /// One timed invoke and its `Timing`; `false` when it failed (the
-    /// error is sent).
-    fn invoke_timed(&mut self, ops: usize) -> Result<bool, WireError> {
+    /// error is sent). With `profile_ops` each op is timed too (two counter
+    /// reads around each kernel, and job traces when offloading); without,
+    /// the total is a plain invoke's, as TFLM's `Invoke()` is measured.
+    fn invoke_timed(&mut self, ops: usize, profile_ops: bool) -> Result<bool, WireError> {
         let Some(interpreter) = self.interpreter.as_mut() else {
             return Ok(false);
         };
@@ -557,7 +560,11 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
             engine,
         };
         let start = clock.now();
-        let result = interpreter.invoke_traced(&clock, per_op, &mut self.jobs[..], start);
+        let result = if profile_ops {
+            interpreter.invoke_traced(&clock, per_op, &mut self.jobs[..], start)
+        } else {
+            interpreter.invoke()
+        };
         let total = clock.now() - start;
         let pin_low = self.pin.set_low();
         if let Some(e) = engine {

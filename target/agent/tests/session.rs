@@ -244,7 +244,10 @@ fn load_invoke_and_results_with_the_pin_high_while_timing() {
                 offset: 40,
                 chunk: &input[40..],
             },
-            Message::Invoke { count: 2 },
+            Message::Invoke {
+                count: 2,
+                per_op: true,
+            },
             Message::PlanRequest,
             Message::ResetState,
         ],
@@ -305,7 +308,10 @@ fn a_many_op_model_reports_every_op_and_runs_with_the_linear_planner() {
                 offset: 0,
                 chunk: &image,
             },
-            Message::Invoke { count: 1 },
+            Message::Invoke {
+                count: 1,
+                per_op: true,
+            },
         ],
         FakeCounter::default(),
     );
@@ -381,7 +387,13 @@ fn a_corrupt_model_is_reported_in_the_log_and_after_every_hello() {
         &bytes,
         4096,
         greedy(),
-        &[Message::HelloRequest, Message::Invoke { count: 1 }],
+        &[
+            Message::HelloRequest,
+            Message::Invoke {
+                count: 1,
+                per_op: true,
+            },
+        ],
         FakeCounter::default(),
     );
     assert!(r[1].starts_with("Log(\"model: "), "{r:?}");

@@ -366,6 +366,11 @@ pub enum Message<'a> {
     Invoke {
         /// Invocations.
         count: u32,
+        /// Whether each operator is timed (its counts come in `OpCycles`).
+        /// Without, each `Timing` total is a plain invoke's, timed from
+        /// outside as TFLM's `Invoke()` is (what `hilt bench-target` sets
+        /// beside TFLM's figures), and every `OpCycles` entry is 0.
+        per_op: bool,
     },
     /// Host: send the arena plan.
     PlanRequest,
@@ -645,7 +650,10 @@ impl<'a> Message<'a> {
                 w.u32(offset)?;
                 w.blob(chunk)?;
             }
-            Message::Invoke { count } => w.u32(count)?,
+            Message::Invoke { count, per_op } => {
+                w.u32(count)?;
+                w.u8(u8::from(per_op))?;
+            }
             Message::SetOffload {
                 mode,
                 fault,
@@ -792,7 +800,14 @@ impl<'a> Message<'a> {
                     offset: r.u32()?,
                     chunk: r.blob()?,
                 },
-                tag::INVOKE => Message::Invoke { count: r.u32()? },
+                tag::INVOKE => Message::Invoke {
+                    count: r.u32()?,
+                    per_op: match r.u8()? {
+                        0 => false,
+                        1 => true,
+                        _ => return None,
+                    },
+                },
                 tag::SET_OFFLOAD => Message::SetOffload {
                     mode: OffloadMode::from_u8(r.u8()?)?,
                     fault: r.u8()?,

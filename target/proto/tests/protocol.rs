@@ -97,7 +97,10 @@ fn every_message_round_trips() {
             offset: 960,
             chunk: &[0, 1, 0, 255],
         },
-        Message::Invoke { count: 3 },
+        Message::Invoke {
+            count: 3,
+            per_op: true,
+        },
         Message::Hello(Hello {
             protocol: PROTOCOL_VERSION,
             firmware: [0, 1, 0],
@@ -202,7 +205,10 @@ proptest! {
 #[test]
 fn specific_errors() {
     let mut scratch = vec![0u8; MAX_FRAME];
-    let mut f = frame(&Message::Invoke { count: 1 });
+    let mut f = frame(&Message::Invoke {
+        count: 1,
+        per_op: false,
+    });
     let last = f.len() - 2;
     f[last] ^= 0x01;
     assert!(matches!(
@@ -223,8 +229,20 @@ fn specific_errors() {
         Err(ProtoError::BadLength { tag: 0x03 })
     );
     assert_eq!(
-        Message::read(&[0x03, 1, 0, 0, 0, 9]),
+        Message::read(&[0x03, 1, 0, 0, 0, 1, 9]),
         Err(ProtoError::BadLength { tag: 0x03 })
+    );
+    // Invoke's per-op flag is a boolean byte.
+    assert_eq!(
+        Message::read(&[0x03, 1, 0, 0, 0, 2]),
+        Err(ProtoError::BadLength { tag: 0x03 })
+    );
+    assert_eq!(
+        Message::read(&[0x03, 1, 0, 0, 0, 0]),
+        Ok(Message::Invoke {
+            count: 1,
+            per_op: false
+        })
     );
     assert_eq!(
         Message::read(&[0x90, 2, 0, 0xFF, 0xFE]),
@@ -247,7 +265,10 @@ fn specific_errors() {
 
 #[test]
 fn accumulator_splits_frames_and_drops_oversized_ones() {
-    let mut stream = frame(&Message::Invoke { count: 7 });
+    let mut stream = frame(&Message::Invoke {
+        count: 7,
+        per_op: true,
+    });
     stream.push(0); // stray delimiter
     stream.extend(std::iter::repeat_n(0x55, MAX_FRAME + 10));
     stream.push(0);
@@ -263,7 +284,7 @@ fn accumulator_splits_frames_and_drops_oversized_ones() {
     assert_eq!(
         seen,
         vec![
-            Ok("Invoke { count: 7 }".to_string()),
+            Ok("Invoke { count: 7, per_op: true }".to_string()),
             Err(ProtoError::Oversized),
             Ok("Done { request: 3 }".to_string())
         ]

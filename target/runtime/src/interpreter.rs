@@ -40,7 +40,7 @@ use crate::allocation::{
 };
 use crate::arena::{Arena, Region};
 use crate::canary::{self, BufferGuard, CanaryFault, CanaryMode, GUARD_BYTES, SectionGuards};
-use crate::kernels::context::OpRecord;
+use crate::kernels::context::{IndexList, OpRecord};
 use crate::kernels::{InvokeContext, KernelError, PrepareContext, Resolver};
 use crate::model::{Model, OpCode, TensorInfo};
 use crate::planner::MemoryPlanner;
@@ -729,26 +729,36 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
         // At most one job in flight: the schedule waits a job before the
         // next claimed op. Dropped on an early return, which aborts it.
         let mut pending: Option<Pending<'r>> = None;
-        for op in model.operators() {
+        for index in 0..model.operator_count() {
+            // The op's table and tensor lists, read once; its opcode is
+            // resolved only to name it in an error.
+            let raw = model
+                .operator_table(index)
+                .ok_or(InterpreterError::UnsupportedOperator {
+                    op: index,
+                    code: OpName::Custom,
+                })?;
+            let code = || op_name(&model, index);
             if let (Some(offload), Some(p)) = (&offload, &pending)
-                && p.wait_before == op.index
+                && p.wait_before == index
                 && !self.skips_waits()
                 && let Some(p) = pending.take()
             {
                 finish_job(offload, p, &mut stats, profile.as_mut(), self.cleans())?;
             }
             // Buffers first written by this op get fresh guards.
-            for g in table.iter().filter(|g| g.first_step == op.index) {
+            for g in table.iter().filter(|g| g.first_step == index) {
                 canary::fill(guard_bytes(g.offset));
             }
-            let record = records[op.index as usize];
-            let code = OpName::from(op.code);
-            let kernel = self
-                .resolver
-                .get(record.kernel)
-                .ok_or(InterpreterError::UnsupportedOperator { op: op.index, code })?;
+            let record = records[index as usize];
+            let kernel = self.resolver.get(record.kernel).ok_or_else(|| {
+                InterpreterError::UnsupportedOperator {
+                    op: index,
+                    code: code(),
+                }
+            })?;
             if let Some(offload) = &offload
-                && let Some(job_record) = job_records.get(op.index as usize)
+                && let Some(job_record) = job_records.get(index as usize)
                 && job_record.claimed != 0
             {
                 // One job at a time: with the schedule's fences the last
@@ -758,19 +768,18 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                 }
                 let start = profile.as_ref().map(|p| p.clock.now());
                 let fail = |job: u32, error| InterpreterError::Accelerator {
-                    op: op.index,
+                    op: index,
                     job,
                     error,
                 };
-                let mut job =
-                    build_job(&model, op.index, slots, scratch, record, *job_record, base)
-                        .map_err(|e| fail(0, e))?;
+                let mut job = build_job(&model, index, slots, scratch, record, *job_record, base)
+                    .map_err(|e| fail(0, e))?;
                 #[cfg(feature = "fault-injection")]
                 self.damage_job(&mut job);
                 job.set_work(OpWork::new(
                     kernel.invoke,
                     &model,
-                    op.index,
+                    index,
                     slots,
                     scratch,
                     record,
@@ -789,7 +798,7 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                     let at = p.since_start_u32();
                     let entry = p.trace.get_mut(stats.jobs as usize)?;
                     *entry = JobTrace {
-                        op: op.index,
+                        op: index,
                         submitted: at,
                         ..JobTrace::default()
                     };
@@ -804,7 +813,7 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                     trace,
                 });
                 if let (Some(p), Some(start)) = (profile.as_mut(), start)
-                    && let Some(slot) = p.per_op.get_mut(op.index as usize)
+                    && let Some(slot) = p.per_op.get_mut(index as usize)
                 {
                     *slot += p.clock.now().saturating_sub(start);
                 }
@@ -814,12 +823,13 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
             // in flight still owns (a skipped fence is named, not computed on).
             if let Some(p) = &pending
                 && let Some(job_op) = model.operator(p.job.op)
+                && let Some(op) = model.operator(index)
                 && schedule::conflicts(&job_op, &op)
             {
                 return Err(InterpreterError::Accelerator {
                     op: p.job.op,
                     job: p.ticket.id().0,
-                    error: AccelError::NotWaited { by_op: op.index },
+                    error: AccelError::NotWaited { by_op: index },
                 });
             }
             if let Some(p) = &pending
@@ -831,7 +841,9 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                 base,
                 len,
                 model: &model,
-                op,
+                op_index: index,
+                inputs: IndexList::new(raw.inputs()),
+                outputs: IndexList::new(raw.outputs()),
                 slots,
                 record,
                 scratch,
@@ -839,14 +851,14 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
             };
             let start = profile.as_ref().map(|p| p.clock.now());
             (kernel.invoke)(&ctx).map_err(|error| InterpreterError::Kernel {
-                op: op.index,
-                code,
+                op: index,
+                code: code(),
                 error,
             })?;
             #[cfg(feature = "fault-injection")]
             if let (Some((fault_op, permille)), Some(clock), Some(start)) =
                 (self.slowdown, profile.as_ref().map(|p| p.clock), start)
-                && fault_op == op.index
+                && fault_op == index
             {
                 // The kernel's own time, stretched by `permille`: as if its
                 // code did that much more work, inside the op's timing.
@@ -857,14 +869,14 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                 }
             }
             if let (Some(p), Some(start)) = (profile.as_mut(), start)
-                && let Some(slot) = p.per_op.get_mut(op.index as usize)
+                && let Some(slot) = p.per_op.get_mut(index as usize)
             {
                 *slot += p.clock.now().saturating_sub(start);
             }
             #[cfg(feature = "fault-injection")]
             if let Some((fault_op, bytes)) = self.overrun
-                && fault_op == op.index
-                && let Some(out) = op.outputs().next().flatten()
+                && fault_op == index
+                && let Some(out) = IndexList::new(raw.outputs()).get(0)
                 && let Some(slot) = slots.get(out as usize)
             {
                 let end = (slot.offset + slot.bytes) as usize;
@@ -876,14 +888,14 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
             // Every buffer live now owns its guard: any damage is this op's.
             for g in table
                 .iter()
-                .filter(|g| g.first_step <= op.index && op.index <= g.last_step)
+                .filter(|g| g.first_step <= index && index <= g.last_step)
             {
                 if let Some((first, count)) = canary::damage(guard_bytes(g.offset)) {
                     return Err(InterpreterError::Canary(CanaryFault {
                         owner: g.owner(),
                         offset: g.offset + first as u32,
                         bytes_hit: count as u32,
-                        op: Some(op.index),
+                        op: Some(index),
                     }));
                 }
             }
@@ -1251,6 +1263,13 @@ fn build_job(
         RegionRole::Descriptor,
     )?;
     Ok(job)
+}
+
+/// Op `index`'s code, for an error message.
+fn op_name(model: &Model<'_>, index: u32) -> OpName {
+    model
+        .operator(index)
+        .map_or(OpName::Custom, |op| OpName::from(op.code))
 }
 
 struct NoClock;

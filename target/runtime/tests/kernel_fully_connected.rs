@@ -277,6 +277,29 @@ proptest! {
     }
 }
 
+/// One- to three-input rows (hello_world's first layer has one) take their
+/// own paths in the int8 matrix-vector product: every one of them, with and
+/// without bias, per-tensor and per-channel, over seeds enough to reach
+/// each form of the per-tensor scaling.
+#[test]
+fn int8_short_rows_match_tflm_reference() {
+    for accum in 1..=3 {
+        for depth in [1, 3, 4, 16, 17] {
+            for seed in 0..24u64 {
+                check_int8(&Case {
+                    batches: 1 + (seed % 2) as usize,
+                    depth,
+                    accum,
+                    act: ACTIVATIONS[(seed % 4) as usize],
+                    bias: seed % 3 != 0,
+                    per_channel: seed % 5 == 0,
+                    seed: seed * 7919 + accum as u64,
+                });
+            }
+        }
+    }
+}
+
 #[test]
 fn keep_num_dims_batches_over_leading_dimensions() {
     // A [2, 3, 4] input with keep_num_dims: output [2, 3, 5], six batch rows.

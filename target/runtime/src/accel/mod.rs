@@ -29,6 +29,7 @@
 use core::fmt;
 
 use crate::allocation::TensorSlot;
+use crate::kernels::context::IndexList;
 use crate::kernels::context::OpRecord;
 use crate::kernels::{InvokeContext, InvokeFn, KernelError};
 use crate::model::{Model, OpCode};
@@ -661,7 +662,9 @@ impl OpWork {
             base,
             len: self.arena_len,
             model,
-            op,
+            op_index: op.index,
+            inputs: IndexList::new(op.raw().inputs()),
+            outputs: IndexList::new(op.raw().outputs()),
             slots,
             record: self.record,
             scratch,

@@ -69,6 +69,33 @@ pub(crate) struct OpRecord {
     pub(crate) scratch_count: u32,
 }
 
+/// An operator's input or output list as the flatbuffer stores it: one
+/// little-endian `i32` tensor index per entry, -1 for an omitted optional
+/// tensor. The interpreter reads the list's place once per op, so a kernel's
+/// lookup is one bounds check and one load instead of a walk through the
+/// operator's vtable.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct IndexList<'m> {
+    bytes: &'m [u8],
+}
+
+impl<'m> IndexList<'m> {
+    /// The list of a flatbuffer vector (empty when the field is absent).
+    #[inline]
+    pub(crate) fn new(list: Option<flatbuffers::Vector<'m, i32>>) -> Self {
+        IndexList {
+            bytes: list.map_or(&[], |l| l.bytes()),
+        }
+    }
+
+    /// Entry `position`, `None` past the end or for an omitted tensor.
+    #[inline]
+    pub(crate) fn get(&self, position: usize) -> Option<u32> {
+        let entry = self.bytes.get(4 * position..)?.first_chunk::<4>()?;
+        u32::try_from(i32::from_le_bytes(*entry)).ok()
+    }
+}
+
 /// The context of one kernel's prepare call.
 pub struct PrepareContext<'p, 'm, 'a> {
     pub(crate) model: &'p Model<'m>,
@@ -209,7 +236,12 @@ pub struct InvokeContext<'i, 'm> {
     pub(crate) base: *mut u8,
     pub(crate) len: usize,
     pub(crate) model: &'i Model<'m>,
-    pub(crate) op: OperatorInfo<'m>,
+    /// The operator's execution step.
+    pub(crate) op_index: u32,
+    /// Its input and output tensor indices, read from the flatbuffer once
+    /// per op by the interpreter.
+    pub(crate) inputs: IndexList<'m>,
+    pub(crate) outputs: IndexList<'m>,
     pub(crate) slots: &'i [TensorSlot],
     pub(crate) record: OpRecord,
     pub(crate) scratch: &'i [TensorSlot],
@@ -219,15 +251,21 @@ pub struct InvokeContext<'i, 'm> {
 impl core::fmt::Debug for InvokeContext<'_, '_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("InvokeContext")
-            .field("op", &self.op.index)
+            .field("op", &self.op_index)
             .finish()
     }
 }
 
 impl<'i, 'm> InvokeContext<'i, 'm> {
-    /// The operator being run.
-    pub fn op(&self) -> &OperatorInfo<'m> {
-        &self.op
+    /// The operator being run (its execution step).
+    pub fn op_index(&self) -> u32 {
+        self.op_index
+    }
+
+    /// The operator's description, re-read from the flatbuffer (opcode
+    /// table included): for errors and set-up, not for every invoke.
+    pub fn op(&self) -> Option<OperatorInfo<'m>> {
+        self.model.operator(self.op_index)
     }
 
     fn region_bytes(&self, offset: u32, len: u32) -> Result<&'i [u8], KernelError> {
@@ -288,13 +326,13 @@ impl<'i, 'm> InvokeContext<'i, 'm> {
     /// the list is shorter or the entry is omitted (-1). One indexed read
     /// of the flatbuffer vector, not a walk along it (this runs for every
     /// tensor of every op of every invoke).
+    #[inline]
     fn listed(&self, position: usize, output: bool) -> Option<u32> {
-        let raw = self.op.raw();
-        let list = if output { raw.outputs() } else { raw.inputs() }?;
-        if position >= list.len() {
-            return None;
+        if output {
+            self.outputs.get(position)
+        } else {
+            self.inputs.get(position)
         }
-        u32::try_from(list.get(position)).ok()
     }
 
     fn tensor_index(&self, position: usize, output: bool) -> Result<u32, KernelError> {

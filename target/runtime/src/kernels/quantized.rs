@@ -407,7 +407,46 @@ pub struct ChannelRequant {
     stage: OutputStage,
 }
 
+/// Which of the exact scalings a channel's constants allow (the shortest
+/// first): see [`ChannelRequant::apply`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScaleForm {
+    /// [`scale_one_rounding`].
+    OneRounding,
+    /// [`scale_narrow`].
+    Narrow,
+    /// [`scale_parts`]: any accumulator.
+    Parts,
+}
+
 impl ChannelRequant {
+    /// The form [`apply`](Self::apply) takes for this channel.
+    #[inline(always)]
+    pub fn form(&self) -> ScaleForm {
+        if self.round != 0 {
+            ScaleForm::OneRounding
+        } else if self.narrow {
+            ScaleForm::Narrow
+        } else {
+            ScaleForm::Parts
+        }
+    }
+
+    /// [`apply`](Self::apply) where [`form`](Self::form) is `OneRounding`
+    /// (any other channel gets a wrong value, never a panic).
+    #[inline(always)]
+    pub fn apply_one_rounding(&self, acc: i32) -> i8 {
+        let scaled = scale_one_rounding(acc, self.multiplier, self.left, self.right1, self.round);
+        self.stage.clamp(scaled)
+    }
+
+    /// [`apply`](Self::apply) where [`form`](Self::form) is `Narrow`.
+    #[inline(always)]
+    pub fn apply_narrow(&self, acc: i32) -> i8 {
+        self.stage
+            .clamp(scale_narrow(acc, self.multiplier, self.left, self.right1))
+    }
+
     /// The accumulator as an int8 output (see [`Requant::apply`]).
     #[inline(always)]
     pub fn apply(&self, acc: i32) -> i8 {
@@ -553,17 +592,39 @@ pub fn matvec(
     out: &mut [i8],
 ) {
     // One multiplier for every channel (per-tensor weights): its constants
-    // are worked out once for the whole row.
+    // are worked out once for the whole row, and so is which of the three
+    // forms of the scaling applies, so the per-output code has no branch
+    // on it (small layers spend much of their time requantising).
     if let Some(one) = requant.uniform() {
-        matvec_with(
-            x,
-            x_offset,
-            weights,
-            bias,
-            offset,
-            |_, acc| one.apply(acc),
-            out,
-        );
+        match one.form() {
+            ScaleForm::OneRounding => matvec_with(
+                x,
+                x_offset,
+                weights,
+                bias,
+                offset,
+                |_, acc| one.apply_one_rounding(acc),
+                out,
+            ),
+            ScaleForm::Narrow => matvec_with(
+                x,
+                x_offset,
+                weights,
+                bias,
+                offset,
+                |_, acc| one.apply_narrow(acc),
+                out,
+            ),
+            ScaleForm::Parts => matvec_with(
+                x,
+                x_offset,
+                weights,
+                bias,
+                offset,
+                |_, acc| one.apply(acc),
+                out,
+            ),
+        }
     } else {
         matvec_with(
             x,
@@ -599,8 +660,14 @@ fn matvec_with(
         }
         return;
     }
-    // Short rows (hello_world's 1→16 layer): a plain sum per channel costs
-    // less than setting up four-row blocks.
+    // One input (hello_world's 1→16 layer): one product per channel.
+    if k == 1 {
+        let v = i32::from(x[0]) + x_offset;
+        single_input(v, weights, bias, offset, requant, out);
+        return;
+    }
+    // Short rows: a plain sum per channel costs less than setting up
+    // four-row blocks.
     if k < 4 {
         for (c, (o, w)) in out.iter_mut().zip(weights.chunks_exact(k)).enumerate() {
             *o = requant(c, start(c).wrapping_add(dot_offset(w, x, x_offset)));
@@ -629,6 +696,37 @@ fn matvec_with(
         let w = &weights[c * k..][..k];
         out[c] = requant(c, start(c).wrapping_add(dot_offset(w, x, x_offset)));
         c += 1;
+    }
+}
+
+/// [`matvec_with`] for one input `v` (already offset): a function of its
+/// own, so that its loop keeps every constant in a register rather than
+/// sharing the register file with the long-row paths.
+#[inline(never)]
+fn single_input(
+    v: i32,
+    weights: &[i8],
+    bias: Option<&[i32]>,
+    offset: i32,
+    requant: impl Fn(usize, i32) -> i8,
+    out: &mut [i8],
+) {
+    let n = out.len().min(weights.len());
+    let (weights, out) = (&weights[..n], &mut out[..n]);
+    match bias.and_then(|b| b.get(..n)) {
+        Some(bias) => {
+            for (c, ((o, &w), &b)) in out.iter_mut().zip(weights).zip(bias).enumerate() {
+                let acc = b
+                    .wrapping_add(offset)
+                    .wrapping_add(i32::from(w).wrapping_mul(v));
+                *o = requant(c, acc);
+            }
+        }
+        None => {
+            for (c, (o, &w)) in out.iter_mut().zip(weights).enumerate() {
+                *o = requant(c, offset.wrapping_add(i32::from(w).wrapping_mul(v)));
+            }
+        }
     }
 }
 
@@ -978,6 +1076,48 @@ mod tests {
             offset: -3,
             min: -128,
             max: 127,
+        }
+    }
+
+    /// `matvec` picks the per-tensor scaling's form once per row: each form
+    /// (and the per-channel path) gives what `Requant::apply` gives per
+    /// output, for every row length the product special-cases.
+    #[test]
+    fn matvec_matches_per_output_requantisation_in_every_form() {
+        let x: Vec<i8> = (0..37).map(|i| ((i * 53 + 7) % 256) as u8 as i8).collect();
+        let w: Vec<i8> = (0..37 * 9)
+            .map(|i| ((i * 29 + 3) % 256) as u8 as i8)
+            .collect();
+        let bias: Vec<i32> = (0..9).map(|c| c * 1001 - 4000).collect();
+        let m = 1_518_500_250;
+        // Right shift (one rounding); left shift flagged narrow; left shift.
+        let shifts = [shift_parts(-9), [2 | NARROW, 1], shift_parts(2)];
+        let forms = [ScaleForm::OneRounding, ScaleForm::Narrow, ScaleForm::Parts];
+        for (shift, form) in shifts.into_iter().zip(forms) {
+            let (ms, ss) = ([m], [shift]);
+            let r = Requant::new(&ms, &ss, stage_wide()).unwrap();
+            assert_eq!(r.channel(0).form(), form);
+            let (ms9, ss9) = ([m; 9], [shift; 9]);
+            let per_channel = Requant::new(&ms9, &ss9, stage_wide()).unwrap();
+            for k in [0, 1, 2, 3, 4, 8, 37] {
+                for n in [1, 4, 9] {
+                    for b in [None, Some(&bias[..n])] {
+                        let weights = &w[..n * k];
+                        let want: Vec<i8> = (0..n)
+                            .map(|c| {
+                                let dot = dot_offset(&weights[c * k..][..k], &x[..k], 5);
+                                let acc = b.map_or(0, |b| b[c]).wrapping_add(17).wrapping_add(dot);
+                                r.apply(c, acc)
+                            })
+                            .collect();
+                        for req in [&r, &per_channel] {
+                            let mut got = vec![0i8; n];
+                            matvec(&x[..k], 5, weights, b, 17, req, &mut got);
+                            assert_eq!(got, want, "{form:?} k {k} n {n} bias {}", b.is_some());
+                        }
+                    }
+                }
+            }
         }
     }
 
