@@ -58,6 +58,16 @@ pub enum OpName {
     Custom(CustomCode),
 }
 
+impl OpName {
+    /// An operator whose table cannot be read (verification rules this out
+    /// for a model that loaded): a custom code that no model can carry.
+    pub const UNREADABLE: OpName = OpName::Custom(CustomCode {
+        bytes: [0; CustomCode::CAPACITY],
+        len: 0,
+        cut: false,
+    });
+}
+
 /// A custom operator's code, held inline so that errors stay `Copy`: the
 /// first [`CustomCode::CAPACITY`] bytes, cut at a character boundary (a
 /// longer name shows with a trailing `…`).
@@ -736,7 +746,7 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                 .operator_table(index)
                 .ok_or(InterpreterError::UnsupportedOperator {
                     op: index,
-                    code: OpName::Custom,
+                    code: OpName::UNREADABLE,
                 })?;
             let code = || op_name(&model, index);
             if let (Some(offload), Some(p)) = (&offload, &pending)
@@ -1269,7 +1279,7 @@ fn build_job(
 fn op_name(model: &Model<'_>, index: u32) -> OpName {
     model
         .operator(index)
-        .map_or(OpName::Custom, |op| OpName::from(op.code))
+        .map_or(OpName::UNREADABLE, |op| OpName::from(op.code))
 }
 
 struct NoClock;
