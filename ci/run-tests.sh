@@ -4,6 +4,8 @@
 # - the runtime and protocol built no_std for every pinned thumb target;
 # - the firmware built for every board in boards/ (hilt's, or the crate a
 #   board names with `firmware = "..."`, e.g. the bring-your-own example);
+# - the fuzz targets (target/runtime/fuzz, a workspace of its own), built
+#   with plain cargo (no cargo-fuzz or sanitizer needed), so they cannot rot;
 # - the QEMU end-to-end tests (qemu-system-arm is installed by setup);
 # - `hilt gate` over the shipped scenarios on the virtual boards, then
 #   `hilt bench-target` (hilt's instructions beside TFLM's, in
@@ -46,6 +48,11 @@ for board_file in boards/*.toml; do
     echo "firmware builds for $board ($triple)"
   fi
 done
+
+echo "== fuzz targets (target/runtime/fuzz, outside the workspace: built so that none can rot)"
+(cd target/runtime/fuzz && CARGO_TARGET_DIR="$REPO/build/fuzz-check" \
+  cargo build --quiet --locked --bins)
+echo "fuzz targets build: $(sed -n 's/^name = "\(.*\)"/\1/p' target/runtime/fuzz/Cargo.toml | tail -n +2 | tr '\n' ' ')"
 
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
