@@ -26,14 +26,18 @@ pub mod float_math;
 pub mod fully_connected;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 pub(crate) mod gemm;
+pub mod leaky_relu;
 pub mod logistic;
 pub mod lstm;
+pub mod pad;
 pub mod padding;
 pub mod pooling;
 pub mod quantize;
 pub mod quantized;
 pub mod reshape;
 pub mod softmax;
+pub mod strided_slice;
+pub mod sub;
 pub mod svdf;
 pub mod tensor;
 
@@ -276,8 +280,12 @@ impl<const N: usize> Resolver for OpResolver<N> {
     }
 }
 
+/// Entries [`all_builtins`]' resolver holds: every builtin and room for a
+/// few custom kernels a backend adds.
+pub const BUILTINS_CAPACITY: usize = 48;
+
 /// Every builtin kernel hilt has.
-pub fn all_builtins() -> OpResolver<32> {
+pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
     let mut r = OpResolver::new();
     let table: &[(BuiltinOperator, Registration)] = &[
         (BuiltinOperator::RESHAPE, reshape::REGISTRATION),
@@ -302,9 +310,14 @@ pub fn all_builtins() -> OpResolver<32> {
             BuiltinOperator::UNIDIRECTIONAL_SEQUENCE_LSTM,
             lstm::REGISTRATION,
         ),
+        (BuiltinOperator::SUB, sub::REGISTRATION),
+        (BuiltinOperator::LEAKY_RELU, leaky_relu::REGISTRATION),
+        (BuiltinOperator::PAD, pad::PAD),
+        (BuiltinOperator::PADV2, pad::PADV2),
+        (BuiltinOperator::STRIDED_SLICE, strided_slice::REGISTRATION),
     ];
     for &(op, kernel) in table {
-        // 32 entries hold every builtin above.
+        // BUILTINS_CAPACITY entries hold every builtin above.
         let _ = r.add(op, kernel);
     }
     r
