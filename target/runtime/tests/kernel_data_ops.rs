@@ -1,0 +1,607 @@
+//! SUB, LEAKY_RELU, PAD/PADV2 and STRIDED_SLICE as one-op models: property
+//! tests against plain reference loops written the way TFLM's reference
+//! kernels are (one output element at a time, indices from scratch), and
+//! the typed errors for bad shapes, types and quantisation.
+
+mod one_op;
+
+use hilt_runtime::interpreter::InterpreterError;
+use hilt_runtime::kernels::KernelError;
+use hilt_runtime::kernels::fixed_point::{
+    multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_smaller_than_one,
+    quantize_multiplier, quantize_multiplier_smaller_than_one_exp,
+};
+use hilt_runtime::schema::{ActivationFunctionType as Act, BuiltinOperator as Op, TensorType as T};
+use hilt_runtime::writer::{ModelWriter, Options, i32_bytes};
+use one_op::*;
+use proptest::prelude::*;
+
+/// A one-op model whose op inputs are `inputs` (model inputs) followed by
+/// `constants` (type, shape, bytes).
+fn op_with_constants(
+    op: Op,
+    inputs: &[(Ty, &[i32])],
+    constants: &[(T, &[i32], Vec<u8>)],
+    output: (Ty, &[i32]),
+    options: Options,
+) -> Vec<u8> {
+    let mut w = ModelWriter::new();
+    let mut ids = Vec::new();
+    for (i, (ty, shape)) in inputs.iter().enumerate() {
+        let t = w.input(&format!("input{i}"), ty.dtype, shape);
+        if let Some((s, z)) = ty.quant {
+            w.quantize(t, s, z);
+        }
+        ids.push(Some(t));
+    }
+    for (i, (dtype, shape, data)) in constants.iter().enumerate() {
+        ids.push(Some(w.constant(&format!("const{i}"), *dtype, shape, data)));
+    }
+    let out = w.output("output", output.0.dtype, output.1);
+    if let Some((s, z)) = output.0.quant {
+        w.quantize(out, s, z);
+    }
+    w.op(op, &ids, &[out], options);
+    w.finish()
+}
+
+/// The kernel error a model's set-up or run gave.
+fn kernel_error(model: &[u8], inputs: &[&[u8]]) -> KernelError {
+    match run(model, inputs) {
+        Err(InterpreterError::Kernel { error, .. }) => error,
+        other => panic!("expected a kernel error, got {other:?}"),
+    }
+}
+
+fn activation() -> impl Strategy<Value = Act> {
+    prop_oneof![
+        Just(Act::NONE),
+        Just(Act::RELU),
+        Just(Act::RELU6),
+        Just(Act::RELU_N1_TO_1)
+    ]
+}
+
+fn quantize_f(v: f32, scale: f32, zp: i32) -> i32 {
+    zp + libm::roundf(v / scale) as i32
+}
+
+fn act_range_q(act: Act, scale: f32, zp: i32, lo: i32, hi: i32) -> (i32, i32) {
+    let q = |v| quantize_f(v, scale, zp);
+    match act {
+        Act::RELU => (lo.max(q(0.0)), hi),
+        Act::RELU6 => (lo.max(q(0.0)), hi.min(q(6.0))),
+        Act::RELU_N1_TO_1 => (lo.max(q(-1.0)), hi.min(q(1.0))),
+        _ => (lo, hi),
+    }
+}
+
+/// TFLM's quantised SUB, element by element (`bits` 8 or 16).
+#[allow(clippy::too_many_arguments)]
+fn reference_sub(
+    a: &[i32],
+    b: &[i32],
+    shapes: &(Vec<i32>, Vec<i32>, Vec<i32>),
+    qa: (f32, i32),
+    qb: (f32, i32),
+    qo: (f32, i32),
+    act: Act,
+    bits: u32,
+) -> Vec<i32> {
+    let left_shift = if bits == 8 { 20 } else { 15 };
+    let twice_max = 2.0 * f64::from(qa.0.max(qb.0));
+    let (m1, s1) = quantize_multiplier_smaller_than_one_exp(f64::from(qa.0) / twice_max).unwrap();
+    let (m2, s2) = quantize_multiplier_smaller_than_one_exp(f64::from(qb.0) / twice_max).unwrap();
+    let (mo, so) = quantize_multiplier_smaller_than_one_exp(
+        twice_max / (f64::from(1 << left_shift) * f64::from(qo.0)),
+    )
+    .unwrap();
+    let (tmin, tmax) = if bits == 8 {
+        (-128, 127)
+    } else {
+        (-32768, 32767)
+    };
+    let (lo, hi) = act_range_q(act, qo.0, qo.1, tmin, tmax);
+    let mut out = Vec::new();
+    for_each_index(&shapes.2, |idx| {
+        let x = a[broadcast_index(&shapes.0, &shapes.2, idx)];
+        let y = b[broadcast_index(&shapes.1, &shapes.2, idx)];
+        let sx = multiply_by_quantized_multiplier_smaller_than_one(
+            (x - qa.1) * (1 << left_shift),
+            m1,
+            s1,
+        );
+        let sy = multiply_by_quantized_multiplier_smaller_than_one(
+            (y - qb.1) * (1 << left_shift),
+            m2,
+            s2,
+        );
+        let r = multiply_by_quantized_multiplier_smaller_than_one(sx - sy, mo, so) + qo.1;
+        out.push(r.clamp(lo, hi));
+    });
+    out
+}
+
+/// TFLM's quantised LEAKY_RELU, element by element.
+fn reference_leaky_relu(
+    x: &[i32],
+    alpha: f32,
+    qi: (f32, i32),
+    qo: (f32, i32),
+    bits: u32,
+) -> Vec<i32> {
+    let (ma, sa) = quantize_multiplier(f64::from(qi.0 * alpha / qo.0));
+    let (mi, si) = quantize_multiplier(f64::from(qi.0 / qo.0));
+    let (lo, hi) = if bits == 8 {
+        (-128, 127)
+    } else {
+        (-32768, 32767)
+    };
+    x.iter()
+        .map(|&v| {
+            let d = v - qi.1;
+            let r = if d >= 0 {
+                multiply_by_quantized_multiplier(d, mi, si)
+            } else if ma < 0 {
+                -multiply_by_quantized_multiplier(d, -ma, sa)
+            } else {
+                multiply_by_quantized_multiplier(d, ma, sa)
+            };
+            (qo.1 + r).clamp(lo, hi)
+        })
+        .collect()
+}
+
+/// Padded output: the input element where the output index less the left
+/// padding lies inside the input, else `fill`.
+fn reference_pad<V: Copy>(input: &[V], shape: &[i32], pads: &[(i32, i32)], fill: V) -> Vec<V> {
+    let out: Vec<i32> = shape
+        .iter()
+        .zip(pads)
+        .map(|(&d, &(l, r))| d + l + r)
+        .collect();
+    let mut result = Vec::new();
+    for_each_index(&out, |idx| {
+        let mut flat = 0usize;
+        let mut inside = true;
+        for (d, &i) in idx.iter().enumerate() {
+            let j = i as i32 - pads[d].0;
+            inside &= (0..shape[d]).contains(&j);
+            flat = flat * shape[d] as usize + j.max(0) as usize;
+        }
+        result.push(if inside { input[flat] } else { fill });
+    });
+    result
+}
+
+/// The indices a strided slice takes along one axis (TFLM's start/stop
+/// rules, then every stride-th index).
+fn axis_indices(
+    size: i32,
+    begin: i32,
+    end: i32,
+    stride: i32,
+    masks: (bool, bool, bool),
+) -> Vec<i32> {
+    let (begin_mask, end_mask, shrink) = masks;
+    let fix = |v: i32| {
+        let v = if v < 0 { v + size } else { v };
+        if stride > 0 {
+            v.clamp(0, size)
+        } else {
+            v.clamp(-1, size - 1)
+        }
+    };
+    let mut start = fix(begin);
+    if begin_mask {
+        start = if stride > 0 { 0 } else { size - 1 };
+    }
+    let stop = if shrink {
+        if start >= size { start } else { start + 1 }
+    } else if end_mask {
+        if stride > 0 { size } else { -1 }
+    } else {
+        fix(end)
+    };
+    let mut v = Vec::new();
+    let mut i = start;
+    while (stride > 0 && i < stop) || (stride < 0 && i > stop) {
+        v.push(i);
+        i += stride;
+    }
+    v
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(150))]
+
+    #[test]
+    fn sub_int8_matches_reference(
+        shapes in broadcast_shapes_in(1..=6, 1..=3),
+        sa in 0.001f32..0.5, sb in 0.001f32..0.5, so in 0.002f32..0.5,
+        za in -128i32..=127, zb in -128i32..=127, zo in -128i32..=127,
+        act in activation(),
+        seed in any::<u64>(),
+    ) {
+        let mut rng = Rng(seed);
+        let a = rng.tensor(T::INT8, elements(&shapes.0), 0.0, 0.0);
+        let b = rng.tensor(T::INT8, elements(&shapes.1), 0.0, 0.0);
+        let model = single_op(
+            Op::SUB,
+            &[(i8q(sa, za.into()), &shapes.0), (i8q(sb, zb.into()), &shapes.1)],
+            (i8q(so, zo.into()), &shapes.2),
+            Options::Sub { activation: act },
+        );
+        let got = run(&model, &[&a, &b]).unwrap();
+        let wide = |v: &[u8]| i8s(v).into_iter().map(i32::from).collect::<Vec<_>>();
+        let want = reference_sub(&wide(&a), &wide(&b), &shapes, (sa, za), (sb, zb), (so, zo), act, 8);
+        prop_assert_eq!(wide(&got[0]), want);
+    }
+
+    #[test]
+    fn sub_int16_matches_reference(
+        shapes in broadcast_shapes(),
+        sa in 0.0001f32..0.01, sb in 0.0001f32..0.01, so in 0.0002f32..0.01,
+        act in activation(),
+        seed in any::<u64>(),
+    ) {
+        let mut rng = Rng(seed);
+        let a = rng.tensor(T::INT16, elements(&shapes.0), 0.0, 0.0);
+        let b = rng.tensor(T::INT16, elements(&shapes.1), 0.0, 0.0);
+        let model = single_op(
+            Op::SUB,
+            &[(i16q(sa, 0), &shapes.0), (i16q(sb, 0), &shapes.1)],
+            (i16q(so, 0), &shapes.2),
+            Options::Sub { activation: act },
+        );
+        let got = run(&model, &[&a, &b]).unwrap();
+        let wide = |v: &[u8]| i16s(v).into_iter().map(i32::from).collect::<Vec<_>>();
+        let want = reference_sub(&wide(&a), &wide(&b), &shapes, (sa, 0), (sb, 0), (so, 0), act, 16);
+        prop_assert_eq!(wide(&got[0]), want);
+    }
+
+    #[test]
+    fn sub_float_matches_reference(shapes in broadcast_shapes(), seed in any::<u64>()) {
+        let mut rng = Rng(seed);
+        let a = rng.tensor(T::FLOAT32, elements(&shapes.0), -4.0, 4.0);
+        let b = rng.tensor(T::FLOAT32, elements(&shapes.1), -4.0, 4.0);
+        let model = single_op(
+            Op::SUB,
+            &[(F32, &shapes.0), (F32, &shapes.1)],
+            (F32, &shapes.2),
+            Options::Sub { activation: Act::RELU6 },
+        );
+        let got = f32s(&run(&model, &[&a, &b]).unwrap()[0]);
+        let (fa, fb) = (f32s(&a), f32s(&b));
+        let mut want = Vec::new();
+        for_each_index(&shapes.2, |idx| {
+            let d = fa[broadcast_index(&shapes.0, &shapes.2, idx)]
+                - fb[broadcast_index(&shapes.1, &shapes.2, idx)];
+            want.push(d.clamp(0.0, 6.0));
+        });
+        prop_assert_eq!(got, want);
+    }
+
+    #[test]
+    fn leaky_relu_quantized_matches_reference(
+        n in 1usize..300,
+        alpha in -2.0f32..2.0,
+        si in 0.0005f32..0.5, so in 0.0005f32..0.5,
+        zi in -128i32..=127, zo in -128i32..=127,
+        int16 in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let mut rng = Rng(seed);
+        let shape = [1, n as i32];
+        let (dtype, bits, zi, zo) = if int16 { (T::INT16, 16, 0, 0) } else { (T::INT8, 8, zi, zo) };
+        let x = rng.tensor(dtype, n, 0.0, 0.0);
+        let model = single_op(
+            Op::LEAKY_RELU,
+            &[(q(dtype, si, zi.into()), &shape)],
+            (q(dtype, so, zo.into()), &shape),
+            Options::LeakyRelu { alpha },
+        );
+        let got = run(&model, &[&x]).unwrap();
+        let wide = |v: &[u8]| -> Vec<i32> {
+            if int16 { i16s(v).into_iter().map(i32::from).collect() } else { i8s(v).into_iter().map(i32::from).collect() }
+        };
+        prop_assert_eq!(wide(&got[0]), reference_leaky_relu(&wide(&x), alpha, (si, zi), (so, zo), bits));
+    }
+
+    #[test]
+    fn pad_matches_reference(
+        shape in proptest::collection::vec(1i32..=4, 1..=5),
+        pads in proptest::collection::vec((0i32..=2, 0i32..=2), 5),
+        zp in -128i32..=127,
+        v2 in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let pads = &pads[..shape.len()];
+        let out_shape: Vec<i32> = shape.iter().zip(pads).map(|(&d, &(l, r))| d + l + r).collect();
+        let flat: Vec<i32> = pads.iter().flat_map(|&(l, r)| [l, r]).collect();
+        let pad_shape = [shape.len() as i32, 2];
+        let mut constants = vec![(T::INT32, &pad_shape[..], i32_bytes(&flat))];
+        // PADV2 fills with its constant (quantised like the output); PAD
+        // with the output zero point.
+        let fill = if v2 { 7i8 } else { zp as i8 };
+        if v2 {
+            constants.push((T::INT8, &[][..], vec![fill as u8]));
+        }
+        let x = Rng(seed).tensor(T::INT8, elements(&shape), 0.0, 0.0);
+        let ty = i8q(0.05, zp.into());
+        let mut model = op_with_constants(
+            if v2 { Op::PADV2 } else { Op::PAD },
+            &[(ty, &shape)],
+            &constants,
+            (ty, &out_shape),
+            Options::None,
+        );
+        if v2 {
+            // The constant needs the output's quantisation: rebuild with it.
+            let mut w = ModelWriter::new();
+            let input = w.input("input", T::INT8, &shape);
+            w.quantize(input, 0.05, zp.into());
+            let paddings = w.constant("paddings", T::INT32, &[shape.len() as i32, 2], &i32_bytes(&flat));
+            let value = w.constant("value", T::INT8, &[], &[fill as u8]);
+            w.quantize(value, 0.05, zp.into());
+            let out = w.output("output", T::INT8, &out_shape);
+            w.quantize(out, 0.05, zp.into());
+            w.op(Op::PADV2, &[Some(input), Some(paddings), Some(value)], &[out], Options::None);
+            model = w.finish();
+        }
+        let got = i8s(&run(&model, &[&x]).unwrap()[0]);
+        prop_assert_eq!(got, reference_pad(&i8s(&x), &shape, pads, fill));
+    }
+
+    #[test]
+    fn pad_float_matches_reference(
+        shape in proptest::collection::vec(1i32..=4, 1..=4),
+        pads in proptest::collection::vec((0i32..=3, 0i32..=3), 4),
+        seed in any::<u64>(),
+    ) {
+        let pads = &pads[..shape.len()];
+        let out_shape: Vec<i32> = shape.iter().zip(pads).map(|(&d, &(l, r))| d + l + r).collect();
+        let flat: Vec<i32> = pads.iter().flat_map(|&(l, r)| [l, r]).collect();
+        let x = Rng(seed).tensor(T::FLOAT32, elements(&shape), -3.0, 3.0);
+        let model = op_with_constants(
+            Op::PAD,
+            &[(F32, &shape)],
+            &[(T::INT32, &[shape.len() as i32, 2], i32_bytes(&flat))],
+            (F32, &out_shape),
+            Options::None,
+        );
+        let got = f32s(&run(&model, &[&x]).unwrap()[0]);
+        prop_assert_eq!(got, reference_pad(&f32s(&x), &shape, pads, 0.0));
+    }
+
+    #[test]
+    fn strided_slice_matches_reference(
+        shape in proptest::collection::vec(1i32..=5, 1..=4),
+        spec in proptest::collection::vec((-7i32..7, -7i32..7, prop_oneof![-3i32..=-1, 1i32..=3]), 4),
+        begin_mask in 0i32..16, end_mask in 0i32..16, shrink in 0i32..16,
+        int16 in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let n = shape.len();
+        let spec = &spec[..n];
+        let bit = |m: i32, d: usize| m & (1 << d) != 0;
+        let per_axis: Vec<Vec<i32>> = (0..n)
+            .map(|d| axis_indices(shape[d], spec[d].0, spec[d].1, spec[d].2,
+                (bit(begin_mask, d), bit(end_mask, d), bit(shrink, d))))
+            .collect();
+        // A shrunk axis with no element has no valid output shape.
+        prop_assume!((0..n).all(|d| !bit(shrink, d) || per_axis[d].len() == 1));
+        // Empty outputs are left out: the interpreter has no zero-byte tensors.
+        prop_assume!(per_axis.iter().all(|v| !v.is_empty()));
+        let out_shape: Vec<i32> = (0..n)
+            .filter(|&d| !bit(shrink, d))
+            .map(|d| per_axis[d].len() as i32)
+            .collect();
+        let (dtype, ty) = if int16 { (T::INT16, i16q(0.01, 0)) } else { (T::INT8, i8q(0.1, -3)) };
+        let x = Rng(seed).tensor(dtype, elements(&shape), 0.0, 0.0);
+        let vector = |f: fn(&(i32, i32, i32)) -> i32| i32_bytes(&spec.iter().map(f).collect::<Vec<_>>());
+        let len = [n as i32];
+        let model = op_with_constants(
+            Op::STRIDED_SLICE,
+            &[(ty, &shape)],
+            &[
+                (T::INT32, &len, vector(|s| s.0)),
+                (T::INT32, &len, vector(|s| s.1)),
+                (T::INT32, &len, vector(|s| s.2)),
+            ],
+            (ty, &out_shape),
+            Options::StridedSlice {
+                begin_mask, end_mask, shrink_axis_mask: shrink, ellipsis_mask: 0, new_axis_mask: 0,
+            },
+        );
+        let got = run(&model, &[&x]).unwrap();
+        let e = if int16 { 2 } else { 1 };
+        let counts: Vec<i32> = per_axis.iter().map(|v| v.len() as i32).collect();
+        let mut want = Vec::new();
+        for_each_index(&counts, |idx| {
+            let flat = (0..n).fold(0usize, |acc, d| acc * shape[d] as usize + per_axis[d][idx[d]] as usize);
+            want.extend_from_slice(&x[flat * e..flat * e + e]);
+        });
+        prop_assert_eq!(&got[0], &want);
+    }
+}
+
+#[test]
+fn sub_refuses_mixed_types_and_bad_quantisation() {
+    let s = [2, 2];
+    let model = single_op(
+        Op::SUB,
+        &[(i8q(0.1, 0), &s), (i16q(0.1, 0), &s)],
+        (i8q(0.1, 0), &s),
+        Options::Sub {
+            activation: Act::NONE,
+        },
+    );
+    assert!(matches!(
+        kernel_error(&model, &[&[0; 4], &[0; 8]]),
+        KernelError::UnsupportedType { tensor: 1, .. }
+    ));
+    // A negative output scale names the output (tensor 2).
+    let model = single_op(
+        Op::SUB,
+        &[(i8q(0.1, 0), &s), (i8q(0.1, 0), &s)],
+        (i8q(-0.1, 0), &s),
+        Options::Sub {
+            activation: Act::NONE,
+        },
+    );
+    assert_eq!(
+        kernel_error(&model, &[&[0; 4], &[0; 4]]),
+        KernelError::MissingQuantization { tensor: 2 }
+    );
+    // Shapes that do not broadcast to the output.
+    let model = single_op(
+        Op::SUB,
+        &[(F32, &[2, 3]), (F32, &[3, 3])],
+        (F32, &[2, 3]),
+        Options::Sub {
+            activation: Act::NONE,
+        },
+    );
+    assert_eq!(
+        kernel_error(&model, &[&[0; 24], &[0; 36]]),
+        KernelError::ShapeMismatch { tensor: 2 }
+    );
+}
+
+#[test]
+fn leaky_relu_refuses_bad_zero_points_and_missing_options() {
+    let s = [4];
+    let model = single_op(
+        Op::LEAKY_RELU,
+        &[(i8q(0.1, 300), &s)],
+        (i8q(0.1, 0), &s),
+        Options::LeakyRelu { alpha: 0.2 },
+    );
+    assert_eq!(
+        kernel_error(&model, &[&[0; 4]]),
+        KernelError::MissingQuantization { tensor: 0 }
+    );
+    let model = single_op(Op::LEAKY_RELU, &[(F32, &s)], (F32, &s), Options::None);
+    assert_eq!(
+        kernel_error(&model, &[&[0; 16]]),
+        KernelError::MissingOptions
+    );
+}
+
+#[test]
+fn leaky_relu_float_is_tflms() {
+    let s = [5];
+    let model = single_op(
+        Op::LEAKY_RELU,
+        &[(F32, &s)],
+        (F32, &s),
+        Options::LeakyRelu { alpha: 0.5 },
+    );
+    let x = hilt_runtime::writer::f32_bytes(&[-2.0, -0.5, 0.0, 1.5, 3.0]);
+    assert_eq!(
+        f32s(&run(&model, &[&x]).unwrap()[0]),
+        [-1.0, -0.25, 0.0, 1.5, 3.0]
+    );
+}
+
+#[test]
+fn pad_refuses_bad_paddings() {
+    let pad = |pads: &[i32], out: &[i32]| {
+        op_with_constants(
+            Op::PAD,
+            &[(F32, &[2, 2])],
+            &[(T::INT32, &[2, 2], i32_bytes(pads))],
+            (F32, out),
+            Options::None,
+        )
+    };
+    assert!(matches!(
+        kernel_error(&pad(&[-1, 0, 0, 0], &[1, 2]), &[&[0; 16]]),
+        KernelError::UnsupportedParameter { .. }
+    ));
+    // Paddings that do not give the output's shape.
+    assert_eq!(
+        kernel_error(&pad(&[1, 0, 0, 0], &[2, 2]), &[&[0; 16]]),
+        KernelError::ShapeMismatch { tensor: 2 }
+    );
+    // Paddings that are a graph input, not a constant.
+    let model = single_op(
+        Op::PAD,
+        &[
+            (F32, &[2, 2]),
+            (
+                Ty {
+                    dtype: T::INT32,
+                    quant: None,
+                },
+                &[2, 2],
+            ),
+        ],
+        (F32, &[2, 2]),
+        Options::None,
+    );
+    assert!(matches!(
+        kernel_error(&model, &[&[0; 16], &[0; 16]]),
+        KernelError::UnsupportedParameter { .. }
+    ));
+    // Input and output quantisation must agree (PAD never requantises).
+    let model = op_with_constants(
+        Op::PAD,
+        &[(i8q(0.1, 0), &[2])],
+        &[(T::INT32, &[1, 2], i32_bytes(&[1, 1]))],
+        (i8q(0.2, 0), &[4]),
+        Options::None,
+    );
+    assert!(matches!(
+        kernel_error(&model, &[&[0; 2]]),
+        KernelError::UnsupportedParameter { .. }
+    ));
+}
+
+#[test]
+fn strided_slice_refuses_bad_parameters() {
+    let slice = |strides: i32, out: &[i32], ellipsis: i32| {
+        op_with_constants(
+            Op::STRIDED_SLICE,
+            &[(F32, &[4])],
+            &[
+                (T::INT32, &[1], i32_bytes(&[0])),
+                (T::INT32, &[1], i32_bytes(&[4])),
+                (T::INT32, &[1], i32_bytes(&[strides])),
+            ],
+            (F32, out),
+            Options::StridedSlice {
+                begin_mask: 0,
+                end_mask: 0,
+                shrink_axis_mask: 0,
+                ellipsis_mask: ellipsis,
+                new_axis_mask: 0,
+            },
+        )
+    };
+    assert!(matches!(
+        kernel_error(&slice(0, &[4], 0), &[&[0; 16]]),
+        KernelError::UnsupportedParameter { .. }
+    ));
+    assert_eq!(
+        kernel_error(&slice(2, &[3], 0), &[&[0; 16]]),
+        KernelError::ShapeMismatch { tensor: 4 }
+    );
+    assert!(matches!(
+        kernel_error(&slice(1, &[4], 1), &[&[0; 16]]),
+        KernelError::UnsupportedParameter { .. }
+    ));
+    assert_eq!(
+        kernel_error(
+            &single_op(
+                Op::STRIDED_SLICE,
+                &[(F32, &[4])],
+                (F32, &[4]),
+                Options::None
+            ),
+            &[&[0; 16]]
+        ),
+        KernelError::MissingOptions
+    );
+}
