@@ -605,3 +605,112 @@ fn strided_slice_refuses_bad_parameters() {
         KernelError::MissingOptions
     );
 }
+
+/// TFLM's quantised MUL, element by element (`bits` 8 or 16).
+fn reference_mul(
+    a: &[i32],
+    b: &[i32],
+    shapes: &(Vec<i32>, Vec<i32>, Vec<i32>),
+    quants: [(f32, i32); 3],
+    act: Act,
+    bits: u32,
+) -> Vec<i32> {
+    let [qa, qb, qo] = quants;
+    let (m, s) = quantize_multiplier(f64::from(qa.0) * f64::from(qb.0) / f64::from(qo.0));
+    let (tmin, tmax) = if bits == 8 {
+        (-128, 127)
+    } else {
+        (-32768, 32767)
+    };
+    let (lo, hi) = act_range_q(act, qo.0, qo.1, tmin, tmax);
+    let mut out = Vec::new();
+    for_each_index(&shapes.2, |idx| {
+        let x = a[broadcast_index(&shapes.0, &shapes.2, idx)] - qa.1;
+        let y = b[broadcast_index(&shapes.1, &shapes.2, idx)] - qb.1;
+        let r = qo.1 + multiply_by_quantized_multiplier(x * y, m, s);
+        out.push(r.clamp(lo, hi));
+    });
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(150))]
+
+    #[test]
+    fn mul_quantized_matches_reference(
+        shapes in broadcast_shapes_in(1..=6, 1..=3),
+        sa in 0.001f32..0.5, sb in 0.001f32..0.5, so in 0.0005f32..0.5,
+        za in -128i32..=127, zb in -128i32..=127, zo in -128i32..=127,
+        act in activation(),
+        int16 in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let mut rng = Rng(seed);
+        let (dtype, bits, za, zb, zo) =
+            if int16 { (T::INT16, 16, 0, 0, 0) } else { (T::INT8, 8, za, zb, zo) };
+        let a = rng.tensor(dtype, elements(&shapes.0), 0.0, 0.0);
+        let b = rng.tensor(dtype, elements(&shapes.1), 0.0, 0.0);
+        let model = single_op(
+            Op::MUL,
+            &[(q(dtype, sa, za.into()), &shapes.0), (q(dtype, sb, zb.into()), &shapes.1)],
+            (q(dtype, so, zo.into()), &shapes.2),
+            Options::Mul { activation: act },
+        );
+        let got = run(&model, &[&a, &b]).unwrap();
+        let wide = |v: &[u8]| -> Vec<i32> {
+            if int16 { i16s(v).into_iter().map(i32::from).collect() } else { i8s(v).into_iter().map(i32::from).collect() }
+        };
+        let want = reference_mul(&wide(&a), &wide(&b), &shapes, [(sa, za), (sb, zb), (so, zo)], act, bits);
+        prop_assert_eq!(wide(&got[0]), want);
+    }
+
+    #[test]
+    fn mul_float_matches_reference(shapes in broadcast_shapes(), seed in any::<u64>()) {
+        let mut rng = Rng(seed);
+        let a = rng.tensor(T::FLOAT32, elements(&shapes.0), -4.0, 4.0);
+        let b = rng.tensor(T::FLOAT32, elements(&shapes.1), -4.0, 4.0);
+        let model = single_op(
+            Op::MUL,
+            &[(F32, &shapes.0), (F32, &shapes.1)],
+            (F32, &shapes.2),
+            Options::Mul { activation: Act::NONE },
+        );
+        let got = f32s(&run(&model, &[&a, &b]).unwrap()[0]);
+        let (fa, fb) = (f32s(&a), f32s(&b));
+        let mut want = Vec::new();
+        for_each_index(&shapes.2, |idx| {
+            want.push(fa[broadcast_index(&shapes.0, &shapes.2, idx)]
+                * fb[broadcast_index(&shapes.1, &shapes.2, idx)]);
+        });
+        prop_assert_eq!(got, want);
+    }
+}
+
+#[test]
+fn mul_refuses_int16_zero_points_and_bad_scales() {
+    let s = [3];
+    let model = single_op(
+        Op::MUL,
+        &[(i16q(0.1, 1), &s), (i16q(0.1, 0), &s)],
+        (i16q(0.1, 0), &s),
+        Options::Mul {
+            activation: Act::NONE,
+        },
+    );
+    assert_eq!(
+        kernel_error(&model, &[&[0; 6], &[0; 6]]),
+        KernelError::MissingQuantization { tensor: 0 }
+    );
+    let model = single_op(
+        Op::MUL,
+        &[(i8q(0.1, 0), &s), (i8q(f32::INFINITY, 0), &s)],
+        (i8q(0.1, 0), &s),
+        Options::Mul {
+            activation: Act::NONE,
+        },
+    );
+    assert_eq!(
+        kernel_error(&model, &[&[0; 3], &[0; 3]]),
+        KernelError::MissingQuantization { tensor: 1 }
+    );
+}

@@ -29,6 +29,7 @@ pub(crate) mod gemm;
 pub mod leaky_relu;
 pub mod logistic;
 pub mod lstm;
+pub mod mul;
 pub mod pad;
 pub mod padding;
 pub mod pooling;
@@ -311,6 +312,7 @@ pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
             lstm::REGISTRATION,
         ),
         (BuiltinOperator::SUB, sub::REGISTRATION),
+        (BuiltinOperator::MUL, mul::REGISTRATION),
         (BuiltinOperator::LEAKY_RELU, leaky_relu::REGISTRATION),
         (BuiltinOperator::PAD, pad::PAD),
         (BuiltinOperator::PADV2, pad::PADV2),
