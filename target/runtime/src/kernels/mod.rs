@@ -29,6 +29,7 @@ pub(crate) mod gemm;
 pub mod leaky_relu;
 pub mod logistic;
 pub mod lstm;
+pub mod mean;
 pub mod mul;
 pub mod pad;
 pub mod padding;
@@ -313,6 +314,7 @@ pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
         ),
         (BuiltinOperator::SUB, sub::REGISTRATION),
         (BuiltinOperator::MUL, mul::REGISTRATION),
+        (BuiltinOperator::MEAN, mean::REGISTRATION),
         (BuiltinOperator::LEAKY_RELU, leaky_relu::REGISTRATION),
         (BuiltinOperator::PAD, pad::PAD),
         (BuiltinOperator::PADV2, pad::PADV2),
