@@ -13,6 +13,7 @@ use crate::schema::BuiltinOperator;
 pub mod add;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 pub(crate) mod arm_dsp;
+pub mod concatenation;
 pub mod context;
 pub mod conv;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
@@ -315,6 +316,7 @@ pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
         (BuiltinOperator::SUB, sub::REGISTRATION),
         (BuiltinOperator::MUL, mul::REGISTRATION),
         (BuiltinOperator::MEAN, mean::REGISTRATION),
+        (BuiltinOperator::CONCATENATION, concatenation::REGISTRATION),
         (BuiltinOperator::LEAKY_RELU, leaky_relu::REGISTRATION),
         (BuiltinOperator::PAD, pad::PAD),
         (BuiltinOperator::PADV2, pad::PADV2),
