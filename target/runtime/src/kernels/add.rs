@@ -123,12 +123,12 @@ impl Broadcast {
     /// Calls `f(a[i], b[j])` for every output element in order, writing
     /// `out`. Slices must have the lengths the walk was built for.
     #[inline(always)]
-    pub(crate) fn run<T: Copy, U>(
+    pub(crate) fn run<A: Copy, B: Copy, U>(
         &self,
-        a: &[T],
-        b: &[T],
+        a: &[A],
+        b: &[B],
         out: &mut [U],
-        f: impl Fn(T, T) -> U,
+        f: impl Fn(A, B) -> U,
     ) -> Result<(), KernelError> {
         if a.len() != self.len1 as usize
             || b.len() != self.len2 as usize

@@ -35,10 +35,12 @@ pub mod mul;
 pub mod pad;
 pub mod padding;
 pub mod pooling;
+pub mod prelu;
 pub mod quantize;
 pub mod quantized;
 pub mod reshape;
 pub mod softmax;
+pub mod split;
 pub mod strided_slice;
 pub mod sub;
 pub mod svdf;
@@ -317,6 +319,9 @@ pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
         (BuiltinOperator::MUL, mul::REGISTRATION),
         (BuiltinOperator::MEAN, mean::REGISTRATION),
         (BuiltinOperator::CONCATENATION, concatenation::REGISTRATION),
+        (BuiltinOperator::PRELU, prelu::REGISTRATION),
+        (BuiltinOperator::SPLIT, split::SPLIT),
+        (BuiltinOperator::SPLIT_V, split::SPLIT_V),
         (BuiltinOperator::LEAKY_RELU, leaky_relu::REGISTRATION),
         (BuiltinOperator::PAD, pad::PAD),
         (BuiltinOperator::PADV2, pad::PADV2),
