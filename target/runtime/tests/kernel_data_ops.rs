@@ -714,3 +714,295 @@ fn mul_refuses_int16_zero_points_and_bad_scales() {
         KernelError::MissingQuantization { tensor: 1 }
     );
 }
+
+/// TFLM's integer MEAN of `x` (shape `shape`) over the axes flagged in
+/// `reduced`: per output (kept axes row-major), the raw sum, then plain
+/// division or the requantising formula.
+fn reference_mean(
+    x: &[i32],
+    shape: &[i32],
+    reduced: &[bool],
+    qi: (f32, i32),
+    qo: (f32, i32),
+    bits: u32,
+) -> Vec<i32> {
+    let kept: Vec<i32> = shape
+        .iter()
+        .zip(reduced)
+        .map(|(&d, &r)| if r { 1 } else { d })
+        .collect();
+    let n: i64 = shape
+        .iter()
+        .zip(reduced)
+        .filter(|(_, r)| **r)
+        .map(|(&d, _)| i64::from(d))
+        .product();
+    let mut sums = vec![0i32; elements(&kept)];
+    for_each_index(shape, |idx| {
+        let mut flat_in = 0usize;
+        let mut flat_out = 0usize;
+        for d in 0..shape.len() {
+            flat_in = flat_in * shape[d] as usize + idx[d];
+            flat_out = flat_out * kept[d] as usize + if reduced[d] { 0 } else { idx[d] };
+        }
+        sums[flat_out] += x[flat_in];
+    });
+    let (lo, hi) = if bits == 8 {
+        (-128, 127)
+    } else {
+        (-32768, 32767)
+    };
+    sums.iter()
+        .map(|&s| {
+            if qi == qo {
+                return s / n as i32;
+            }
+            let (m, shift) = quantize_multiplier(f64::from(qi.0) / f64::from(qo.0));
+            let log2 = 63 - (n as u64).leading_zeros() as i32;
+            let up = log2.min(32).min(31 + shift);
+            let m = ((i64::from(m) << up) / n) as i32;
+            let shifted = (i64::from(s) - i64::from(qi.1) * n) as i32;
+            (multiply_by_quantized_multiplier(shifted, m, shift - up) + qo.1).clamp(lo, hi)
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(150))]
+
+    #[test]
+    fn mean_quantized_matches_reference(
+        shape in proptest::collection::vec(1i32..=5, 1..=4),
+        mask in 1u32..16,
+        keep_dims in any::<bool>(),
+        same in any::<bool>(),
+        si in 0.001f32..0.5, so in 0.001f32..0.5,
+        zi in -128i32..=127, zo in -128i32..=127,
+        int16 in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let rank = shape.len();
+        let reduced: Vec<bool> = (0..rank).map(|d| mask & (1 << d) != 0).collect();
+        prop_assume!(reduced.iter().any(|&r| r));
+        let axes: Vec<i32> = (0..rank as i32).filter(|&d| reduced[d as usize]).collect();
+        let out_shape: Vec<i32> = if keep_dims {
+            shape.iter().zip(&reduced).map(|(&d, &r)| if r { 1 } else { d }).collect()
+        } else {
+            shape.iter().zip(&reduced).filter(|(_, r)| !**r).map(|(&d, _)| d).collect()
+        };
+        let (dtype, bits, zi, zo) = if int16 { (T::INT16, 16, 0, 0) } else { (T::INT8, 8, zi, zo) };
+        let (so, zo) = if same { (si, zi) } else { (so, zo) };
+        let x = Rng(seed).tensor(dtype, elements(&shape), 0.0, 0.0);
+        let model = op_with_constants(
+            Op::MEAN,
+            &[(q(dtype, si, zi.into()), &shape)],
+            &[(T::INT32, &[axes.len() as i32], i32_bytes(&axes))],
+            (q(dtype, so, zo.into()), &out_shape),
+            Options::Reducer { keep_dims },
+        );
+        let got = run(&model, &[&x]).unwrap();
+        let wide = |v: &[u8]| -> Vec<i32> {
+            if int16 { i16s(v).into_iter().map(i32::from).collect() } else { i8s(v).into_iter().map(i32::from).collect() }
+        };
+        prop_assert_eq!(wide(&got[0]), reference_mean(&wide(&x), &shape, &reduced, (si, zi), (so, zo), bits));
+    }
+
+    #[test]
+    fn concatenation_matches_reference(
+        base in proptest::collection::vec(1i32..=4, 1..=4),
+        axis_pick in 0usize..4,
+        sizes in proptest::collection::vec(1i32..=3, 1..=4),
+        negative in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let rank = base.len();
+        let axis = axis_pick % rank;
+        let mut rng = Rng(seed);
+        let shapes: Vec<Vec<i32>> = sizes.iter().map(|&s| {
+            let mut sh = base.clone();
+            sh[axis] = s;
+            sh
+        }).collect();
+        let mut out_shape = base.clone();
+        out_shape[axis] = sizes.iter().sum();
+        let inputs: Vec<Vec<u8>> = shapes.iter().map(|s| rng.tensor(T::INT16, elements(s), 0.0, 0.0)).collect();
+        let ty = i16q(0.01, 0);
+        let specs: Vec<(Ty, &[i32])> = shapes.iter().map(|s| (ty, &s[..])).collect();
+        let model = single_op(
+            Op::CONCATENATION,
+            &specs,
+            (ty, &out_shape),
+            Options::Concatenation {
+                axis: if negative { axis as i32 - rank as i32 } else { axis as i32 },
+                activation: Act::NONE,
+            },
+        );
+        let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
+        let got = i16s(&run(&model, &refs).unwrap()[0]);
+        // Output element by element: find the input its axis index falls in.
+        let mut want = Vec::new();
+        for_each_index(&out_shape, |idx| {
+            let (mut k, mut j) = (0, idx[axis] as i32);
+            while j >= sizes[k] {
+                j -= sizes[k];
+                k += 1;
+            }
+            let flat = (0..rank).fold(0usize, |acc, d| {
+                let i = if d == axis { j as usize } else { idx[d] };
+                acc * shapes[k][d] as usize + i
+            });
+            want.push(i16s(&inputs[k])[flat]);
+        });
+        prop_assert_eq!(got, want);
+    }
+
+    #[test]
+    fn split_matches_reference(
+        base in proptest::collection::vec(1i32..=4, 1..=4),
+        axis_pick in 0usize..4,
+        parts in 1i32..=3,
+        seed in any::<u64>(),
+    ) {
+        let rank = base.len();
+        let axis = axis_pick % rank;
+        let mut shape = base.clone();
+        shape[axis] *= parts;
+        let mut part_shape = base.clone();
+        part_shape[axis] = base[axis];
+        let x = Rng(seed).tensor(T::FLOAT32, elements(&shape), -2.0, 2.0);
+        let mut w = ModelWriter::new();
+        let axis_t = w.constant("axis", T::INT32, &[], &i32_bytes(&[axis as i32]));
+        let input = w.input("input", T::FLOAT32, &shape);
+        let outs: Vec<_> = (0..parts).map(|i| w.output(&format!("out{i}"), T::FLOAT32, &part_shape)).collect();
+        w.op(Op::SPLIT, &[Some(axis_t), Some(input)], &outs, Options::None);
+        let got = run(&w.finish(), &[&x]).unwrap();
+        let fx = f32s(&x);
+        for (p, out) in got.iter().enumerate() {
+            let mut want = Vec::new();
+            for_each_index(&part_shape, |idx| {
+                let flat = (0..rank).fold(0usize, |acc, d| {
+                    let i = if d == axis { idx[d] + (p as i32 * base[axis]) as usize } else { idx[d] };
+                    acc * shape[d] as usize + i
+                });
+                want.push(fx[flat]);
+            });
+            prop_assert_eq!(f32s(out), want);
+        }
+    }
+
+    #[test]
+    fn prelu_matches_reference(
+        shapes in broadcast_shapes_in(1..=4, 1..=4),
+        si in 0.001f32..0.5, sa in 0.001f32..0.1, so in 0.001f32..0.5,
+        zi in -128i32..=127, za in -128i32..=127, zo in -128i32..=127,
+        int16 in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        // The alpha broadcasts into the input's shape (the output's).
+        let (in_shape, alpha_shape) = (shapes.2.clone(), shapes.1.clone());
+        let mut rng = Rng(seed);
+        let (dtype, bits, zi, zo) = if int16 { (T::INT16, 16, 0, 0) } else { (T::INT8, 8, zi, zo) };
+        let x = rng.tensor(dtype, elements(&in_shape), 0.0, 0.0);
+        let alpha = rng.tensor(T::INT8, elements(&alpha_shape), 0.0, 0.0);
+        let model = single_op(
+            Op::PRELU,
+            &[(q(dtype, si, zi.into()), &in_shape), (i8q(sa, za.into()), &alpha_shape)],
+            (q(dtype, so, zo.into()), &in_shape),
+            Options::None,
+        );
+        let got = run(&model, &[&x, &alpha]).unwrap();
+        let wide = |v: &[u8]| -> Vec<i32> {
+            if int16 { i16s(v).into_iter().map(i32::from).collect() } else { i8s(v).into_iter().map(i32::from).collect() }
+        };
+        let (xs, alphas) = (wide(&x), i8s(&alpha));
+        let (m1, s1) = quantize_multiplier(f64::from(si) / f64::from(so));
+        let (m2, s2) = quantize_multiplier(f64::from(si) * f64::from(sa) / f64::from(so));
+        let (lo, hi) = if bits == 8 { (-128, 127) } else { (-32768, 32767) };
+        let mut want = Vec::new();
+        for_each_index(&in_shape, |idx| {
+            let v = xs[broadcast_index(&in_shape, &in_shape, idx)] - zi;
+            let a = i32::from(alphas[broadcast_index(&alpha_shape, &in_shape, idx)]) - za;
+            let r = if v >= 0 {
+                multiply_by_quantized_multiplier(v, m1, s1)
+            } else {
+                multiply_by_quantized_multiplier(v * a, m2, s2)
+            };
+            want.push((r + zo).clamp(lo, hi));
+        });
+        prop_assert_eq!(wide(&got[0]), want);
+    }
+}
+
+#[test]
+fn shape_ops_refuse_bad_inputs() {
+    // MEAN over an axis the input lacks.
+    let model = op_with_constants(
+        Op::MEAN,
+        &[(F32, &[2, 3])],
+        &[(T::INT32, &[1], i32_bytes(&[2]))],
+        (F32, &[2]),
+        Options::Reducer { keep_dims: false },
+    );
+    assert!(matches!(
+        kernel_error(&model, &[&[0; 24]]),
+        KernelError::UnsupportedParameter { .. }
+    ));
+    // CONCATENATION of shapes that differ off the axis.
+    let model = single_op(
+        Op::CONCATENATION,
+        &[(F32, &[2, 3]), (F32, &[3, 3])],
+        (F32, &[2, 6]),
+        Options::Concatenation {
+            axis: 1,
+            activation: Act::NONE,
+        },
+    );
+    assert_eq!(
+        kernel_error(&model, &[&[0; 24], &[0; 36]]),
+        KernelError::ShapeMismatch { tensor: 1 }
+    );
+    // CONCATENATION with a fused activation (TFLM refuses it too).
+    let model = single_op(
+        Op::CONCATENATION,
+        &[(F32, &[2]), (F32, &[2])],
+        (F32, &[4]),
+        Options::Concatenation {
+            axis: 0,
+            activation: Act::RELU,
+        },
+    );
+    assert!(matches!(
+        kernel_error(&model, &[&[0; 8], &[0; 8]]),
+        KernelError::UnsupportedParameter { .. }
+    ));
+    // PRELU int16 with an int16 alpha (TFLM wants int8).
+    let model = single_op(
+        Op::PRELU,
+        &[(i16q(0.1, 0), &[2]), (i16q(0.1, 0), &[2])],
+        (i16q(0.1, 0), &[2]),
+        Options::None,
+    );
+    assert_eq!(
+        kernel_error(&model, &[&[0; 4], &[0; 4]]),
+        KernelError::UnsupportedType {
+            tensor: 1,
+            dtype: T::INT16.0
+        }
+    );
+    // SPLIT into unequal parts.
+    let mut w = ModelWriter::new();
+    let axis = w.constant("axis", T::INT32, &[], &i32_bytes(&[0]));
+    let input = w.input("input", T::FLOAT32, &[3]);
+    let a = w.output("a", T::FLOAT32, &[1]);
+    let b = w.output("b", T::FLOAT32, &[2]);
+    w.op(
+        Op::SPLIT,
+        &[Some(axis), Some(input)],
+        &[a, b],
+        Options::None,
+    );
+    assert!(matches!(
+        kernel_error(&w.finish(), &[&[0; 12]]),
+        KernelError::UnsupportedParameter { .. }
+    ));
+}
