@@ -30,6 +30,7 @@ pub(crate) mod gemm;
 pub mod leaky_relu;
 pub mod logistic;
 pub mod lstm;
+pub mod maximum_minimum;
 pub mod mean;
 pub mod mul;
 pub mod pad;
@@ -41,6 +42,7 @@ pub mod quantized;
 pub mod reshape;
 pub mod softmax;
 pub mod split;
+pub mod squared_difference;
 pub mod strided_slice;
 pub mod sub;
 pub mod svdf;
@@ -322,6 +324,12 @@ pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
         (BuiltinOperator::PRELU, prelu::REGISTRATION),
         (BuiltinOperator::SPLIT, split::SPLIT),
         (BuiltinOperator::SPLIT_V, split::SPLIT_V),
+        (BuiltinOperator::MAXIMUM, maximum_minimum::MAXIMUM),
+        (BuiltinOperator::MINIMUM, maximum_minimum::MINIMUM),
+        (
+            BuiltinOperator::SQUARED_DIFFERENCE,
+            squared_difference::REGISTRATION,
+        ),
         (BuiltinOperator::LEAKY_RELU, leaky_relu::REGISTRATION),
         (BuiltinOperator::PAD, pad::PAD),
         (BuiltinOperator::PADV2, pad::PADV2),
