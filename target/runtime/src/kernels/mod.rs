@@ -46,6 +46,7 @@ pub mod squared_difference;
 pub mod strided_slice;
 pub mod sub;
 pub mod svdf;
+pub mod tanh;
 pub mod tensor;
 
 pub use context::{InvokeContext, PrepareContext, Stored};
@@ -330,6 +331,7 @@ pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
             BuiltinOperator::SQUARED_DIFFERENCE,
             squared_difference::REGISTRATION,
         ),
+        (BuiltinOperator::TANH, tanh::REGISTRATION),
         (BuiltinOperator::LEAKY_RELU, leaky_relu::REGISTRATION),
         (BuiltinOperator::PAD, pad::PAD),
         (BuiltinOperator::PADV2, pad::PADV2),
