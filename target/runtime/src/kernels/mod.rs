@@ -48,6 +48,7 @@ pub mod sub;
 pub mod svdf;
 pub mod tanh;
 pub mod tensor;
+pub mod transpose;
 
 pub use context::{InvokeContext, PrepareContext, Stored};
 
@@ -332,6 +333,7 @@ pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
             squared_difference::REGISTRATION,
         ),
         (BuiltinOperator::TANH, tanh::REGISTRATION),
+        (BuiltinOperator::TRANSPOSE, transpose::REGISTRATION),
         (BuiltinOperator::LEAKY_RELU, leaky_relu::REGISTRATION),
         (BuiltinOperator::PAD, pad::PAD),
         (BuiltinOperator::PADV2, pad::PADV2),
