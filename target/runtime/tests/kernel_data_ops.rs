@@ -1006,3 +1006,173 @@ fn shape_ops_refuse_bad_inputs() {
         KernelError::UnsupportedParameter { .. }
     ));
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(120))]
+
+    #[test]
+    fn maximum_minimum_match_reference(
+        shapes in broadcast_shapes(),
+        maximum in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let mut rng = Rng(seed);
+        let a = rng.tensor(T::INT8, elements(&shapes.0), 0.0, 0.0);
+        let b = rng.tensor(T::INT8, elements(&shapes.1), 0.0, 0.0);
+        let ty = i8q(0.1, 3);
+        let model = single_op(
+            if maximum { Op::MAXIMUM } else { Op::MINIMUM },
+            &[(ty, &shapes.0), (ty, &shapes.1)],
+            (ty, &shapes.2),
+            Options::None,
+        );
+        let got = i8s(&run(&model, &[&a, &b]).unwrap()[0]);
+        let (xa, xb) = (i8s(&a), i8s(&b));
+        let mut want = Vec::new();
+        for_each_index(&shapes.2, |idx| {
+            let (x, y) = (xa[broadcast_index(&shapes.0, &shapes.2, idx)], xb[broadcast_index(&shapes.1, &shapes.2, idx)]);
+            want.push(if maximum { x.max(y) } else { x.min(y) });
+        });
+        prop_assert_eq!(got, want);
+    }
+
+    #[test]
+    fn squared_difference_int8_matches_reference(
+        shapes in broadcast_shapes(),
+        sa in 0.001f32..0.5, sb in 0.001f32..0.5, so in 0.001f32..2.0,
+        za in -128i32..=127, zb in -128i32..=127, zo in -128i32..=127,
+        seed in any::<u64>(),
+    ) {
+        let mut rng = Rng(seed);
+        let a = rng.tensor(T::INT8, elements(&shapes.0), 0.0, 0.0);
+        let b = rng.tensor(T::INT8, elements(&shapes.1), 0.0, 0.0);
+        let model = single_op(
+            Op::SQUARED_DIFFERENCE,
+            &[(i8q(sa, za.into()), &shapes.0), (i8q(sb, zb.into()), &shapes.1)],
+            (i8q(so, zo.into()), &shapes.2),
+            Options::None,
+        );
+        let got = i8s(&run(&model, &[&a, &b]).unwrap()[0]);
+        let twice = 2.0 * f64::from(sa.max(sb));
+        let (m1, s1) = quantize_multiplier_smaller_than_one_exp(f64::from(sa) / twice).unwrap();
+        let (m2, s2) = quantize_multiplier_smaller_than_one_exp(f64::from(sb) / twice).unwrap();
+        let (mo, s_o) = quantize_multiplier(twice * twice / (f64::from(1 << 14) * f64::from(so)));
+        let (xa, xb) = (i8s(&a), i8s(&b));
+        let mut want = Vec::new();
+        for_each_index(&shapes.2, |idx| {
+            let x = i32::from(xa[broadcast_index(&shapes.0, &shapes.2, idx)]) - za;
+            let y = i32::from(xb[broadcast_index(&shapes.1, &shapes.2, idx)]) - zb;
+            let d = multiply_by_quantized_multiplier_smaller_than_one(x * 128, m1, s1)
+                - multiply_by_quantized_multiplier_smaller_than_one(y * 128, m2, s2);
+            let r = multiply_by_quantized_multiplier(d * d, mo, s_o) + zo;
+            want.push(r.clamp(-128, 127) as i8);
+        });
+        prop_assert_eq!(got, want);
+    }
+
+    #[test]
+    fn tanh_int8_matches_reference(si in 0.002f32..0.3, zi in -128i32..=127, seed in any::<u64>()) {
+        let x = Rng(seed).tensor(T::INT8, 64, 0.0, 0.0);
+        let model = single_op(Op::TANH, &[(i8q(si, zi.into()), &[64])], (i8q(1.0 / 128.0, 0), &[64]), Options::None);
+        let got = i8s(&run(&model, &[&x]).unwrap()[0]);
+        // TFLM's loop, with the parameters derived from scratch.
+        let real = f64::from(si) * f64::from(1 << 27);
+        let shift = real.log2().floor() as i32 + 1;
+        let m = libm::round(real / 2f64.powi(shift) * f64::from(1u32 << 31)) as i32;
+        let radius = hilt_runtime::kernels::fixed_point::calculate_input_radius(4, shift, 31);
+        let want: Vec<i8> = i8s(&x).iter().map(|&v| {
+            let d = i32::from(v) - zi;
+            if d <= -radius { -128 } else if d >= radius { 127 } else {
+                let q4 = multiply_by_quantized_multiplier(d, m, shift);
+                let q0 = hilt_runtime::kernels::fixed_point::tanh(q4, 4);
+                hilt_runtime::kernels::fixed_point::rounding_divide_by_pot(q0, 24).clamp(-128, 127) as i8
+            }
+        }).collect();
+        prop_assert_eq!(got, want);
+    }
+
+    #[test]
+    fn transpose_matches_reference(
+        shape in proptest::collection::vec(1i32..=4, 1..=6),
+        seed in any::<u64>(),
+    ) {
+        let rank = shape.len();
+        // A permutation from the seed (Fisher-Yates).
+        let mut rng = Rng(seed);
+        let mut perm: Vec<i32> = (0..rank as i32).collect();
+        for i in (1..rank).rev() {
+            perm.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
+        }
+        let out_shape: Vec<i32> = perm.iter().map(|&p| shape[p as usize]).collect();
+        let x = rng.tensor(T::INT16, elements(&shape), 0.0, 0.0);
+        let ty = i16q(0.01, 0);
+        let model = op_with_constants(
+            Op::TRANSPOSE,
+            &[(ty, &shape)],
+            &[(T::INT32, &[rank as i32], i32_bytes(&perm))],
+            (ty, &out_shape),
+            Options::None,
+        );
+        let got = i16s(&run(&model, &[&x]).unwrap()[0]);
+        let xs = i16s(&x);
+        let mut want = Vec::new();
+        for_each_index(&out_shape, |idx| {
+            let mut input_index = vec![0usize; rank];
+            for (k, &p) in perm.iter().enumerate() {
+                input_index[p as usize] = idx[k];
+            }
+            let flat = (0..rank).fold(0usize, |acc, d| acc * shape[d] as usize + input_index[d]);
+            want.push(xs[flat]);
+        });
+        prop_assert_eq!(got, want);
+    }
+}
+
+#[test]
+fn elementwise_ops_refuse_bad_quantisation() {
+    // MAXIMUM on inputs quantised differently from the output.
+    let model = single_op(
+        Op::MAXIMUM,
+        &[(i8q(0.1, 0), &[2]), (i8q(0.2, 0), &[2])],
+        (i8q(0.1, 0), &[2]),
+        Options::None,
+    );
+    assert!(matches!(
+        kernel_error(&model, &[&[0; 2], &[0; 2]]),
+        KernelError::UnsupportedParameter { .. }
+    ));
+    // SQUARED_DIFFERENCE int16 with a zero point.
+    let model = single_op(
+        Op::SQUARED_DIFFERENCE,
+        &[(i16q(0.1, 0), &[2]), (i16q(0.1, 4), &[2])],
+        (i16q(0.1, 0), &[2]),
+        Options::None,
+    );
+    assert_eq!(
+        kernel_error(&model, &[&[0; 4], &[0; 4]]),
+        KernelError::MissingQuantization { tensor: 1 }
+    );
+    // TANH int8 output not scaled 1/128.
+    let model = single_op(
+        Op::TANH,
+        &[(i8q(0.1, 0), &[2])],
+        (i8q(0.01, 0), &[2]),
+        Options::None,
+    );
+    assert!(matches!(
+        kernel_error(&model, &[&[0; 2]]),
+        KernelError::UnsupportedParameter { .. }
+    ));
+    // TRANSPOSE with a repeated axis.
+    let model = op_with_constants(
+        Op::TRANSPOSE,
+        &[(F32, &[2, 2])],
+        &[(T::INT32, &[2], i32_bytes(&[0, 0]))],
+        (F32, &[2, 2]),
+        Options::None,
+    );
+    assert!(matches!(
+        kernel_error(&model, &[&[0; 16]]),
+        KernelError::UnsupportedParameter { .. }
+    ));
+}
