@@ -19,7 +19,7 @@ use bytemuck::{Pod, Zeroable};
 
 use super::fixed_point::{multiply_by_quantized_multiplier, quantize_multiplier};
 use super::quantize::QuantizedInt;
-use super::tensor::{Dims, MAX_RANK, require_quant};
+use super::tensor::{Dims, MAX_RANK, is_valid, require_quant};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::model::TensorInfo;
 use crate::schema::TensorType;
@@ -214,7 +214,7 @@ fn quantized(
         (-32768, 32767)
     };
     for (t, q) in [(input, qi), (output, qo)] {
-        if !(q.scale > 0.0 && q.scale.is_finite()) || !(lo..=hi).contains(&q.zero_point) {
+        if !is_valid(q, lo..=hi) {
             return Err(KernelError::MissingQuantization { tensor: t.index });
         }
     }

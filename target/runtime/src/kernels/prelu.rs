@@ -13,7 +13,7 @@ use bytemuck::{Pod, Zeroable};
 use super::add::Broadcast;
 use super::fixed_point::{multiply_by_quantized_multiplier, quantize_multiplier};
 use super::quantize::QuantizedInt;
-use super::tensor::{Dims, require_quant};
+use super::tensor::{Dims, is_valid, require_quant};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::model::TensorInfo;
 use crate::schema::TensorType;
@@ -87,7 +87,7 @@ fn quantized_params(
         (alpha, qa, (-128, 127)),
         (output, qo, (lo, hi)),
     ] {
-        if !(q.scale > 0.0 && q.scale.is_finite()) || !(lo..=hi).contains(&q.zero_point) {
+        if !is_valid(q, lo..=hi) {
             return Err(KernelError::MissingQuantization { tensor: t.index });
         }
     }

@@ -14,7 +14,7 @@ use super::fixed_point::{
     multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_smaller_than_one,
     quantize_multiplier, quantize_multiplier_smaller_than_one_exp,
 };
-use super::tensor::{Dims, require_quant};
+use super::tensor::{Dims, is_valid, require_quant};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::model::TensorInfo;
 use crate::schema::TensorType;
@@ -101,7 +101,7 @@ fn quantized_params(
         } else {
             q.zero_point == 0
         };
-        if !(q.scale > 0.0 && q.scale.is_finite()) || !zero_ok {
+        if !(zero_ok && is_valid(q, min..=max)) {
             return Err(KernelError::MissingQuantization { tensor: t.index });
         }
     }

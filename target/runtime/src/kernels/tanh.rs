@@ -21,7 +21,7 @@ use super::fixed_point::{
     tanh_int16,
 };
 use super::lstm::float::tanhf;
-use super::tensor::{Dims, Quant, require_quant};
+use super::tensor::{Dims, Quant, is_valid, require_quant};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::schema::TensorType;
 
@@ -161,7 +161,7 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
                     what: "TANH int8 output must be scaled 1/128 with zero point 0",
                 });
             }
-            if !(qi.scale > 0.0) || !(-128..=127).contains(&qi.zero_point) {
+            if !is_valid(qi, -128..=127) {
                 return Err(KernelError::MissingQuantization {
                     tensor: input.index,
                 });
