@@ -1176,3 +1176,49 @@ fn elementwise_ops_refuse_bad_quantisation() {
         KernelError::UnsupportedParameter { .. }
     ));
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(100))]
+
+    #[test]
+    fn rsqrt_int8_is_close_to_the_real_value(si in 0.01f32..0.5, so in 0.005f32..0.1, zi in -128i32..=0, zo in -128i32..=0, seed in any::<u64>()) {
+        // Inputs at or above the zero point (non-negative reals).
+        let mut rng = Rng(seed);
+        let x: Vec<u8> = (0..64).map(|_| {
+            let span = (127 - zi + 1) as u64;
+            (zi + (rng.next_u64() % span) as i32) as i8 as u8
+        }).collect();
+        let model = single_op(Op::RSQRT, &[(i8q(si, zi.into()), &[64])], (i8q(so, zo.into()), &[64]), Options::None);
+        let got = i8s(&run(&model, &[&x]).unwrap()[0]);
+        for (&g, &v) in got.iter().zip(&i8s(&x)) {
+            let real = f64::from(i32::from(v) - zi) * f64::from(si);
+            let want = if real == 0.0 { 127 } else {
+                (libm::round(1.0 / real.sqrt() / f64::from(so)) as i64 + i64::from(zo)).clamp(-128, 127) as i32
+            };
+            prop_assert!((i32::from(g) - want).abs() <= 1, "x={} got {} want {}", v, g, want);
+        }
+    }
+
+    #[test]
+    fn rsqrt_float_is_one_over_sqrt(seed in any::<u64>()) {
+        let x = Rng(seed).tensor(T::FLOAT32, 32, 0.001, 100.0);
+        let model = single_op(Op::RSQRT, &[(F32, &[32])], (F32, &[32]), Options::None);
+        let got = f32s(&run(&model, &[&x]).unwrap()[0]);
+        let want: Vec<f32> = f32s(&x).iter().map(|v| 1.0 / v.sqrt()).collect();
+        prop_assert_eq!(got, want);
+    }
+}
+
+#[test]
+fn rsqrt_refuses_negative_inputs() {
+    let model = single_op(
+        Op::RSQRT,
+        &[(i8q(0.1, 0), &[2])],
+        (i8q(0.1, 0), &[2]),
+        Options::None,
+    );
+    assert!(matches!(
+        kernel_error(&model, &[&[4, (-1i8) as u8]]),
+        KernelError::UnsupportedParameter { .. }
+    ));
+}

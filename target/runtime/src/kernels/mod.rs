@@ -40,6 +40,7 @@ pub mod prelu;
 pub mod quantize;
 pub mod quantized;
 pub mod reshape;
+pub mod rsqrt;
 pub mod softmax;
 pub mod split;
 pub mod squared_difference;
@@ -334,6 +335,7 @@ pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
         ),
         (BuiltinOperator::TANH, tanh::REGISTRATION),
         (BuiltinOperator::TRANSPOSE, transpose::REGISTRATION),
+        (BuiltinOperator::RSQRT, rsqrt::REGISTRATION),
         (BuiltinOperator::LEAKY_RELU, leaky_relu::REGISTRATION),
         (BuiltinOperator::PAD, pad::PAD),
         (BuiltinOperator::PADV2, pad::PADV2),
