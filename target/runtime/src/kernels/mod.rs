@@ -13,6 +13,7 @@ use crate::schema::BuiltinOperator;
 pub mod add;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 pub(crate) mod arm_dsp;
+pub mod batch_matmul;
 pub mod concatenation;
 pub mod context;
 pub mod conv;
@@ -336,6 +337,7 @@ pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
         (BuiltinOperator::TANH, tanh::REGISTRATION),
         (BuiltinOperator::TRANSPOSE, transpose::REGISTRATION),
         (BuiltinOperator::RSQRT, rsqrt::REGISTRATION),
+        (BuiltinOperator::BATCH_MATMUL, batch_matmul::REGISTRATION),
         (BuiltinOperator::LEAKY_RELU, leaky_relu::REGISTRATION),
         (BuiltinOperator::PAD, pad::PAD),
         (BuiltinOperator::PADV2, pad::PADV2),

@@ -1394,13 +1394,13 @@ pub mod tflite {
         since = "2.0.0",
         note = "Use associated constants instead. This will no longer be generated in 2021."
     )]
-    pub const ENUM_MAX_BUILTIN_OPTIONS: u8 = 89;
+    pub const ENUM_MAX_BUILTIN_OPTIONS: u8 = 101;
     #[deprecated(
         since = "2.0.0",
         note = "Use associated constants instead. This will no longer be generated in 2021."
     )]
     #[allow(non_camel_case_types)]
-    pub const ENUM_VALUES_BUILTIN_OPTIONS: [BuiltinOptions; 19] = [
+    pub const ENUM_VALUES_BUILTIN_OPTIONS: [BuiltinOptions; 20] = [
         BuiltinOptions::NONE,
         BuiltinOptions::Conv2DOptions,
         BuiltinOptions::DepthwiseConv2DOptions,
@@ -1420,6 +1420,7 @@ pub mod tflite {
         BuiltinOptions::UnidirectionalSequenceLSTMOptions,
         BuiltinOptions::LeakyReluOptions,
         BuiltinOptions::QuantizeOptions,
+        BuiltinOptions::BatchMatMulOptions,
     ];
 
     #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -1446,9 +1447,10 @@ pub mod tflite {
         pub const UnidirectionalSequenceLSTMOptions: Self = Self(71);
         pub const LeakyReluOptions: Self = Self(75);
         pub const QuantizeOptions: Self = Self(89);
+        pub const BatchMatMulOptions: Self = Self(101);
 
         pub const ENUM_MIN: u8 = 0;
-        pub const ENUM_MAX: u8 = 89;
+        pub const ENUM_MAX: u8 = 101;
         pub const ENUM_VALUES: &'static [Self] = &[
             Self::NONE,
             Self::Conv2DOptions,
@@ -1469,6 +1471,7 @@ pub mod tflite {
             Self::UnidirectionalSequenceLSTMOptions,
             Self::LeakyReluOptions,
             Self::QuantizeOptions,
+            Self::BatchMatMulOptions,
         ];
         /// Returns the variant's name or "" if unknown.
         pub fn variant_name(self) -> Option<&'static str> {
@@ -1494,6 +1497,7 @@ pub mod tflite {
                 }
                 Self::LeakyReluOptions => Some("LeakyReluOptions"),
                 Self::QuantizeOptions => Some("QuantizeOptions"),
+                Self::BatchMatMulOptions => Some("BatchMatMulOptions"),
                 _ => None,
             }
         }
@@ -3949,6 +3953,173 @@ pub mod tflite {
             ds.finish()
         }
     }
+    pub enum BatchMatMulOptionsOffset {}
+    #[derive(Copy, Clone, PartialEq)]
+
+    pub struct BatchMatMulOptions<'a> {
+        pub _tab: ::flatbuffers::Table<'a>,
+    }
+
+    impl<'a> ::flatbuffers::Follow<'a> for BatchMatMulOptions<'a> {
+        type Inner = BatchMatMulOptions<'a>;
+        #[inline]
+        unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+            Self {
+                _tab: unsafe { ::flatbuffers::Table::new(buf, loc) },
+            }
+        }
+    }
+
+    impl<'a> BatchMatMulOptions<'a> {
+        pub const VT_ADJ_X: ::flatbuffers::VOffsetT = 4;
+        pub const VT_ADJ_Y: ::flatbuffers::VOffsetT = 6;
+        pub const VT_ASYMMETRIC_QUANTIZE_INPUTS: ::flatbuffers::VOffsetT = 8;
+
+        #[inline]
+        pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+            BatchMatMulOptions { _tab: table }
+        }
+        #[allow(unused_mut)]
+        pub fn create<
+            'bldr: 'args,
+            'args: 'mut_bldr,
+            'mut_bldr,
+            A: ::flatbuffers::Allocator + 'bldr,
+        >(
+            _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+            args: &'args BatchMatMulOptionsArgs,
+        ) -> ::flatbuffers::WIPOffset<BatchMatMulOptions<'bldr>> {
+            let mut builder = BatchMatMulOptionsBuilder::new(_fbb);
+            builder.add_asymmetric_quantize_inputs(args.asymmetric_quantize_inputs);
+            builder.add_adj_y(args.adj_y);
+            builder.add_adj_x(args.adj_x);
+            builder.finish()
+        }
+
+        #[inline]
+        pub fn adj_x(&self) -> bool {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<bool>(BatchMatMulOptions::VT_ADJ_X, Some(false))
+                    .unwrap()
+            }
+        }
+        #[inline]
+        pub fn adj_y(&self) -> bool {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<bool>(BatchMatMulOptions::VT_ADJ_Y, Some(false))
+                    .unwrap()
+            }
+        }
+        #[inline]
+        pub fn asymmetric_quantize_inputs(&self) -> bool {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<bool>(
+                        BatchMatMulOptions::VT_ASYMMETRIC_QUANTIZE_INPUTS,
+                        Some(false),
+                    )
+                    .unwrap()
+            }
+        }
+    }
+
+    impl ::flatbuffers::Verifiable for BatchMatMulOptions<'_> {
+        #[inline]
+        fn run_verifier(
+            v: &mut ::flatbuffers::Verifier,
+            pos: usize,
+        ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+            v.visit_table(pos)?
+                .visit_field::<bool>("adj_x", Self::VT_ADJ_X, false)?
+                .visit_field::<bool>("adj_y", Self::VT_ADJ_Y, false)?
+                .visit_field::<bool>(
+                    "asymmetric_quantize_inputs",
+                    Self::VT_ASYMMETRIC_QUANTIZE_INPUTS,
+                    false,
+                )?
+                .finish();
+            Ok(())
+        }
+    }
+    pub struct BatchMatMulOptionsArgs {
+        pub adj_x: bool,
+        pub adj_y: bool,
+        pub asymmetric_quantize_inputs: bool,
+    }
+    impl<'a> Default for BatchMatMulOptionsArgs {
+        #[inline]
+        fn default() -> Self {
+            BatchMatMulOptionsArgs {
+                adj_x: false,
+                adj_y: false,
+                asymmetric_quantize_inputs: false,
+            }
+        }
+    }
+
+    pub struct BatchMatMulOptionsBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+        fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+    }
+    impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> BatchMatMulOptionsBuilder<'a, 'b, A> {
+        #[inline]
+        pub fn add_adj_x(&mut self, adj_x: bool) {
+            self.fbb_
+                .push_slot::<bool>(BatchMatMulOptions::VT_ADJ_X, adj_x, false);
+        }
+        #[inline]
+        pub fn add_adj_y(&mut self, adj_y: bool) {
+            self.fbb_
+                .push_slot::<bool>(BatchMatMulOptions::VT_ADJ_Y, adj_y, false);
+        }
+        #[inline]
+        pub fn add_asymmetric_quantize_inputs(&mut self, asymmetric_quantize_inputs: bool) {
+            self.fbb_.push_slot::<bool>(
+                BatchMatMulOptions::VT_ASYMMETRIC_QUANTIZE_INPUTS,
+                asymmetric_quantize_inputs,
+                false,
+            );
+        }
+        #[inline]
+        pub fn new(
+            _fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        ) -> BatchMatMulOptionsBuilder<'a, 'b, A> {
+            let start = _fbb.start_table();
+            BatchMatMulOptionsBuilder {
+                fbb_: _fbb,
+                start_: start,
+            }
+        }
+        #[inline]
+        pub fn finish(self) -> ::flatbuffers::WIPOffset<BatchMatMulOptions<'a>> {
+            let o = self.fbb_.end_table(self.start_);
+            ::flatbuffers::WIPOffset::new(o.value())
+        }
+    }
+
+    impl ::core::fmt::Debug for BatchMatMulOptions<'_> {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            let mut ds = f.debug_struct("BatchMatMulOptions");
+            ds.field("adj_x", &self.adj_x());
+            ds.field("adj_y", &self.adj_y());
+            ds.field(
+                "asymmetric_quantize_inputs",
+                &self.asymmetric_quantize_inputs(),
+            );
+            ds.finish()
+        }
+    }
     pub enum LeakyReluOptionsOffset {}
     #[derive(Copy, Clone, PartialEq)]
 
@@ -5589,6 +5760,21 @@ pub mod tflite {
                 None
             }
         }
+
+        #[inline]
+        #[allow(non_snake_case)]
+        pub fn builtin_options_as_batch_mat_mul_options(&self) -> Option<BatchMatMulOptions<'a>> {
+            if self.builtin_options_type() == BuiltinOptions::BatchMatMulOptions {
+                self.builtin_options().map(|t| {
+                    // Safety:
+                    // Created from a valid Table for this object
+                    // Which contains a valid union in this slot
+                    unsafe { BatchMatMulOptions::init_from_table(t) }
+                })
+            } else {
+                None
+            }
+        }
     }
 
     impl ::flatbuffers::Verifiable for Operator<'_> {
@@ -5621,6 +5807,7 @@ pub mod tflite {
           BuiltinOptions::UnidirectionalSequenceLSTMOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<UnidirectionalSequenceLSTMOptions>>("BuiltinOptions::UnidirectionalSequenceLSTMOptions", pos),
           BuiltinOptions::LeakyReluOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<LeakyReluOptions>>("BuiltinOptions::LeakyReluOptions", pos),
           BuiltinOptions::QuantizeOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<QuantizeOptions>>("BuiltinOptions::QuantizeOptions", pos),
+          BuiltinOptions::BatchMatMulOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<BatchMatMulOptions>>("BuiltinOptions::BatchMatMulOptions", pos),
           _ => Ok(()),
         }
      })?
@@ -5937,6 +6124,16 @@ pub mod tflite {
                 }
                 BuiltinOptions::QuantizeOptions => {
                     if let Some(x) = self.builtin_options_as_quantize_options() {
+                        ds.field("builtin_options", &x)
+                    } else {
+                        ds.field(
+                            "builtin_options",
+                            &"InvalidFlatbuffer: Union discriminant does not match value.",
+                        )
+                    }
+                }
+                BuiltinOptions::BatchMatMulOptions => {
+                    if let Some(x) = self.builtin_options_as_batch_mat_mul_options() {
                         ds.field("builtin_options", &x)
                     } else {
                         ds.field(
