@@ -1222,3 +1222,93 @@ fn rsqrt_refuses_negative_inputs() {
         KernelError::UnsupportedParameter { .. }
     ));
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(100))]
+
+    #[test]
+    fn batch_matmul_matches_reference(
+        batch in proptest::collection::vec((1i32..=3, 0u8..3), 0..=3),
+        (m, k, n) in (1i32..=5, 1i32..=6, 1i32..=5),
+        adj_x in any::<bool>(), adj_y in any::<bool>(),
+        sl in 0.001f32..0.1, sr in 0.001f32..0.1, so in 0.001f32..0.5,
+        zl in -128i32..=127, zr in -128i32..=127, zo in -128i32..=127,
+        int16 in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        // Batch axes: both full, or one side broadcast (1).
+        let lb: Vec<i32> = batch.iter().map(|&(d, mode)| if mode == 1 { 1 } else { d }).collect();
+        let rb: Vec<i32> = batch.iter().map(|&(d, mode)| if mode == 2 { 1 } else { d }).collect();
+        let ob: Vec<i32> = batch.iter().map(|&(d, _)| d).collect();
+        let with = |b: &[i32], x: i32, y: i32| [b, &[x, y]].concat();
+        let lhs_shape = if adj_x { with(&lb, k, m) } else { with(&lb, m, k) };
+        let rhs_shape = if adj_y { with(&rb, n, k) } else { with(&rb, k, n) };
+        let out_shape = with(&ob, m, n);
+        let (dtype, zl, zr, zo) = if int16 { (T::INT16, 0, 0, 0) } else { (T::INT8, zl, zr, zo) };
+        let mut rng = Rng(seed);
+        let a = rng.tensor(dtype, elements(&lhs_shape), 0.0, 0.0);
+        let b = rng.tensor(dtype, elements(&rhs_shape), 0.0, 0.0);
+        let model = single_op(
+            Op::BATCH_MATMUL,
+            &[(q(dtype, sl, zl.into()), &lhs_shape), (q(dtype, sr, zr.into()), &rhs_shape)],
+            (q(dtype, so, zo.into()), &out_shape),
+            Options::BatchMatMul { adj_x, adj_y },
+        );
+        let got = run(&model, &[&a, &b]).unwrap();
+        let wide = |v: &[u8]| -> Vec<i64> {
+            if int16 { i16s(v).into_iter().map(i64::from).collect() } else { i8s(v).into_iter().map(i64::from).collect() }
+        };
+        let (xa, xb) = (wide(&a), wide(&b));
+        let (mult, shift) = quantize_multiplier(f64::from(sl) * f64::from(sr) / f64::from(so));
+        let (lo, hi) = if int16 { (-32768, 32767) } else { (-128, 127) };
+        let mut want = Vec::new();
+        for_each_index(&out_shape, |idx| {
+            let nb = ob.len();
+            let (i, j) = (idx[nb], idx[nb + 1]);
+            let mut total = 0i64;
+            for d in 0..k as usize {
+                let mut li = idx[..nb].to_vec();
+                li.extend(if adj_x { [d, i] } else { [i, d] });
+                let mut ri = idx[..nb].to_vec();
+                ri.extend(if adj_y { [j, d] } else { [d, j] });
+                let x = xa[broadcast_index(&lhs_shape, &out_shape, &li)] - i64::from(zl);
+                let y = xb[broadcast_index(&rhs_shape, &out_shape, &ri)] - i64::from(zr);
+                total += x * y;
+            }
+            let v = if int16 {
+                hilt_runtime::kernels::fixed_point::multiply_by_quantized_multiplier_i64(total, mult, shift)
+            } else {
+                multiply_by_quantized_multiplier(total as i32, mult, shift)
+            };
+            want.push(i64::from((v + zo).clamp(lo, hi)));
+        });
+        prop_assert_eq!(wide(&got[0]), want);
+    }
+}
+
+#[test]
+fn batch_matmul_refuses_mismatched_depths() {
+    let model = single_op(
+        Op::BATCH_MATMUL,
+        &[(F32, &[2, 3]), (F32, &[4, 2])],
+        (F32, &[2, 2]),
+        Options::BatchMatMul {
+            adj_x: false,
+            adj_y: false,
+        },
+    );
+    assert_eq!(
+        kernel_error(&model, &[&[0; 24], &[0; 32]]),
+        KernelError::ShapeMismatch { tensor: 1 }
+    );
+    let model = single_op(
+        Op::BATCH_MATMUL,
+        &[(F32, &[2, 3]), (F32, &[3, 2])],
+        (F32, &[2, 2]),
+        Options::None,
+    );
+    assert_eq!(
+        kernel_error(&model, &[&[0; 24], &[0; 24]]),
+        KernelError::MissingOptions
+    );
+}

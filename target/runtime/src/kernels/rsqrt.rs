@@ -1,4 +1,5 @@
-//! RSQRT: `1 / sqrt(x)` — float32 and int8, bit-exact with TFLM's kernel.
+//! RSQRT: `1 / sqrt(x)` — float32, int8 and int16, bit-exact with TFLM's
+//! kernel.
 //!
 //! int8 is TFLM's `RsqrtEvalQuantized`: the input less its zero point goes
 //! through `GetInvSqrtQuantizedMultiplierExp` (a five-step Newton-Raphson
@@ -8,6 +9,7 @@
 //! gives the type's maximum. The output depends only on the input byte, so
 //! prepare tabulates all 256; an input below the zero point (a negative
 //! real value) fails the invoke with a typed error, as it fails TFLM's.
+//! int16 is the same formula per element, clamped to int16.
 
 use bytemuck::{Pod, Zeroable};
 
@@ -32,6 +34,11 @@ pub const REGISTRATION: Registration = Registration {
 struct RsqrtData {
     dtype: i32,
     input_zero_point: i32,
+    /// int16: the output scaling and zero point.
+    multiplier: i32,
+    shift: i32,
+    output_zero_point: i32,
+    _reserved: u32,
     /// int8: output for input byte `b` (as `u8`) at index `b`.
     table: Stored<i8>,
 }
@@ -70,18 +77,29 @@ pub fn inv_sqrt_quantized_multiplier_exp(mut input: i32) -> (i32, i32) {
     (inv_sqrt, -shift)
 }
 
-/// One int8 element of TFLM's quantised RSQRT (`value` already less the
-/// input zero point, non-negative).
-pub(crate) fn rsqrt_int8(value: i32, multiplier: i32, shift: i32, output_zero_point: i32) -> i8 {
+/// One element of TFLM's quantised RSQRT (`value` already less the input
+/// zero point, non-negative), clamped to `lo..=hi` (a zero gives `hi`).
+pub(crate) fn rsqrt_quantized(
+    value: i32,
+    multiplier: i32,
+    shift: i32,
+    output_zero_point: i32,
+    (lo, hi): (i32, i32),
+) -> i32 {
     const HEADROOM: i32 = 20;
     if value == 0 {
-        return i8::MAX;
+        return hi;
     }
     let (inv_m, inv_s) = inv_sqrt_quantized_multiplier_exp(value);
     let data = multiply_by_quantized_multiplier(1, inv_m, inv_s + HEADROOM);
     let out =
         multiply_by_quantized_multiplier(data, multiplier, shift - HEADROOM) + output_zero_point;
-    out.clamp(-128, 127) as i8
+    out.clamp(lo, hi)
+}
+
+/// [`rsqrt_quantized`] for int8.
+pub(crate) fn rsqrt_int8(value: i32, multiplier: i32, shift: i32, output_zero_point: i32) -> i8 {
+    rsqrt_quantized(value, multiplier, shift, output_zero_point, (-128, 127)) as i8
 }
 
 fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
@@ -101,10 +119,26 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
     let mut data = RsqrtData {
         dtype: i32::from(output.dtype.0),
         input_zero_point: 0,
+        multiplier: 0,
+        shift: 0,
+        output_zero_point: 0,
+        _reserved: 0,
         table: Zeroable::zeroed(),
     };
     match output.dtype {
         TensorType::FLOAT32 => {}
+        TensorType::INT16 => {
+            let (qi, qo) = (require_quant(&input)?, require_quant(&output)?);
+            for (t, q) in [(&input, qi), (&output, qo)] {
+                if !is_valid(q, -32768..=32767) {
+                    return Err(KernelError::MissingQuantization { tensor: t.index });
+                }
+            }
+            let scale = 1.0 / f64::from(libm::sqrtf(qi.scale) * qo.scale);
+            (data.multiplier, data.shift) = quantize_multiplier(scale);
+            data.input_zero_point = qi.zero_point;
+            data.output_zero_point = qo.zero_point;
+        }
         TensorType::INT8 => {
             let (qi, qo) = (require_quant(&input)?, require_quant(&output)?);
             for (t, q) in [(&input, qi), (&output, qo)] {
@@ -159,6 +193,25 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
             }
             for (o, &v) in out.iter_mut().zip(x) {
                 *o = table[v as u8 as usize];
+            }
+        }
+        TensorType::INT16 => {
+            let (x, out) = (input.values::<i16>()?, output.values::<i16>()?);
+            for (o, &v) in out.iter_mut().zip(x) {
+                let value = i32::from(v) - data.input_zero_point;
+                if value < 0 {
+                    return Err(KernelError::UnsupportedParameter {
+                        what: "RSQRT of a negative value",
+                    });
+                }
+                let range = (-32768, 32767);
+                *o = rsqrt_quantized(
+                    value,
+                    data.multiplier,
+                    data.shift,
+                    data.output_zero_point,
+                    range,
+                ) as i16;
             }
         }
         _ => return Err(KernelError::Internal),

@@ -132,6 +132,13 @@ pub enum Options {
         /// Fused activation.
         activation: fb::ActivationFunctionType,
     },
+    /// BATCH_MATMUL.
+    BatchMatMul {
+        /// Transpose the left operand's last two axes.
+        adj_x: bool,
+        /// Transpose the right operand's last two axes.
+        adj_y: bool,
+    },
     /// MEAN and other reductions.
     Reducer {
         /// Keep reduced dimensions as size 1.
@@ -693,6 +700,17 @@ fn write_op<'b>(b: &mut FlatBufferBuilder<'b>, op: &OpDef) -> WIPOffset<fb::Oper
             (
                 K::ConcatenationOptions,
                 Some(fb::ConcatenationOptions::create(b, &args).as_union_value()),
+            )
+        }
+        Options::BatchMatMul { adj_x, adj_y } => {
+            let args = fb::BatchMatMulOptionsArgs {
+                adj_x: *adj_x,
+                adj_y: *adj_y,
+                asymmetric_quantize_inputs: false,
+            };
+            (
+                K::BatchMatMulOptions,
+                Some(fb::BatchMatMulOptions::create(b, &args).as_union_value()),
             )
         }
         Options::Reducer { keep_dims } => {
