@@ -101,8 +101,8 @@ impl MatMulPlan {
     pub(crate) fn output_shape(&self, rank: usize) -> Option<Dims> {
         let mut dims = [0i32; 5];
         let n = rank.checked_sub(2).filter(|&n| n <= BATCH)?;
-        for i in 0..n {
-            dims[i] = self.out_batch[BATCH - n + i] as i32;
+        for (d, &b) in dims.iter_mut().zip(&self.out_batch[BATCH - n..]) {
+            *d = b as i32;
         }
         dims[n] = self.rows as i32;
         dims[n + 1] = self.cols as i32;
