@@ -7,7 +7,7 @@ use std::time::Instant;
 use hilt_runtime::accel::{Offload, vnpu};
 use hilt_runtime::allocation::AllocOptions;
 use hilt_runtime::interpreter::{Clock, Interpreter, InterpreterError};
-use hilt_runtime::kernels::{OpResolver, all_builtins};
+use hilt_runtime::kernels::{BUILTINS_CAPACITY, OpResolver, all_builtins};
 use hilt_runtime::model::{Model, ModelError};
 use hilt_runtime::planner::{AnyPlanner, MemoryPlanner, PlannerKind};
 
@@ -218,11 +218,12 @@ pub fn planner_for<'a>(kind: PlannerKind, model: &Model<'a>) -> Result<AnyPlanne
 }
 
 /// The builtin kernels and vnpu's custom op, built once per process.
-pub fn resolver() -> &'static OpResolver<32> {
-    static RESOLVER: std::sync::OnceLock<OpResolver<32>> = std::sync::OnceLock::new();
+pub fn resolver() -> &'static OpResolver<BUILTINS_CAPACITY> {
+    static RESOLVER: std::sync::OnceLock<OpResolver<BUILTINS_CAPACITY>> =
+        std::sync::OnceLock::new();
     RESOLVER.get_or_init(|| {
         let mut r = all_builtins();
-        // 32 entries hold the builtins and this one.
+        // BUILTINS_CAPACITY entries hold the builtins and this one.
         let _ = r.add_custom(vnpu::NEGATE_NAME, vnpu::NEGATE);
         r
     })

@@ -59,7 +59,14 @@ pub fn succeeded(out: &std::process::Output) -> String {
 /// when the set is absent, which fails instead under
 /// `HILT_CONFORMANCE_REQUIRED=1`.
 pub fn conformance_models() -> Option<(PathBuf, Vec<hilt::conformance::ModelEntry>)> {
-    let dir = hilt::conformance::locate(&repo());
+    conformance_set_models(hilt::conformance::locate(&repo()))
+}
+
+/// [`conformance_models`] for the set in folder `dir` (e.g. the second
+/// set, `../shared/conformance-ops`): same skip rule, same model filter.
+pub fn conformance_set_models(
+    dir: PathBuf,
+) -> Option<(PathBuf, Vec<hilt::conformance::ModelEntry>)> {
     if !dir.join("manifest.json").is_file() {
         let required = std::env::var("HILT_CONFORMANCE_REQUIRED").is_ok_and(|v| v == "1");
         assert!(!required, "conformance set not found at {}", dir.display());

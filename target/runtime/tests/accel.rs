@@ -11,7 +11,7 @@ use hilt_runtime::accel::{
 };
 use hilt_runtime::allocation::AllocOptions;
 use hilt_runtime::interpreter::{Interpreter, InterpreterError};
-use hilt_runtime::kernels::{OpResolver, all_builtins};
+use hilt_runtime::kernels::{BUILTINS_CAPACITY, OpResolver, all_builtins};
 use hilt_runtime::model::Model;
 use hilt_runtime::planner::Greedy;
 use hilt_runtime::request::BufferOwner;
@@ -96,7 +96,7 @@ fn custom_negate() -> Vec<u8> {
     w.finish()
 }
 
-fn resolver() -> OpResolver<32> {
+fn resolver() -> OpResolver<BUILTINS_CAPACITY> {
     let mut r = all_builtins();
     r.add_custom(NEGATE_NAME, NEGATE).unwrap();
     r

@@ -22,6 +22,7 @@ use super::fixed_point::{
 };
 use super::tensor::{Dims, MAX_RANK, quant, require_quant};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
+use crate::model::TensorInfo;
 use crate::schema::{ActivationFunctionType, TensorType};
 
 /// The ADD kernel.
@@ -122,12 +123,12 @@ impl Broadcast {
     /// Calls `f(a[i], b[j])` for every output element in order, writing
     /// `out`. Slices must have the lengths the walk was built for.
     #[inline(always)]
-    pub(crate) fn run<T: Copy, U>(
+    pub(crate) fn run<A: Copy, B: Copy, U>(
         &self,
-        a: &[T],
-        b: &[T],
+        a: &[A],
+        b: &[B],
         out: &mut [U],
-        f: impl Fn(T, T) -> U,
+        f: impl Fn(A, B) -> U,
     ) -> Result<(), KernelError> {
         if a.len() != self.len1 as usize
             || b.len() != self.len2 as usize
@@ -197,19 +198,19 @@ impl Broadcast {
 /// int8 parameters: TFLM's `OpDataAdd`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Pod, Zeroable)]
-struct QuantizedAdd {
-    input1_offset: i32,
-    input2_offset: i32,
-    output_offset: i32,
-    left_shift: i32,
-    input1_multiplier: i32,
-    input1_shift: i32,
-    input2_multiplier: i32,
-    input2_shift: i32,
-    output_multiplier: i32,
-    output_shift: i32,
-    activation_min: i32,
-    activation_max: i32,
+pub(crate) struct QuantizedAdd {
+    pub(crate) input1_offset: i32,
+    pub(crate) input2_offset: i32,
+    pub(crate) output_offset: i32,
+    pub(crate) left_shift: i32,
+    pub(crate) input1_multiplier: i32,
+    pub(crate) input1_shift: i32,
+    pub(crate) input2_multiplier: i32,
+    pub(crate) input2_shift: i32,
+    pub(crate) output_multiplier: i32,
+    pub(crate) output_shift: i32,
+    pub(crate) activation_min: i32,
+    pub(crate) activation_max: i32,
 }
 
 #[repr(C)]
@@ -263,55 +264,9 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
             data.activation_max_f32 = hi;
         }
         TensorType::INT8 | TensorType::INT16 => {
-            let q1 = require_quant(&input1)?;
-            let q2 = require_quant(&input2)?;
-            let qo = require_quant(&output)?;
-            let bad = |what| KernelError::UnsupportedParameter { what };
-            // TFLM's headroom: 20 bits for int8, 15 for int16 (so the shifted
-            // inputs fit 32 bits).
-            let (left_shift, qmin, qmax, kind) = if output.dtype == TensorType::INT8 {
-                (20, -128, 127, KIND_INT8)
-            } else {
-                (15, -32768, 32767, KIND_INT16)
-            };
-            let twice_max_input_scale = 2.0 * f64::from(q1.scale.max(q2.scale));
-            let real_input1 = f64::from(q1.scale) / twice_max_input_scale;
-            let real_input2 = f64::from(q2.scale) / twice_max_input_scale;
-            let real_output =
-                twice_max_input_scale / (f64::from(1 << left_shift) * f64::from(qo.scale));
-            let (input1_multiplier, input1_shift) =
-                quantize_multiplier_smaller_than_one_exp(real_input1)
-                    .ok_or(bad("ADD input 1 scale"))?;
-            let (input2_multiplier, input2_shift) =
-                quantize_multiplier_smaller_than_one_exp(real_input2)
-                    .ok_or(bad("ADD input 2 scale"))?;
-            let (output_multiplier, output_shift) =
-                quantize_multiplier_smaller_than_one_exp(real_output)
-                    .ok_or(bad("ADD output scale"))?;
-            // Zero points must be values of the type (TFLM's
-            // CheckArithmeticParams), which keeps the shifted inputs in 32 bits.
-            for (t, q) in [(&input1, q1), (&input2, q2), (&output, qo)] {
-                if !(qmin..=qmax).contains(&q.zero_point) {
-                    return Err(KernelError::MissingQuantization { tensor: t.index });
-                }
-            }
-            let (activation_min, activation_max) =
-                activation_range_quantized(activation, qo.scale, qo.zero_point, qmin, qmax);
+            let (kind, quantized) = quantized_params(&input1, &input2, &output, activation, "ADD")?;
             data.kind = kind;
-            data.quantized = QuantizedAdd {
-                input1_offset: -q1.zero_point,
-                input2_offset: -q2.zero_point,
-                output_offset: qo.zero_point,
-                left_shift,
-                input1_multiplier,
-                input1_shift,
-                input2_multiplier,
-                input2_shift,
-                output_multiplier,
-                output_shift,
-                activation_min,
-                activation_max,
-            };
+            data.quantized = quantized;
         }
         TensorType::INT32 => {
             // TFLM adds unquantised int32 only, and ignores the activation.
@@ -334,17 +289,93 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
     ctx.store(&data)
 }
 
+/// The int8/int16 parameters of ADD (and SUB, which negates input 2's
+/// contribution): TFLM's `CalculateOpDataAdd`/`CalculateOpDataSub`, the
+/// same computation. `op` names the operator in errors.
+pub(crate) fn quantized_params(
+    input1: &TensorInfo<'_>,
+    input2: &TensorInfo<'_>,
+    output: &TensorInfo<'_>,
+    activation: ActivationFunctionType,
+    op: &'static str,
+) -> Result<(u32, QuantizedAdd), KernelError> {
+    let q1 = require_quant(input1)?;
+    let q2 = require_quant(input2)?;
+    let qo = require_quant(output)?;
+    for (t, q) in [(input1, q1), (input2, q2), (output, qo)] {
+        if !(q.scale > 0.0 && q.scale.is_finite()) {
+            return Err(KernelError::MissingQuantization { tensor: t.index });
+        }
+    }
+    let bad = |what| KernelError::UnsupportedParameter { what };
+    // Which scale gave a multiplier out of range, named per operator.
+    let [e1, e2, eo] = if op == "SUB" {
+        ["SUB input 1 scale", "SUB input 2 scale", "SUB output scale"]
+    } else {
+        ["ADD input 1 scale", "ADD input 2 scale", "ADD output scale"]
+    };
+    // TFLM's headroom: 20 bits for int8, 15 for int16 (so the shifted
+    // inputs fit 32 bits).
+    let (left_shift, qmin, qmax, kind) = if output.dtype == TensorType::INT8 {
+        (20, -128, 127, KIND_INT8)
+    } else {
+        (15, -32768, 32767, KIND_INT16)
+    };
+    let twice_max_input_scale = 2.0 * f64::from(q1.scale.max(q2.scale));
+    let real_input1 = f64::from(q1.scale) / twice_max_input_scale;
+    let real_input2 = f64::from(q2.scale) / twice_max_input_scale;
+    let real_output = twice_max_input_scale / (f64::from(1 << left_shift) * f64::from(qo.scale));
+    let (input1_multiplier, input1_shift) =
+        quantize_multiplier_smaller_than_one_exp(real_input1).ok_or(bad(e1))?;
+    let (input2_multiplier, input2_shift) =
+        quantize_multiplier_smaller_than_one_exp(real_input2).ok_or(bad(e2))?;
+    let (output_multiplier, output_shift) =
+        quantize_multiplier_smaller_than_one_exp(real_output).ok_or(bad(eo))?;
+    // Zero points must be values of the type (TFLM's
+    // CheckArithmeticParams), which keeps the shifted inputs in 32 bits.
+    for (t, q) in [(input1, q1), (input2, q2), (output, qo)] {
+        if !(qmin..=qmax).contains(&q.zero_point) {
+            return Err(KernelError::MissingQuantization { tensor: t.index });
+        }
+    }
+    let (activation_min, activation_max) =
+        activation_range_quantized(activation, qo.scale, qo.zero_point, qmin, qmax);
+    Ok((
+        kind,
+        QuantizedAdd {
+            input1_offset: -q1.zero_point,
+            input2_offset: -q2.zero_point,
+            output_offset: qo.zero_point,
+            left_shift,
+            input1_multiplier,
+            input1_shift,
+            input2_multiplier,
+            input2_shift,
+            output_multiplier,
+            output_shift,
+            activation_min,
+            activation_max,
+        },
+    ))
+}
+
 /// One input's contribution to a quantised sum: offset, shifted left and
 /// scaled by its multiplier (the first half of TFLM's `AddFunc`).
 #[inline(always)]
-fn scale_input(x: i32, offset: i32, left_shift: i32, multiplier: i32, shift: i32) -> i32 {
+pub(crate) fn scale_input(
+    x: i32,
+    offset: i32,
+    left_shift: i32,
+    multiplier: i32,
+    shift: i32,
+) -> i32 {
     multiply_by_quantized_multiplier_smaller_than_one((x + offset) << left_shift, multiplier, shift)
 }
 
 /// The sum of two scaled inputs, requantised and clamped (the rest of
 /// `AddFunc`).
 #[inline(always)]
-fn finish(sum: i32, p: &QuantizedAdd) -> i32 {
+pub(crate) fn finish(sum: i32, p: &QuantizedAdd) -> i32 {
     let raw =
         multiply_by_quantized_multiplier_smaller_than_one(sum, p.output_multiplier, p.output_shift)
             + p.output_offset;

@@ -13,6 +13,8 @@ use crate::schema::BuiltinOperator;
 pub mod add;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 pub(crate) mod arm_dsp;
+pub mod batch_matmul;
+pub mod concatenation;
 pub mod context;
 pub mod conv;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
@@ -26,16 +28,29 @@ pub mod float_math;
 pub mod fully_connected;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 pub(crate) mod gemm;
+pub mod leaky_relu;
 pub mod logistic;
 pub mod lstm;
+pub mod maximum_minimum;
+pub mod mean;
+pub mod mul;
+pub mod pad;
 pub mod padding;
 pub mod pooling;
+pub mod prelu;
 pub mod quantize;
 pub mod quantized;
 pub mod reshape;
+pub mod rsqrt;
 pub mod softmax;
+pub mod split;
+pub mod squared_difference;
+pub mod strided_slice;
+pub mod sub;
 pub mod svdf;
+pub mod tanh;
 pub mod tensor;
+pub mod transpose;
 
 pub use context::{InvokeContext, PrepareContext, Stored};
 
@@ -339,8 +354,12 @@ impl<const N: usize> Resolver for OpResolver<N> {
     }
 }
 
+/// Entries [`all_builtins`]' resolver holds: every builtin and room for a
+/// few custom kernels a backend adds.
+pub const BUILTINS_CAPACITY: usize = 48;
+
 /// Every builtin kernel hilt has.
-pub fn all_builtins() -> OpResolver<32> {
+pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
     let mut r = OpResolver::new();
     let table: &[(BuiltinOperator, Registration)] = &[
         (BuiltinOperator::RESHAPE, reshape::REGISTRATION),
@@ -365,9 +384,30 @@ pub fn all_builtins() -> OpResolver<32> {
             BuiltinOperator::UNIDIRECTIONAL_SEQUENCE_LSTM,
             lstm::REGISTRATION,
         ),
+        (BuiltinOperator::SUB, sub::REGISTRATION),
+        (BuiltinOperator::MUL, mul::REGISTRATION),
+        (BuiltinOperator::MEAN, mean::REGISTRATION),
+        (BuiltinOperator::CONCATENATION, concatenation::REGISTRATION),
+        (BuiltinOperator::PRELU, prelu::REGISTRATION),
+        (BuiltinOperator::SPLIT, split::SPLIT),
+        (BuiltinOperator::SPLIT_V, split::SPLIT_V),
+        (BuiltinOperator::MAXIMUM, maximum_minimum::MAXIMUM),
+        (BuiltinOperator::MINIMUM, maximum_minimum::MINIMUM),
+        (
+            BuiltinOperator::SQUARED_DIFFERENCE,
+            squared_difference::REGISTRATION,
+        ),
+        (BuiltinOperator::TANH, tanh::REGISTRATION),
+        (BuiltinOperator::TRANSPOSE, transpose::REGISTRATION),
+        (BuiltinOperator::RSQRT, rsqrt::REGISTRATION),
+        (BuiltinOperator::BATCH_MATMUL, batch_matmul::REGISTRATION),
+        (BuiltinOperator::LEAKY_RELU, leaky_relu::REGISTRATION),
+        (BuiltinOperator::PAD, pad::PAD),
+        (BuiltinOperator::PADV2, pad::PADV2),
+        (BuiltinOperator::STRIDED_SLICE, strided_slice::REGISTRATION),
     ];
     for &(op, kernel) in table {
-        // 32 entries hold every builtin above.
+        // BUILTINS_CAPACITY entries hold every builtin above.
         let _ = r.add(op, kernel);
     }
     r

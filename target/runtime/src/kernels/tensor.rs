@@ -107,6 +107,12 @@ pub fn quant(info: &TensorInfo<'_>) -> Option<Quant> {
     })
 }
 
+/// Whether `q` has a positive finite scale and a zero point in
+/// `zero_points` (the checks every quantised kernel makes).
+pub(crate) fn is_valid(q: Quant, zero_points: core::ops::RangeInclusive<i32>) -> bool {
+    q.scale > 0.0 && q.scale.is_finite() && zero_points.contains(&q.zero_point)
+}
+
 /// Quantisation of `info`, checked ([`check_quant`]), or an error naming
 /// the tensor.
 pub fn require_quant(info: &TensorInfo<'_>) -> Result<Quant, KernelError> {

@@ -1394,13 +1394,13 @@ pub mod tflite {
         since = "2.0.0",
         note = "Use associated constants instead. This will no longer be generated in 2021."
     )]
-    pub const ENUM_MAX_BUILTIN_OPTIONS: u8 = 89;
+    pub const ENUM_MAX_BUILTIN_OPTIONS: u8 = 101;
     #[deprecated(
         since = "2.0.0",
         note = "Use associated constants instead. This will no longer be generated in 2021."
     )]
     #[allow(non_camel_case_types)]
-    pub const ENUM_VALUES_BUILTIN_OPTIONS: [BuiltinOptions; 16] = [
+    pub const ENUM_VALUES_BUILTIN_OPTIONS: [BuiltinOptions; 20] = [
         BuiltinOptions::NONE,
         BuiltinOptions::Conv2DOptions,
         BuiltinOptions::DepthwiseConv2DOptions,
@@ -1414,9 +1414,13 @@ pub mod tflite {
         BuiltinOptions::MulOptions,
         BuiltinOptions::PadOptions,
         BuiltinOptions::ReducerOptions,
+        BuiltinOptions::SubOptions,
+        BuiltinOptions::StridedSliceOptions,
         BuiltinOptions::DequantizeOptions,
         BuiltinOptions::UnidirectionalSequenceLSTMOptions,
+        BuiltinOptions::LeakyReluOptions,
         BuiltinOptions::QuantizeOptions,
+        BuiltinOptions::BatchMatMulOptions,
     ];
 
     #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -1437,12 +1441,16 @@ pub mod tflite {
         pub const MulOptions: Self = Self(21);
         pub const PadOptions: Self = Self(22);
         pub const ReducerOptions: Self = Self(27);
+        pub const SubOptions: Self = Self(28);
+        pub const StridedSliceOptions: Self = Self(32);
         pub const DequantizeOptions: Self = Self(38);
         pub const UnidirectionalSequenceLSTMOptions: Self = Self(71);
+        pub const LeakyReluOptions: Self = Self(75);
         pub const QuantizeOptions: Self = Self(89);
+        pub const BatchMatMulOptions: Self = Self(101);
 
         pub const ENUM_MIN: u8 = 0;
-        pub const ENUM_MAX: u8 = 89;
+        pub const ENUM_MAX: u8 = 101;
         pub const ENUM_VALUES: &'static [Self] = &[
             Self::NONE,
             Self::Conv2DOptions,
@@ -1457,9 +1465,13 @@ pub mod tflite {
             Self::MulOptions,
             Self::PadOptions,
             Self::ReducerOptions,
+            Self::SubOptions,
+            Self::StridedSliceOptions,
             Self::DequantizeOptions,
             Self::UnidirectionalSequenceLSTMOptions,
+            Self::LeakyReluOptions,
             Self::QuantizeOptions,
+            Self::BatchMatMulOptions,
         ];
         /// Returns the variant's name or "" if unknown.
         pub fn variant_name(self) -> Option<&'static str> {
@@ -1477,11 +1489,15 @@ pub mod tflite {
                 Self::MulOptions => Some("MulOptions"),
                 Self::PadOptions => Some("PadOptions"),
                 Self::ReducerOptions => Some("ReducerOptions"),
+                Self::SubOptions => Some("SubOptions"),
+                Self::StridedSliceOptions => Some("StridedSliceOptions"),
                 Self::DequantizeOptions => Some("DequantizeOptions"),
                 Self::UnidirectionalSequenceLSTMOptions => {
                     Some("UnidirectionalSequenceLSTMOptions")
                 }
+                Self::LeakyReluOptions => Some("LeakyReluOptions"),
                 Self::QuantizeOptions => Some("QuantizeOptions"),
+                Self::BatchMatMulOptions => Some("BatchMatMulOptions"),
                 _ => None,
             }
         }
@@ -3566,6 +3582,652 @@ pub mod tflite {
             ds.finish()
         }
     }
+    pub enum SubOptionsOffset {}
+    #[derive(Copy, Clone, PartialEq)]
+
+    pub struct SubOptions<'a> {
+        pub _tab: ::flatbuffers::Table<'a>,
+    }
+
+    impl<'a> ::flatbuffers::Follow<'a> for SubOptions<'a> {
+        type Inner = SubOptions<'a>;
+        #[inline]
+        unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+            Self {
+                _tab: unsafe { ::flatbuffers::Table::new(buf, loc) },
+            }
+        }
+    }
+
+    impl<'a> SubOptions<'a> {
+        pub const VT_FUSED_ACTIVATION_FUNCTION: ::flatbuffers::VOffsetT = 4;
+        pub const VT_POT_SCALE_INT16: ::flatbuffers::VOffsetT = 6;
+
+        #[inline]
+        pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+            SubOptions { _tab: table }
+        }
+        #[allow(unused_mut)]
+        pub fn create<
+            'bldr: 'args,
+            'args: 'mut_bldr,
+            'mut_bldr,
+            A: ::flatbuffers::Allocator + 'bldr,
+        >(
+            _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+            args: &'args SubOptionsArgs,
+        ) -> ::flatbuffers::WIPOffset<SubOptions<'bldr>> {
+            let mut builder = SubOptionsBuilder::new(_fbb);
+            builder.add_pot_scale_int16(args.pot_scale_int16);
+            builder.add_fused_activation_function(args.fused_activation_function);
+            builder.finish()
+        }
+
+        #[inline]
+        pub fn fused_activation_function(&self) -> ActivationFunctionType {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<ActivationFunctionType>(
+                        SubOptions::VT_FUSED_ACTIVATION_FUNCTION,
+                        Some(ActivationFunctionType::NONE),
+                    )
+                    .unwrap()
+            }
+        }
+        #[inline]
+        pub fn pot_scale_int16(&self) -> bool {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<bool>(SubOptions::VT_POT_SCALE_INT16, Some(true))
+                    .unwrap()
+            }
+        }
+    }
+
+    impl ::flatbuffers::Verifiable for SubOptions<'_> {
+        #[inline]
+        fn run_verifier(
+            v: &mut ::flatbuffers::Verifier,
+            pos: usize,
+        ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+            v.visit_table(pos)?
+                .visit_field::<ActivationFunctionType>(
+                    "fused_activation_function",
+                    Self::VT_FUSED_ACTIVATION_FUNCTION,
+                    false,
+                )?
+                .visit_field::<bool>("pot_scale_int16", Self::VT_POT_SCALE_INT16, false)?
+                .finish();
+            Ok(())
+        }
+    }
+    pub struct SubOptionsArgs {
+        pub fused_activation_function: ActivationFunctionType,
+        pub pot_scale_int16: bool,
+    }
+    impl<'a> Default for SubOptionsArgs {
+        #[inline]
+        fn default() -> Self {
+            SubOptionsArgs {
+                fused_activation_function: ActivationFunctionType::NONE,
+                pot_scale_int16: true,
+            }
+        }
+    }
+
+    pub struct SubOptionsBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+        fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+    }
+    impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> SubOptionsBuilder<'a, 'b, A> {
+        #[inline]
+        pub fn add_fused_activation_function(
+            &mut self,
+            fused_activation_function: ActivationFunctionType,
+        ) {
+            self.fbb_.push_slot::<ActivationFunctionType>(
+                SubOptions::VT_FUSED_ACTIVATION_FUNCTION,
+                fused_activation_function,
+                ActivationFunctionType::NONE,
+            );
+        }
+        #[inline]
+        pub fn add_pot_scale_int16(&mut self, pot_scale_int16: bool) {
+            self.fbb_
+                .push_slot::<bool>(SubOptions::VT_POT_SCALE_INT16, pot_scale_int16, true);
+        }
+        #[inline]
+        pub fn new(
+            _fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        ) -> SubOptionsBuilder<'a, 'b, A> {
+            let start = _fbb.start_table();
+            SubOptionsBuilder {
+                fbb_: _fbb,
+                start_: start,
+            }
+        }
+        #[inline]
+        pub fn finish(self) -> ::flatbuffers::WIPOffset<SubOptions<'a>> {
+            let o = self.fbb_.end_table(self.start_);
+            ::flatbuffers::WIPOffset::new(o.value())
+        }
+    }
+
+    impl ::core::fmt::Debug for SubOptions<'_> {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            let mut ds = f.debug_struct("SubOptions");
+            ds.field(
+                "fused_activation_function",
+                &self.fused_activation_function(),
+            );
+            ds.field("pot_scale_int16", &self.pot_scale_int16());
+            ds.finish()
+        }
+    }
+    pub enum StridedSliceOptionsOffset {}
+    #[derive(Copy, Clone, PartialEq)]
+
+    pub struct StridedSliceOptions<'a> {
+        pub _tab: ::flatbuffers::Table<'a>,
+    }
+
+    impl<'a> ::flatbuffers::Follow<'a> for StridedSliceOptions<'a> {
+        type Inner = StridedSliceOptions<'a>;
+        #[inline]
+        unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+            Self {
+                _tab: unsafe { ::flatbuffers::Table::new(buf, loc) },
+            }
+        }
+    }
+
+    impl<'a> StridedSliceOptions<'a> {
+        pub const VT_BEGIN_MASK: ::flatbuffers::VOffsetT = 4;
+        pub const VT_END_MASK: ::flatbuffers::VOffsetT = 6;
+        pub const VT_ELLIPSIS_MASK: ::flatbuffers::VOffsetT = 8;
+        pub const VT_NEW_AXIS_MASK: ::flatbuffers::VOffsetT = 10;
+        pub const VT_SHRINK_AXIS_MASK: ::flatbuffers::VOffsetT = 12;
+        pub const VT_OFFSET: ::flatbuffers::VOffsetT = 14;
+
+        #[inline]
+        pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+            StridedSliceOptions { _tab: table }
+        }
+        #[allow(unused_mut)]
+        pub fn create<
+            'bldr: 'args,
+            'args: 'mut_bldr,
+            'mut_bldr,
+            A: ::flatbuffers::Allocator + 'bldr,
+        >(
+            _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+            args: &'args StridedSliceOptionsArgs,
+        ) -> ::flatbuffers::WIPOffset<StridedSliceOptions<'bldr>> {
+            let mut builder = StridedSliceOptionsBuilder::new(_fbb);
+            builder.add_shrink_axis_mask(args.shrink_axis_mask);
+            builder.add_new_axis_mask(args.new_axis_mask);
+            builder.add_ellipsis_mask(args.ellipsis_mask);
+            builder.add_end_mask(args.end_mask);
+            builder.add_begin_mask(args.begin_mask);
+            builder.add_offset(args.offset);
+            builder.finish()
+        }
+
+        #[inline]
+        pub fn begin_mask(&self) -> i32 {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<i32>(StridedSliceOptions::VT_BEGIN_MASK, Some(0))
+                    .unwrap()
+            }
+        }
+        #[inline]
+        pub fn end_mask(&self) -> i32 {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<i32>(StridedSliceOptions::VT_END_MASK, Some(0))
+                    .unwrap()
+            }
+        }
+        #[inline]
+        pub fn ellipsis_mask(&self) -> i32 {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<i32>(StridedSliceOptions::VT_ELLIPSIS_MASK, Some(0))
+                    .unwrap()
+            }
+        }
+        #[inline]
+        pub fn new_axis_mask(&self) -> i32 {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<i32>(StridedSliceOptions::VT_NEW_AXIS_MASK, Some(0))
+                    .unwrap()
+            }
+        }
+        #[inline]
+        pub fn shrink_axis_mask(&self) -> i32 {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<i32>(StridedSliceOptions::VT_SHRINK_AXIS_MASK, Some(0))
+                    .unwrap()
+            }
+        }
+        #[inline]
+        pub fn offset(&self) -> bool {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<bool>(StridedSliceOptions::VT_OFFSET, Some(false))
+                    .unwrap()
+            }
+        }
+    }
+
+    impl ::flatbuffers::Verifiable for StridedSliceOptions<'_> {
+        #[inline]
+        fn run_verifier(
+            v: &mut ::flatbuffers::Verifier,
+            pos: usize,
+        ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+            v.visit_table(pos)?
+                .visit_field::<i32>("begin_mask", Self::VT_BEGIN_MASK, false)?
+                .visit_field::<i32>("end_mask", Self::VT_END_MASK, false)?
+                .visit_field::<i32>("ellipsis_mask", Self::VT_ELLIPSIS_MASK, false)?
+                .visit_field::<i32>("new_axis_mask", Self::VT_NEW_AXIS_MASK, false)?
+                .visit_field::<i32>("shrink_axis_mask", Self::VT_SHRINK_AXIS_MASK, false)?
+                .visit_field::<bool>("offset", Self::VT_OFFSET, false)?
+                .finish();
+            Ok(())
+        }
+    }
+    pub struct StridedSliceOptionsArgs {
+        pub begin_mask: i32,
+        pub end_mask: i32,
+        pub ellipsis_mask: i32,
+        pub new_axis_mask: i32,
+        pub shrink_axis_mask: i32,
+        pub offset: bool,
+    }
+    impl<'a> Default for StridedSliceOptionsArgs {
+        #[inline]
+        fn default() -> Self {
+            StridedSliceOptionsArgs {
+                begin_mask: 0,
+                end_mask: 0,
+                ellipsis_mask: 0,
+                new_axis_mask: 0,
+                shrink_axis_mask: 0,
+                offset: false,
+            }
+        }
+    }
+
+    pub struct StridedSliceOptionsBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+        fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+    }
+    impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> StridedSliceOptionsBuilder<'a, 'b, A> {
+        #[inline]
+        pub fn add_begin_mask(&mut self, begin_mask: i32) {
+            self.fbb_
+                .push_slot::<i32>(StridedSliceOptions::VT_BEGIN_MASK, begin_mask, 0);
+        }
+        #[inline]
+        pub fn add_end_mask(&mut self, end_mask: i32) {
+            self.fbb_
+                .push_slot::<i32>(StridedSliceOptions::VT_END_MASK, end_mask, 0);
+        }
+        #[inline]
+        pub fn add_ellipsis_mask(&mut self, ellipsis_mask: i32) {
+            self.fbb_
+                .push_slot::<i32>(StridedSliceOptions::VT_ELLIPSIS_MASK, ellipsis_mask, 0);
+        }
+        #[inline]
+        pub fn add_new_axis_mask(&mut self, new_axis_mask: i32) {
+            self.fbb_
+                .push_slot::<i32>(StridedSliceOptions::VT_NEW_AXIS_MASK, new_axis_mask, 0);
+        }
+        #[inline]
+        pub fn add_shrink_axis_mask(&mut self, shrink_axis_mask: i32) {
+            self.fbb_.push_slot::<i32>(
+                StridedSliceOptions::VT_SHRINK_AXIS_MASK,
+                shrink_axis_mask,
+                0,
+            );
+        }
+        #[inline]
+        pub fn add_offset(&mut self, offset: bool) {
+            self.fbb_
+                .push_slot::<bool>(StridedSliceOptions::VT_OFFSET, offset, false);
+        }
+        #[inline]
+        pub fn new(
+            _fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        ) -> StridedSliceOptionsBuilder<'a, 'b, A> {
+            let start = _fbb.start_table();
+            StridedSliceOptionsBuilder {
+                fbb_: _fbb,
+                start_: start,
+            }
+        }
+        #[inline]
+        pub fn finish(self) -> ::flatbuffers::WIPOffset<StridedSliceOptions<'a>> {
+            let o = self.fbb_.end_table(self.start_);
+            ::flatbuffers::WIPOffset::new(o.value())
+        }
+    }
+
+    impl ::core::fmt::Debug for StridedSliceOptions<'_> {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            let mut ds = f.debug_struct("StridedSliceOptions");
+            ds.field("begin_mask", &self.begin_mask());
+            ds.field("end_mask", &self.end_mask());
+            ds.field("ellipsis_mask", &self.ellipsis_mask());
+            ds.field("new_axis_mask", &self.new_axis_mask());
+            ds.field("shrink_axis_mask", &self.shrink_axis_mask());
+            ds.field("offset", &self.offset());
+            ds.finish()
+        }
+    }
+    pub enum BatchMatMulOptionsOffset {}
+    #[derive(Copy, Clone, PartialEq)]
+
+    pub struct BatchMatMulOptions<'a> {
+        pub _tab: ::flatbuffers::Table<'a>,
+    }
+
+    impl<'a> ::flatbuffers::Follow<'a> for BatchMatMulOptions<'a> {
+        type Inner = BatchMatMulOptions<'a>;
+        #[inline]
+        unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+            Self {
+                _tab: unsafe { ::flatbuffers::Table::new(buf, loc) },
+            }
+        }
+    }
+
+    impl<'a> BatchMatMulOptions<'a> {
+        pub const VT_ADJ_X: ::flatbuffers::VOffsetT = 4;
+        pub const VT_ADJ_Y: ::flatbuffers::VOffsetT = 6;
+        pub const VT_ASYMMETRIC_QUANTIZE_INPUTS: ::flatbuffers::VOffsetT = 8;
+
+        #[inline]
+        pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+            BatchMatMulOptions { _tab: table }
+        }
+        #[allow(unused_mut)]
+        pub fn create<
+            'bldr: 'args,
+            'args: 'mut_bldr,
+            'mut_bldr,
+            A: ::flatbuffers::Allocator + 'bldr,
+        >(
+            _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+            args: &'args BatchMatMulOptionsArgs,
+        ) -> ::flatbuffers::WIPOffset<BatchMatMulOptions<'bldr>> {
+            let mut builder = BatchMatMulOptionsBuilder::new(_fbb);
+            builder.add_asymmetric_quantize_inputs(args.asymmetric_quantize_inputs);
+            builder.add_adj_y(args.adj_y);
+            builder.add_adj_x(args.adj_x);
+            builder.finish()
+        }
+
+        #[inline]
+        pub fn adj_x(&self) -> bool {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<bool>(BatchMatMulOptions::VT_ADJ_X, Some(false))
+                    .unwrap()
+            }
+        }
+        #[inline]
+        pub fn adj_y(&self) -> bool {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<bool>(BatchMatMulOptions::VT_ADJ_Y, Some(false))
+                    .unwrap()
+            }
+        }
+        #[inline]
+        pub fn asymmetric_quantize_inputs(&self) -> bool {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<bool>(
+                        BatchMatMulOptions::VT_ASYMMETRIC_QUANTIZE_INPUTS,
+                        Some(false),
+                    )
+                    .unwrap()
+            }
+        }
+    }
+
+    impl ::flatbuffers::Verifiable for BatchMatMulOptions<'_> {
+        #[inline]
+        fn run_verifier(
+            v: &mut ::flatbuffers::Verifier,
+            pos: usize,
+        ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+            v.visit_table(pos)?
+                .visit_field::<bool>("adj_x", Self::VT_ADJ_X, false)?
+                .visit_field::<bool>("adj_y", Self::VT_ADJ_Y, false)?
+                .visit_field::<bool>(
+                    "asymmetric_quantize_inputs",
+                    Self::VT_ASYMMETRIC_QUANTIZE_INPUTS,
+                    false,
+                )?
+                .finish();
+            Ok(())
+        }
+    }
+    pub struct BatchMatMulOptionsArgs {
+        pub adj_x: bool,
+        pub adj_y: bool,
+        pub asymmetric_quantize_inputs: bool,
+    }
+    impl<'a> Default for BatchMatMulOptionsArgs {
+        #[inline]
+        fn default() -> Self {
+            BatchMatMulOptionsArgs {
+                adj_x: false,
+                adj_y: false,
+                asymmetric_quantize_inputs: false,
+            }
+        }
+    }
+
+    pub struct BatchMatMulOptionsBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+        fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+    }
+    impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> BatchMatMulOptionsBuilder<'a, 'b, A> {
+        #[inline]
+        pub fn add_adj_x(&mut self, adj_x: bool) {
+            self.fbb_
+                .push_slot::<bool>(BatchMatMulOptions::VT_ADJ_X, adj_x, false);
+        }
+        #[inline]
+        pub fn add_adj_y(&mut self, adj_y: bool) {
+            self.fbb_
+                .push_slot::<bool>(BatchMatMulOptions::VT_ADJ_Y, adj_y, false);
+        }
+        #[inline]
+        pub fn add_asymmetric_quantize_inputs(&mut self, asymmetric_quantize_inputs: bool) {
+            self.fbb_.push_slot::<bool>(
+                BatchMatMulOptions::VT_ASYMMETRIC_QUANTIZE_INPUTS,
+                asymmetric_quantize_inputs,
+                false,
+            );
+        }
+        #[inline]
+        pub fn new(
+            _fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        ) -> BatchMatMulOptionsBuilder<'a, 'b, A> {
+            let start = _fbb.start_table();
+            BatchMatMulOptionsBuilder {
+                fbb_: _fbb,
+                start_: start,
+            }
+        }
+        #[inline]
+        pub fn finish(self) -> ::flatbuffers::WIPOffset<BatchMatMulOptions<'a>> {
+            let o = self.fbb_.end_table(self.start_);
+            ::flatbuffers::WIPOffset::new(o.value())
+        }
+    }
+
+    impl ::core::fmt::Debug for BatchMatMulOptions<'_> {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            let mut ds = f.debug_struct("BatchMatMulOptions");
+            ds.field("adj_x", &self.adj_x());
+            ds.field("adj_y", &self.adj_y());
+            ds.field(
+                "asymmetric_quantize_inputs",
+                &self.asymmetric_quantize_inputs(),
+            );
+            ds.finish()
+        }
+    }
+    pub enum LeakyReluOptionsOffset {}
+    #[derive(Copy, Clone, PartialEq)]
+
+    pub struct LeakyReluOptions<'a> {
+        pub _tab: ::flatbuffers::Table<'a>,
+    }
+
+    impl<'a> ::flatbuffers::Follow<'a> for LeakyReluOptions<'a> {
+        type Inner = LeakyReluOptions<'a>;
+        #[inline]
+        unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+            Self {
+                _tab: unsafe { ::flatbuffers::Table::new(buf, loc) },
+            }
+        }
+    }
+
+    impl<'a> LeakyReluOptions<'a> {
+        pub const VT_ALPHA: ::flatbuffers::VOffsetT = 4;
+
+        #[inline]
+        pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+            LeakyReluOptions { _tab: table }
+        }
+        #[allow(unused_mut)]
+        pub fn create<
+            'bldr: 'args,
+            'args: 'mut_bldr,
+            'mut_bldr,
+            A: ::flatbuffers::Allocator + 'bldr,
+        >(
+            _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+            args: &'args LeakyReluOptionsArgs,
+        ) -> ::flatbuffers::WIPOffset<LeakyReluOptions<'bldr>> {
+            let mut builder = LeakyReluOptionsBuilder::new(_fbb);
+            builder.add_alpha(args.alpha);
+            builder.finish()
+        }
+
+        #[inline]
+        pub fn alpha(&self) -> f32 {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<f32>(LeakyReluOptions::VT_ALPHA, Some(0.0))
+                    .unwrap()
+            }
+        }
+    }
+
+    impl ::flatbuffers::Verifiable for LeakyReluOptions<'_> {
+        #[inline]
+        fn run_verifier(
+            v: &mut ::flatbuffers::Verifier,
+            pos: usize,
+        ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+            v.visit_table(pos)?
+                .visit_field::<f32>("alpha", Self::VT_ALPHA, false)?
+                .finish();
+            Ok(())
+        }
+    }
+    pub struct LeakyReluOptionsArgs {
+        pub alpha: f32,
+    }
+    impl<'a> Default for LeakyReluOptionsArgs {
+        #[inline]
+        fn default() -> Self {
+            LeakyReluOptionsArgs { alpha: 0.0 }
+        }
+    }
+
+    pub struct LeakyReluOptionsBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+        fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+    }
+    impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> LeakyReluOptionsBuilder<'a, 'b, A> {
+        #[inline]
+        pub fn add_alpha(&mut self, alpha: f32) {
+            self.fbb_
+                .push_slot::<f32>(LeakyReluOptions::VT_ALPHA, alpha, 0.0);
+        }
+        #[inline]
+        pub fn new(
+            _fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        ) -> LeakyReluOptionsBuilder<'a, 'b, A> {
+            let start = _fbb.start_table();
+            LeakyReluOptionsBuilder {
+                fbb_: _fbb,
+                start_: start,
+            }
+        }
+        #[inline]
+        pub fn finish(self) -> ::flatbuffers::WIPOffset<LeakyReluOptions<'a>> {
+            let o = self.fbb_.end_table(self.start_);
+            ::flatbuffers::WIPOffset::new(o.value())
+        }
+    }
+
+    impl ::core::fmt::Debug for LeakyReluOptions<'_> {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            let mut ds = f.debug_struct("LeakyReluOptions");
+            ds.field("alpha", &self.alpha());
+            ds.finish()
+        }
+    }
     pub enum ReshapeOptionsOffset {}
     #[derive(Copy, Clone, PartialEq)]
 
@@ -5009,6 +5671,36 @@ pub mod tflite {
 
         #[inline]
         #[allow(non_snake_case)]
+        pub fn builtin_options_as_sub_options(&self) -> Option<SubOptions<'a>> {
+            if self.builtin_options_type() == BuiltinOptions::SubOptions {
+                self.builtin_options().map(|t| {
+                    // Safety:
+                    // Created from a valid Table for this object
+                    // Which contains a valid union in this slot
+                    unsafe { SubOptions::init_from_table(t) }
+                })
+            } else {
+                None
+            }
+        }
+
+        #[inline]
+        #[allow(non_snake_case)]
+        pub fn builtin_options_as_strided_slice_options(&self) -> Option<StridedSliceOptions<'a>> {
+            if self.builtin_options_type() == BuiltinOptions::StridedSliceOptions {
+                self.builtin_options().map(|t| {
+                    // Safety:
+                    // Created from a valid Table for this object
+                    // Which contains a valid union in this slot
+                    unsafe { StridedSliceOptions::init_from_table(t) }
+                })
+            } else {
+                None
+            }
+        }
+
+        #[inline]
+        #[allow(non_snake_case)]
         pub fn builtin_options_as_dequantize_options(&self) -> Option<DequantizeOptions<'a>> {
             if self.builtin_options_type() == BuiltinOptions::DequantizeOptions {
                 self.builtin_options().map(|t| {
@@ -5041,6 +5733,21 @@ pub mod tflite {
 
         #[inline]
         #[allow(non_snake_case)]
+        pub fn builtin_options_as_leaky_relu_options(&self) -> Option<LeakyReluOptions<'a>> {
+            if self.builtin_options_type() == BuiltinOptions::LeakyReluOptions {
+                self.builtin_options().map(|t| {
+                    // Safety:
+                    // Created from a valid Table for this object
+                    // Which contains a valid union in this slot
+                    unsafe { LeakyReluOptions::init_from_table(t) }
+                })
+            } else {
+                None
+            }
+        }
+
+        #[inline]
+        #[allow(non_snake_case)]
         pub fn builtin_options_as_quantize_options(&self) -> Option<QuantizeOptions<'a>> {
             if self.builtin_options_type() == BuiltinOptions::QuantizeOptions {
                 self.builtin_options().map(|t| {
@@ -5048,6 +5755,21 @@ pub mod tflite {
                     // Created from a valid Table for this object
                     // Which contains a valid union in this slot
                     unsafe { QuantizeOptions::init_from_table(t) }
+                })
+            } else {
+                None
+            }
+        }
+
+        #[inline]
+        #[allow(non_snake_case)]
+        pub fn builtin_options_as_batch_mat_mul_options(&self) -> Option<BatchMatMulOptions<'a>> {
+            if self.builtin_options_type() == BuiltinOptions::BatchMatMulOptions {
+                self.builtin_options().map(|t| {
+                    // Safety:
+                    // Created from a valid Table for this object
+                    // Which contains a valid union in this slot
+                    unsafe { BatchMatMulOptions::init_from_table(t) }
                 })
             } else {
                 None
@@ -5079,9 +5801,13 @@ pub mod tflite {
           BuiltinOptions::MulOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<MulOptions>>("BuiltinOptions::MulOptions", pos),
           BuiltinOptions::PadOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<PadOptions>>("BuiltinOptions::PadOptions", pos),
           BuiltinOptions::ReducerOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<ReducerOptions>>("BuiltinOptions::ReducerOptions", pos),
+          BuiltinOptions::SubOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SubOptions>>("BuiltinOptions::SubOptions", pos),
+          BuiltinOptions::StridedSliceOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<StridedSliceOptions>>("BuiltinOptions::StridedSliceOptions", pos),
           BuiltinOptions::DequantizeOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<DequantizeOptions>>("BuiltinOptions::DequantizeOptions", pos),
           BuiltinOptions::UnidirectionalSequenceLSTMOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<UnidirectionalSequenceLSTMOptions>>("BuiltinOptions::UnidirectionalSequenceLSTMOptions", pos),
+          BuiltinOptions::LeakyReluOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<LeakyReluOptions>>("BuiltinOptions::LeakyReluOptions", pos),
           BuiltinOptions::QuantizeOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<QuantizeOptions>>("BuiltinOptions::QuantizeOptions", pos),
+          BuiltinOptions::BatchMatMulOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<BatchMatMulOptions>>("BuiltinOptions::BatchMatMulOptions", pos),
           _ => Ok(()),
         }
      })?
@@ -5346,6 +6072,26 @@ pub mod tflite {
                         )
                     }
                 }
+                BuiltinOptions::SubOptions => {
+                    if let Some(x) = self.builtin_options_as_sub_options() {
+                        ds.field("builtin_options", &x)
+                    } else {
+                        ds.field(
+                            "builtin_options",
+                            &"InvalidFlatbuffer: Union discriminant does not match value.",
+                        )
+                    }
+                }
+                BuiltinOptions::StridedSliceOptions => {
+                    if let Some(x) = self.builtin_options_as_strided_slice_options() {
+                        ds.field("builtin_options", &x)
+                    } else {
+                        ds.field(
+                            "builtin_options",
+                            &"InvalidFlatbuffer: Union discriminant does not match value.",
+                        )
+                    }
+                }
                 BuiltinOptions::DequantizeOptions => {
                     if let Some(x) = self.builtin_options_as_dequantize_options() {
                         ds.field("builtin_options", &x)
@@ -5366,8 +6112,28 @@ pub mod tflite {
                         )
                     }
                 }
+                BuiltinOptions::LeakyReluOptions => {
+                    if let Some(x) = self.builtin_options_as_leaky_relu_options() {
+                        ds.field("builtin_options", &x)
+                    } else {
+                        ds.field(
+                            "builtin_options",
+                            &"InvalidFlatbuffer: Union discriminant does not match value.",
+                        )
+                    }
+                }
                 BuiltinOptions::QuantizeOptions => {
                     if let Some(x) = self.builtin_options_as_quantize_options() {
+                        ds.field("builtin_options", &x)
+                    } else {
+                        ds.field(
+                            "builtin_options",
+                            &"InvalidFlatbuffer: Union discriminant does not match value.",
+                        )
+                    }
+                }
+                BuiltinOptions::BatchMatMulOptions => {
+                    if let Some(x) = self.builtin_options_as_batch_mat_mul_options() {
                         ds.field("builtin_options", &x)
                     } else {
                         ds.field(

@@ -102,6 +102,48 @@ pub enum Options {
         /// Fused activation.
         activation: fb::ActivationFunctionType,
     },
+    /// SUB.
+    Sub {
+        /// Fused activation.
+        activation: fb::ActivationFunctionType,
+    },
+    /// LEAKY_RELU.
+    LeakyRelu {
+        /// Slope below zero.
+        alpha: f32,
+    },
+    /// STRIDED_SLICE.
+    StridedSlice {
+        /// Axes whose begin is ignored (the axis start).
+        begin_mask: i32,
+        /// Axes whose end is ignored (the axis end).
+        end_mask: i32,
+        /// Axes removed from the output (one element taken).
+        shrink_axis_mask: i32,
+        /// Ellipsis axes (TFLM sets them aside; hilt refuses them).
+        ellipsis_mask: i32,
+        /// New axes (TFLM sets them aside; hilt refuses them).
+        new_axis_mask: i32,
+    },
+    /// CONCATENATION.
+    Concatenation {
+        /// Axis (negative counts from the end).
+        axis: i32,
+        /// Fused activation.
+        activation: fb::ActivationFunctionType,
+    },
+    /// BATCH_MATMUL.
+    BatchMatMul {
+        /// Transpose the left operand's last two axes.
+        adj_x: bool,
+        /// Transpose the right operand's last two axes.
+        adj_y: bool,
+    },
+    /// MEAN and other reductions.
+    Reducer {
+        /// Keep reduced dimensions as size 1.
+        keep_dims: bool,
+    },
     /// SOFTMAX.
     Softmax {
         /// Inverse temperature.
@@ -611,6 +653,73 @@ fn write_op<'b>(b: &mut FlatBufferBuilder<'b>, op: &OpDef) -> WIPOffset<fb::Oper
             (
                 K::MulOptions,
                 Some(fb::MulOptions::create(b, &args).as_union_value()),
+            )
+        }
+        Options::Sub { activation } => {
+            let args = fb::SubOptionsArgs {
+                fused_activation_function: *activation,
+                pot_scale_int16: true,
+            };
+            (
+                K::SubOptions,
+                Some(fb::SubOptions::create(b, &args).as_union_value()),
+            )
+        }
+        Options::LeakyRelu { alpha } => {
+            let args = fb::LeakyReluOptionsArgs { alpha: *alpha };
+            (
+                K::LeakyReluOptions,
+                Some(fb::LeakyReluOptions::create(b, &args).as_union_value()),
+            )
+        }
+        Options::StridedSlice {
+            begin_mask,
+            end_mask,
+            shrink_axis_mask,
+            ellipsis_mask,
+            new_axis_mask,
+        } => {
+            let args = fb::StridedSliceOptionsArgs {
+                begin_mask: *begin_mask,
+                end_mask: *end_mask,
+                ellipsis_mask: *ellipsis_mask,
+                new_axis_mask: *new_axis_mask,
+                shrink_axis_mask: *shrink_axis_mask,
+                offset: false,
+            };
+            (
+                K::StridedSliceOptions,
+                Some(fb::StridedSliceOptions::create(b, &args).as_union_value()),
+            )
+        }
+        Options::Concatenation { axis, activation } => {
+            let args = fb::ConcatenationOptionsArgs {
+                axis: *axis,
+                fused_activation_function: *activation,
+            };
+            (
+                K::ConcatenationOptions,
+                Some(fb::ConcatenationOptions::create(b, &args).as_union_value()),
+            )
+        }
+        Options::BatchMatMul { adj_x, adj_y } => {
+            let args = fb::BatchMatMulOptionsArgs {
+                adj_x: *adj_x,
+                adj_y: *adj_y,
+                asymmetric_quantize_inputs: false,
+            };
+            (
+                K::BatchMatMulOptions,
+                Some(fb::BatchMatMulOptions::create(b, &args).as_union_value()),
+            )
+        }
+        Options::Reducer { keep_dims } => {
+            let args = fb::ReducerOptionsArgs {
+                keep_dims: *keep_dims,
+            };
+            (
+                K::ReducerOptions,
+                Some(fb::ReducerOptions::create(b, &args).as_union_value()),
             )
         }
         Options::Softmax { beta } => {

@@ -10,6 +10,7 @@ use hilt_runtime::schema::{
     ActivationFunctionType as Act, BuiltinOperator as Op, Padding, TensorType as T,
 };
 use hilt_runtime::writer::{ModelWriter, Options};
+use proptest::prelude::*;
 
 /// A quantised or float tensor type for a one-op model.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -189,4 +190,70 @@ pub fn i32s(bytes: &[u8]) -> Vec<i32> {
 
 pub fn i8s(bytes: &[u8]) -> Vec<i8> {
     bytes.iter().map(|&b| b as i8).collect()
+}
+
+/// A broadcastable pair of shapes and their output shape.
+pub fn broadcast_shapes() -> impl Strategy<Value = (Vec<i32>, Vec<i32>, Vec<i32>)> {
+    broadcast_shapes_in(1..=5, 1..=4)
+}
+
+pub fn broadcast_shapes_in(
+    ranks: std::ops::RangeInclusive<usize>,
+    dims: std::ops::RangeInclusive<i32>,
+) -> impl Strategy<Value = (Vec<i32>, Vec<i32>, Vec<i32>)> {
+    ranks
+        .prop_flat_map(move |rank| {
+            (
+                proptest::collection::vec(dims.clone(), rank),
+                proptest::collection::vec(0u8..4, rank),
+                0usize..=rank,
+                0usize..=rank,
+            )
+        })
+        .prop_map(|(out, mode, drop_a, drop_b)| {
+            // Per dimension: 0 both full, 1 a broadcast, 2 b broadcast, 3 both 1.
+            let mut a = Vec::new();
+            let mut b = Vec::new();
+            for (&o, &m) in out.iter().zip(&mode) {
+                a.push(if m == 1 || m == 3 { 1 } else { o });
+                b.push(if m == 2 || m == 3 { 1 } else { o });
+            }
+            let out: Vec<i32> = out
+                .iter()
+                .zip(&mode)
+                .map(|(&o, &m)| if m == 3 { 1 } else { o })
+                .collect();
+            // Drop leading size-1 dimensions (lower rank operands).
+            let trim = |s: Vec<i32>, n: usize| {
+                let k = s.iter().take(n).take_while(|&&d| d == 1).count();
+                s[k..].to_vec()
+            };
+            (trim(a, drop_a), trim(b, drop_b), out)
+        })
+}
+
+/// Flat index into `shape` (right-aligned to `out`) for output index `idx`.
+pub fn broadcast_index(shape: &[i32], out: &[i32], idx: &[usize]) -> usize {
+    let pad = out.len() - shape.len();
+    let mut flat = 0;
+    for (d, &extent) in shape.iter().enumerate() {
+        let i = if extent == 1 { 0 } else { idx[d + pad] };
+        flat = flat * extent as usize + i;
+    }
+    flat
+}
+
+pub fn for_each_index(shape: &[i32], mut f: impl FnMut(&[usize])) {
+    let total = elements(shape);
+    let mut idx = vec![0usize; shape.len()];
+    for _ in 0..total {
+        f(&idx);
+        for d in (0..shape.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < shape[d] as usize {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
 }

@@ -54,7 +54,7 @@
 //! [`logistic_int16`]: super::fixed_point::logistic_int16
 //! [`tanh_int16`]: super::fixed_point::tanh_int16
 
-mod float;
+pub(crate) mod float;
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 mod float_sse2;
 mod integer;
