@@ -50,7 +50,10 @@ fn blockers(dir: &Path, entry: &ModelEntry) -> BTreeSet<String> {
             code,
             error: KernelError::UnsupportedType { dtype, .. },
             ..
-        })) => BTreeSet::from([format!("{code} (type {dtype} not implemented)")]),
+        })) => BTreeSet::from([format!(
+            "{code} ({} not implemented)",
+            hilt::host_run::tensor_type_name(hilt_runtime::schema::TensorType(dtype))
+        )]),
         // Other set-up errors are real failures: run_model reports them.
         _ => BTreeSet::new(),
     }

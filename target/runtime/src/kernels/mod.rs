@@ -137,10 +137,16 @@ impl fmt::Display for KernelError {
             KernelError::MissingOutput { position } => write!(f, "output {position} is missing"),
             KernelError::MissingOptions => f.write_str("builtin options are missing"),
             KernelError::UnsupportedType { tensor, dtype } => {
-                write!(
-                    f,
-                    "tensor {tensor}: type {dtype} is not supported by this kernel"
-                )
+                match crate::schema::TensorType(dtype).variant_name() {
+                    Some(name) => write!(
+                        f,
+                        "tensor {tensor}: type {name} is not supported by this kernel"
+                    ),
+                    None => write!(
+                        f,
+                        "tensor {tensor}: type {dtype} (not a TFLite type) is not supported"
+                    ),
+                }
             }
             KernelError::ShapeMismatch { tensor } => {
                 write!(f, "tensor {tensor}: shape does not fit the operation")
