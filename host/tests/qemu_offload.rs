@@ -1,6 +1,7 @@
 //! Offload on the virtual boards: every shipped scenario passes with the
 //! convolution family, ADD and pooling on the firmware's vnpu (coherent and
-//! non-coherent memory), the branch model shows real overlap, and every
+//! non-coherent memory; on one board per firmware kind, or every board
+//! `HILT_OFFLOAD_BOARDS` names), the branch model shows real overlap, and every
 //! fault of the offload path is caught and named on two boards, one over a
 //! UART.
 //!
@@ -19,6 +20,44 @@ use hilt_contract::offload::Accelerator;
 use hilt_proto::AccelFault;
 
 use common::repo;
+
+/// The boards the every-scenario sweep runs on: one per firmware kind the
+/// offload path differs by — the M4 over RTT, the product-firmware example
+/// over its own UART driver, the M33, the ARMv6-M build and the 128 KiB
+/// STM32F405 (where non-coherent halves do not fit). The AN500 and the
+/// second UART board run the same code as two of these (the nightly job
+/// sets `HILT_OFFLOAD_BOARDS='qemu-*'` for all of them).
+const OFFLOAD_BOARDS: [&str; 5] = [
+    "qemu-mps2-an386",
+    "qemu-mps2-an386-custom",
+    "qemu-mps2-an505",
+    "qemu-mps2-an386-armv6m",
+    "qemu-netduinoplus2",
+];
+
+/// `scenario`'s boards narrowed to the sweep's (`HILT_OFFLOAD_BOARDS`,
+/// comma-separated globs, else [`OFFLOAD_BOARDS`]).
+fn sweep_boards(scenario: &Scenario) -> Vec<String> {
+    let all = load_all(&repo().join("boards")).unwrap();
+    let wanted: Vec<String> = match std::env::var("HILT_OFFLOAD_BOARDS") {
+        Ok(v) if !v.is_empty() => v.split(',').map(str::to_string).collect(),
+        _ => OFFLOAD_BOARDS.iter().map(|b| b.to_string()).collect(),
+    };
+    all.iter()
+        .map(|b| b.name.clone())
+        .filter(|b| {
+            wanted
+                .iter()
+                .any(|w| hilt_contract::board::glob_match(w, b))
+        })
+        .filter(|b| {
+            scenario
+                .boards
+                .iter()
+                .any(|p| hilt_contract::board::glob_match(p, b))
+        })
+        .collect()
+}
 
 fn load(path: &str) -> Scenario {
     let conformance = hilt::conformance::locate(&repo());
@@ -81,6 +120,7 @@ fn every_shipped_scenario_passes_offloaded_coherent_and_not() {
             .map(|mut s| {
                 s.offload.accelerator = Accelerator::Vnpu;
                 s.offload.coherent = coherent;
+                s.boards = sweep_boards(&s);
                 s
             })
             .collect();
