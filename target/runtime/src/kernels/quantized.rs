@@ -372,8 +372,16 @@ impl<'a> Requant<'a> {
     #[inline(always)]
     pub fn channel(&self, c: usize) -> ChannelRequant {
         let i = c * self.step;
-        let (left, right1, narrow) = shift_fields(self.shift[i]);
-        let multiplier = self.multiplier[i];
+        ChannelRequant::new(self.multiplier[i], self.shift[i], self.stage)
+    }
+}
+
+impl ChannelRequant {
+    /// One channel's constants from its stored multiplier and shift
+    /// bytes (as [`prepare_channels`] wrote them) and the output stage.
+    #[inline(always)]
+    pub fn new(multiplier: i32, shift: [u8; 2], stage: OutputStage) -> Self {
+        let (left, right1, narrow) = shift_fields(shift);
         // The one-rounding form holds for m > 2^30 and a right shift.
         let one_rounding = multiplier > 1 << 30 && (2..=32).contains(&right1);
         ChannelRequant {
@@ -389,7 +397,7 @@ impl<'a> Requant<'a> {
                 (i64::from(1i32.wrapping_shl(right1 - 3)) << 32) | (1 << 30)
             },
             narrow,
-            stage: self.stage,
+            stage,
         }
     }
 }
@@ -596,35 +604,7 @@ pub fn matvec(
     // forms of the scaling applies, so the per-output code has no branch
     // on it (small layers spend much of their time requantising).
     if let Some(one) = requant.uniform() {
-        match one.form() {
-            ScaleForm::OneRounding => matvec_with(
-                x,
-                x_offset,
-                weights,
-                bias,
-                offset,
-                |_, acc| one.apply_one_rounding(acc),
-                out,
-            ),
-            ScaleForm::Narrow => matvec_with(
-                x,
-                x_offset,
-                weights,
-                bias,
-                offset,
-                |_, acc| one.apply_narrow(acc),
-                out,
-            ),
-            ScaleForm::Parts => matvec_with(
-                x,
-                x_offset,
-                weights,
-                bias,
-                offset,
-                |_, acc| one.apply(acc),
-                out,
-            ),
-        }
+        matvec_uniform(x, x_offset, weights, bias, offset, &one, out);
     } else {
         matvec_with(
             x,
@@ -635,6 +615,49 @@ pub fn matvec(
             |c, acc| requant.apply(c, acc),
             out,
         );
+    }
+}
+
+/// [`matvec`] for per-tensor weights, their one channel's constants given
+/// (a kernel that worked them out at prepare calls this directly).
+#[inline]
+pub fn matvec_uniform(
+    x: &[i8],
+    x_offset: i32,
+    weights: &[i8],
+    bias: Option<&[i32]>,
+    offset: i32,
+    one: &ChannelRequant,
+    out: &mut [i8],
+) {
+    match one.form() {
+        ScaleForm::OneRounding => matvec_with(
+            x,
+            x_offset,
+            weights,
+            bias,
+            offset,
+            |_, acc| one.apply_one_rounding(acc),
+            out,
+        ),
+        ScaleForm::Narrow => matvec_with(
+            x,
+            x_offset,
+            weights,
+            bias,
+            offset,
+            |_, acc| one.apply_narrow(acc),
+            out,
+        ),
+        ScaleForm::Parts => matvec_with(
+            x,
+            x_offset,
+            weights,
+            bias,
+            offset,
+            |_, acc| one.apply(acc),
+            out,
+        ),
     }
 }
 
