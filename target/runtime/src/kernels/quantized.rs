@@ -448,6 +448,22 @@ impl ChannelRequant {
         self.stage.clamp(scaled)
     }
 
+    /// [`apply_one_rounding`](Self::apply_one_rounding) for an output
+    /// stage that clamps only to int8 ([`OutputStage::is_full_range`]):
+    /// the bounds are then constants, two registers fewer in the loops.
+    #[inline(always)]
+    pub fn apply_one_rounding_full(&self, acc: i32) -> i8 {
+        let scaled = scale_one_rounding(acc, self.multiplier, self.left, self.right1, self.round);
+        self.stage.clamp_full(scaled)
+    }
+
+    /// [`apply_narrow`](Self::apply_narrow) for a full-range stage.
+    #[inline(always)]
+    pub fn apply_narrow_full(&self, acc: i32) -> i8 {
+        self.stage
+            .clamp_full(scale_narrow(acc, self.multiplier, self.left, self.right1))
+    }
+
     /// [`apply`](Self::apply) where [`form`](Self::form) is `Narrow`.
     #[inline(always)]
     pub fn apply_narrow(&self, acc: i32) -> i8 {
@@ -498,6 +514,20 @@ impl OutputStage {
         let v = scaled.wrapping_add(self.offset);
         // max then min, as TFLM: a range inverted by odd quantisation yields `max`.
         v.max(self.min).min(self.max) as i8
+    }
+
+    /// Whether the clamp is int8's own range (no fused activation narrows
+    /// it): then [`clamp_full`](Self::clamp_full) gives the same values.
+    #[inline(always)]
+    pub fn is_full_range(&self) -> bool {
+        self.min == i32::from(i8::MIN) && self.max == i32::from(i8::MAX)
+    }
+
+    /// [`clamp`](Self::clamp) where [`is_full_range`](Self::is_full_range) holds.
+    #[inline(always)]
+    fn clamp_full(&self, scaled: i32) -> i8 {
+        let v = scaled.wrapping_add(self.offset);
+        v.clamp(i32::from(i8::MIN), i32::from(i8::MAX)) as i8
     }
 }
 
@@ -630,7 +660,26 @@ pub fn matvec_uniform(
     one: &ChannelRequant,
     out: &mut [i8],
 ) {
+    let full = one.stage.is_full_range();
     match one.form() {
+        ScaleForm::OneRounding if full => matvec_with(
+            x,
+            x_offset,
+            weights,
+            bias,
+            offset,
+            |_, acc| one.apply_one_rounding_full(acc),
+            out,
+        ),
+        ScaleForm::Narrow if full => matvec_with(
+            x,
+            x_offset,
+            weights,
+            bias,
+            offset,
+            |_, acc| one.apply_narrow_full(acc),
+            out,
+        ),
         ScaleForm::OneRounding => matvec_with(
             x,
             x_offset,
