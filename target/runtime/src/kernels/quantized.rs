@@ -747,9 +747,16 @@ fn matvec_with(
         return;
     }
     // Four channels at a time share each load (and offsetting) of `x`.
+    // Blocks of four outputs, rows and biases taken as chunks: one bounds
+    // check per block, not one per output and per bias.
+    let blocks = n / 4;
     let mut c = 0;
-    while c + 4 <= n {
-        let block = &weights[c * k..][..4 * k];
+    let out_blocks = out[..4 * blocks].chunks_exact_mut(4);
+    for (ob, block) in out_blocks.zip(weights.chunks_exact(4 * k)) {
+        let starts = match bias.and_then(|b| b.get(c..)?.first_chunk::<4>()) {
+            Some(b) => b.map(|b| b.wrapping_add(offset)),
+            None => [offset; 4],
+        };
         #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
         let acc = super::gemm::rows_1x4(x, x_offset, block);
         #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
@@ -759,8 +766,8 @@ fn matvec_with(
             let (w2, w3) = rest.split_at(k);
             dot4(x, x_offset, [w0, w1, w2, w3])
         };
-        for r in 0..4 {
-            out[c + r] = requant(c + r, start(c + r).wrapping_add(acc[r]));
+        for (r, o) in ob.iter_mut().enumerate() {
+            *o = requant(c + r, starts[r].wrapping_add(acc[r]));
         }
         c += 4;
     }
