@@ -773,7 +773,11 @@ fn matvec_with(
     }
     while c < n {
         let w = &weights[c * k..][..k];
-        out[c] = requant(c, start(c).wrapping_add(dot_offset(w, x, x_offset)));
+        #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+        let dot = super::gemm::row_1x1(x, x_offset, w);
+        #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
+        let dot = dot_offset(w, x, x_offset);
+        out[c] = requant(c, start(c).wrapping_add(dot));
         c += 1;
     }
 }
