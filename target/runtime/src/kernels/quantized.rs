@@ -372,7 +372,8 @@ impl<'a> Requant<'a> {
     #[inline(always)]
     pub fn channel(&self, c: usize) -> ChannelRequant {
         let i = c * self.step;
-        ChannelRequant::new(self.multiplier[i], self.shift[i], self.stage)
+        let (left, right1, narrow) = shift_fields(self.shift[i]);
+        ChannelRequant::from_fields(self.multiplier[i], left, right1, narrow, self.stage)
     }
 }
 
@@ -382,6 +383,18 @@ impl ChannelRequant {
     #[inline(always)]
     pub fn new(multiplier: i32, shift: [u8; 2], stage: OutputStage) -> Self {
         let (left, right1, narrow) = shift_fields(shift);
+        Self::from_fields(multiplier, left, right1, narrow, stage)
+    }
+
+    /// [`new`](Self::new) with the shift bytes already read.
+    #[inline(always)]
+    fn from_fields(
+        multiplier: i32,
+        left: u32,
+        right1: u32,
+        narrow: bool,
+        stage: OutputStage,
+    ) -> Self {
         // The one-rounding form holds for m > 2^30 and a right shift.
         let one_rounding = multiplier > 1 << 30 && (2..=32).contains(&right1);
         ChannelRequant {
