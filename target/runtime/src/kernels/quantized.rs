@@ -1252,6 +1252,36 @@ mod tests {
         }
     }
 
+    /// The constant-bound forms give what the general ones give, for a
+    /// stage that is int8's range, and only such a stage claims it.
+    #[test]
+    fn full_range_forms_match_the_clamped_ones() {
+        let wide = stage_wide();
+        assert!(wide.is_full_range());
+        assert!(!OutputStage { min: -100, ..wide }.is_full_range());
+        assert!(!OutputStage { max: 0, ..wide }.is_full_range());
+        for (m, shift) in [
+            (i32::MAX, [0u8, 8]),
+            (1 << 30 | 12345, [0, 3]),
+            (1 << 29, [2, 1]),
+        ] {
+            for narrow in [0, NARROW] {
+                let bytes = [[shift[0] | narrow, shift[1]]];
+                let one = ChannelRequant::new(m, bytes[0], wide);
+                let multipliers = [m];
+                let same = Requant::new(&multipliers, &bytes, wide).unwrap();
+                for acc in [-(1 << 28), -70_000, -129, -1, 0, 1, 300, 65_535, 1 << 28] {
+                    assert_eq!(one.apply(acc), same.apply(0, acc), "{m} {shift:?} {acc}");
+                    assert_eq!(
+                        one.apply_one_rounding_full(acc),
+                        one.apply_one_rounding(acc)
+                    );
+                    assert_eq!(one.apply_narrow_full(acc), one.apply_narrow(acc));
+                }
+            }
+        }
+    }
+
     #[test]
     fn narrow_bound_is_strict() {
         // 2^29 − 1 is the largest magnitude the 32-bit form takes.
