@@ -269,6 +269,13 @@ fn invoke_int8(
     };
     if data.uniform != 0 {
         let one = ChannelRequant::new(data.multiplier, data.shift, p.stage);
+        // One batch row (the usual case): no per-row slicing.
+        if batches == 1 {
+            let (xb, ob) = (&x[..k], &mut out[..n]);
+            let offset = row_offset(xb);
+            quantized::matvec_uniform(xb, x_offset, weights, bias, offset, &one, ob);
+            return Ok(());
+        }
         for b in 0..batches {
             let (xb, ob) = (&x[b * k..][..k], &mut out[b * n..][..n]);
             let offset = row_offset(xb);
