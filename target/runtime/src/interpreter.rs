@@ -735,6 +735,22 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
         };
         let offload = self.offload.filter(|_| !job_records.is_empty());
         self.offload_stats = OffloadStats::default();
+        if offload.is_none() && profile.is_none() && table.is_empty() && !self.injects_faults() {
+            let plain = PlainRun {
+                model: &model,
+                resolver: self.resolver,
+                records,
+                slots,
+                scratch,
+                base,
+                len,
+            };
+            plain.run()?;
+            if guards.mode != CanaryMode::Off {
+                self.check_canaries(model.operator_count().checked_sub(1))?;
+            }
+            return Ok(());
+        }
         let mut stats = OffloadStats::default();
         // At most one job in flight: the schedule waits a job before the
         // next claimed op. Dropped on an early return, which aborts it.
@@ -925,6 +941,16 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
     #[cfg(feature = "fault-injection")]
     pub fn inject_overrun(&mut self, op: u32, bytes: u32) {
         self.overrun = Some((op, bytes));
+    }
+
+    /// Whether a test build has armed a fault that the full loop of
+    /// [`run`](Self::run) acts on (the plain loop has none of them).
+    fn injects_faults(&self) -> bool {
+        #[cfg(feature = "fault-injection")]
+        if self.overrun.is_some() || self.slowdown.is_some() || self.offload_fault.is_some() {
+            return true;
+        }
+        false
     }
 
     /// Whether the schedule's waits are skipped (an injected fault).
@@ -1191,6 +1217,59 @@ fn finish_job<C: Clock + ?Sized>(
         }
     }
     Ok(())
+}
+
+/// The common invoke (no offload, no profile, no per-buffer guards): each
+/// op is its record, its kernel and its tensor lists, and nothing else. A
+/// loop of its own, chosen once per invoke, so that small models do not
+/// pay per op for the checks only offloading and profiling need.
+struct PlainRun<'p, 'm> {
+    model: &'p Model<'m>,
+    resolver: &'p dyn Resolver,
+    records: &'p [OpRecord],
+    slots: &'p [TensorSlot],
+    scratch: &'p [TensorSlot],
+    base: *mut u8,
+    len: usize,
+}
+
+impl PlainRun<'_, '_> {
+    fn run(&self) -> Result<(), InterpreterError> {
+        let model = self.model;
+        // One record per op (allocate wrote them): checked once, so the
+        // loop below cannot stop short.
+        if self.records.len() < model.operator_count() as usize {
+            return Err(InterpreterError::NotAllocated);
+        }
+        for (index, record) in (0..model.operator_count()).zip(self.records) {
+            let unsupported = |code| InterpreterError::UnsupportedOperator { op: index, code };
+            let raw = model
+                .operator_table(index)
+                .ok_or(unsupported(OpName::UNREADABLE))?;
+            let kernel = self
+                .resolver
+                .get(record.kernel)
+                .ok_or_else(|| unsupported(op_name(model, index)))?;
+            let ctx = InvokeContext {
+                base: self.base,
+                len: self.len,
+                model,
+                op_index: index,
+                inputs: IndexList::new(raw.inputs()),
+                outputs: IndexList::new(raw.outputs()),
+                slots: self.slots,
+                record: *record,
+                scratch: self.scratch,
+                taken: Cell::new(0),
+            };
+            (kernel.invoke)(&ctx).map_err(|error| InterpreterError::Kernel {
+                op: index,
+                code: op_name(model, index),
+                error,
+            })?;
+        }
+        Ok(())
+    }
 }
 
 /// The job for op `op`: its activation inputs (read), outputs and scratch

@@ -200,6 +200,25 @@ impl<'m> PrepareContext<'_, 'm, '_> {
         })
     }
 
+    /// An array this op stored earlier in its prepare, read back (to
+    /// derive op data from it).
+    pub fn stored_values<T: Pod>(&self, stored: Stored<T>) -> Result<&[T], KernelError> {
+        let region = Region {
+            offset: stored.offset,
+            len: (stored.len)
+                .checked_mul(size_of::<T>() as u32)
+                .ok_or(KernelError::Internal)?,
+        };
+        if region.offset as usize + region.len as usize > self.arena.capacity() {
+            return Err(KernelError::Internal);
+        }
+        let data = self.arena.bytes(region);
+        if data.is_empty() {
+            return Ok(&[]);
+        }
+        bytemuck::try_cast_slice(data).map_err(|_| KernelError::Internal)
+    }
+
     fn alloc(&mut self, len: usize) -> Result<Region, KernelError> {
         self.arena
             .alloc_persistent(len, OP_DATA_ALIGN)

@@ -13,8 +13,8 @@
 //! states: batches are the output's leading dimensions, whatever their rank.
 
 use super::fixed_point::activation_range_float;
-use super::quantized::{self, ChannelParams, ChannelSetup, Requant, ScaleRule};
-use super::tensor::{Dims, expect_type, require_quant};
+use super::quantized::{self, ChannelParams, ChannelRequant, ChannelSetup, Requant, ScaleRule};
+use super::tensor::{Dims, Tensor, TensorMut, expect_type, require_quant};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::schema::{ActivationFunctionType, FullyConnectedOptionsWeightsFormat, TensorType};
 
@@ -25,13 +25,22 @@ pub const REGISTRATION: Registration = Registration {
     invoke,
 };
 
-const KIND_FLOAT: u32 = 0;
-const KIND_INT8: u32 = 1;
+const KIND_FLOAT: u8 = 0;
+const KIND_INT8: u8 = 1;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct OpData {
-    kind: u32,
+    kind: u8,
+    /// 1 when the int8 weights are per-tensor: invoke then requantises
+    /// with `multiplier` and `shift` below rather than reading the stored
+    /// arrays (a small layer's invoke is mostly such set-up).
+    uniform: u8,
+    /// The one channel's shift bytes (copies of `channels.shift[0]`).
+    shift: [u8; 2],
+    /// Its multiplier (`channels.multiplier[0]`). With the four bytes
+    /// above, these fill what was padding: op data stays 64 bytes.
+    multiplier: i32,
     batches: u32,
     accum_depth: u32,
     output_depth: u32,
@@ -98,6 +107,9 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
     }
     let mut data = OpData {
         kind: KIND_FLOAT,
+        uniform: 0,
+        shift: [0; 2],
+        multiplier: 0,
         batches: batches as u32,
         accum_depth: accum_depth as u32,
         output_depth: output_depth as u32,
@@ -143,6 +155,14 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
                 activation,
             };
             data.channels = quantized::prepare_channels(ctx, &setup)?;
+            if !per_channel {
+                let multiplier = ctx.stored_values(data.channels.multiplier)?;
+                let shift = ctx.stored_values(data.channels.shift)?;
+                let (Some(&multiplier), Some(&shift)) = (multiplier.first(), shift.first()) else {
+                    return Err(KernelError::Internal);
+                };
+                (data.uniform, data.multiplier, data.shift) = (1, multiplier, shift);
+            }
             data.filter_offset = filter_offset;
             data.kind = KIND_INT8;
         }
@@ -199,44 +219,80 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
             }
             Ok(())
         }
-        KIND_INT8 => {
-            let p = &data.channels;
-            let x = input.values::<i8>()?;
-            let w = filter.values::<i8>()?;
-            let bias = match &bias {
-                Some(b) => Some(b.values::<i32>()?),
-                None => None,
-            };
-            let out = output.values::<i8>()?;
-            let requant = Requant::new(ctx.stored(p.multiplier)?, ctx.stored(p.shift)?, p.stage)?;
-            if x.len() < batches * k
-                || out.len() < batches * n
-                || w.len() < n * k
-                || bias.is_some_and(|b| b.len() < n)
-                || !requant.covers(n)
-            {
-                return Err(KernelError::Internal);
-            }
-            let (weights, bias) = (&w[..n * k], bias.map(|b| &b[..n]));
-            let x_offset = p.input_offset;
-            for b in 0..batches {
-                let xb = &x[b * k..][..k];
-                // Per-tensor weights with a zero point: Σ (w + fo)(x + xo)
-                // = Σ w·(x + xo) + fo·Σ (x + xo).
-                let row_offset = if data.filter_offset == 0 {
-                    0
-                } else {
-                    let shifted =
-                        quantized::sum(xb).wrapping_add((k as i32).wrapping_mul(x_offset));
-                    data.filter_offset.wrapping_mul(shifted)
-                };
-                let ob = &mut out[b * n..][..n];
-                quantized::matvec(xb, x_offset, weights, bias, row_offset, &requant, ob);
-            }
-            Ok(())
-        }
+        KIND_INT8 => invoke_int8(data, input, filter, bias, output, ctx),
         _ => Err(KernelError::Internal),
     }
+}
+
+/// The int8 product, batch row after batch row. Prepare checked every
+/// shape; the one length check here is what keeps the slicing below from
+/// panicking on a corrupted arena.
+fn invoke_int8(
+    data: &OpData,
+    input: Tensor<'_, '_>,
+    filter: Tensor<'_, '_>,
+    bias: Option<Tensor<'_, '_>>,
+    output: TensorMut<'_, '_>,
+    ctx: &InvokeContext<'_, '_>,
+) -> Result<(), KernelError> {
+    let (batches, k, n) = (
+        data.batches as usize,
+        data.accum_depth as usize,
+        data.output_depth as usize,
+    );
+    let p = &data.channels;
+    let x: &[i8] = bytemuck::cast_slice(input.data);
+    let w: &[i8] = bytemuck::cast_slice(filter.data);
+    let bias = match &bias {
+        Some(b) => Some(b.values::<i32>()?),
+        None => None,
+    };
+    let out: &mut [i8] = bytemuck::cast_slice_mut(output.data);
+    if x.len() < batches * k
+        || out.len() < batches * n
+        || w.len() < n * k
+        || bias.is_some_and(|b| b.len() < n)
+    {
+        return Err(KernelError::Internal);
+    }
+    let (weights, bias) = (&w[..n * k], bias.map(|b| &b[..n]));
+    let x_offset = p.input_offset;
+    // Per-tensor weights with a zero point: Σ (w + fo)(x + xo)
+    // = Σ w·(x + xo) + fo·Σ (x + xo).
+    let row_offset = |xb: &[i8]| {
+        if data.filter_offset == 0 {
+            0
+        } else {
+            let shifted = quantized::sum(xb).wrapping_add((k as i32).wrapping_mul(x_offset));
+            data.filter_offset.wrapping_mul(shifted)
+        }
+    };
+    if data.uniform != 0 {
+        let one = ChannelRequant::new(data.multiplier, data.shift, p.stage);
+        // One batch row (the usual case): no per-row slicing.
+        if batches == 1 {
+            let (xb, ob) = (&x[..k], &mut out[..n]);
+            let offset = row_offset(xb);
+            quantized::matvec_uniform(xb, x_offset, weights, bias, offset, &one, ob);
+            return Ok(());
+        }
+        for b in 0..batches {
+            let (xb, ob) = (&x[b * k..][..k], &mut out[b * n..][..n]);
+            let offset = row_offset(xb);
+            quantized::matvec_uniform(xb, x_offset, weights, bias, offset, &one, ob);
+        }
+    } else {
+        let requant = Requant::new(ctx.stored(p.multiplier)?, ctx.stored(p.shift)?, p.stage)?;
+        if !requant.covers(n) {
+            return Err(KernelError::Internal);
+        }
+        for b in 0..batches {
+            let (xb, ob) = (&x[b * k..][..k], &mut out[b * n..][..n]);
+            let offset = row_offset(xb);
+            quantized::matvec(xb, x_offset, weights, bias, offset, &requant, ob);
+        }
+    }
+    Ok(())
 }
 
 /// Applies a float activation range as TFLM's `ActivationFunctionWithMinMax`

@@ -362,6 +362,29 @@ pub(crate) fn row_1x4(x: &[i8], offset: i32, w: [&[i8]; 4]) -> [i32; 4] {
     ]
 }
 
+/// `Σ_i w[i] · (x[i] + offset)` for one weight row of `x.len()`: the rows
+/// left over after the four-row blocks (a layer of fewer than four
+/// outputs is only these), two multiply-adds per `SMLAD`.
+#[inline(always)]
+// Only DSP builds call it (others sum with `quantized::dot_offset`); the
+// host tests check it against the plain sum all the same.
+#[cfg_attr(not(all(target_arch = "arm", feature = "arm-dsp")), allow(dead_code))]
+pub(crate) fn row_1x1(x: &[i8], offset: i32, w: &[i8]) -> i32 {
+    let n = x.len().min(w.len());
+    let off = splat16(offset);
+    let word = |r: &[i8; 4]| u32::from_le_bytes(r.map(|v| v as u8));
+    let (xc, _) = x[..n].as_chunks::<4>();
+    let (wc, _) = w[..n].as_chunks::<4>();
+    let mut acc = 0i32;
+    for (xs, ws) in xc.iter().zip(wc) {
+        let (xa, xb) = unpack::<true>(word(xs), off);
+        let (wa, wb) = unpack::<false>(word(ws), 0);
+        acc = mla2(xb, wb, mla2(xa, wa, acc));
+    }
+    let done = n / 4 * 4;
+    acc.wrapping_add(tail::<true>(&x[done..n], &w[done..n], offset))
+}
+
 /// [`row_1x4`] for four consecutive weight rows (`block` holds `4 · n`
 /// weights, `n = x.len()`), as FULLY_CONNECTED stores them: on the target
 /// the main loop is one `asm!` that addresses all four rows from two
@@ -570,6 +593,9 @@ mod tests {
                 let rows = [w0, w1, &w[2][..], &w[3][..]];
                 let four = row_1x4(x0, offset, rows);
                 assert_eq!(four, rows.map(|r| reference(x0, r, offset)), "n {n}");
+                for r in rows {
+                    assert_eq!(row_1x1(x0, offset, r), reference(x0, r, offset), "n {n}");
+                }
                 let block: Vec<i8> = rows.iter().flat_map(|r| r.iter().copied()).collect();
                 assert_eq!(rows_1x4(x0, offset, &block), four, "n {n}");
                 let mut patch: Vec<i16> =

@@ -373,7 +373,28 @@ impl<'a> Requant<'a> {
     pub fn channel(&self, c: usize) -> ChannelRequant {
         let i = c * self.step;
         let (left, right1, narrow) = shift_fields(self.shift[i]);
-        let multiplier = self.multiplier[i];
+        ChannelRequant::from_fields(self.multiplier[i], left, right1, narrow, self.stage)
+    }
+}
+
+impl ChannelRequant {
+    /// One channel's constants from its stored multiplier and shift
+    /// bytes (as [`prepare_channels`] wrote them) and the output stage.
+    #[inline(always)]
+    pub fn new(multiplier: i32, shift: [u8; 2], stage: OutputStage) -> Self {
+        let (left, right1, narrow) = shift_fields(shift);
+        Self::from_fields(multiplier, left, right1, narrow, stage)
+    }
+
+    /// [`new`](Self::new) with the shift bytes already read.
+    #[inline(always)]
+    fn from_fields(
+        multiplier: i32,
+        left: u32,
+        right1: u32,
+        narrow: bool,
+        stage: OutputStage,
+    ) -> Self {
         // The one-rounding form holds for m > 2^30 and a right shift.
         let one_rounding = multiplier > 1 << 30 && (2..=32).contains(&right1);
         ChannelRequant {
@@ -389,7 +410,7 @@ impl<'a> Requant<'a> {
                 (i64::from(1i32.wrapping_shl(right1 - 3)) << 32) | (1 << 30)
             },
             narrow,
-            stage: self.stage,
+            stage,
         }
     }
 }
@@ -438,6 +459,22 @@ impl ChannelRequant {
     pub fn apply_one_rounding(&self, acc: i32) -> i8 {
         let scaled = scale_one_rounding(acc, self.multiplier, self.left, self.right1, self.round);
         self.stage.clamp(scaled)
+    }
+
+    /// [`apply_one_rounding`](Self::apply_one_rounding) for an output
+    /// stage that clamps only to int8 ([`OutputStage::is_full_range`]):
+    /// the bounds are then constants, two registers fewer in the loops.
+    #[inline(always)]
+    pub fn apply_one_rounding_full(&self, acc: i32) -> i8 {
+        let scaled = scale_one_rounding(acc, self.multiplier, self.left, self.right1, self.round);
+        self.stage.clamp_full(scaled)
+    }
+
+    /// [`apply_narrow`](Self::apply_narrow) for a full-range stage.
+    #[inline(always)]
+    pub fn apply_narrow_full(&self, acc: i32) -> i8 {
+        self.stage
+            .clamp_full(scale_narrow(acc, self.multiplier, self.left, self.right1))
     }
 
     /// [`apply`](Self::apply) where [`form`](Self::form) is `Narrow`.
@@ -490,6 +527,20 @@ impl OutputStage {
         let v = scaled.wrapping_add(self.offset);
         // max then min, as TFLM: a range inverted by odd quantisation yields `max`.
         v.max(self.min).min(self.max) as i8
+    }
+
+    /// Whether the clamp is int8's own range (no fused activation narrows
+    /// it): then [`clamp_full`](Self::clamp_full) gives the same values.
+    #[inline(always)]
+    pub fn is_full_range(&self) -> bool {
+        self.min == i32::from(i8::MIN) && self.max == i32::from(i8::MAX)
+    }
+
+    /// [`clamp`](Self::clamp) where [`is_full_range`](Self::is_full_range) holds.
+    #[inline(always)]
+    fn clamp_full(&self, scaled: i32) -> i8 {
+        let v = scaled.wrapping_add(self.offset);
+        v.clamp(i32::from(i8::MIN), i32::from(i8::MAX)) as i8
     }
 }
 
@@ -596,35 +647,7 @@ pub fn matvec(
     // forms of the scaling applies, so the per-output code has no branch
     // on it (small layers spend much of their time requantising).
     if let Some(one) = requant.uniform() {
-        match one.form() {
-            ScaleForm::OneRounding => matvec_with(
-                x,
-                x_offset,
-                weights,
-                bias,
-                offset,
-                |_, acc| one.apply_one_rounding(acc),
-                out,
-            ),
-            ScaleForm::Narrow => matvec_with(
-                x,
-                x_offset,
-                weights,
-                bias,
-                offset,
-                |_, acc| one.apply_narrow(acc),
-                out,
-            ),
-            ScaleForm::Parts => matvec_with(
-                x,
-                x_offset,
-                weights,
-                bias,
-                offset,
-                |_, acc| one.apply(acc),
-                out,
-            ),
-        }
+        matvec_uniform(x, x_offset, weights, bias, offset, &one, out);
     } else {
         matvec_with(
             x,
@@ -635,6 +658,68 @@ pub fn matvec(
             |c, acc| requant.apply(c, acc),
             out,
         );
+    }
+}
+
+/// [`matvec`] for per-tensor weights, their one channel's constants given
+/// (a kernel that worked them out at prepare calls this directly).
+#[inline]
+pub fn matvec_uniform(
+    x: &[i8],
+    x_offset: i32,
+    weights: &[i8],
+    bias: Option<&[i32]>,
+    offset: i32,
+    one: &ChannelRequant,
+    out: &mut [i8],
+) {
+    let full = one.stage.is_full_range();
+    match one.form() {
+        ScaleForm::OneRounding if full => matvec_with(
+            x,
+            x_offset,
+            weights,
+            bias,
+            offset,
+            |_, acc| one.apply_one_rounding_full(acc),
+            out,
+        ),
+        ScaleForm::Narrow if full => matvec_with(
+            x,
+            x_offset,
+            weights,
+            bias,
+            offset,
+            |_, acc| one.apply_narrow_full(acc),
+            out,
+        ),
+        ScaleForm::OneRounding => matvec_with(
+            x,
+            x_offset,
+            weights,
+            bias,
+            offset,
+            |_, acc| one.apply_one_rounding(acc),
+            out,
+        ),
+        ScaleForm::Narrow => matvec_with(
+            x,
+            x_offset,
+            weights,
+            bias,
+            offset,
+            |_, acc| one.apply_narrow(acc),
+            out,
+        ),
+        ScaleForm::Parts => matvec_with(
+            x,
+            x_offset,
+            weights,
+            bias,
+            offset,
+            |_, acc| one.apply(acc),
+            out,
+        ),
     }
 }
 
@@ -675,9 +760,16 @@ fn matvec_with(
         return;
     }
     // Four channels at a time share each load (and offsetting) of `x`.
+    // Blocks of four outputs, rows and biases taken as chunks: one bounds
+    // check per block, not one per output and per bias.
+    let blocks = n / 4;
     let mut c = 0;
-    while c + 4 <= n {
-        let block = &weights[c * k..][..4 * k];
+    let out_blocks = out[..4 * blocks].chunks_exact_mut(4);
+    for (ob, block) in out_blocks.zip(weights.chunks_exact(4 * k)) {
+        let starts = match bias.and_then(|b| b.get(c..)?.first_chunk::<4>()) {
+            Some(b) => b.map(|b| b.wrapping_add(offset)),
+            None => [offset; 4],
+        };
         #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
         let acc = super::gemm::rows_1x4(x, x_offset, block);
         #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
@@ -687,14 +779,18 @@ fn matvec_with(
             let (w2, w3) = rest.split_at(k);
             dot4(x, x_offset, [w0, w1, w2, w3])
         };
-        for r in 0..4 {
-            out[c + r] = requant(c + r, start(c + r).wrapping_add(acc[r]));
+        for (r, o) in ob.iter_mut().enumerate() {
+            *o = requant(c + r, starts[r].wrapping_add(acc[r]));
         }
         c += 4;
     }
     while c < n {
         let w = &weights[c * k..][..k];
-        out[c] = requant(c, start(c).wrapping_add(dot_offset(w, x, x_offset)));
+        #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+        let dot = super::gemm::row_1x1(x, x_offset, w);
+        #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
+        let dot = dot_offset(w, x, x_offset);
+        out[c] = requant(c, start(c).wrapping_add(dot));
         c += 1;
     }
 }
@@ -714,6 +810,13 @@ fn single_input(
     let n = out.len().min(weights.len());
     let (weights, out) = (&weights[..n], &mut out[..n]);
     match bias.and_then(|b| b.get(..n)) {
+        // No row offset (weights without a zero point): one register and
+        // one addition fewer per output.
+        Some(bias) if offset == 0 => {
+            for (c, ((o, &w), &b)) in out.iter_mut().zip(weights).zip(bias).enumerate() {
+                *o = requant(c, b.wrapping_add(i32::from(w).wrapping_mul(v)));
+            }
+        }
         Some(bias) => {
             for (c, ((o, &w), &b)) in out.iter_mut().zip(weights).zip(bias).enumerate() {
                 let acc = b
@@ -1145,6 +1248,36 @@ mod tests {
                 let r = Requant::new(&[i32::MAX], &shift, stage_wide()).unwrap();
                 // Garbage shifts give garbage, never a panic.
                 let _ = (r.apply(0, 12345), r.channel(0).apply(-12345));
+            }
+        }
+    }
+
+    /// The constant-bound forms give what the general ones give, for a
+    /// stage that is int8's range, and only such a stage claims it.
+    #[test]
+    fn full_range_forms_match_the_clamped_ones() {
+        let wide = stage_wide();
+        assert!(wide.is_full_range());
+        assert!(!OutputStage { min: -100, ..wide }.is_full_range());
+        assert!(!OutputStage { max: 0, ..wide }.is_full_range());
+        for (m, shift) in [
+            (i32::MAX, [0u8, 8]),
+            (1 << 30 | 12345, [0, 3]),
+            (1 << 29, [2, 1]),
+        ] {
+            for narrow in [0, NARROW] {
+                let bytes = [[shift[0] | narrow, shift[1]]];
+                let one = ChannelRequant::new(m, bytes[0], wide);
+                let multipliers = [m];
+                let same = Requant::new(&multipliers, &bytes, wide).unwrap();
+                for acc in [-(1 << 28), -70_000, -129, -1, 0, 1, 300, 65_535, 1 << 28] {
+                    assert_eq!(one.apply(acc), same.apply(0, acc), "{m} {shift:?} {acc}");
+                    assert_eq!(
+                        one.apply_one_rounding_full(acc),
+                        one.apply_one_rounding(acc)
+                    );
+                    assert_eq!(one.apply_narrow_full(acc), one.apply_narrow(acc));
+                }
             }
         }
     }
