@@ -41,6 +41,7 @@ pub mod prelu;
 pub mod quantize;
 pub mod quantized;
 pub mod reshape;
+pub mod resize_nearest_neighbor;
 pub mod rsqrt;
 pub mod softmax;
 pub mod split;
@@ -51,6 +52,7 @@ pub mod svdf;
 pub mod tanh;
 pub mod tensor;
 pub mod transpose;
+pub mod transpose_conv;
 
 pub use context::{InvokeContext, PrepareContext, Stored};
 
@@ -398,7 +400,15 @@ pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
             squared_difference::REGISTRATION,
         ),
         (BuiltinOperator::TANH, tanh::REGISTRATION),
+        (
+            BuiltinOperator::RESIZE_NEAREST_NEIGHBOR,
+            resize_nearest_neighbor::REGISTRATION,
+        ),
         (BuiltinOperator::TRANSPOSE, transpose::REGISTRATION),
+        (
+            BuiltinOperator::TRANSPOSE_CONV,
+            transpose_conv::REGISTRATION,
+        ),
         (BuiltinOperator::RSQRT, rsqrt::REGISTRATION),
         (BuiltinOperator::BATCH_MATMUL, batch_matmul::REGISTRATION),
         (BuiltinOperator::LEAKY_RELU, leaky_relu::REGISTRATION),
