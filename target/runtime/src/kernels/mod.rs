@@ -19,6 +19,7 @@ pub mod context;
 pub mod conv;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 pub(crate) mod conv_dsp;
+mod conv_i16;
 pub mod depthwise_conv;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 mod depthwise_packed;
