@@ -135,3 +135,46 @@ pub(crate) fn conv_i16(
     });
     Ok(())
 }
+
+/// DEPTHWISE_CONV_2D's int16x8 form (TFLM's int16
+/// `reference_integer_ops::DepthwiseConvPerChannel`): filter `[1, fh, fw,
+/// out_c]`, output channel `o` filters input channel `o / multiplier`.
+pub(crate) fn depthwise_i16(
+    g: &Geometry,
+    multiplier: usize,
+    x: &[i16],
+    w: &[i8],
+    bias: Option<&[u8]>,
+    q: &Wide<'_>,
+    out: &mut [i16],
+) -> Result<(), KernelError> {
+    let (in_c, out_c) = (g.in_c as usize, g.out_c as usize);
+    let fw = g.x.filter as usize;
+    if multiplier == 0
+        || in_c * multiplier != out_c
+        || x.len() < g.input_len()
+        || out.len() < g.output_len()
+        || w.len() < g.y.filter as usize * fw * out_c
+        || bias.is_some_and(|b| b.len() < out_c * 8)
+        || q.multiplier.len() < out_c
+        || q.shift.len() < out_c
+    {
+        return Err(KernelError::Internal);
+    }
+    g.for_each_pixel(|win, o| {
+        for c in 0..out_c {
+            let mut acc = 0i64;
+            for fy in win.rows.clone() {
+                for fx in win.cols.clone() {
+                    let xv = x[win.input_at(g, fy, fx) + c / multiplier];
+                    let wv = w[(fy as usize * fw + fx as usize) * out_c + c];
+                    acc += i64::from(xv) * i64::from(wv);
+                }
+            }
+            acc = acc.wrapping_add(bias.map_or(0, |b| bias_at(b, c)));
+            let v = multiply_by_quantized_multiplier_i64(acc, q.multiplier[c], q.shift[c]);
+            out[o + c] = v.clamp(q.min, q.max) as i16;
+        }
+    });
+    Ok(())
+}
