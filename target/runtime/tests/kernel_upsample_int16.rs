@@ -1,5 +1,5 @@
-//! RESIZE_NEAREST_NEIGHBOR, TRANSPOSE_CONV and int16x8 CONV_2D as one-op
-//! models: property tests against plain reference loops written the way
+//! RESIZE_NEAREST_NEIGHBOR, TRANSPOSE_CONV, int16x8 CONV_2D and
+//! DEPTHWISE_CONV_2D, and int16 LOGISTIC as one-op models: property tests against plain reference loops written the way
 //! TFLM's reference kernels read (one output element at a time — for
 //! TRANSPOSE_CONV the reference *gathers* what the kernel scatters, so the
 //! two share no indexing), and the typed errors for bad models.
@@ -665,5 +665,141 @@ fn int16_conv_refuses_bad_models() {
     assert_eq!(
         kernel_error(&model, &[&x]),
         KernelError::ShapeMismatch { tensor: 1 }
+    );
+}
+
+// --------------------------------------------- int16x8 DEPTHWISE_CONV_2D
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(120))]
+
+    #[test]
+    fn int16_depthwise_matches_reference(
+        (n, ih, iw, ic, m) in (1i32..=2, 1i32..=7, 1i32..=7, 1i32..=4, 1i32..=3),
+        (fh, fw, sh, sw) in (1i32..=3, 1i32..=3, 1i32..=2, 1i32..=2),
+        same in any::<bool>(),
+        activation in prop_oneof![Just(Act::NONE), Just(Act::RELU), Just(Act::RELU6)],
+        (si, so) in (0.0001f32..0.01, 0.0001f32..0.05),
+        fscales in proptest::collection::vec(0.001f32..0.05, 12),
+        per_channel in any::<bool>(), with_bias in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let padding = if same { Padding::SAME } else { Padding::VALID };
+        let (ih, iw) = if same { (ih, iw) } else { (ih.max(fh), iw.max(fw)) };
+        let oc = ic * m;
+        let (oh, ph) = conv_axis(padding, ih, fh, sh);
+        let (ow, pw) = conv_axis(padding, iw, fw, sw);
+        let (input, filter, output) = ([n, ih, iw, ic], [1, fh, fw, oc], [n, oh, ow, oc]);
+        let scales = &fscales[..if per_channel { oc as usize } else { 1 }];
+        let mut rng = Rng(seed);
+        let x = rng.tensor(T::INT16, elements(&input), 0.0, 0.0);
+        let wts = rng.tensor(T::INT8, elements(&filter), 0.0, 0.0);
+        let bias: Vec<i64> = (0..oc).map(|_| (rng.next_u64() as i64) >> 42).collect();
+        let bias_bytes: Vec<u8> = bias.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let mut w = ModelWriter::new();
+        let xt = w.input("x", T::INT16, &input);
+        let ft = w.constant("filter", T::INT8, &filter, &wts);
+        let bt = with_bias.then(|| w.constant("bias", T::INT64, &[oc], &bias_bytes));
+        let yt = w.output("y", T::INT16, &output);
+        w.quantize(xt, si, 0).quantize(yt, so, 0);
+        w.quantize_per_channel(ft, scales, &vec![0; scales.len()], 3);
+        let opts = Options::DepthwiseConv2D {
+            padding, stride: (sw, sh), dilation: (1, 1), depth_multiplier: m, activation,
+        };
+        w.op(Op::DEPTHWISE_CONV_2D, &[Some(xt), Some(ft), bt], &[yt], opts);
+        let got = run(&w.finish(), &[&x]).unwrap();
+        let (xs, ws) = (i16s(&x), i8s(&wts));
+        let (lo, hi) = act_range(activation, so, 0, -32768, 32767);
+        let mut want = Vec::new();
+        for_each_index(&output, |i| {
+            let (b, oy, ox, c) = (i[0] as i32, i[1] as i32, i[2] as i32, i[3] as i32);
+            let mut acc = 0i64;
+            for ky in 0..fh {
+                for kx in 0..fw {
+                    let (y, x) = (oy * sh - ph + ky, ox * sw - pw + kx);
+                    if y < 0 || y >= ih || x < 0 || x >= iw {
+                        continue;
+                    }
+                    let xi = ((b * ih + y) * iw + x) * ic + c / m;
+                    let wi = (ky * fw + kx) * oc + c;
+                    acc += i64::from(xs[xi as usize]) * i64::from(ws[wi as usize]);
+                }
+            }
+            if with_bias {
+                acc += bias[c as usize];
+            }
+            let fs = scales[if scales.len() == 1 { 0 } else { c as usize }];
+            let (mu, s) = quantize_multiplier(f64::from(si) * f64::from(fs) / f64::from(so));
+            want.push(multiply_by_quantized_multiplier_i64(acc, mu, s).clamp(lo, hi) as i16);
+        });
+        prop_assert_eq!(i16s(&got[0]), want);
+    }
+}
+
+// ------------------------------------------------------- int16 LOGISTIC
+
+fn logistic16_model(input_scale: f32, output: (f32, i64)) -> Vec<u8> {
+    single_op(
+        Op::LOGISTIC,
+        &[(i16q(input_scale, 0), &[64])],
+        (i16q(output.0, output.1), &[64]),
+        Options::None,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(100))]
+
+    /// TFLM's table form is within a few Q0.15 steps of the true sigmoid
+    /// (the table is Q16 and interpolated linearly over steps of 1/24).
+    #[test]
+    fn int16_logistic_is_close_to_sigmoid(
+        scale in prop_oneof![Just(1.0f32 / 4096.0), 0.00005f32..0.002],
+        seed in any::<u64>(),
+    ) {
+        let x = Rng(seed).tensor(T::INT16, 64, 0.0, 0.0);
+        let got = i16s(&run(&logistic16_model(scale, (1.0 / 32768.0, 0)), &[&x]).unwrap()[0]);
+        for (&v, &y) in i16s(&x).iter().zip(&got) {
+            let real = 1.0 / (1.0 + (-(f64::from(v) * f64::from(scale))).exp());
+            let want = (real * 32768.0).round().min(32767.0);
+            prop_assert!((f64::from(y) - want).abs() <= 4.0, "x {v} scale {scale}: {y} vs {want}");
+        }
+    }
+}
+
+#[test]
+fn int16_logistic_hand_checked_and_refusals() {
+    // sigmoid(0) = 0.5 = 16384 in Q0.15; far out saturates to 32767 and, on
+    // the negative side, to TFLM's `(2^25 − (0x7FFF << 10) + 2^9 − 1) >> 10 = 1`.
+    let mut x = vec![0i16; 64];
+    (x[1], x[2]) = (i16::MIN, i16::MAX);
+    let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let got = i16s(
+        &run(
+            &logistic16_model(1.0 / 1024.0, (1.0 / 32768.0, 0)),
+            &[&bytes],
+        )
+        .unwrap()[0],
+    );
+    assert_eq!(&got[..3], &[16384, 1, 32767]);
+    // Output not Q0.15.
+    assert_eq!(
+        kernel_error(&logistic16_model(0.001, (1.0 / 16384.0, 0)), &[&bytes]),
+        KernelError::UnsupportedParameter {
+            what: "LOGISTIC int16 output must be scaled 2^-15 with zero point 0"
+        }
+    );
+    // Input zero point not 0.
+    let model = single_op(
+        Op::LOGISTIC,
+        &[(i16q(0.001, 4), &[64])],
+        (i16q(1.0 / 32768.0, 0), &[64]),
+        Options::None,
+    );
+    assert_eq!(
+        kernel_error(&model, &[&bytes]),
+        KernelError::UnsupportedParameter {
+            what: "LOGISTIC int16 input zero point must be 0"
+        }
     );
 }
