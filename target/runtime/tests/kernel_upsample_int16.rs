@@ -577,7 +577,7 @@ proptest! {
         let bias_bytes: Vec<u8> = bias.iter().flat_map(|v| v.to_le_bytes()).collect();
         let opts = Options::Conv2D { padding, stride: (sw, sh), dilation: (1, 1), activation };
         let model = conv16_model(input, filter, output, &wts,
-            with_bias.then(|| (T::INT64, bias_bytes)), (si, scales, so, 0), opts);
+            with_bias.then_some((T::INT64, bias_bytes)), (si, scales, so, 0), opts);
         let got = run(&model, &[&x]).unwrap();
         let (xs, ws) = (i16s(&x), i8s(&wts));
         let (lo, hi) = act_range(activation, so, 0, -32768, 32767);
@@ -771,7 +771,7 @@ proptest! {
 fn int16_logistic_hand_checked_and_refusals() {
     // sigmoid(0) = 0.5 = 16384 in Q0.15; far out saturates to 32767 and, on
     // the negative side, to TFLM's `(2^25 − (0x7FFF << 10) + 2^9 − 1) >> 10 = 1`.
-    let mut x = vec![0i16; 64];
+    let mut x = [0i16; 64];
     (x[1], x[2]) = (i16::MIN, i16::MAX);
     let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
     let got = i16s(

@@ -767,6 +767,7 @@ mod tests {
             float_max: 0.0,
             folded: bytemuck::Zeroable::zeroed(),
             channels,
+            wide: bytemuck::Zeroable::zeroed(),
         };
         Some(Built {
             data,

@@ -190,9 +190,7 @@ impl Bias64<'_> {
     }
 
     fn get(&self, c: usize) -> i64 {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&self.0[c * 8..c * 8 + 8]);
-        i64::from_le_bytes(b)
+        super::conv_i16::bias_at(self.0, c)
     }
 }
 
