@@ -803,3 +803,80 @@ fn int16_logistic_hand_checked_and_refusals() {
         }
     );
 }
+
+// --------------------------------------------------- int16 SOFTMAX
+
+fn softmax16_model(shape: &[i32], input_scale: f32, output: (f32, i64), beta: f32) -> Vec<u8> {
+    single_op(
+        Op::SOFTMAX,
+        &[(i16q(input_scale, 0), shape)],
+        (i16q(output.0, output.1), shape),
+        Options::Softmax { beta },
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(100))]
+
+    /// TFLM's table form is within a few Q0.15 steps of the true softmax
+    /// (exp below e^-10 counts as 0; both tables are interpolated).
+    #[test]
+    fn int16_softmax_is_close_to_softmax(
+        (rows, depth) in (1i32..=3, 1i32..=40),
+        scale in 0.0001f32..0.001,
+        beta in prop_oneof![Just(1.0f32), 0.5f32..2.0],
+        seed in any::<u64>(),
+    ) {
+        let shape = [rows, depth];
+        let x = Rng(seed).tensor(T::INT16, elements(&shape), 0.0, 0.0);
+        let model = softmax16_model(&shape, scale, (1.0 / 32768.0, 0), beta);
+        let got = i16s(&run(&model, &[&x]).unwrap()[0]);
+        let xs = i16s(&x);
+        for (row, out) in xs.chunks(depth as usize).zip(got.chunks(depth as usize)) {
+            let max = *row.iter().max().unwrap();
+            let e: Vec<f64> = row.iter()
+                .map(|&v| (f64::from(i32::from(v) - i32::from(max)) * f64::from(scale * beta)).exp())
+                .collect();
+            let sum: f64 = e.iter().sum();
+            for (&y, &ev) in out.iter().zip(&e) {
+                let want = (ev / sum * 32768.0).min(32767.0);
+                // Each exp is off by up to ~2 steps and e^-10·32768 ≈ 1.5 is
+                // dropped per element; the reciprocal adds its own steps.
+                let tolerance = 8.0 + want * 0.002;
+                prop_assert!((f64::from(y) - want).abs() <= tolerance, "{y} vs {want}");
+            }
+        }
+    }
+}
+
+#[test]
+fn int16_softmax_hand_checked_and_refusals() {
+    // Four equal inputs: a quarter each, 8192 in Q0.15.
+    let x = [0u8; 8];
+    let got = i16s(
+        &run(
+            &softmax16_model(&[1, 4], 0.001, (1.0 / 32768.0, 0), 1.0),
+            &[&x],
+        )
+        .unwrap()[0],
+    );
+    assert_eq!(got, [8192; 4]);
+    // One input: all of it.
+    let got = i16s(
+        &run(
+            &softmax16_model(&[1, 1], 0.001, (1.0 / 32768.0, 0), 1.0),
+            &[&[7, 1]],
+        )
+        .unwrap()[0],
+    );
+    assert_eq!(got, [32767]);
+    assert_eq!(
+        kernel_error(
+            &softmax16_model(&[1, 4], 0.001, (1.0 / 65536.0, 0), 1.0),
+            &[&x]
+        ),
+        KernelError::UnsupportedParameter {
+            what: "SOFTMAX int16 output must be scale 1/32768, zero point 0"
+        }
+    );
+}

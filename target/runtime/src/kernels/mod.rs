@@ -45,6 +45,7 @@ pub mod reshape;
 pub mod resize_nearest_neighbor;
 pub mod rsqrt;
 pub mod softmax;
+mod softmax_i16;
 pub mod split;
 pub mod squared_difference;
 pub mod strided_slice;
