@@ -313,8 +313,10 @@ fn int16_table_cases(rng: &mut Rng, out: &mut Vec<Case>) {
 
 /// RESIZE_NEAREST_NEIGHBOR with each corner and centre rule.
 fn resize_cases(rng: &mut Rng, out: &mut Vec<Case>) {
+    /// Name, type, input shape, output height and width, align_corners, half_pixel_centers.
+    type Spec<'a> = (&'a str, Ty, [i32; 4], [i32; 2], bool, bool);
     #[rustfmt::skip]
-    let specs: &[(&str, Ty, [i32; 4], [i32; 2], bool, bool)] = &[
+    let specs: &[Spec<'_>] = &[
         ("rnn_i8_up", i8q(0.1, 3), [1, 3, 5, 2], [7, 9], false, false),
         ("rnn_i8_align", i8q(0.1, 3), [1, 3, 5, 2], [7, 9], true, false),
         ("rnn_i8_half", i8q(0.1, 3), [2, 4, 3, 3], [9, 5], false, true),
