@@ -262,7 +262,99 @@ fn cases() -> Vec<Case> {
     softmax_cases(&mut rng, &mut out);
     logistic_cases(&mut rng, &mut out);
     quantize_cases(&mut rng, &mut out);
+    int16_table_cases(&mut rng, &mut out);
+    resize_cases(&mut rng, &mut out);
     out
+}
+
+/// int16 SOFTMAX and LOGISTIC: TFLM's table forms (after the older cases,
+/// so that their inputs stay the same).
+fn int16_table_cases(rng: &mut Rng, out: &mut Vec<Case>) {
+    let q015 = i16q(1.0 / 32768.0, 0);
+    #[rustfmt::skip]
+    let softmax: &[(&str, f32, &[i32], f32)] = &[
+        ("sm_i16_small", 0.0005, &[1, 10], 1.0),
+        ("sm_i16_wide", 0.0002, &[3, 100], 1.0),
+        ("sm_i16_beta", 0.001, &[2, 33], 0.6),
+        ("sm_i16_coarse", 0.01, &[4, 8], 1.0),
+    ];
+    for &(name, scale, shape, beta) in softmax {
+        let data = rng.tensor(T::INT16, elements(shape), 0.0, 0.0);
+        let (input, output) = ((i16q(scale, 0), shape), (q015, shape));
+        let options = Options::Softmax { beta };
+        out.push(unary(
+            name,
+            Op::SOFTMAX,
+            input,
+            output,
+            options,
+            data,
+            Compare::Exact,
+        ));
+    }
+    for (name, scale) in [
+        ("lg_i16_pot", 1.0f32 / 4096.0),
+        ("lg_i16_fine", 0.0001),
+        ("lg_i16_coarse", 0.0011),
+    ] {
+        let data = rng.tensor(T::INT16, 512, 0.0, 0.0);
+        let (input, output) = ((i16q(scale, 0), &[2, 256][..]), (q015, &[2, 256][..]));
+        out.push(unary(
+            name,
+            Op::LOGISTIC,
+            input,
+            output,
+            Options::None,
+            data,
+            Compare::Exact,
+        ));
+    }
+}
+
+/// RESIZE_NEAREST_NEIGHBOR with each corner and centre rule.
+fn resize_cases(rng: &mut Rng, out: &mut Vec<Case>) {
+    /// Name, type, input shape, output height and width, align_corners, half_pixel_centers.
+    type Spec<'a> = (&'a str, Ty, [i32; 4], [i32; 2], bool, bool);
+    #[rustfmt::skip]
+    let specs: &[Spec<'_>] = &[
+        ("rnn_i8_up", i8q(0.1, 3), [1, 3, 5, 2], [7, 9], false, false),
+        ("rnn_i8_align", i8q(0.1, 3), [1, 3, 5, 2], [7, 9], true, false),
+        ("rnn_i8_half", i8q(0.1, 3), [2, 4, 3, 3], [9, 5], false, true),
+        ("rnn_i8_both", i8q(0.1, 3), [1, 5, 4, 1], [3, 11], true, true),
+        ("rnn_i16_down", i16q(0.001, 0), [1, 8, 9, 2], [3, 4], false, true),
+        ("rnn_f32_up", F32, [1, 2, 3, 4], [6, 7], true, true),
+    ];
+    for &(name, ty, input, size, align_corners, half_pixel_centers) in specs {
+        let output = [input[0], size[0], size[1], input[3]];
+        let mut w = hilt_runtime::writer::ModelWriter::new();
+        let x = w.input("x", ty.dtype, &input);
+        let s = w.constant(
+            "size",
+            T::INT32,
+            &[2],
+            &hilt_runtime::writer::i32_bytes(&size),
+        );
+        let y = w.output("y", ty.dtype, &output);
+        if let Some((scale, zp)) = ty.quant {
+            w.quantize(x, scale, zp).quantize(y, scale, zp);
+        }
+        let options = Options::ResizeNearestNeighbor {
+            align_corners,
+            half_pixel_centers,
+        };
+        w.op(
+            Op::RESIZE_NEAREST_NEIGHBOR,
+            &[Some(x), Some(s)],
+            &[y],
+            options,
+        );
+        out.push(Case {
+            name: name.into(),
+            model: w.finish(),
+            inputs: vec![rng.tensor(ty.dtype, elements(&input), -3.0, 3.0)],
+            compare: Compare::Exact,
+        });
+    }
 }
 
 #[test]

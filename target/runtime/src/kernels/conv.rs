@@ -30,6 +30,7 @@
 
 use core::ops::Range;
 
+use super::conv_i16::{Wide, WideParams, conv_i16, prepare_wide};
 use super::fixed_point::activation_range_float;
 use super::fully_connected::{ROWS, accumulate_f32, accumulate_rows_f32, activate, matvec_f32};
 use super::padding::Axis;
@@ -48,6 +49,7 @@ pub const REGISTRATION: Registration = Registration {
 
 const KIND_FLOAT: u32 = 0;
 const KIND_INT8: u32 = 1;
+const KIND_INT16: u32 = 2;
 
 /// Filter rows (`filter_w · in_c` int8 values) shorter than this are
 /// gathered into an im2col patch (2 bytes a tap-channel of scratch).
@@ -279,6 +281,8 @@ struct OpData {
     float_max: f32,
     /// int8 only.
     channels: ChannelParams,
+    /// int16x8 only.
+    wide: WideParams,
 }
 
 fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
@@ -336,6 +340,7 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
         float_min: 0.0,
         float_max: 0.0,
         channels: bytemuck::Zeroable::zeroed(),
+        wide: bytemuck::Zeroable::zeroed(),
     };
     match input.dtype {
         TensorType::FLOAT32 => {
@@ -374,6 +379,17 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
                 data.patch = ctx.request_scratch(patch as u32, 16)?;
                 data.im2col = 1;
             }
+        }
+        TensorType::INT16 => {
+            expect_type(&filter, &[TensorType::INT8])?;
+            if let Some(bias) = &bias {
+                expect_type(bias, &[TensorType::INT64])?;
+                if bias.constant.map(<[u8]>::len) != Some(out_c * 8) {
+                    return Err(KernelError::ShapeMismatch { tensor: bias.index });
+                }
+            }
+            data.wide = prepare_wide(ctx, &input, &filter, &output, out_c, activation)?;
+            data.kind = KIND_INT16;
         }
         _ => {
             return Err(KernelError::UnsupportedType {
@@ -449,6 +465,18 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
                 conv_i8(data, x, w, bias, &requant, out);
             }
             Ok(())
+        }
+        KIND_INT16 => {
+            let q = Wide {
+                multiplier: ctx.stored(data.wide.multiplier)?,
+                shift: ctx.stored(data.wide.shift)?,
+                min: data.wide.min,
+                max: data.wide.max,
+            };
+            let (x, w) = (input.values::<i16>()?, filter.values::<i8>()?);
+            let bias = bias.map(|b| b.data);
+            let groups = data.groups as usize;
+            conv_i16(g, groups, x, w, bias, &q, output.values::<i16>()?)
         }
         _ => Err(KernelError::Internal),
     }

@@ -21,6 +21,7 @@
 
 use super::context::Stored;
 use super::conv::{Geometry, Window};
+use super::conv_i16::{Wide, WideParams, depthwise_i16, prepare_wide};
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 use super::depthwise_packed;
 use super::fixed_point::activation_range_float;
@@ -43,6 +44,8 @@ const KIND_INT8: u32 = 1;
 /// int8 whose accumulators all stay within `±2^29`
 /// ([`small_accumulators`]): the packed path may requantise in 32 bits.
 const KIND_INT8_NARROW: u32 = 2;
+/// int16x8 (int16 activations, int8 weights, int64 bias): portable.
+const KIND_INT16: u32 = 3;
 
 /// Channels accumulated side by side, tap after tap (a stack array of this
 /// many sums; 16 fills x86-64's SSE registers).
@@ -60,6 +63,8 @@ struct OpData {
     folded: Stored<i32>,
     /// int8 only.
     channels: ChannelParams,
+    /// int16x8 only.
+    wide: WideParams,
 }
 
 fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
@@ -115,6 +120,7 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
         float_max: 0.0,
         folded: bytemuck::Zeroable::zeroed(),
         channels: bytemuck::Zeroable::zeroed(),
+        wide: bytemuck::Zeroable::zeroed(),
     };
     match input.dtype {
         TensorType::FLOAT32 => {
@@ -160,6 +166,17 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
             let offset = data.channels.input_offset;
             let narrow = small_accumulators(out_c, taps, offset, bias.as_ref(), &weight_sum)?;
             data.kind = if narrow { KIND_INT8_NARROW } else { KIND_INT8 };
+        }
+        TensorType::INT16 => {
+            expect_type(&filter, &[TensorType::INT8])?;
+            if let Some(bias) = &bias {
+                expect_type(bias, &[TensorType::INT64])?;
+                if bias.constant.map(<[u8]>::len) != Some(out_c * 8) {
+                    return Err(KernelError::ShapeMismatch { tensor: bias.index });
+                }
+            }
+            data.wide = prepare_wide(ctx, &input, &filter, &output, out_c, activation)?;
+            data.kind = KIND_INT16;
         }
         _ => {
             return Err(KernelError::UnsupportedType {
@@ -233,6 +250,17 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
                 folded: &folded[..out_c],
             };
             depthwise_i8(data, x, &w[..filter_len], &biases, &requant, &tables, out)
+        }
+        KIND_INT16 => {
+            let q = Wide {
+                multiplier: ctx.stored(data.wide.multiplier)?,
+                shift: ctx.stored(data.wide.shift)?,
+                min: data.wide.min,
+                max: data.wide.max,
+            };
+            let (x, w) = (input.values::<i16>()?, filter.values::<i8>()?);
+            let (m, out) = (data.multiplier as usize, output.values::<i16>()?);
+            depthwise_i16(g, m, x, w, bias.map(|b| b.data), &q, out)
         }
         _ => Err(KernelError::Internal),
     }
@@ -739,6 +767,7 @@ mod tests {
             float_max: 0.0,
             folded: bytemuck::Zeroable::zeroed(),
             channels,
+            wide: bytemuck::Zeroable::zeroed(),
         };
         Some(Built {
             data,

@@ -1,5 +1,10 @@
-//! LOGISTIC (sigmoid): float32 and int8, bit-exact with TFLM's reference
-//! kernels.
+//! LOGISTIC (sigmoid): float32, int8 and int16, bit-exact with TFLM's
+//! reference kernels.
+//!
+//! int16 is TFLM's sigmoid-table form: the input (zero point 0) is scaled
+//! to the table's 1/(3·4096) steps — by a shift when its scale is exactly
+//! 2^-12, else by a multiplier found by doubling — and interpolated in
+//! `SIGMOID_TABLE_Q16`; the output is Q0.15 (scale 2^-15, zero point 0).
 //!
 //! int8 is TFLM's `reference_integer_ops::Logistic`: inputs beyond the
 //! representable radius saturate, the rest are scaled into Q4.27, go through
@@ -12,8 +17,8 @@ use bytemuck::{Pod, Zeroable};
 
 use super::context::Stored;
 use super::fixed_point::{
-    calculate_input_radius, frexp, logistic, multiply_by_quantized_multiplier,
-    rounding_divide_by_pot,
+    calculate_input_radius, frexp, int16_lut_input_scale, logistic, logistic_int16,
+    multiply_by_quantized_multiplier, rounding_divide_by_pot,
 };
 use super::float_math::expf;
 use super::tensor::{Dims, require_quant};
@@ -29,6 +34,7 @@ pub const REGISTRATION: Registration = Registration {
 
 const KIND_FLOAT32: u32 = 0;
 const KIND_INT8: u32 = 1;
+const KIND_INT16: u32 = 2;
 
 /// Integer bits of the scaled input (TFLM's `kInputIntegerBits`).
 const INPUT_INTEGER_BITS: i32 = 4;
@@ -40,6 +46,52 @@ struct LogisticData {
     _reserved: u32,
     /// int8: output for input byte `b` (as `u8`) at index `b`.
     table: Stored<i8>,
+    /// int16: the table's input scaling, as [`int16_lut_input_scale`] takes it.
+    multiplier: i32,
+    left_shift: i32,
+}
+
+/// TFLM's int16 LOGISTIC input scaling `(multiplier, left_shift)`;
+/// multiplier 0 marks the power-of-two case (input scale 2^-12 exactly).
+fn int16_input_scaling(scale: f32) -> (i32, i32) {
+    let (pot, log2) = super::tanh::checked_log2(scale);
+    let left_shift = (15 - 3) + log2;
+    if pot && left_shift == 0 {
+        return (0, 0);
+    }
+    let mut multiplier = f64::from(scale) * 4096.0 * 3.0;
+    let mut left_shift = 0;
+    while multiplier <= 32767.0 / 2.0 && left_shift <= 30 {
+        left_shift += 1;
+        multiplier *= 2.0;
+    }
+    (multiplier as i32, left_shift)
+}
+
+/// The int16 scaling, once the output is checked to be Q0.15.
+fn int16_params(
+    input: &crate::model::TensorInfo<'_>,
+    output: &crate::model::TensorInfo<'_>,
+) -> Result<(i32, i32), KernelError> {
+    let (qi, qo) = (require_quant(input)?, require_quant(output)?);
+    if qi.zero_point != 0 {
+        return Err(KernelError::UnsupportedParameter {
+            what: "LOGISTIC int16 input zero point must be 0",
+        });
+    }
+    let (pot, log2) = super::tanh::checked_log2(qo.scale);
+    if qo.zero_point != 0 || !pot || log2 != -15 {
+        return Err(KernelError::UnsupportedParameter {
+            what: "LOGISTIC int16 output must be scaled 2^-15 with zero point 0",
+        });
+    }
+    let (multiplier, left_shift) = int16_input_scaling(qi.scale);
+    if multiplier > 32767 {
+        return Err(KernelError::UnsupportedParameter {
+            what: "LOGISTIC int16 input scale too large",
+        });
+    }
+    Ok((multiplier, left_shift))
 }
 
 /// TFLM's int8 parameters (`OpDataLogistic`).
@@ -106,7 +158,19 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
             kind: KIND_FLOAT32,
             _reserved: 0,
             table: Zeroable::zeroed(),
+            multiplier: 0,
+            left_shift: 0,
         },
+        TensorType::INT16 => {
+            let (multiplier, left_shift) = int16_params(&input, &output)?;
+            LogisticData {
+                kind: KIND_INT16,
+                _reserved: 0,
+                table: Zeroable::zeroed(),
+                multiplier,
+                left_shift,
+            }
+        }
         TensorType::INT8 => {
             let qi = require_quant(&input)?;
             let qo = require_quant(&output)?;
@@ -125,6 +189,8 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
                 kind: KIND_INT8,
                 _reserved: 0,
                 table,
+                multiplier: 0,
+                left_shift: 0,
             }
         }
         other => {
@@ -177,6 +243,17 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
             }
             for (o, &x) in o.iter_mut().zip(i) {
                 *o = table[x as u8 as usize];
+            }
+            Ok(())
+        }
+        KIND_INT16 => {
+            let (m, s) = int16_lut_input_scale(data.multiplier, data.left_shift);
+            let (i, o) = (input.values::<i16>()?, output.values::<i16>()?);
+            if i.len() != o.len() {
+                return Err(KernelError::Internal);
+            }
+            for (o, &x) in o.iter_mut().zip(i) {
+                *o = logistic_int16(x, m, s);
             }
             Ok(())
         }

@@ -19,6 +19,7 @@ pub mod context;
 pub mod conv;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 pub(crate) mod conv_dsp;
+mod conv_i16;
 pub mod depthwise_conv;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 mod depthwise_packed;
@@ -41,8 +42,10 @@ pub mod prelu;
 pub mod quantize;
 pub mod quantized;
 pub mod reshape;
+pub mod resize_nearest_neighbor;
 pub mod rsqrt;
 pub mod softmax;
+mod softmax_i16;
 pub mod split;
 pub mod squared_difference;
 pub mod strided_slice;
@@ -51,6 +54,7 @@ pub mod svdf;
 pub mod tanh;
 pub mod tensor;
 pub mod transpose;
+pub mod transpose_conv;
 
 pub use context::{InvokeContext, PrepareContext, Stored};
 
@@ -404,7 +408,15 @@ pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
             squared_difference::REGISTRATION,
         ),
         (BuiltinOperator::TANH, tanh::REGISTRATION),
+        (
+            BuiltinOperator::RESIZE_NEAREST_NEIGHBOR,
+            resize_nearest_neighbor::REGISTRATION,
+        ),
         (BuiltinOperator::TRANSPOSE, transpose::REGISTRATION),
+        (
+            BuiltinOperator::TRANSPOSE_CONV,
+            transpose_conv::REGISTRATION,
+        ),
         (BuiltinOperator::RSQRT, rsqrt::REGISTRATION),
         (BuiltinOperator::BATCH_MATMUL, batch_matmul::REGISTRATION),
         (BuiltinOperator::LEAKY_RELU, leaky_relu::REGISTRATION),

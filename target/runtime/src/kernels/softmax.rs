@@ -1,5 +1,6 @@
-//! SOFTMAX over the last dimension: float32, int8 → int8 and int8 → int16,
-//! bit-exact with TFLM's reference kernels.
+//! SOFTMAX over the last dimension: float32, int8 → int8, int8 → int16 and
+//! int16 → int16 (in [`softmax_i16`]), bit-exact with TFLM's reference
+//! kernels.
 //!
 //! The int8 paths are TFLM's `reference_ops::Softmax`, which uses no lookup
 //! table (TFLM's LUTs serve int16 inputs only): each input's difference from
@@ -19,12 +20,14 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::context::Stored;
+use super::fixed_point::quantize_multiplier;
 use super::fixed_point::{
     calculate_input_radius, exp_on_negative_values, get_reciprocal,
     multiply_by_quantized_multiplier_greater_than_one, preprocess_softmax_scaling,
     rounding_divide_by_pot, saturating_rounding_doubling_high_mul,
 };
 use super::float_math::expf;
+use super::softmax_i16;
 use super::tensor::{Dims, require_quant};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::schema::TensorType;
@@ -39,6 +42,7 @@ pub const REGISTRATION: Registration = Registration {
 const KIND_FLOAT32: u32 = 0;
 const KIND_INT8_INT8: u32 = 1;
 const KIND_INT8_INT16: u32 = 2;
+const KIND_INT16_INT16: u32 = 3;
 
 /// Integer bits of the scaled differences fed to `exp` (TFLM's
 /// `kScaledDiffIntegerBits`).
@@ -61,6 +65,9 @@ struct SoftmaxData {
     has_table: u32,
     /// `exp` of the scaled difference `-d` at index `d` (d = 0..=255).
     table: Stored<i32>,
+    /// int16 → int16: TFLM's exp and `1 / (1 + x)` tables.
+    exp_lut: Stored<i16>,
+    reciprocal_lut: Stored<i16>,
 }
 
 /// `exp(beta · scale · diff)` in Q0.31 for an int8 difference `diff ≤ 0`.
@@ -106,6 +113,8 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
         diff_min: 0,
         has_table: 0,
         table: Zeroable::zeroed(),
+        exp_lut: Zeroable::zeroed(),
+        reciprocal_lut: Zeroable::zeroed(),
     };
     let unsupported = |t: &crate::model::TensorInfo<'_>| KernelError::UnsupportedType {
         tensor: t.index,
@@ -148,10 +157,70 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
                 data.has_table = 1;
             }
         }
-        (TensorType::FLOAT32 | TensorType::INT8, _) => return Err(unsupported(&output)),
+        (TensorType::INT16, TensorType::INT16) => prepare_int16(ctx, &mut data, &input, &output)?,
+        (TensorType::FLOAT32 | TensorType::INT8 | TensorType::INT16, _) => {
+            return Err(unsupported(&output));
+        }
         _ => return Err(unsupported(&input)),
     }
     ctx.store(&data)
+}
+
+/// int16 → int16 (TFLM's `SoftmaxInt16`): output Q0.15, the input scaled so
+/// that differences of [-65535, 0] mean [-10, 0], and the two tables.
+fn prepare_int16(
+    ctx: &mut PrepareContext<'_, '_, '_>,
+    data: &mut SoftmaxData,
+    input: &crate::model::TensorInfo<'_>,
+    output: &crate::model::TensorInfo<'_>,
+) -> Result<(), KernelError> {
+    let (qi, qo) = (require_quant(input)?, require_quant(output)?);
+    let want = 1.0f32 / 32768.0;
+    if qo.zero_point != 0 || (qo.scale - want).abs() > 0.001 * want {
+        return Err(KernelError::UnsupportedParameter {
+            what: "SOFTMAX int16 output must be scale 1/32768, zero point 0",
+        });
+    }
+    // The Q16.15 sum of a row's exps must fit 32 bits.
+    if data.depth > 65536 {
+        return Err(KernelError::ShapeMismatch {
+            tensor: input.index,
+        });
+    }
+    let real = f64::from(qi.scale) * f64::from(data.beta) / (10.0 / 65535.0);
+    (data.input_multiplier, data.input_left_shift) = quantize_multiplier(real);
+    data.exp_lut = ctx.store_from_fn(softmax_i16::LUT_LEN, softmax_i16::exp_entry)?;
+    data.reciprocal_lut = ctx.store_from_fn(softmax_i16::LUT_LEN, softmax_i16::reciprocal_entry)?;
+    data.kind = KIND_INT16_INT16;
+    Ok(())
+}
+
+fn run_int16(ctx: &InvokeContext<'_, '_>, data: &SoftmaxData) -> Result<(), KernelError> {
+    let table = |s| -> Result<&[i16; softmax_i16::LUT_LEN], KernelError> {
+        ctx.stored(s)?.try_into().map_err(|_| KernelError::Internal)
+    };
+    let softmax = softmax_i16::Int16Softmax {
+        multiplier: data.input_multiplier,
+        shift: data.input_left_shift,
+        exp: table(data.exp_lut)?,
+        reciprocal: table(data.reciprocal_lut)?,
+    };
+    let input = ctx.input(0)?.values::<i16>()?;
+    let output = ctx.output(0)?.values::<i16>()?;
+    let depth = data.depth as usize;
+    if input.len() != output.len() {
+        return Err(KernelError::Internal);
+    }
+    if depth == 0 {
+        return Ok(());
+    }
+    for (i, o) in input
+        .chunks_exact(depth)
+        .zip(output.chunks_exact_mut(depth))
+    {
+        softmax.row(i, o);
+    }
+    Ok(())
 }
 
 /// One row of TFLM's float softmax. The exps are summed in TFLM's order;
@@ -304,6 +373,7 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
         }
         KIND_INT8_INT8 => run_int8::<i8>(ctx, data),
         KIND_INT8_INT16 => run_int8::<i16>(ctx, data),
+        KIND_INT16_INT16 => run_int16(ctx, data),
         _ => Err(KernelError::Internal),
     }
 }

@@ -89,7 +89,7 @@ impl Int8Tanh {
 
 /// `round(log2(x))` if `x` is a power of two to within TFLM's tolerance
 /// (`CheckedLog2`, in float as TFLM computes it).
-fn checked_log2(x: f32) -> (bool, i32) {
+pub(crate) fn checked_log2(x: f32) -> (bool, i32) {
     let log2 = libm::logf(x) * (1.0 / libm::logf(2.0));
     let rounded = libm::roundf(log2);
     ((log2 - rounded).abs() < 1e-3, rounded as i32)

@@ -1400,7 +1400,7 @@ pub mod tflite {
         note = "Use associated constants instead. This will no longer be generated in 2021."
     )]
     #[allow(non_camel_case_types)]
-    pub const ENUM_VALUES_BUILTIN_OPTIONS: [BuiltinOptions; 20] = [
+    pub const ENUM_VALUES_BUILTIN_OPTIONS: [BuiltinOptions; 22] = [
         BuiltinOptions::NONE,
         BuiltinOptions::Conv2DOptions,
         BuiltinOptions::DepthwiseConv2DOptions,
@@ -1417,7 +1417,9 @@ pub mod tflite {
         BuiltinOptions::SubOptions,
         BuiltinOptions::StridedSliceOptions,
         BuiltinOptions::DequantizeOptions,
+        BuiltinOptions::TransposeConvOptions,
         BuiltinOptions::UnidirectionalSequenceLSTMOptions,
+        BuiltinOptions::ResizeNearestNeighborOptions,
         BuiltinOptions::LeakyReluOptions,
         BuiltinOptions::QuantizeOptions,
         BuiltinOptions::BatchMatMulOptions,
@@ -1444,7 +1446,9 @@ pub mod tflite {
         pub const SubOptions: Self = Self(28);
         pub const StridedSliceOptions: Self = Self(32);
         pub const DequantizeOptions: Self = Self(38);
+        pub const TransposeConvOptions: Self = Self(49);
         pub const UnidirectionalSequenceLSTMOptions: Self = Self(71);
+        pub const ResizeNearestNeighborOptions: Self = Self(74);
         pub const LeakyReluOptions: Self = Self(75);
         pub const QuantizeOptions: Self = Self(89);
         pub const BatchMatMulOptions: Self = Self(101);
@@ -1468,7 +1472,9 @@ pub mod tflite {
             Self::SubOptions,
             Self::StridedSliceOptions,
             Self::DequantizeOptions,
+            Self::TransposeConvOptions,
             Self::UnidirectionalSequenceLSTMOptions,
+            Self::ResizeNearestNeighborOptions,
             Self::LeakyReluOptions,
             Self::QuantizeOptions,
             Self::BatchMatMulOptions,
@@ -1492,9 +1498,11 @@ pub mod tflite {
                 Self::SubOptions => Some("SubOptions"),
                 Self::StridedSliceOptions => Some("StridedSliceOptions"),
                 Self::DequantizeOptions => Some("DequantizeOptions"),
+                Self::TransposeConvOptions => Some("TransposeConvOptions"),
                 Self::UnidirectionalSequenceLSTMOptions => {
                     Some("UnidirectionalSequenceLSTMOptions")
                 }
+                Self::ResizeNearestNeighborOptions => Some("ResizeNearestNeighborOptions"),
                 Self::LeakyReluOptions => Some("LeakyReluOptions"),
                 Self::QuantizeOptions => Some("QuantizeOptions"),
                 Self::BatchMatMulOptions => Some("BatchMatMulOptions"),
@@ -4120,6 +4128,374 @@ pub mod tflite {
             ds.finish()
         }
     }
+    pub enum TransposeConvOptionsOffset {}
+    #[derive(Copy, Clone, PartialEq)]
+
+    pub struct TransposeConvOptions<'a> {
+        pub _tab: ::flatbuffers::Table<'a>,
+    }
+
+    impl<'a> ::flatbuffers::Follow<'a> for TransposeConvOptions<'a> {
+        type Inner = TransposeConvOptions<'a>;
+        #[inline]
+        unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+            Self {
+                _tab: unsafe { ::flatbuffers::Table::new(buf, loc) },
+            }
+        }
+    }
+
+    impl<'a> TransposeConvOptions<'a> {
+        pub const VT_PADDING: ::flatbuffers::VOffsetT = 4;
+        pub const VT_STRIDE_W: ::flatbuffers::VOffsetT = 6;
+        pub const VT_STRIDE_H: ::flatbuffers::VOffsetT = 8;
+        pub const VT_FUSED_ACTIVATION_FUNCTION: ::flatbuffers::VOffsetT = 10;
+        pub const VT_QUANTIZED_BIAS_TYPE: ::flatbuffers::VOffsetT = 12;
+
+        #[inline]
+        pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+            TransposeConvOptions { _tab: table }
+        }
+        #[allow(unused_mut)]
+        pub fn create<
+            'bldr: 'args,
+            'args: 'mut_bldr,
+            'mut_bldr,
+            A: ::flatbuffers::Allocator + 'bldr,
+        >(
+            _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+            args: &'args TransposeConvOptionsArgs,
+        ) -> ::flatbuffers::WIPOffset<TransposeConvOptions<'bldr>> {
+            let mut builder = TransposeConvOptionsBuilder::new(_fbb);
+            builder.add_stride_h(args.stride_h);
+            builder.add_stride_w(args.stride_w);
+            builder.add_quantized_bias_type(args.quantized_bias_type);
+            builder.add_fused_activation_function(args.fused_activation_function);
+            builder.add_padding(args.padding);
+            builder.finish()
+        }
+
+        #[inline]
+        pub fn padding(&self) -> Padding {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<Padding>(TransposeConvOptions::VT_PADDING, Some(Padding::SAME))
+                    .unwrap()
+            }
+        }
+        #[inline]
+        pub fn stride_w(&self) -> i32 {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<i32>(TransposeConvOptions::VT_STRIDE_W, Some(0))
+                    .unwrap()
+            }
+        }
+        #[inline]
+        pub fn stride_h(&self) -> i32 {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<i32>(TransposeConvOptions::VT_STRIDE_H, Some(0))
+                    .unwrap()
+            }
+        }
+        #[inline]
+        pub fn fused_activation_function(&self) -> ActivationFunctionType {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<ActivationFunctionType>(
+                        TransposeConvOptions::VT_FUSED_ACTIVATION_FUNCTION,
+                        Some(ActivationFunctionType::NONE),
+                    )
+                    .unwrap()
+            }
+        }
+        #[inline]
+        pub fn quantized_bias_type(&self) -> TensorType {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<TensorType>(
+                        TransposeConvOptions::VT_QUANTIZED_BIAS_TYPE,
+                        Some(TensorType::FLOAT32),
+                    )
+                    .unwrap()
+            }
+        }
+    }
+
+    impl ::flatbuffers::Verifiable for TransposeConvOptions<'_> {
+        #[inline]
+        fn run_verifier(
+            v: &mut ::flatbuffers::Verifier,
+            pos: usize,
+        ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+            v.visit_table(pos)?
+                .visit_field::<Padding>("padding", Self::VT_PADDING, false)?
+                .visit_field::<i32>("stride_w", Self::VT_STRIDE_W, false)?
+                .visit_field::<i32>("stride_h", Self::VT_STRIDE_H, false)?
+                .visit_field::<ActivationFunctionType>(
+                    "fused_activation_function",
+                    Self::VT_FUSED_ACTIVATION_FUNCTION,
+                    false,
+                )?
+                .visit_field::<TensorType>(
+                    "quantized_bias_type",
+                    Self::VT_QUANTIZED_BIAS_TYPE,
+                    false,
+                )?
+                .finish();
+            Ok(())
+        }
+    }
+    pub struct TransposeConvOptionsArgs {
+        pub padding: Padding,
+        pub stride_w: i32,
+        pub stride_h: i32,
+        pub fused_activation_function: ActivationFunctionType,
+        pub quantized_bias_type: TensorType,
+    }
+    impl<'a> Default for TransposeConvOptionsArgs {
+        #[inline]
+        fn default() -> Self {
+            TransposeConvOptionsArgs {
+                padding: Padding::SAME,
+                stride_w: 0,
+                stride_h: 0,
+                fused_activation_function: ActivationFunctionType::NONE,
+                quantized_bias_type: TensorType::FLOAT32,
+            }
+        }
+    }
+
+    pub struct TransposeConvOptionsBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+        fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+    }
+    impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> TransposeConvOptionsBuilder<'a, 'b, A> {
+        #[inline]
+        pub fn add_padding(&mut self, padding: Padding) {
+            self.fbb_.push_slot::<Padding>(
+                TransposeConvOptions::VT_PADDING,
+                padding,
+                Padding::SAME,
+            );
+        }
+        #[inline]
+        pub fn add_stride_w(&mut self, stride_w: i32) {
+            self.fbb_
+                .push_slot::<i32>(TransposeConvOptions::VT_STRIDE_W, stride_w, 0);
+        }
+        #[inline]
+        pub fn add_stride_h(&mut self, stride_h: i32) {
+            self.fbb_
+                .push_slot::<i32>(TransposeConvOptions::VT_STRIDE_H, stride_h, 0);
+        }
+        #[inline]
+        pub fn add_fused_activation_function(
+            &mut self,
+            fused_activation_function: ActivationFunctionType,
+        ) {
+            self.fbb_.push_slot::<ActivationFunctionType>(
+                TransposeConvOptions::VT_FUSED_ACTIVATION_FUNCTION,
+                fused_activation_function,
+                ActivationFunctionType::NONE,
+            );
+        }
+        #[inline]
+        pub fn add_quantized_bias_type(&mut self, quantized_bias_type: TensorType) {
+            self.fbb_.push_slot::<TensorType>(
+                TransposeConvOptions::VT_QUANTIZED_BIAS_TYPE,
+                quantized_bias_type,
+                TensorType::FLOAT32,
+            );
+        }
+        #[inline]
+        pub fn new(
+            _fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        ) -> TransposeConvOptionsBuilder<'a, 'b, A> {
+            let start = _fbb.start_table();
+            TransposeConvOptionsBuilder {
+                fbb_: _fbb,
+                start_: start,
+            }
+        }
+        #[inline]
+        pub fn finish(self) -> ::flatbuffers::WIPOffset<TransposeConvOptions<'a>> {
+            let o = self.fbb_.end_table(self.start_);
+            ::flatbuffers::WIPOffset::new(o.value())
+        }
+    }
+
+    impl ::core::fmt::Debug for TransposeConvOptions<'_> {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            let mut ds = f.debug_struct("TransposeConvOptions");
+            ds.field("padding", &self.padding());
+            ds.field("stride_w", &self.stride_w());
+            ds.field("stride_h", &self.stride_h());
+            ds.field(
+                "fused_activation_function",
+                &self.fused_activation_function(),
+            );
+            ds.field("quantized_bias_type", &self.quantized_bias_type());
+            ds.finish()
+        }
+    }
+    pub enum ResizeNearestNeighborOptionsOffset {}
+    #[derive(Copy, Clone, PartialEq)]
+
+    pub struct ResizeNearestNeighborOptions<'a> {
+        pub _tab: ::flatbuffers::Table<'a>,
+    }
+
+    impl<'a> ::flatbuffers::Follow<'a> for ResizeNearestNeighborOptions<'a> {
+        type Inner = ResizeNearestNeighborOptions<'a>;
+        #[inline]
+        unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+            Self {
+                _tab: unsafe { ::flatbuffers::Table::new(buf, loc) },
+            }
+        }
+    }
+
+    impl<'a> ResizeNearestNeighborOptions<'a> {
+        pub const VT_ALIGN_CORNERS: ::flatbuffers::VOffsetT = 4;
+        pub const VT_HALF_PIXEL_CENTERS: ::flatbuffers::VOffsetT = 6;
+
+        #[inline]
+        pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+            ResizeNearestNeighborOptions { _tab: table }
+        }
+        #[allow(unused_mut)]
+        pub fn create<
+            'bldr: 'args,
+            'args: 'mut_bldr,
+            'mut_bldr,
+            A: ::flatbuffers::Allocator + 'bldr,
+        >(
+            _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+            args: &'args ResizeNearestNeighborOptionsArgs,
+        ) -> ::flatbuffers::WIPOffset<ResizeNearestNeighborOptions<'bldr>> {
+            let mut builder = ResizeNearestNeighborOptionsBuilder::new(_fbb);
+            builder.add_half_pixel_centers(args.half_pixel_centers);
+            builder.add_align_corners(args.align_corners);
+            builder.finish()
+        }
+
+        #[inline]
+        pub fn align_corners(&self) -> bool {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<bool>(ResizeNearestNeighborOptions::VT_ALIGN_CORNERS, Some(false))
+                    .unwrap()
+            }
+        }
+        #[inline]
+        pub fn half_pixel_centers(&self) -> bool {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<bool>(
+                        ResizeNearestNeighborOptions::VT_HALF_PIXEL_CENTERS,
+                        Some(false),
+                    )
+                    .unwrap()
+            }
+        }
+    }
+
+    impl ::flatbuffers::Verifiable for ResizeNearestNeighborOptions<'_> {
+        #[inline]
+        fn run_verifier(
+            v: &mut ::flatbuffers::Verifier,
+            pos: usize,
+        ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+            v.visit_table(pos)?
+                .visit_field::<bool>("align_corners", Self::VT_ALIGN_CORNERS, false)?
+                .visit_field::<bool>("half_pixel_centers", Self::VT_HALF_PIXEL_CENTERS, false)?
+                .finish();
+            Ok(())
+        }
+    }
+    pub struct ResizeNearestNeighborOptionsArgs {
+        pub align_corners: bool,
+        pub half_pixel_centers: bool,
+    }
+    impl<'a> Default for ResizeNearestNeighborOptionsArgs {
+        #[inline]
+        fn default() -> Self {
+            ResizeNearestNeighborOptionsArgs {
+                align_corners: false,
+                half_pixel_centers: false,
+            }
+        }
+    }
+
+    pub struct ResizeNearestNeighborOptionsBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+        fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+    }
+    impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> ResizeNearestNeighborOptionsBuilder<'a, 'b, A> {
+        #[inline]
+        pub fn add_align_corners(&mut self, align_corners: bool) {
+            self.fbb_.push_slot::<bool>(
+                ResizeNearestNeighborOptions::VT_ALIGN_CORNERS,
+                align_corners,
+                false,
+            );
+        }
+        #[inline]
+        pub fn add_half_pixel_centers(&mut self, half_pixel_centers: bool) {
+            self.fbb_.push_slot::<bool>(
+                ResizeNearestNeighborOptions::VT_HALF_PIXEL_CENTERS,
+                half_pixel_centers,
+                false,
+            );
+        }
+        #[inline]
+        pub fn new(
+            _fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        ) -> ResizeNearestNeighborOptionsBuilder<'a, 'b, A> {
+            let start = _fbb.start_table();
+            ResizeNearestNeighborOptionsBuilder {
+                fbb_: _fbb,
+                start_: start,
+            }
+        }
+        #[inline]
+        pub fn finish(self) -> ::flatbuffers::WIPOffset<ResizeNearestNeighborOptions<'a>> {
+            let o = self.fbb_.end_table(self.start_);
+            ::flatbuffers::WIPOffset::new(o.value())
+        }
+    }
+
+    impl ::core::fmt::Debug for ResizeNearestNeighborOptions<'_> {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            let mut ds = f.debug_struct("ResizeNearestNeighborOptions");
+            ds.field("align_corners", &self.align_corners());
+            ds.field("half_pixel_centers", &self.half_pixel_centers());
+            ds.finish()
+        }
+    }
     pub enum LeakyReluOptionsOffset {}
     #[derive(Copy, Clone, PartialEq)]
 
@@ -5716,6 +6092,23 @@ pub mod tflite {
 
         #[inline]
         #[allow(non_snake_case)]
+        pub fn builtin_options_as_transpose_conv_options(
+            &self,
+        ) -> Option<TransposeConvOptions<'a>> {
+            if self.builtin_options_type() == BuiltinOptions::TransposeConvOptions {
+                self.builtin_options().map(|t| {
+                    // Safety:
+                    // Created from a valid Table for this object
+                    // Which contains a valid union in this slot
+                    unsafe { TransposeConvOptions::init_from_table(t) }
+                })
+            } else {
+                None
+            }
+        }
+
+        #[inline]
+        #[allow(non_snake_case)]
         pub fn builtin_options_as_unidirectional_sequence_lstmoptions(
             &self,
         ) -> Option<UnidirectionalSequenceLSTMOptions<'a>> {
@@ -5725,6 +6118,23 @@ pub mod tflite {
                     // Created from a valid Table for this object
                     // Which contains a valid union in this slot
                     unsafe { UnidirectionalSequenceLSTMOptions::init_from_table(t) }
+                })
+            } else {
+                None
+            }
+        }
+
+        #[inline]
+        #[allow(non_snake_case)]
+        pub fn builtin_options_as_resize_nearest_neighbor_options(
+            &self,
+        ) -> Option<ResizeNearestNeighborOptions<'a>> {
+            if self.builtin_options_type() == BuiltinOptions::ResizeNearestNeighborOptions {
+                self.builtin_options().map(|t| {
+                    // Safety:
+                    // Created from a valid Table for this object
+                    // Which contains a valid union in this slot
+                    unsafe { ResizeNearestNeighborOptions::init_from_table(t) }
                 })
             } else {
                 None
@@ -5804,7 +6214,9 @@ pub mod tflite {
           BuiltinOptions::SubOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SubOptions>>("BuiltinOptions::SubOptions", pos),
           BuiltinOptions::StridedSliceOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<StridedSliceOptions>>("BuiltinOptions::StridedSliceOptions", pos),
           BuiltinOptions::DequantizeOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<DequantizeOptions>>("BuiltinOptions::DequantizeOptions", pos),
+          BuiltinOptions::TransposeConvOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<TransposeConvOptions>>("BuiltinOptions::TransposeConvOptions", pos),
           BuiltinOptions::UnidirectionalSequenceLSTMOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<UnidirectionalSequenceLSTMOptions>>("BuiltinOptions::UnidirectionalSequenceLSTMOptions", pos),
+          BuiltinOptions::ResizeNearestNeighborOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<ResizeNearestNeighborOptions>>("BuiltinOptions::ResizeNearestNeighborOptions", pos),
           BuiltinOptions::LeakyReluOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<LeakyReluOptions>>("BuiltinOptions::LeakyReluOptions", pos),
           BuiltinOptions::QuantizeOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<QuantizeOptions>>("BuiltinOptions::QuantizeOptions", pos),
           BuiltinOptions::BatchMatMulOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<BatchMatMulOptions>>("BuiltinOptions::BatchMatMulOptions", pos),
@@ -6102,8 +6514,28 @@ pub mod tflite {
                         )
                     }
                 }
+                BuiltinOptions::TransposeConvOptions => {
+                    if let Some(x) = self.builtin_options_as_transpose_conv_options() {
+                        ds.field("builtin_options", &x)
+                    } else {
+                        ds.field(
+                            "builtin_options",
+                            &"InvalidFlatbuffer: Union discriminant does not match value.",
+                        )
+                    }
+                }
                 BuiltinOptions::UnidirectionalSequenceLSTMOptions => {
                     if let Some(x) = self.builtin_options_as_unidirectional_sequence_lstmoptions() {
+                        ds.field("builtin_options", &x)
+                    } else {
+                        ds.field(
+                            "builtin_options",
+                            &"InvalidFlatbuffer: Union discriminant does not match value.",
+                        )
+                    }
+                }
+                BuiltinOptions::ResizeNearestNeighborOptions => {
+                    if let Some(x) = self.builtin_options_as_resize_nearest_neighbor_options() {
                         ds.field("builtin_options", &x)
                     } else {
                         ds.field(

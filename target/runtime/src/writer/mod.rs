@@ -68,6 +68,22 @@ pub enum Options {
         /// Fused activation.
         activation: fb::ActivationFunctionType,
     },
+    /// TRANSPOSE_CONV.
+    TransposeConv {
+        /// Padding.
+        padding: fb::Padding,
+        /// Strides (w, h).
+        stride: (i32, i32),
+        /// Fused activation.
+        activation: fb::ActivationFunctionType,
+    },
+    /// RESIZE_NEAREST_NEIGHBOR.
+    ResizeNearestNeighbor {
+        /// Corner pixels of input and output aligned.
+        align_corners: bool,
+        /// Pixel centres at half-integer coordinates.
+        half_pixel_centers: bool,
+    },
     /// DEPTHWISE_CONV_2D.
     DepthwiseConv2D {
         /// Padding.
@@ -700,6 +716,36 @@ fn write_op<'b>(b: &mut FlatBufferBuilder<'b>, op: &OpDef) -> WIPOffset<fb::Oper
             (
                 K::ConcatenationOptions,
                 Some(fb::ConcatenationOptions::create(b, &args).as_union_value()),
+            )
+        }
+        Options::TransposeConv {
+            padding,
+            stride,
+            activation,
+        } => {
+            let args = fb::TransposeConvOptionsArgs {
+                padding: *padding,
+                stride_w: stride.0,
+                stride_h: stride.1,
+                fused_activation_function: *activation,
+                ..Default::default()
+            };
+            (
+                K::TransposeConvOptions,
+                Some(fb::TransposeConvOptions::create(b, &args).as_union_value()),
+            )
+        }
+        Options::ResizeNearestNeighbor {
+            align_corners,
+            half_pixel_centers,
+        } => {
+            let args = fb::ResizeNearestNeighborOptionsArgs {
+                align_corners: *align_corners,
+                half_pixel_centers: *half_pixel_centers,
+            };
+            (
+                K::ResizeNearestNeighborOptions,
+                Some(fb::ResizeNearestNeighborOptions::create(b, &args).as_union_value()),
             )
         }
         Options::BatchMatMul { adj_x, adj_y } => {
