@@ -6,11 +6,11 @@
 mod one_op;
 
 use hilt_runtime::interpreter::InterpreterError;
-use hilt_runtime::kernels::KernelError;
 use hilt_runtime::kernels::fixed_point::{
     multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_smaller_than_one,
     quantize_multiplier, quantize_multiplier_smaller_than_one_exp,
 };
+use hilt_runtime::kernels::{KernelError, QuantProblem};
 use hilt_runtime::schema::{ActivationFunctionType as Act, BuiltinOperator as Op, TensorType as T};
 use hilt_runtime::writer::{ModelWriter, Options, i32_bytes};
 use one_op::*;
@@ -452,7 +452,13 @@ fn sub_refuses_mixed_types_and_bad_quantisation() {
     );
     assert_eq!(
         kernel_error(&model, &[&[0; 4], &[0; 4]]),
-        KernelError::MissingQuantization { tensor: 2 }
+        KernelError::BadQuantization {
+            tensor: 2,
+            problem: QuantProblem::Scale {
+                channel: 0,
+                bits: (-0.1f32).to_bits()
+            }
+        }
     );
     // Shapes that do not broadcast to the output.
     let model = single_op(
@@ -480,7 +486,14 @@ fn leaky_relu_refuses_bad_zero_points_and_missing_options() {
     );
     assert_eq!(
         kernel_error(&model, &[&[0; 4]]),
-        KernelError::MissingQuantization { tensor: 0 }
+        KernelError::BadQuantization {
+            tensor: 0,
+            problem: QuantProblem::ZeroPoint {
+                channel: 0,
+                zero_point: 300,
+                dtype: 9
+            }
+        }
     );
     let model = single_op(Op::LEAKY_RELU, &[(F32, &s)], (F32, &s), Options::None);
     assert_eq!(
@@ -699,7 +712,14 @@ fn mul_refuses_int16_zero_points_and_bad_scales() {
     );
     assert_eq!(
         kernel_error(&model, &[&[0; 6], &[0; 6]]),
-        KernelError::MissingQuantization { tensor: 0 }
+        KernelError::BadQuantization {
+            tensor: 0,
+            problem: QuantProblem::ZeroPointForKernel {
+                zero_point: 1,
+                min: 0,
+                max: 0
+            }
+        }
     );
     let model = single_op(
         Op::MUL,
@@ -711,7 +731,13 @@ fn mul_refuses_int16_zero_points_and_bad_scales() {
     );
     assert_eq!(
         kernel_error(&model, &[&[0; 3], &[0; 3]]),
-        KernelError::MissingQuantization { tensor: 1 }
+        KernelError::BadQuantization {
+            tensor: 1,
+            problem: QuantProblem::Scale {
+                channel: 0,
+                bits: f32::INFINITY.to_bits()
+            }
+        }
     );
 }
 
@@ -1150,7 +1176,14 @@ fn elementwise_ops_refuse_bad_quantisation() {
     );
     assert_eq!(
         kernel_error(&model, &[&[0; 4], &[0; 4]]),
-        KernelError::MissingQuantization { tensor: 1 }
+        KernelError::BadQuantization {
+            tensor: 1,
+            problem: QuantProblem::ZeroPointForKernel {
+                zero_point: 4,
+                min: 0,
+                max: 0
+            }
+        }
     );
     // TANH int8 output not scaled 1/128.
     let model = single_op(

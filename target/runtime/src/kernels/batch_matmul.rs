@@ -15,7 +15,7 @@ use bytemuck::{Pod, Zeroable};
 use super::fixed_point::{
     multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_i64, quantize_multiplier,
 };
-use super::tensor::{Dims, is_valid, require_quant};
+use super::tensor::{Dims, check_zero_point, require_quant};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::model::TensorInfo;
 use crate::schema::TensorType;
@@ -176,9 +176,7 @@ fn quantized(
         require_quant(output)?,
     );
     for (t, q) in [(lhs, ql), (rhs, qr), (output, qo)] {
-        if !is_valid(q, zero_points.clone()) {
-            return Err(KernelError::MissingQuantization { tensor: t.index });
-        }
+        check_zero_point(t.index, q, zero_points.clone())?;
     }
     let real = f64::from(ql.scale) * f64::from(qr.scale) / f64::from(qo.scale);
     (plan.multiplier, plan.shift) = quantize_multiplier(real);

@@ -12,7 +12,7 @@ use bytemuck::{Pod, Zeroable};
 
 use super::fixed_point::{multiply_by_quantized_multiplier, quantize_multiplier};
 use super::quantize::QuantizedInt;
-use super::tensor::{Dims, Quant, is_valid, require_quant};
+use super::tensor::{Dims, Quant, check_zero_point, require_quant};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::schema::TensorType;
 
@@ -122,9 +122,7 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
                 (-32768, 32767)
             };
             for (t, q) in [(&input, qi), (&output, qo)] {
-                if !is_valid(q, lo..=hi) {
-                    return Err(KernelError::MissingQuantization { tensor: t.index });
-                }
+                check_zero_point(t.index, q, lo..=hi)?;
             }
             LeakyRelu::quantized(alpha, qi, qo).ok_or(KernelError::UnsupportedParameter {
                 what: "LEAKY_RELU alpha must be finite",

@@ -19,7 +19,7 @@ use bytemuck::{Pod, Zeroable};
 
 use super::fixed_point::{multiply_by_quantized_multiplier, quantize_multiplier};
 use super::quantize::QuantizedInt;
-use super::tensor::{Dims, MAX_RANK, is_valid, require_quant};
+use super::tensor::{Dims, MAX_RANK, check_zero_point, require_quant};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::model::TensorInfo;
 use crate::schema::TensorType;
@@ -214,9 +214,7 @@ fn quantized(
         (-32768, 32767)
     };
     for (t, q) in [(input, qi), (output, qo)] {
-        if !is_valid(q, lo..=hi) {
-            return Err(KernelError::MissingQuantization { tensor: t.index });
-        }
+        check_zero_point(t.index, q, lo..=hi)?;
     }
     plan.input_zero_point = qi.zero_point;
     plan.output_zero_point = qo.zero_point;

@@ -162,6 +162,22 @@ impl fmt::Display for KernelError {
                 write!(f, "tensor {tensor}: quantisation parameters are missing")
             }
             KernelError::BadQuantization { tensor, problem } => match problem {
+                QuantProblem::ZeroPointForKernel {
+                    zero_point,
+                    min,
+                    max,
+                } if min == max => write!(
+                    f,
+                    "tensor {tensor}: zero point {zero_point}, where this kernel takes only {min}"
+                ),
+                QuantProblem::ZeroPointForKernel {
+                    zero_point,
+                    min,
+                    max,
+                } => write!(
+                    f,
+                    "tensor {tensor}: zero point {zero_point} is outside {min}..={max}, what this kernel takes"
+                ),
                 QuantProblem::Scale { channel, bits } => write!(
                     f,
                     "tensor {tensor}: quantisation scale {} (channel {channel}) is not a positive finite number",
@@ -209,6 +225,16 @@ pub enum QuantProblem {
         channel: u32,
         /// Its bits (`f32::to_bits`, so that the error stays `Eq`).
         bits: u32,
+    },
+    /// A zero point the kernel does not take (TFLM's int16 paths are
+    /// symmetric: zero only).
+    ZeroPointForKernel {
+        /// Its value.
+        zero_point: i32,
+        /// The least the kernel takes.
+        min: i32,
+        /// The most.
+        max: i32,
     },
     /// A zero point the tensor's type cannot hold.
     ZeroPoint {

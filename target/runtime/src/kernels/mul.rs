@@ -16,7 +16,7 @@ use super::fixed_point::{
     activation_range_float, activation_range_quantized, multiply_by_quantized_multiplier,
     quantize_multiplier,
 };
-use super::tensor::{Dims, Quant, quant, require_quant};
+use super::tensor::{Dims, quant, require_quant};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::model::TensorInfo;
 use crate::schema::{ActivationFunctionType, TensorType};
@@ -62,14 +62,6 @@ struct MulData {
     walk: Broadcast,
 }
 
-fn valid_scale(t: &TensorInfo<'_>, q: Quant) -> Result<(), KernelError> {
-    if q.scale > 0.0 && q.scale.is_finite() {
-        Ok(())
-    } else {
-        Err(KernelError::MissingQuantization { tensor: t.index })
-    }
-}
-
 /// The int8/int16 parameters (TFLM's `CalculateOpDataMul`).
 fn quantized_params(
     input1: &TensorInfo<'_>,
@@ -88,15 +80,12 @@ fn quantized_params(
         (-32768, 32767)
     };
     for (t, q) in [(input1, q1), (input2, q2), (output, qo)] {
-        valid_scale(t, q)?;
-        let zero_ok = if output.dtype == TensorType::INT16 {
-            q.zero_point == 0
+        let zero_points = if output.dtype == TensorType::INT16 {
+            0..=0
         } else {
-            (lo..=hi).contains(&q.zero_point)
+            lo..=hi
         };
-        if !zero_ok {
-            return Err(KernelError::MissingQuantization { tensor: t.index });
-        }
+        super::tensor::check_zero_point(t.index, q, zero_points)?;
     }
     let real = f64::from(q1.scale) * f64::from(q2.scale) / f64::from(qo.scale);
     let (multiplier, shift) = quantize_multiplier(real);

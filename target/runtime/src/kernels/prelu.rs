@@ -13,7 +13,7 @@ use bytemuck::{Pod, Zeroable};
 use super::add::Broadcast;
 use super::fixed_point::{multiply_by_quantized_multiplier, quantize_multiplier};
 use super::quantize::QuantizedInt;
-use super::tensor::{Dims, is_valid, require_quant};
+use super::tensor::{Dims, check_zero_point, require_quant};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::model::TensorInfo;
 use crate::schema::TensorType;
@@ -87,9 +87,7 @@ fn quantized_params(
         (alpha, qa, (-128, 127)),
         (output, qo, (lo, hi)),
     ] {
-        if !is_valid(q, lo..=hi) {
-            return Err(KernelError::MissingQuantization { tensor: t.index });
-        }
+        check_zero_point(t.index, q, lo..=hi)?;
     }
     let (multiplier_1, shift_1) = quantize_multiplier(f64::from(qi.scale) / f64::from(qo.scale));
     let (multiplier_2, shift_2) =

@@ -18,7 +18,7 @@ use super::fixed_point::{
     multiply_by_quantized_multiplier, quantize_multiplier, rescale, rounding_divide_by_pot,
     saturating_rounding_doubling_high_mul,
 };
-use super::tensor::{Dims, is_valid, require_quant};
+use super::tensor::{Dims, check_zero_point, require_quant};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::schema::TensorType;
 
@@ -130,9 +130,7 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
         TensorType::INT16 => {
             let (qi, qo) = (require_quant(&input)?, require_quant(&output)?);
             for (t, q) in [(&input, qi), (&output, qo)] {
-                if !is_valid(q, -32768..=32767) {
-                    return Err(KernelError::MissingQuantization { tensor: t.index });
-                }
+                check_zero_point(t.index, q, -32768..=32767)?;
             }
             let scale = 1.0 / f64::from(libm::sqrtf(qi.scale) * qo.scale);
             (data.multiplier, data.shift) = quantize_multiplier(scale);
@@ -142,9 +140,7 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
         TensorType::INT8 => {
             let (qi, qo) = (require_quant(&input)?, require_quant(&output)?);
             for (t, q) in [(&input, qi), (&output, qo)] {
-                if !is_valid(q, -128..=127) {
-                    return Err(KernelError::MissingQuantization { tensor: t.index });
-                }
+                check_zero_point(t.index, q, -128..=127)?;
             }
             let scale = 1.0 / f64::from(libm::sqrtf(qi.scale) * qo.scale);
             let (multiplier, shift) = quantize_multiplier(scale);

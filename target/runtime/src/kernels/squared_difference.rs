@@ -14,7 +14,7 @@ use super::fixed_point::{
     multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_smaller_than_one,
     quantize_multiplier, quantize_multiplier_smaller_than_one_exp,
 };
-use super::tensor::{Dims, is_valid, require_quant};
+use super::tensor::{Dims, check_zero_point, require_quant};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::model::TensorInfo;
 use crate::schema::TensorType;
@@ -96,14 +96,7 @@ fn quantized_params(
         (-32768, 32767, 0)
     };
     for (t, q) in [(input1, q1), (input2, q2), (output, qo)] {
-        let zero_ok = if int8 {
-            (min..=max).contains(&q.zero_point)
-        } else {
-            q.zero_point == 0
-        };
-        if !(zero_ok && is_valid(q, min..=max)) {
-            return Err(KernelError::MissingQuantization { tensor: t.index });
-        }
+        check_zero_point(t.index, q, if int8 { min..=max } else { 0..=0 })?;
     }
     let twice_max = 2.0 * f64::from(q1.scale.max(q2.scale));
     let bad = KernelError::UnsupportedParameter {

@@ -21,7 +21,7 @@ use super::fixed_point::{
     tanh_int16,
 };
 use super::lstm::float::tanhf;
-use super::tensor::{Dims, Quant, is_valid, require_quant};
+use super::tensor::{Dims, Quant, check_zero_point, require_quant};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::schema::TensorType;
 
@@ -161,11 +161,7 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
                     what: "TANH int8 output must be scaled 1/128 with zero point 0",
                 });
             }
-            if !is_valid(qi, -128..=127) {
-                return Err(KernelError::MissingQuantization {
-                    tensor: input.index,
-                });
-            }
+            check_zero_point(input.index, qi, -128..=127)?;
             let params = Int8Tanh::new(qi).ok_or(KernelError::UnsupportedParameter {
                 what: "TANH input scale",
             })?;

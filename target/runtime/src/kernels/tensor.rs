@@ -107,10 +107,25 @@ pub fn quant(info: &TensorInfo<'_>) -> Option<Quant> {
     })
 }
 
-/// Whether `q` has a positive finite scale and a zero point in
-/// `zero_points` (the checks every quantised kernel makes).
-pub(crate) fn is_valid(q: Quant, zero_points: core::ops::RangeInclusive<i32>) -> bool {
-    q.scale > 0.0 && q.scale.is_finite() && zero_points.contains(&q.zero_point)
+/// Refuses a zero point outside `zero_points`, the range a kernel takes
+/// for `tensor` (narrower than its type's for TFLM's symmetric int16
+/// paths: zero only). Scales were checked by [`require_quant`].
+pub(crate) fn check_zero_point(
+    tensor: u32,
+    q: Quant,
+    zero_points: core::ops::RangeInclusive<i32>,
+) -> Result<(), KernelError> {
+    if zero_points.contains(&q.zero_point) {
+        return Ok(());
+    }
+    Err(KernelError::BadQuantization {
+        tensor,
+        problem: QuantProblem::ZeroPointForKernel {
+            zero_point: q.zero_point,
+            min: *zero_points.start(),
+            max: *zero_points.end(),
+        },
+    })
 }
 
 /// Quantisation of `info`, checked ([`check_quant`]), or an error naming
