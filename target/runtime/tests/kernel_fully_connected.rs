@@ -5,6 +5,7 @@ mod conv_family;
 
 use conv_family::*;
 use hilt_runtime::kernels::KernelError;
+use hilt_runtime::kernels::fixed_point::activation_range_quantized;
 use hilt_runtime::schema::{ActivationFunctionType as Act, BuiltinOperator as Op, TensorType as T};
 use hilt_runtime::writer::{Options, f32_bytes};
 use proptest::prelude::*;
@@ -400,5 +401,241 @@ fn prepare_refuses_what_it_cannot_compute() {
     assert!(matches!(
         kernel_error(&bytes, &input),
         KernelError::ShapeMismatch { .. }
+    ));
+}
+
+/// TFLM's 64-bit `MultiplyByQuantizedMultiplier` (the int16 kernels'),
+/// written out here from the reference so that the test does not share the
+/// kernel's helper.
+fn tflm_requant_i64(acc: i64, multiplier: i32, shift: i32) -> i32 {
+    let reduced = if multiplier < 0x7FFF_0000 {
+        (multiplier + (1 << 15)) >> 16
+    } else {
+        0x7FFF
+    };
+    let total_shift = 15 - shift;
+    ((acc * i64::from(reduced) + (1i64 << (total_shift - 1))) >> total_shift) as i32
+}
+
+/// TFLM's int16 `reference_integer_ops::FullyConnected` (per-tensor, filter
+/// offset) or `FullyConnectedPerChannel`: 64-bit sums, no input or output
+/// offset, the int16 clamp.
+fn reference_i16(
+    x: &[i16],
+    w: &[i8],
+    bias: Option<&[i64]>,
+    (batches, depth, filter_offset): (usize, usize, i32),
+    rq: &Requant,
+    (min, max): (i32, i32),
+) -> Vec<i16> {
+    let k = w.len() / depth;
+    let mut out = Vec::new();
+    for b in 0..batches {
+        for c in 0..depth {
+            let mut acc = 0i64;
+            for d in 0..k {
+                let xv = i64::from(x[b * k + d]);
+                let wv = i64::from(w[c * k + d]);
+                acc += (wv + i64::from(filter_offset)) * xv;
+            }
+            if let Some(bias) = bias {
+                acc += bias[c];
+            }
+            let i = if rq.multiplier.len() > 1 { c } else { 0 };
+            let v = tflm_requant_i64(acc, rq.multiplier[i], rq.shift[i]);
+            out.push(v.clamp(min, max) as i16);
+        }
+    }
+    out
+}
+
+fn i16_bytes(v: &[i16]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn as_i16(v: &[u8]) -> Vec<i16> {
+    v.chunks_exact(2)
+        .map(|b| i16::from_le_bytes([b[0], b[1]]))
+        .collect()
+}
+
+/// An int16x8 one-op model: `[batches, k]` int16 input, `[depth, k]` weights.
+fn int16_model(
+    act: Act,
+    (batches, depth, k): (usize, usize, usize),
+    (in_scale, out_scale): (f32, f32),
+    filter: Data,
+    filter_q: Q,
+    bias: Option<Data>,
+) -> Vec<u8> {
+    one_op(
+        Op::FULLY_CONNECTED,
+        options(act),
+        T::INT16,
+        &[batches as i32, k as i32],
+        Some(Q::tensor(in_scale, 0)),
+        &[depth as i32, k as i32],
+        filter,
+        Some(filter_q),
+        bias.map(|b| (b, None)),
+        &[batches as i32, depth as i32],
+        Some(Q::tensor(out_scale, 0)),
+    )
+}
+
+#[test]
+fn int16_hand_checked() {
+    // Multiplier 0.5 · 0.25 / 0.5 = 0.25 (Q31 2^30, shift -1: reduced to
+    // 2^14, total shift 16). x = [1000, -2000]:
+    //   row [3, 1]:     3000 - 2000 + 10    =    1010 → 252.5    → 253
+    //   row [-2, 5]:   -2000 - 10000 - 3    =  -12003 → -3000.75 → -3001
+    //   row [-127, 127]: -127000 - 254000   = -381000 → -95250   → -32768 (int16 clamp)
+    let bytes = |act| {
+        int16_model(
+            act,
+            (1, 3, 2),
+            (0.5, 0.5),
+            Data::I8(vec![3, 1, -2, 5, -127, 127]),
+            Q::tensor(0.25, 0),
+            Some(Data::I64(vec![10, -3, 0])),
+        )
+    };
+    let input = i16_bytes(&[1000, -2000]);
+    let out = as_i16(&run(&bytes(Act::NONE), &input).unwrap());
+    assert_eq!(out, [253, -3001, -32768]);
+    let out = as_i16(&run(&bytes(Act::RELU), &input).unwrap());
+    assert_eq!(out, [253, 0, 0]);
+}
+
+#[test]
+fn int16_per_tensor_filter_zero_point_is_applied() {
+    // Weights 3, 1 with zero point 1 mean 2, 0: acc = 2 · 100 + 0 · 7 = 200;
+    // × (1 · 0.5 / 0.25 = 2) = 400. No bias.
+    let bytes = int16_model(
+        Act::NONE,
+        (1, 1, 2),
+        (1.0, 0.25),
+        Data::I8(vec![3, 1]),
+        Q::tensor(0.5, 1),
+        None,
+    );
+    let out = as_i16(&run(&bytes, &i16_bytes(&[100, 7])).unwrap());
+    assert_eq!(out, [400]);
+}
+
+fn check_int16(c: &Case) {
+    let mut lcg = Lcg(c.seed);
+    let x: Vec<i16> = (0..c.batches * c.accum)
+        .map(|_| lcg.i32_in(-32768, 32767) as i16)
+        .collect();
+    let w = lcg.i8s(c.depth * c.accum);
+    let bias: Vec<i64> = (0..c.depth)
+        .map(|_| i64::from(lcg.i32_in(-1 << 29, 1 << 29)) * i64::from(lcg.i32_in(-64, 64)))
+        .collect();
+    let in_scale = 0.0001 + (lcg.next() % 100) as f32 / 100_000.0;
+    let out_scale = 0.0002 + (lcg.next() % 100) as f32 / 20_000.0;
+    let (filter_q, rq, filter_offset) = if c.per_channel && c.depth > 1 {
+        let scales: Vec<f32> = (0..c.depth)
+            .map(|_| 0.001 + (lcg.next() % 100) as f32 / 5000.0)
+            .collect();
+        let rq = Requant::per_channel((in_scale, 0), &scales, (out_scale, 0), c.depth, c.act);
+        (Q::channels(scales, 0), rq, 0)
+    } else {
+        let zp = if c.seed.is_multiple_of(3) {
+            lcg.i32_in(-5, 5)
+        } else {
+            0
+        };
+        let rq = Requant::fc_per_tensor((in_scale, 0), 0.004, (out_scale, 0), c.act);
+        (Q::tensor(0.004, zp.into()), rq, -zp)
+    };
+    let bytes = int16_model(
+        c.act,
+        (c.batches, c.depth, c.accum),
+        (in_scale, out_scale),
+        Data::I8(w.clone()),
+        filter_q,
+        c.bias.then(|| Data::I64(bias.clone())),
+    );
+    let got = as_i16(&run(&bytes, &i16_bytes(&x)).unwrap());
+    let range = activation_range_quantized(c.act, out_scale, 0, -32768, 32767);
+    let want = reference_i16(
+        &x,
+        &w,
+        c.bias.then_some(&bias[..]),
+        (c.batches, c.depth, filter_offset),
+        &rq,
+        range,
+    );
+    assert_eq!(got, want, "{c:?}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn int16_matches_tflm_reference(c in case()) {
+        check_int16(&c);
+    }
+}
+
+#[test]
+fn int16_prepare_refuses_what_it_cannot_compute() {
+    let input = [0u8; 4];
+    let error = |filter: Data, filter_q: Q, bias: Option<Data>| {
+        let bytes = int16_model(Act::NONE, (1, 1, 2), (0.5, 0.5), filter, filter_q, bias);
+        kernel_error(&bytes, &input)
+    };
+    let int8_weights = || Data::I8(vec![1, 2]);
+    // int16 weights (16x16) are not an int16x8 layer.
+    assert!(matches!(
+        error(Data::I32(vec![1, 2]), Q::tensor(1.0, 0), None),
+        KernelError::UnsupportedType { .. }
+    ));
+    // An int32 bias where TFLM's int16 path reads int64.
+    assert!(matches!(
+        error(int8_weights(), Q::tensor(1.0, 0), Some(Data::I32(vec![1]))),
+        KernelError::UnsupportedType { .. }
+    ));
+    // A bias of the wrong length.
+    assert!(matches!(
+        error(
+            int8_weights(),
+            Q::tensor(1.0, 0),
+            Some(Data::I64(vec![1, 2]))
+        ),
+        KernelError::ShapeMismatch { .. }
+    ));
+    // A bias the 64-bit requantisation could overflow on.
+    assert!(matches!(
+        error(
+            int8_weights(),
+            Q::tensor(1.0, 0),
+            Some(Data::I64(vec![1 << 50]))
+        ),
+        KernelError::UnsupportedParameter { .. }
+    ));
+    // A multiplier of 2^16 (0.5 · 65536 / 0.5) leaves no right shift.
+    assert!(matches!(
+        error(int8_weights(), Q::tensor(65536.0, 0), None),
+        KernelError::UnsupportedParameter { .. }
+    ));
+    // An int16 activation with a zero point.
+    let bytes = one_op(
+        Op::FULLY_CONNECTED,
+        options(Act::NONE),
+        T::INT16,
+        &[1, 2],
+        Some(Q::tensor(0.5, 3)),
+        &[1, 2],
+        int8_weights(),
+        Some(Q::tensor(1.0, 0)),
+        None,
+        &[1, 1],
+        Some(Q::tensor(0.5, 0)),
+    );
+    assert!(matches!(
+        kernel_error(&bytes, &input),
+        KernelError::UnsupportedParameter { .. }
     ));
 }

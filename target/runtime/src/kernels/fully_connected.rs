@@ -8,11 +8,18 @@
 //!   quantised dimension 0). Invoke is an int8 matrix-vector product per
 //!   batch row ([`quantized::matvec`]); nothing per channel is stored
 //!   beyond per-channel multipliers.
+//! - int16x8 (int16 activations with zero point 0, int8 weights, optional
+//!   int64 bias): TFLM's reference int16 loops, a 64-bit accumulator per
+//!   output requantised by [`multiply_by_quantized_multiplier_i64`]. A
+//!   plain loop: no int16 model on a microcontroller is bound by it yet.
 //!
 //! `keep_num_dims` only shapes the output tensor, which the model already
 //! states: batches are the output's leading dimensions, whatever their rank.
 
-use super::fixed_point::activation_range_float;
+use super::fixed_point::{
+    activation_range_float, activation_range_quantized, multiply_by_quantized_multiplier_i64,
+    quantize_multiplier,
+};
 use super::quantized::{self, ChannelParams, ChannelRequant, ChannelSetup, Requant, ScaleRule};
 use super::tensor::{Dims, Tensor, TensorMut, expect_type, require_quant};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
@@ -27,6 +34,7 @@ pub const REGISTRATION: Registration = Registration {
 
 const KIND_FLOAT: u8 = 0;
 const KIND_INT8: u8 = 1;
+const KIND_INT16: u8 = 2;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -166,6 +174,19 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
             data.filter_offset = filter_offset;
             data.kind = KIND_INT8;
         }
+        TensorType::INT16 => {
+            let setup = ChannelSetup {
+                input,
+                filter,
+                output,
+                channels: output_depth,
+                channel_axis: 0,
+                rule: ScaleRule::PerChannel,
+                activation,
+            };
+            (data.channels, data.filter_offset) = prepare_int16(ctx, &setup, accum_depth)?;
+            data.kind = KIND_INT16;
+        }
         _ => {
             return Err(KernelError::UnsupportedType {
                 tensor: input.index,
@@ -220,6 +241,7 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
             Ok(())
         }
         KIND_INT8 => invoke_int8(data, input, filter, bias, output, ctx),
+        KIND_INT16 => invoke_int16(data, input, filter, bias, output, ctx),
         _ => Err(KernelError::Internal),
     }
 }
@@ -290,6 +312,178 @@ fn invoke_int8(
             let (xb, ob) = (&x[b * k..][..k], &mut out[b * n..][..n]);
             let offset = row_offset(xb);
             quantized::matvec(xb, x_offset, weights, bias, offset, &requant, ob);
+        }
+    }
+    Ok(())
+}
+
+/// Checks an int16x8 FULLY_CONNECTED and stores its multipliers (one per
+/// channel for per-channel weights, else one) with TFLM's shift bytes
+/// (never the narrow flag) and the int16 output clamp; returns them with
+/// the filter offset (`-filter_zero_point` for per-tensor weights).
+///
+/// Prepare also bounds what invoke computes, so that the 64-bit
+/// requantisation can neither overflow nor shift by a negative amount:
+/// `accum_depth < 2^22`, `|bias| < 2^46` and a shift below 15.
+fn prepare_int16(
+    ctx: &mut PrepareContext<'_, '_, '_>,
+    setup: &ChannelSetup<'_>,
+    accum_depth: usize,
+) -> Result<(ChannelParams, i32), KernelError> {
+    expect_type(&setup.filter, &[TensorType::INT8])?;
+    let input_q = require_quant(&setup.input)?;
+    let output_q = require_quant(&setup.output)?;
+    let filter_q = require_quant(&setup.filter)?;
+    if input_q.zero_point != 0 || output_q.zero_point != 0 {
+        return Err(KernelError::UnsupportedParameter {
+            what: "int16 zero point other than 0",
+        });
+    }
+    if accum_depth >= 1 << 22 {
+        return Err(KernelError::ShapeMismatch {
+            tensor: setup.filter.index,
+        });
+    }
+    let n = setup.channels;
+    if let Some(bias) = ctx.optional_input(2) {
+        let value = bias_values_i64(&bias, n)?;
+        if (0..n).any(|c| value(c).unsigned_abs() >= 1 << 46) {
+            return Err(KernelError::UnsupportedParameter {
+                what: "int16 bias beyond 2^46",
+            });
+        }
+    }
+    let per_channel = quantized_per_channel(&setup.filter);
+    let scales =
+        super::tensor::channel_scales(&setup.filter).ok_or(KernelError::MissingQuantization {
+            tensor: setup.filter.index,
+        })?;
+    let axis = setup
+        .filter
+        .raw()
+        .quantization()
+        .map_or(0, |q| q.quantized_dimension());
+    if per_channel && (scales.len() != n || axis != setup.channel_axis) {
+        return Err(KernelError::ShapeMismatch {
+            tensor: setup.filter.index,
+        });
+    }
+    // TFLM: PopulateConvolutionQuantizationParams per channel (double
+    // product), GetQuantizedConvolutionMultipler per tensor (float product).
+    let (in_scale, out_scale) = (input_q.scale, output_q.scale);
+    let multiplier_of = |c: usize| {
+        let real = if per_channel {
+            f64::from(in_scale) * f64::from(scales.get(c)) / f64::from(out_scale)
+        } else {
+            f64::from(in_scale * filter_q.scale) / f64::from(out_scale)
+        };
+        quantize_multiplier(real)
+    };
+    let count = if per_channel { n } else { 1 };
+    if (0..count).any(|c| multiplier_of(c).1 >= 15) {
+        return Err(KernelError::UnsupportedParameter {
+            what: "int16 output multiplier of 2^14 or more",
+        });
+    }
+    let multiplier = ctx.store_from_fn(count, |c| multiplier_of(c).0)?;
+    let shift = ctx.store_from_fn(count, |c| quantized::shift_parts(multiplier_of(c).1))?;
+    quantized::check_activation(setup.activation)?;
+    let (min, max) = activation_range_quantized(
+        setup.activation,
+        out_scale,
+        0,
+        i32::from(i16::MIN),
+        i32::from(i16::MAX),
+    );
+    let stage = quantized::OutputStage {
+        offset: 0,
+        min,
+        max,
+    };
+    let params = ChannelParams {
+        multiplier,
+        shift,
+        input_offset: 0,
+        stage,
+    };
+    let filter_offset = if per_channel { 0 } else { -filter_q.zero_point };
+    Ok((params, filter_offset))
+}
+
+/// A constant int64 bias's values (any alignment), checked to hold `channels`.
+fn bias_values_i64<'m>(
+    bias: &crate::model::TensorInfo<'m>,
+    channels: usize,
+) -> Result<impl Fn(usize) -> i64 + use<'m>, KernelError> {
+    expect_type(bias, &[TensorType::INT64])?;
+    let data = bias.constant.ok_or(KernelError::UnsupportedParameter {
+        what: "non-constant bias",
+    })?;
+    if data.len() != channels * 8 {
+        return Err(KernelError::ShapeMismatch { tensor: bias.index });
+    }
+    Ok(move |c: usize| {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(&data[8 * c..][..8]);
+        i64::from_le_bytes(bytes)
+    })
+}
+
+/// The int16x8 product: TFLM's reference `FullyConnected` (per-tensor,
+/// with the filter offset) and `FullyConnectedPerChannel` int16 loops.
+/// The bias is read byte-wise: int64 data in a model need not be 8-aligned.
+fn invoke_int16(
+    data: &OpData,
+    input: Tensor<'_, '_>,
+    filter: Tensor<'_, '_>,
+    bias: Option<Tensor<'_, '_>>,
+    output: TensorMut<'_, '_>,
+    ctx: &InvokeContext<'_, '_>,
+) -> Result<(), KernelError> {
+    let (batches, k, n) = (
+        data.batches as usize,
+        data.accum_depth as usize,
+        data.output_depth as usize,
+    );
+    let p = &data.channels;
+    let x = input.values::<i16>()?;
+    let w: &[i8] = bytemuck::cast_slice(filter.data);
+    let bias = bias.map(|b| b.data);
+    let out = output.values::<i16>()?;
+    let multiplier = ctx.stored(p.multiplier)?;
+    let shift = ctx.stored(p.shift)?;
+    let count = multiplier.len();
+    if x.len() < batches * k
+        || out.len() < batches * n
+        || w.len() < n * k
+        || bias.is_some_and(|b| b.len() < 8 * n)
+        || count == 0
+        || shift.len() != count
+        || (count != 1 && count < n)
+    {
+        return Err(KernelError::Internal);
+    }
+    let bias_of = |c: usize| {
+        bias.map_or(0, |b| {
+            let mut bytes = [0u8; 8];
+            bytes.copy_from_slice(&b[8 * c..][..8]);
+            i64::from_le_bytes(bytes)
+        })
+    };
+    let filter_offset = i64::from(data.filter_offset);
+    for c in 0..n {
+        let q = if count == 1 { 0 } else { c };
+        let [left, right1] = shift[q];
+        let exponent = i32::from(left & 31) - (i32::from(right1) - 1);
+        let row = &w[c * k..][..k];
+        let bias = bias_of(c);
+        for b in 0..batches {
+            let xb = &x[b * k..][..k];
+            let acc = row.iter().zip(xb).fold(0i64, |acc, (&wv, &xv)| {
+                acc + (i64::from(wv) + filter_offset) * i64::from(xv)
+            });
+            let scaled = multiply_by_quantized_multiplier_i64(acc + bias, multiplier[q], exponent);
+            out[b * n + c] = scaled.clamp(p.stage.min, p.stage.max) as i16;
         }
     }
     Ok(())

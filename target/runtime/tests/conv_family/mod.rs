@@ -110,6 +110,8 @@ impl Q {
 pub enum Data {
     I8(Vec<i8>),
     I32(Vec<i32>),
+    /// int64 biases of int16x8 operators.
+    I64(Vec<i64>),
     F32(Vec<f32>),
 }
 
@@ -118,6 +120,7 @@ impl Data {
         match self {
             Data::I8(_) => T::INT8,
             Data::I32(_) => T::INT32,
+            Data::I64(_) => T::INT64,
             Data::F32(_) => T::FLOAT32,
         }
     }
@@ -125,6 +128,7 @@ impl Data {
         match self {
             Data::I8(v) => i8_bytes(v),
             Data::I32(v) => i32_bytes(v),
+            Data::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
             Data::F32(v) => f32_bytes(v),
         }
     }
@@ -160,6 +164,7 @@ pub fn one_op(
         let len = match &data {
             Data::I8(v) => v.len(),
             Data::I32(v) => v.len(),
+            Data::I64(v) => v.len(),
             Data::F32(v) => v.len(),
         };
         let b = w.constant("bias", data.dtype(), &[len as i32], &data.bytes());
