@@ -88,7 +88,8 @@ def repo_root():
 
 
 def default_conformance():
-    env = os.environ.get("HILT_CONFORMANCE_DIR")
+    # HILT_CONFORMANCE_DIR may name several sets (`:`-separated): the first.
+    env = os.environ.get("HILT_CONFORMANCE_DIR", "").split(os.pathsep)[0]
     if env:
         return env
     return os.path.normpath(os.path.join(repo_root(), "..", "shared", "conformance"))

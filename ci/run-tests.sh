@@ -12,9 +12,10 @@
 #   build/reports/bench-target.md);
 # - the CI workflows in ci/github/: GitHub's schema, no zizmor finding, and
 #   hilt's rules for them (ci/check-workflows.sh);
-# - the conformance suite against ../shared/conformance (or
-#   HILT_CONFORMANCE_DIR); it fails when the set is missing only if
-#   HILT_CONFORMANCE_REQUIRED=1, which CI sets.
+# - the conformance suites against ../shared/conformance and
+#   ../shared/conformance-ops (or the `:`-separated folders of
+#   HILT_CONFORMANCE_DIR), every model of every set; they fail when a set
+#   is missing only if HILT_CONFORMANCE_REQUIRED=1, which CI sets.
 set -uo pipefail
 set -e
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -71,7 +72,10 @@ cargo test --workspace --no-fail-fast 2>&1 | tee -a "$log" || status=1
 
 echo "== regression gate: shipped scenarios on the virtual boards vs snapshots/gate"
 cargo build --quiet --release -p hilt
-if [ -f "${HILT_CONFORMANCE_DIR:-$REPO/../shared/conformance}/manifest.json" ]; then
+# The first conformance set (HILT_CONFORMANCE_DIR may name several, `:`-separated).
+first_set="${HILT_CONFORMANCE_DIR:-$REPO/../shared/conformance}"
+first_set="${first_set%%:*}"
+if [ -f "$first_set/manifest.json" ]; then
   build/release/hilt gate || status=1
   echo "== target benchmark: instructions per inference against TFLM's (hilt bench-target)"
   build/release/hilt bench-target --format markdown | tee build/reports/bench-target.md || status=1

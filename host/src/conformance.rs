@@ -157,13 +157,33 @@ impl Comparison {
     }
 }
 
-/// The conformance folder: `HILT_CONFORMANCE_DIR`, else `../shared/conformance`
-/// beside the repository root `repo`.
-pub fn locate(repo: &Path) -> PathBuf {
-    match std::env::var_os("HILT_CONFORMANCE_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => repo.join("../shared/conformance"),
+/// The conformance sets: the folders `HILT_CONFORMANCE_DIR` names
+/// (`:`-separated), else `../shared/conformance` and
+/// `../shared/conformance-ops` beside the repository root `repo`. The
+/// conformance suites run every model of every set.
+pub fn locate_all(repo: &Path) -> Vec<PathBuf> {
+    let named: Vec<PathBuf> = std::env::var_os("HILT_CONFORMANCE_DIR")
+        .map(|v| {
+            std::env::split_paths(&v)
+                .filter(|p| !p.as_os_str().is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
+    if named.is_empty() {
+        vec![
+            repo.join("../shared/conformance"),
+            repo.join("../shared/conformance-ops"),
+        ]
+    } else {
+        named
     }
+}
+
+/// The first conformance set ([`locate_all`]): where scenarios find their
+/// `conformance = "…"` models and `hilt bench-target` TFLM's Cortex-M
+/// figures.
+pub fn locate(repo: &Path) -> PathBuf {
+    locate_all(repo).swap_remove(0)
 }
 
 /// Reads `manifest.json` from `dir`.

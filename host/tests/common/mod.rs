@@ -62,6 +62,16 @@ pub fn conformance_models() -> Option<(PathBuf, Vec<hilt::conformance::ModelEntr
     conformance_set_models(hilt::conformance::locate(&repo()))
 }
 
+/// Every conformance set ([`hilt::conformance::locate_all`]) and its
+/// models, as [`conformance_set_models`] gives them (absent sets skipped
+/// after a message, or a failure under `HILT_CONFORMANCE_REQUIRED=1`).
+pub fn conformance_sets() -> Vec<(PathBuf, Vec<hilt::conformance::ModelEntry>)> {
+    hilt::conformance::locate_all(&repo())
+        .into_iter()
+        .filter_map(conformance_set_models)
+        .collect()
+}
+
 /// [`conformance_models`] for the set in folder `dir` (e.g. the second
 /// set, `../shared/conformance-ops`): same skip rule, same model filter.
 pub fn conformance_set_models(

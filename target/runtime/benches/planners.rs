@@ -8,7 +8,7 @@
 //!   the bound, so it spends its whole budget, and at 5,000 requests one
 //!   plan at the default budget takes far too long for a benchmark loop;
 //! - group `models`: all four on the real request lists of every model of
-//!   the conformance sets (`HILT_CONFORMANCE_DIR`, else
+//!   the conformance sets (`HILT_CONFORMANCE_DIR`, `:`-separated, else
 //!   `../shared/conformance` beside the repository, and its sibling
 //!   `conformance-ops`), each model's tensors as the runtime requests them
 //!   (16-byte alignment). The offline planner gets the optimal plan as its
@@ -135,16 +135,23 @@ fn bench_optimal(c: &mut Criterion) {
     group.finish();
 }
 
-/// The conformance folders: the set, and its `-ops` sibling when present.
+/// The conformance folders: those `HILT_CONFORMANCE_DIR` names
+/// (`:`-separated), else both shared sets; the ones present.
 fn conformance_dirs() -> Vec<PathBuf> {
-    let set = std::env::var_os("HILT_CONFORMANCE_DIR").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance"),
-        PathBuf::from,
-    );
-    let mut ops = set.clone().into_os_string();
-    ops.push("-ops");
-    [set, PathBuf::from(ops)]
-        .into_iter()
+    let shared = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
+    let named: Vec<PathBuf> = std::env::var_os("HILT_CONFORMANCE_DIR")
+        .map(|v| {
+            std::env::split_paths(&v)
+                .filter(|p| !p.as_os_str().is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
+    let dirs = if named.is_empty() {
+        vec![shared.join("conformance"), shared.join("conformance-ops")]
+    } else {
+        named
+    };
+    dirs.into_iter()
         .filter(|d| d.join("models").is_dir())
         .collect()
 }
