@@ -30,7 +30,7 @@
 
 use core::ops::Range;
 
-use super::conv_i16::{Wide, WideParams, conv_i16, prepare_wide};
+use super::conv_i16::{Wide, conv_i16, prepare_wide};
 use super::fixed_point::activation_range_float;
 use super::fully_connected::{ROWS, accumulate_f32, accumulate_rows_f32, activate, matvec_f32};
 use super::padding::Axis;
@@ -281,8 +281,6 @@ struct OpData {
     float_max: f32,
     /// int8 only.
     channels: ChannelParams,
-    /// int16x8 only.
-    wide: WideParams,
 }
 
 fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
@@ -340,7 +338,6 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
         float_min: 0.0,
         float_max: 0.0,
         channels: bytemuck::Zeroable::zeroed(),
-        wide: bytemuck::Zeroable::zeroed(),
     };
     match input.dtype {
         TensorType::FLOAT32 => {
@@ -388,7 +385,7 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
                     return Err(KernelError::ShapeMismatch { tensor: bias.index });
                 }
             }
-            data.wide = prepare_wide(ctx, &input, &filter, &output, out_c, activation)?;
+            data.channels = prepare_wide(ctx, &input, &filter, &output, out_c, activation)?;
             data.kind = KIND_INT16;
         }
         _ => {
@@ -467,12 +464,7 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
             Ok(())
         }
         KIND_INT16 => {
-            let q = Wide {
-                multiplier: ctx.stored(data.wide.multiplier)?,
-                shift: ctx.stored(data.wide.shift)?,
-                min: data.wide.min,
-                max: data.wide.max,
-            };
+            let q = Wide::stored(ctx, &data.channels)?;
             let (x, w) = (input.values::<i16>()?, filter.values::<i8>()?);
             let bias = bias.map(|b| b.data);
             let groups = data.groups as usize;

@@ -5,26 +5,14 @@
 //! integer sum does not depend on its order, so padded taps are skipped
 //! and the rest summed plainly; the DSP fast paths stay int8.
 
-use bytemuck::{Pod, Zeroable};
-
 use super::KernelError;
-use super::context::Stored;
 use super::conv::Geometry;
 use super::fixed_point::{multiply_by_quantized_multiplier_i64, quantize_multiplier};
+use super::quantized::{ChannelParams, OutputStage, shift_fields, shift_parts};
 use super::tensor::{channel_scales, require_quant};
 use super::{PrepareContext, fixed_point::activation_range_quantized};
 use crate::model::TensorInfo;
 use crate::schema::ActivationFunctionType;
-
-/// The stored requantisation of an int16x8 convolution.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Pod, Zeroable)]
-pub(crate) struct WideParams {
-    pub(crate) multiplier: Stored<i32>,
-    pub(crate) shift: Stored<i32>,
-    pub(crate) min: i32,
-    pub(crate) max: i32,
-}
 
 /// Per-channel multipliers `input_scale · filter_scale[c] / output_scale`
 /// (in `f64`, as TFLM's `PopulateConvolutionQuantizationParams`) and the
@@ -36,7 +24,7 @@ pub(crate) fn prepare_wide(
     output: &TensorInfo<'_>,
     channels: usize,
     activation: ActivationFunctionType,
-) -> Result<WideParams, KernelError> {
+) -> Result<ChannelParams, KernelError> {
     let (qi, qo) = (require_quant(input)?, require_quant(output)?);
     require_quant(filter)?;
     if qi.zero_point != 0 || qo.zero_point != 0 {
@@ -63,11 +51,18 @@ pub(crate) fn prepare_wide(
         i32::from(i16::MIN),
         i32::from(i16::MAX),
     );
-    Ok(WideParams {
+    // In the int8 paths' own record (no field of its own in the op data,
+    // so the tail does not grow): shifts as `shift_parts` pairs, the clamp
+    // in the output stage, no input offset.
+    Ok(ChannelParams {
         multiplier: ctx.store_from_fn(channels, |c| of(c).0)?,
-        shift: ctx.store_from_fn(channels, |c| of(c).1)?,
-        min,
-        max,
+        shift: ctx.store_from_fn(channels, |c| shift_parts(of(c).1))?,
+        input_offset: 0,
+        stage: OutputStage {
+            offset: 0,
+            min,
+            max,
+        },
     })
 }
 
@@ -83,9 +78,30 @@ pub(crate) fn bias_at(bytes: &[u8], c: usize) -> i64 {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Wide<'a> {
     pub(crate) multiplier: &'a [i32],
-    pub(crate) shift: &'a [i32],
+    pub(crate) shift: &'a [[u8; 2]],
     pub(crate) min: i32,
     pub(crate) max: i32,
+}
+
+impl<'a> Wide<'a> {
+    /// The requantisation `prepare_wide` stored, read back at invoke.
+    pub(crate) fn stored(
+        ctx: &crate::kernels::InvokeContext<'a, '_>,
+        p: &ChannelParams,
+    ) -> Result<Self, KernelError> {
+        Ok(Wide {
+            multiplier: ctx.stored(p.multiplier)?,
+            shift: ctx.stored(p.shift)?,
+            min: p.stage.min,
+            max: p.stage.max,
+        })
+    }
+
+    /// Channel `c`'s TFLM shift (`shift_parts` undone).
+    fn shift(&self, c: usize) -> i32 {
+        let (left, right1, _) = shift_fields(self.shift[c]);
+        left as i32 - (right1 as i32 - 1)
+    }
 }
 
 /// The convolution: `groups` filter groups, filter `[out_c, fh, fw,
@@ -129,7 +145,7 @@ pub(crate) fn conv_i16(
                 }
             }
             acc = acc.wrapping_add(bias.map_or(0, |b| bias_at(b, c)));
-            let v = multiply_by_quantized_multiplier_i64(acc, q.multiplier[c], q.shift[c]);
+            let v = multiply_by_quantized_multiplier_i64(acc, q.multiplier[c], q.shift(c));
             out[o + c] = v.clamp(q.min, q.max) as i16;
         }
     });
@@ -172,7 +188,7 @@ pub(crate) fn depthwise_i16(
                 }
             }
             acc = acc.wrapping_add(bias.map_or(0, |b| bias_at(b, c)));
-            let v = multiply_by_quantized_multiplier_i64(acc, q.multiplier[c], q.shift[c]);
+            let v = multiply_by_quantized_multiplier_i64(acc, q.multiplier[c], q.shift(c));
             out[o + c] = v.clamp(q.min, q.max) as i16;
         }
     });

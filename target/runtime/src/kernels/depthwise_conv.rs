@@ -21,7 +21,7 @@
 
 use super::context::Stored;
 use super::conv::{Geometry, Window};
-use super::conv_i16::{Wide, WideParams, depthwise_i16, prepare_wide};
+use super::conv_i16::{Wide, depthwise_i16, prepare_wide};
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 use super::depthwise_packed;
 use super::fixed_point::activation_range_float;
@@ -63,8 +63,6 @@ struct OpData {
     folded: Stored<i32>,
     /// int8 only.
     channels: ChannelParams,
-    /// int16x8 only.
-    wide: WideParams,
 }
 
 fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
@@ -120,7 +118,6 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
         float_max: 0.0,
         folded: bytemuck::Zeroable::zeroed(),
         channels: bytemuck::Zeroable::zeroed(),
-        wide: bytemuck::Zeroable::zeroed(),
     };
     match input.dtype {
         TensorType::FLOAT32 => {
@@ -175,7 +172,7 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
                     return Err(KernelError::ShapeMismatch { tensor: bias.index });
                 }
             }
-            data.wide = prepare_wide(ctx, &input, &filter, &output, out_c, activation)?;
+            data.channels = prepare_wide(ctx, &input, &filter, &output, out_c, activation)?;
             data.kind = KIND_INT16;
         }
         _ => {
@@ -252,12 +249,7 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
             depthwise_i8(data, x, &w[..filter_len], &biases, &requant, &tables, out)
         }
         KIND_INT16 => {
-            let q = Wide {
-                multiplier: ctx.stored(data.wide.multiplier)?,
-                shift: ctx.stored(data.wide.shift)?,
-                min: data.wide.min,
-                max: data.wide.max,
-            };
+            let q = Wide::stored(ctx, &data.channels)?;
             let (x, w) = (input.values::<i16>()?, filter.values::<i8>()?);
             let (m, out) = (data.multiplier as usize, output.values::<i16>()?);
             depthwise_i16(g, m, x, w, bias.map(|b| b.data), &q, out)
@@ -767,7 +759,6 @@ mod tests {
             float_max: 0.0,
             folded: bytemuck::Zeroable::zeroed(),
             channels,
-            wide: bytemuck::Zeroable::zeroed(),
         };
         Some(Built {
             data,

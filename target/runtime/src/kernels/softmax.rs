@@ -63,11 +63,11 @@ struct SoftmaxData {
     input_left_shift: i32,
     diff_min: i32,
     has_table: u32,
-    /// `exp` of the scaled difference `-d` at index `d` (d = 0..=255).
+    /// int8: `exp` of the scaled difference `-d` at index `d` (d = 0..=255).
+    /// int16 → int16: TFLM's exp table then its `1 / (1 + x)` table, the
+    /// int16 entries two to a word (one field for both paths: the op data,
+    /// and so the arena's tail, stays the int8 kernel's size).
     table: Stored<i32>,
-    /// int16 → int16: TFLM's exp and `1 / (1 + x)` tables.
-    exp_lut: Stored<i16>,
-    reciprocal_lut: Stored<i16>,
 }
 
 /// `exp(beta · scale · diff)` in Q0.31 for an int8 difference `diff ≤ 0`.
@@ -113,8 +113,6 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
         diff_min: 0,
         has_table: 0,
         table: Zeroable::zeroed(),
-        exp_lut: Zeroable::zeroed(),
-        reciprocal_lut: Zeroable::zeroed(),
     };
     let unsupported = |t: &crate::model::TensorInfo<'_>| KernelError::UnsupportedType {
         tensor: t.index,
@@ -189,21 +187,27 @@ fn prepare_int16(
     }
     let real = f64::from(qi.scale) * f64::from(data.beta) / (10.0 / 65535.0);
     (data.input_multiplier, data.input_left_shift) = quantize_multiplier(real);
-    data.exp_lut = ctx.store_from_fn(softmax_i16::LUT_LEN, softmax_i16::exp_entry)?;
-    data.reciprocal_lut = ctx.store_from_fn(softmax_i16::LUT_LEN, softmax_i16::reciprocal_entry)?;
+    // Entry k of the two tables end to end; word w holds entries 2w, 2w+1
+    // in memory order (read back as int16 by `run_int16`).
+    let entry = |k: usize| match k.checked_sub(softmax_i16::LUT_LEN) {
+        None => softmax_i16::exp_entry(k),
+        Some(k) => softmax_i16::reciprocal_entry(k),
+    };
+    data.table = ctx.store_from_fn(softmax_i16::LUT_LEN, |w| {
+        bytemuck::cast::<[i16; 2], i32>([entry(2 * w), entry(2 * w + 1)])
+    })?;
     data.kind = KIND_INT16_INT16;
     Ok(())
 }
 
 fn run_int16(ctx: &InvokeContext<'_, '_>, data: &SoftmaxData) -> Result<(), KernelError> {
-    let table = |s| -> Result<&[i16; softmax_i16::LUT_LEN], KernelError> {
-        ctx.stored(s)?.try_into().map_err(|_| KernelError::Internal)
-    };
+    let both: &[i16] = bytemuck::cast_slice(ctx.stored(data.table)?);
+    let (exp, reciprocal) = both.split_at(both.len().min(softmax_i16::LUT_LEN));
     let softmax = softmax_i16::Int16Softmax {
         multiplier: data.input_multiplier,
         shift: data.input_left_shift,
-        exp: table(data.exp_lut)?,
-        reciprocal: table(data.reciprocal_lut)?,
+        exp: exp.try_into().map_err(|_| KernelError::Internal)?,
+        reciprocal: reciprocal.try_into().map_err(|_| KernelError::Internal)?,
     };
     let input = ctx.input(0)?.values::<i16>()?;
     let output = ctx.output(0)?.values::<i16>()?;
