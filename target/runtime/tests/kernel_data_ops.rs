@@ -53,29 +53,6 @@ fn kernel_error(model: &[u8], inputs: &[&[u8]]) -> KernelError {
     }
 }
 
-fn activation() -> impl Strategy<Value = Act> {
-    prop_oneof![
-        Just(Act::NONE),
-        Just(Act::RELU),
-        Just(Act::RELU6),
-        Just(Act::RELU_N1_TO_1)
-    ]
-}
-
-fn quantize_f(v: f32, scale: f32, zp: i32) -> i32 {
-    zp + libm::roundf(v / scale) as i32
-}
-
-fn act_range_q(act: Act, scale: f32, zp: i32, lo: i32, hi: i32) -> (i32, i32) {
-    let q = |v| quantize_f(v, scale, zp);
-    match act {
-        Act::RELU => (lo.max(q(0.0)), hi),
-        Act::RELU6 => (lo.max(q(0.0)), hi.min(q(6.0))),
-        Act::RELU_N1_TO_1 => (lo.max(q(-1.0)), hi.min(q(1.0))),
-        _ => (lo, hi),
-    }
-}
-
 /// TFLM's quantised SUB, element by element (`bits` 8 or 16).
 #[allow(clippy::too_many_arguments)]
 fn reference_sub(

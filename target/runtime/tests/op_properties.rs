@@ -21,34 +21,6 @@ use hilt_runtime::writer::Options;
 use one_op::*;
 use proptest::prelude::*;
 
-fn activation() -> impl Strategy<Value = Act> {
-    prop_oneof![
-        Just(Act::NONE),
-        Just(Act::RELU),
-        Just(Act::RELU6),
-        Just(Act::RELU_N1_TO_1)
-    ]
-}
-
-fn quantize_f(v: f32, scale: f32, zp: i32) -> i32 {
-    zp + libm::roundf(v / scale) as i32
-}
-
-fn act_range_q(act: Act, scale: f32, zp: i32, lo: i32, hi: i32) -> (i32, i32) {
-    match act {
-        Act::RELU => (lo.max(quantize_f(0.0, scale, zp)), hi),
-        Act::RELU6 => (
-            lo.max(quantize_f(0.0, scale, zp)),
-            hi.min(quantize_f(6.0, scale, zp)),
-        ),
-        Act::RELU_N1_TO_1 => (
-            lo.max(quantize_f(-1.0, scale, zp)),
-            hi.min(quantize_f(1.0, scale, zp)),
-        ),
-        _ => (lo, hi),
-    }
-}
-
 fn act_range_f(act: Act) -> (f32, f32) {
     match act {
         Act::RELU => (0.0, f32::MAX),

@@ -37,6 +37,49 @@ const KIND_INT8: u32 = 1;
 const KIND_INT16: u32 = 2;
 const KIND_INT32: u32 = 3;
 
+/// The two inputs and the output of an element-wise binary op, checked to
+/// share one type, with the walk that broadcasts the inputs to the output:
+/// the set-up ADD, SUB, MUL and SQUARED_DIFFERENCE share.
+pub(crate) struct Binary<'m> {
+    pub(crate) input1: TensorInfo<'m>,
+    pub(crate) input2: TensorInfo<'m>,
+    pub(crate) output: TensorInfo<'m>,
+    pub(crate) walk: Broadcast,
+}
+
+impl<'m> Binary<'m> {
+    /// Reads inputs 0 and 1 and output 0; an input of another type than the
+    /// output is `UnsupportedType`, shapes that do not broadcast to the
+    /// output's `ShapeMismatch` on the output.
+    pub(crate) fn prepare(ctx: &PrepareContext<'_, 'm, '_>) -> Result<Self, KernelError> {
+        let input1 = ctx.input(0)?;
+        let input2 = ctx.input(1)?;
+        let output = ctx.output(0)?;
+        for t in [&input1, &input2] {
+            if t.dtype != output.dtype {
+                return Err(KernelError::UnsupportedType {
+                    tensor: t.index,
+                    dtype: t.dtype.0,
+                });
+            }
+        }
+        let walk = Broadcast::new(
+            &Dims::of(&input1)?,
+            &Dims::of(&input2)?,
+            &Dims::of(&output)?,
+        )
+        .ok_or(KernelError::ShapeMismatch {
+            tensor: output.index,
+        })?;
+        Ok(Binary {
+            input1,
+            input2,
+            output,
+            walk,
+        })
+    }
+}
+
 /// An element-wise walk over broadcast operands: `rank` runs (outermost
 /// first) of `extent` output elements, each operand advancing by its stride
 /// (0 where it is broadcast).
@@ -224,9 +267,12 @@ struct AddData {
 }
 
 fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
-    let input1 = ctx.input(0)?;
-    let input2 = ctx.input(1)?;
-    let output = ctx.output(0)?;
+    let Binary {
+        input1,
+        input2,
+        output,
+        walk,
+    } = Binary::prepare(ctx)?;
     let activation = ctx
         .op()
         .raw()
@@ -234,22 +280,6 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
         .map_or(ActivationFunctionType::NONE, |o| {
             o.fused_activation_function()
         });
-    for t in [&input1, &input2] {
-        if t.dtype != output.dtype {
-            return Err(KernelError::UnsupportedType {
-                tensor: t.index,
-                dtype: t.dtype.0,
-            });
-        }
-    }
-    let walk = Broadcast::new(
-        &Dims::of(&input1)?,
-        &Dims::of(&input2)?,
-        &Dims::of(&output)?,
-    )
-    .ok_or(KernelError::ShapeMismatch {
-        tensor: output.index,
-    })?;
     let mut data = AddData {
         kind: KIND_FLOAT32,
         activation_min_f32: 0.0,

@@ -11,12 +11,12 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::add::Broadcast;
+use super::add::{Binary, Broadcast};
 use super::fixed_point::{
     activation_range_float, activation_range_quantized, multiply_by_quantized_multiplier,
     quantize_multiplier,
 };
-use super::tensor::{Dims, quant, require_quant};
+use super::tensor::{quant, require_quant};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::model::TensorInfo;
 use crate::schema::{ActivationFunctionType, TensorType};
@@ -113,9 +113,12 @@ fn activation_range_i32(activation: ActivationFunctionType) -> (i32, i32) {
 }
 
 fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
-    let input1 = ctx.input(0)?;
-    let input2 = ctx.input(1)?;
-    let output = ctx.output(0)?;
+    let Binary {
+        input1,
+        input2,
+        output,
+        walk,
+    } = Binary::prepare(ctx)?;
     let activation = ctx
         .op()
         .raw()
@@ -123,22 +126,6 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
         .map_or(ActivationFunctionType::NONE, |o| {
             o.fused_activation_function()
         });
-    for t in [&input1, &input2] {
-        if t.dtype != output.dtype {
-            return Err(KernelError::UnsupportedType {
-                tensor: t.index,
-                dtype: t.dtype.0,
-            });
-        }
-    }
-    let walk = Broadcast::new(
-        &Dims::of(&input1)?,
-        &Dims::of(&input2)?,
-        &Dims::of(&output)?,
-    )
-    .ok_or(KernelError::ShapeMismatch {
-        tensor: output.index,
-    })?;
     let mut data = MulData {
         dtype: i32::from(output.dtype.0),
         activation_min_f32: 0.0,

@@ -9,12 +9,12 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::add::Broadcast;
+use super::add::{Binary, Broadcast};
 use super::fixed_point::{
     multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_smaller_than_one,
     quantize_multiplier, quantize_multiplier_smaller_than_one_exp,
 };
-use super::tensor::{Dims, check_zero_point, require_quant};
+use super::tensor::{check_zero_point, require_quant};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::model::TensorInfo;
 use crate::schema::TensorType;
@@ -126,25 +126,12 @@ fn quantized_params(
 }
 
 fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
-    let input1 = ctx.input(0)?;
-    let input2 = ctx.input(1)?;
-    let output = ctx.output(0)?;
-    for t in [&input1, &input2] {
-        if t.dtype != output.dtype {
-            return Err(KernelError::UnsupportedType {
-                tensor: t.index,
-                dtype: t.dtype.0,
-            });
-        }
-    }
-    let walk = Broadcast::new(
-        &Dims::of(&input1)?,
-        &Dims::of(&input2)?,
-        &Dims::of(&output)?,
-    )
-    .ok_or(KernelError::ShapeMismatch {
-        tensor: output.index,
-    })?;
+    let Binary {
+        input1,
+        input2,
+        output,
+        walk,
+    } = Binary::prepare(ctx)?;
     let quantized = match output.dtype {
         TensorType::FLOAT32 | TensorType::INT32 => QuantizedSquaredDifference::default(),
         TensorType::INT8 | TensorType::INT16 => quantized_params(&input1, &input2, &output)?,

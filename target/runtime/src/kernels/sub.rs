@@ -10,9 +10,9 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::add::{Broadcast, QuantizedAdd, finish, quantized_params, scale_input};
+use super::add::{Binary, Broadcast, QuantizedAdd, finish, quantized_params, scale_input};
 use super::fixed_point::activation_range_float;
-use super::tensor::{Dims, quant};
+use super::tensor::quant;
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::schema::{ActivationFunctionType, TensorType};
 
@@ -34,9 +34,12 @@ struct SubData {
 }
 
 fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
-    let input1 = ctx.input(0)?;
-    let input2 = ctx.input(1)?;
-    let output = ctx.output(0)?;
+    let Binary {
+        input1,
+        input2,
+        output,
+        walk,
+    } = Binary::prepare(ctx)?;
     let activation = ctx
         .op()
         .raw()
@@ -44,22 +47,6 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
         .map_or(ActivationFunctionType::NONE, |o| {
             o.fused_activation_function()
         });
-    for t in [&input1, &input2] {
-        if t.dtype != output.dtype {
-            return Err(KernelError::UnsupportedType {
-                tensor: t.index,
-                dtype: t.dtype.0,
-            });
-        }
-    }
-    let walk = Broadcast::new(
-        &Dims::of(&input1)?,
-        &Dims::of(&input2)?,
-        &Dims::of(&output)?,
-    )
-    .ok_or(KernelError::ShapeMismatch {
-        tensor: output.index,
-    })?;
     let mut data = SubData {
         dtype: i32::from(output.dtype.0),
         activation_min_f32: 0.0,

@@ -257,3 +257,30 @@ pub fn for_each_index(shape: &[i32], mut f: impl FnMut(&[usize])) {
         }
     }
 }
+
+/// Any fused activation TFLM's integer kernels take.
+pub fn activation() -> impl Strategy<Value = Act> {
+    prop_oneof![
+        Just(Act::NONE),
+        Just(Act::RELU),
+        Just(Act::RELU6),
+        Just(Act::RELU_N1_TO_1)
+    ]
+}
+
+/// `v` quantised with `scale` and zero point `zp` (TFLM's `Quantize`).
+pub fn quantize_f(v: f32, scale: f32, zp: i32) -> i32 {
+    zp + libm::roundf(v / scale) as i32
+}
+
+/// TFLM's `CalculateActivationRangeQuantized`: `act`'s range in the
+/// quantised domain, within `lo..=hi`.
+pub fn act_range_q(act: Act, scale: f32, zp: i32, lo: i32, hi: i32) -> (i32, i32) {
+    let q = |v| quantize_f(v, scale, zp);
+    match act {
+        Act::RELU => (lo.max(q(0.0)), hi),
+        Act::RELU6 => (lo.max(q(0.0)), hi.min(q(6.0))),
+        Act::RELU_N1_TO_1 => (lo.max(q(-1.0)), hi.min(q(1.0))),
+        _ => (lo, hi),
+    }
+}
