@@ -227,12 +227,7 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
 
 /// A copy of the model-less ELF `base` with `model` in its slot, beside it
 /// under a key over both (reused when already written).
-fn write_model(
-    base: &Path,
-    board: &str,
-    model: &[u8],
-    name: &str,
-) -> Result<PathBuf, BuildError> {
+fn write_model(base: &Path, board: &str, model: &[u8], name: &str) -> Result<PathBuf, BuildError> {
     let stem = base.file_stem().unwrap_or_default().to_string_lossy();
     let key = fnv(model, fnv(name.as_bytes(), fnv(stem.as_bytes(), 0)));
     let elves = base.parent().and_then(Path::parent).unwrap_or(base);
