@@ -737,7 +737,8 @@ fn list_boards(dir: Option<PathBuf>) -> anyhow::Result<()> {
 struct Workspace {
     repo: PathBuf,
     boards: Vec<Board>,
-    conformance: PathBuf,
+    /// The conformance sets, in search order.
+    conformance: Vec<PathBuf>,
     offload: OffloadArgs,
 }
 
@@ -762,7 +763,7 @@ impl Workspace {
         };
         Ok(Workspace {
             boards: load_all(&boards_dir)?,
-            conformance: hilt::conformance::locate(&repo),
+            conformance: hilt::conformance::locate_all(&repo),
             repo,
             offload,
         })
@@ -820,19 +821,28 @@ fn gate_scenarios(
             .unwrap_or(Tolerance::EXACT);
         let verdict = gate_run(snapshots, run, &names, tol)
             .unwrap_or_else(|e| Verdict::RunFailed(format!("cannot write snapshot: {e}")));
-        print_verdict(&format!("{} @ {}", run.scenario, run.board), &verdict);
+        let key = format!("{} @ {}", run.scenario, run.board);
+        print_verdict(&key, &verdict);
         if let Err(e) = reports.record(&hilt::report::gated(run, &verdict), wall) {
             eprintln!("warning: {e}");
         }
-        verdicts.push(verdict);
+        verdicts.push((key, verdict));
     };
     let parallel = parallel(jobs);
     runtime.block_on(run_jobs_timed(&place.repo, work, parallel, on_result));
     println!("reports: {}", reports.finish()?.display());
-    let bad = verdicts.iter().filter(|v| !v.passes()).count();
+    // The runs to look at again, last, where a log's tail shows them.
+    let failing: Vec<&(String, Verdict)> = verdicts.iter().filter(|(_, v)| !v.passes()).collect();
+    if !failing.is_empty() {
+        println!("to review or fix:");
+        for (key, verdict) in &failing {
+            print_verdict(key, verdict);
+        }
+    }
+    let bad = failing.len();
     let faster = verdicts
         .iter()
-        .filter(|v| matches!(v, Verdict::Faster(_)))
+        .filter(|(_, v)| matches!(v, Verdict::Faster(_)))
         .count();
     println!(
         "gate: {} runs, {} unchanged, {faster} faster, {bad} to review or fix",
@@ -1025,7 +1035,12 @@ fn bench_target(args: BenchTargetArgs) -> anyhow::Result<()> {
         eprintln!(
             "note: no {} in {}: TFLM's columns are empty",
             hilt::target_bench::TFLM_FIGURES_FILE,
-            place.conformance.display()
+            place
+                .conformance
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     if !failed.is_empty() {

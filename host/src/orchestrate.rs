@@ -364,7 +364,7 @@ mod tests {
         let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let mut scenario = crate::config::scenario::load(
             &repo.join("scenarios/smoke_reshape.toml"),
-            &crate::conformance::locate(&repo),
+            &crate::conformance::locate_all(&repo),
         )
         .unwrap();
         scenario.timeout = timeout;

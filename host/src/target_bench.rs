@@ -11,7 +11,7 @@
 //! anything the build copies into flash).
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use hilt_runtime::model::{Model, OpCode, TensorInfo};
 use hilt_runtime::schema::BuiltinOperator;
@@ -120,14 +120,18 @@ pub fn parse_tflm_figures(
     Ok(rows)
 }
 
-/// Reads [`TFLM_FIGURES_FILE`] from `dir`; an absent file is no figures
-/// (the report then shows hilt's alone).
-pub fn read_tflm_figures(dir: &Path) -> Result<BTreeMap<String, TflmM4>, TargetBenchError> {
-    let path = dir.join(TFLM_FIGURES_FILE);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => parse_tflm_figures(&text, &path.display().to_string()),
-        Err(_) => Ok(BTreeMap::new()),
+/// Reads [`TFLM_FIGURES_FILE`] from each of the conformance `sets` that has
+/// one (the first set does); no file is no figures (the report then shows
+/// hilt's alone).
+pub fn read_tflm_figures(sets: &[PathBuf]) -> Result<BTreeMap<String, TflmM4>, TargetBenchError> {
+    let mut figures = BTreeMap::new();
+    for dir in sets {
+        let path = dir.join(TFLM_FIGURES_FILE);
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            figures.extend(parse_tflm_figures(&text, &path.display().to_string())?);
+        }
     }
+    Ok(figures)
 }
 
 /// Elements of a tensor (1 for a scalar; 0 when a dimension is unknown).

@@ -339,7 +339,7 @@ fn smoke() -> (
         hilt::config::board::load(&repo().join("boards/qemu-mps2-an386-uart.toml")).unwrap();
     let scenario = hilt::config::scenario::load(
         &repo().join("scenarios/smoke_reshape.toml"),
-        &hilt::conformance::locate(&repo()),
+        &hilt::conformance::locate_all(&repo()),
     )
     .unwrap();
     let crc = hilt_proto::crc::crc32(&std::fs::read(&scenario.model).unwrap());

@@ -505,7 +505,7 @@ fn opening_picks_the_selected_probe_and_reports_others() {
 fn scenario(timeout: Duration) -> Arc<hilt::config::scenario::Scenario> {
     let mut s = hilt::config::scenario::load(
         &repo().join("scenarios/smoke_reshape.toml"),
-        &hilt::conformance::locate(&repo()),
+        &hilt::conformance::locate_all(&repo()),
     )
     .unwrap();
     s.timeout = timeout;

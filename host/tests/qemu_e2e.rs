@@ -21,7 +21,7 @@ use common::{hilt, repo};
 
 fn scenario(path: &str) -> Arc<hilt::config::scenario::Scenario> {
     Arc::new(
-        hilt::config::scenario::load(&repo().join(path), &hilt::conformance::locate(&repo()))
+        hilt::config::scenario::load(&repo().join(path), &hilt::conformance::locate_all(&repo()))
             .unwrap(),
     )
 }

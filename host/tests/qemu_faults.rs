@@ -29,7 +29,7 @@ const FAULT_BOARDS: [&str; 3] = [
 
 fn run(paths: &[&str], canary_override: Option<&str>) -> Vec<BoardRun> {
     let boards = load_all(&repo().join("boards")).unwrap();
-    let conformance = hilt::conformance::locate(&repo());
+    let conformance = hilt::conformance::locate_all(&repo());
     let mut jobs = Vec::new();
     for path in paths {
         let mut scenario = hilt::config::scenario::load(&repo().join(path), &conformance).unwrap();
@@ -126,8 +126,11 @@ fn shipped_scenarios_raise_no_false_alarm_with_buffer_canaries() {
     if !common::qemu_available("fault-injection tests") {
         return;
     }
-    let conformance = hilt::conformance::locate(&repo());
-    if !conformance.join("manifest.json").is_file() {
+    let conformance = hilt::conformance::locate_all(&repo());
+    if !conformance
+        .iter()
+        .all(|set| set.join("manifest.json").is_file())
+    {
         let required = std::env::var("HILT_CONFORMANCE_REQUIRED").is_ok_and(|v| v == "1");
         assert!(!required, "conformance set missing");
         eprintln!("conformance set missing: shipped scenarios skipped");
@@ -141,8 +144,9 @@ fn shipped_scenarios_raise_no_false_alarm_with_buffer_canaries() {
         .collect();
     let paths: Vec<&str> = shipped.iter().map(String::as_str).collect();
     let results = run(&paths, Some("buffers"));
-    // Every scenario on at least one of the boards; the pooled ones only on
-    // the AN386 (the boards with their pools).
+    // Every scenario on at least one of the boards; the pooled ones and the
+    // models whose arenas need more RAM than the STM32F405 has only on the
+    // AN386.
     for path in &shipped {
         let name = std::path::Path::new(path)
             .file_stem()
@@ -153,7 +157,6 @@ fn shipped_scenarios_raise_no_false_alarm_with_buffer_canaries() {
             "{name} did not run"
         );
     }
-    assert!(results.len() >= 2 * shipped.len(), "{} runs", results.len());
     let failures: Vec<String> = results
         .iter()
         .filter(|r| r.outcome != Outcome::Passed)

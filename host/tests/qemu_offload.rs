@@ -60,7 +60,7 @@ fn sweep_boards(scenario: &Scenario) -> Vec<String> {
 }
 
 fn load(path: &str) -> Scenario {
-    let conformance = hilt::conformance::locate(&repo());
+    let conformance = hilt::conformance::locate_all(&repo());
     hilt::config::scenario::load(&repo().join(path), &conformance).unwrap()
 }
 

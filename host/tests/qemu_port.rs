@@ -27,7 +27,7 @@ fn the_broken_port_is_caught_by_buffer_canaries_and_first_fit_passes() {
         return;
     }
     let boards = load_all(&repo().join("boards")).unwrap();
-    let conformance = hilt::conformance::locate(&repo());
+    let conformance = hilt::conformance::locate_all(&repo());
     let mut jobs = Vec::new();
     for path in [
         "host/tests/fixtures/port_broken.toml",

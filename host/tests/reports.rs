@@ -69,7 +69,7 @@ fn validate(xml: &Path) -> Result<(), String> {
 fn smoke_context() -> ScenarioContext {
     let scenario = hilt::config::scenario::load(
         &repo().join("scenarios/smoke_reshape.toml"),
-        &hilt::conformance::locate(&repo()),
+        &hilt::conformance::locate_all(&repo()),
     )
     .unwrap();
     let names = hilt::layout::model_names(&scenario.model);

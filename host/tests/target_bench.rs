@@ -26,7 +26,7 @@ fn mac_counts_are_mlperf_tinys_and_tflm_figures_read() {
         let got = (macs as f64 / 1e4).round() / 100.0;
         assert_eq!(got, millions, "{model}: {macs} MACs");
     }
-    let figures = read_tflm_figures(&dir).unwrap();
+    let figures = read_tflm_figures(std::slice::from_ref(&dir)).unwrap();
     assert_eq!(figures["mlperf_tiny_kws_dscnn_int8"].cmsis_nn, 7_697_920);
     assert_eq!(figures["tflm_hello_world_int8"].reference, 5_240);
     assert_eq!(figures["tflm_person_detect_int8"].arena_used, 82_292);

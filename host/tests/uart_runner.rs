@@ -116,7 +116,7 @@ fn flash_with_qemu() -> Vec<String> {
 
 fn scenario(path: &str) -> Arc<hilt::config::scenario::Scenario> {
     Arc::new(
-        hilt::config::scenario::load(&repo().join(path), &hilt::conformance::locate(&repo()))
+        hilt::config::scenario::load(&repo().join(path), &hilt::conformance::locate_all(&repo()))
             .unwrap(),
     )
 }

@@ -105,12 +105,14 @@ fn read_file(path: &Path, field: &'static str, file: &Path) -> Result<Vec<u8>, C
     std::fs::read(file).map_err(|e| invalid(path, field, format!("{}: {e}", file.display())))
 }
 
-/// Loads `path`; `conformance_dir` is where conformance models live.
-pub fn load(path: &Path, conformance_dir: &Path) -> Result<Scenario, ScenarioError> {
+/// Loads `path`; `conformance_sets` are the conformance sets, searched in
+/// order for a `conformance = "…"` model
+/// ([`locate_all`](crate::conformance::locate_all)).
+pub fn load(path: &Path, conformance_sets: &[PathBuf]) -> Result<Scenario, ScenarioError> {
     let file = hilt_contract::scenario::load(path)?;
     let (model, compare, cases) = match &file.source {
         ScenarioSource::Conformance { name, cases } => {
-            conformance_cases(path, conformance_dir, name, cases.as_deref())?
+            conformance_cases(path, conformance_sets, name, cases.as_deref())?
         }
         ScenarioSource::Model {
             model,
@@ -153,32 +155,46 @@ pub fn load(path: &Path, conformance_dir: &Path) -> Result<Scenario, ScenarioErr
 /// What a scenario runs: the model, its comparison and its cases.
 type Loaded = (PathBuf, Comparison, Vec<CaseData>);
 
+/// The set holding conformance model `name`, and its manifest entry: the
+/// first of `sets` whose manifest lists it. A set without a readable
+/// manifest is passed over, and named in the error if no set has `name`.
+fn find_conformance_model(
+    path: &Path,
+    sets: &[PathBuf],
+    name: &str,
+) -> Result<(PathBuf, ModelEntry), ConfigError> {
+    let mut unreadable = Vec::new();
+    for dir in sets {
+        match read_manifest(dir) {
+            Ok(manifest) => {
+                if let Some(entry) = manifest.models.into_iter().find(|m| m.name == name) {
+                    return Ok((dir.clone(), entry));
+                }
+            }
+            Err(e) => unreadable.push(e),
+        }
+    }
+    let searched: Vec<String> = sets.iter().map(|d| d.display().to_string()).collect();
+    let mut problem = format!(
+        "no model {name:?} in the conformance sets ({}; set them with HILT_CONFORMANCE_DIR, `:`-separated)",
+        searched.join(", ")
+    );
+    for e in unreadable {
+        problem.push_str(&format!("; {e}"));
+    }
+    Err(invalid(path, "conformance", problem))
+}
+
 /// A conformance model's cases (those named in `only`, or all), read from
-/// the conformance set in `conformance_dir`.
+/// the first of `sets` that holds it.
 fn conformance_cases(
     path: &Path,
-    conformance_dir: &Path,
+    sets: &[PathBuf],
     name: &str,
     only: Option<&[String]>,
 ) -> Result<Loaded, ConfigError> {
-    let manifest = read_manifest(conformance_dir).map_err(|e| {
-        invalid(
-            path,
-            "conformance",
-            format!("{e} (the conformance set; set its folder with HILT_CONFORMANCE_DIR)"),
-        )
-    })?;
-    let entry = manifest
-        .models
-        .iter()
-        .find(|m| m.name == name)
-        .ok_or_else(|| {
-            invalid(
-                path,
-                "conformance",
-                format!("no model {name:?} in the conformance set"),
-            )
-        })?;
+    let (conformance_dir, entry) = find_conformance_model(path, sets, name)?;
+    let (conformance_dir, entry) = (conformance_dir.as_path(), &entry);
     let compare = Comparison::parse(&entry.compare).ok_or_else(|| {
         invalid(
             path,

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Fuzzes hilt-runtime: load_and_plan for SECONDS (default 1200), then
-# plan_requests for PLAN_SECONDS (default SECONDS / 4), one libFuzzer job each.
+# plan_requests for PLAN_SECONDS (default SECONDS / 4), then invoke for
+# INVOKE_SECONDS (default SECONDS), one libFuzzer job each.
 #
-#   target/runtime/fuzz/run.sh [SECONDS [PLAN_SECONDS]]
+#   target/runtime/fuzz/run.sh [SECONDS [PLAN_SECONDS [INVOKE_SECONDS]]]
 #
 # Environment:
 #   CARGO_TARGET_DIR     build output (default: <repo>/build/fuzz; never target/)
@@ -11,10 +12,14 @@
 #   FUZZ_MAX_SEED_BYTES  conformance models up to this size join the corpus
 #                        (default 131072)
 #   FUZZ_RSS_LIMIT_MB    libFuzzer -rss_limit_mb (default 2048)
+#   FUZZ_TARGETS         which targets to run (default: all three, in order)
+#   FUZZ_RUNS            stop each target after this many executions instead
+#                        of (or before) its time (libFuzzer -runs)
 set -euo pipefail
 
 seconds="${1:-1200}"
 plan_seconds="${2:-$(( seconds / 4 > 10 ? seconds / 4 : 10 ))}"
+invoke_seconds="${3:-$seconds}"
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"
@@ -41,26 +46,44 @@ if ! cargo fuzz build --debug-assertions -s "$sanitizer"; then
 fi
 
 # Seed corpus: models written by hilt's ModelWriter, plus the conformance
-# models when this checkout sits next to them (corpus/ is not tracked).
+# models of both sets when this checkout sits next to them (corpus/ is not
+# tracked). invoke also starts from the one-op models of the TFLM vector
+# tests, which reach every kernel in the types it takes.
 cargo run --quiet --example build_corpus -- corpus
-conformance="$repo/../shared/conformance/models"
-if [ -d "$conformance" ]; then
-    max_bytes="${FUZZ_MAX_SEED_BYTES:-131072}"
-    find "$conformance" -maxdepth 1 -name '*.tflite' -size -"$((max_bytes + 1))"c \
-        -exec cp -f {} corpus/load_and_plan/ \;
-fi
+mkdir -p corpus/invoke
+cp -f corpus/load_and_plan/*.tflite corpus/invoke/
+cp -f "$repo"/target/runtime/tests/data/tflm_ops/*.tflite corpus/invoke/
+max_bytes="${FUZZ_MAX_SEED_BYTES:-131072}"
+IFS=: read -r -a sets <<< "${HILT_CONFORMANCE_DIR:-$repo/../shared/conformance:$repo/../shared/conformance-ops}"
+for set in "${sets[@]}"; do
+    if [ -d "$set/models" ]; then
+        find "$set/models" -maxdepth 1 -name '*.tflite' -size -"$((max_bytes + 1))"c \
+            -exec cp -f {} corpus/load_and_plan/ \; -exec cp -f {} corpus/invoke/ \;
+    fi
+done
 
 rss="${FUZZ_RSS_LIMIT_MB:-2048}"
 status=0
+runs=()
+if [ -n "${FUZZ_RUNS:-}" ]; then
+    runs=(-runs="$FUZZ_RUNS")
+fi
 run() {
     local target="$1" time="$2"
-    mkdir -p "corpus/$target"
+    mkdir -p "corpus/$target" "seeds/$target"
     echo "run.sh: fuzzing $target for ${time}s (sanitizer: $sanitizer)" >&2
     cargo fuzz run --debug-assertions -s "$sanitizer" "$target" \
         "corpus/$target" "seeds/$target" -- \
-        -max_total_time="$time" -rss_limit_mb="$rss" -timeout=30 -print_final_stats=1 \
+        -max_total_time="$time" "${runs[@]}" -rss_limit_mb="$rss" -timeout=30 \
+        -print_final_stats=1 \
         || { echo "run.sh: $target failed (exit $?); see artifacts/$target/" >&2; status=1; }
 }
-run load_and_plan "$seconds"
-run plan_requests "$plan_seconds"
+for target in ${FUZZ_TARGETS:-load_and_plan plan_requests invoke}; do
+    case "$target" in
+        load_and_plan) run load_and_plan "$seconds" ;;
+        plan_requests) run plan_requests "$plan_seconds" ;;
+        invoke) run invoke "$invoke_seconds" ;;
+        *) echo "run.sh: unknown target $target" >&2; exit 2 ;;
+    esac
+done
 exit "$status"

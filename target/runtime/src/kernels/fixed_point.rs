@@ -63,10 +63,12 @@ pub fn saturating_rounding_doubling_high_mul(a: i32, b: i32) -> i32 {
 /// gemmlowp's `RoundingDivideByPOT`.
 #[inline(always)]
 pub fn rounding_divide_by_pot(x: i32, exponent: i32) -> i32 {
-    let mask = (1i32 << exponent).wrapping_sub(1);
+    // Wrapping shifts: what a release build's shifts do, without a debug
+    // build's panic on a hostile model's exponent of 32 or more.
+    let mask = 1i32.wrapping_shl(exponent as u32).wrapping_sub(1);
     let remainder = x & mask;
     let threshold = (mask >> 1) + i32::from(x < 0);
-    (x >> exponent) + i32::from(remainder > threshold)
+    x.wrapping_shr(exponent as u32) + i32::from(remainder > threshold)
 }
 
 /// `x · multiplier · 2^shift` for a multiplier from [`quantize_multiplier`]:
@@ -76,7 +78,10 @@ pub fn multiply_by_quantized_multiplier(x: i32, multiplier: i32, shift: i32) -> 
     let left_shift = shift.max(0);
     let right_shift = (-shift).max(0);
     rounding_divide_by_pot(
-        saturating_rounding_doubling_high_mul(x.wrapping_mul(1i32 << left_shift), multiplier),
+        saturating_rounding_doubling_high_mul(
+            x.wrapping_mul(1i32.wrapping_shl(left_shift as u32)),
+            multiplier,
+        ),
         right_shift,
     )
 }
@@ -90,8 +95,14 @@ pub fn multiply_by_quantized_multiplier_i64(x: i64, multiplier: i32, shift: i32)
         0x7FFF
     };
     let total_shift = 15 - shift;
-    let x = x * i64::from(reduced) + (1i64 << (total_shift - 1));
-    (x >> total_shift) as i32
+    // TFLM only checks |x| < 2^47 and the shift range in debug builds; a
+    // hostile bias or scale breaks them. The wrapping forms compile to what
+    // `*`, `+` and shifts do in a release build (no cost on the target) and
+    // keep a debug build from panicking on such a model.
+    let x = x
+        .wrapping_mul(i64::from(reduced))
+        .wrapping_add(1i64.wrapping_shl((total_shift - 1) as u32));
+    x.wrapping_shr(total_shift as u32) as i32
 }
 
 /// `x · multiplier · 2^left_shift` for multipliers below one (`left_shift ≤ 0`).
