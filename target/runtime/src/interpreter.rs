@@ -170,6 +170,15 @@ pub enum InterpreterError {
         /// The tensor.
         tensor: u32,
     },
+    /// An operator reads a tensor that no earlier operator writes and that
+    /// is not a model input (nor a constant or variable): its bytes would be
+    /// stale arena memory.
+    ReadBeforeWrite {
+        /// Operator index.
+        op: u32,
+        /// The tensor.
+        tensor: u32,
+    },
     /// Arena or planning failure.
     Alloc(AllocError),
     /// A guard band was overwritten: an overrun (see [`crate::canary`]).
@@ -203,6 +212,10 @@ impl fmt::Display for InterpreterError {
             InterpreterError::Kernel { op, code, error } => {
                 write!(f, "operator {op} ({code}): {error}")
             }
+            InterpreterError::ReadBeforeWrite { op, tensor } => write!(
+                f,
+                "operator {op} reads tensor {tensor}, which no earlier operator writes and which is not a model input"
+            ),
             InterpreterError::Aliasing { op, tensor } => {
                 write!(
                     f,
@@ -377,6 +390,9 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
         self.arena.reset();
         let model = self.model;
         self.check_aliasing()?;
+        if let Some((tensor, op)) = crate::liveness::first_read_before_write(&model) {
+            return Err(InterpreterError::ReadBeforeWrite { op, tensor });
+        }
         let mut staging = Staging::begin(&model, planner, &mut self.arena, options)?;
         #[cfg(feature = "fault-injection")]
         if self.unchecked_plan {

@@ -73,6 +73,31 @@ pub fn tensor_lifetime(model: &Model<'_>, index: u32) -> Option<Lifetime> {
     life
 }
 
+/// The first planned tensor (by index) that an operator reads before any
+/// operator writes it and that is not a model input, with that operator:
+/// its bytes would be whatever the arena last held. TFLM runs such a model
+/// and reads stale memory; hilt refuses it at allocate. `None` for a model
+/// without one.
+pub fn first_read_before_write(model: &Model<'_>) -> Option<(u32, u32)> {
+    for tensor in model.tensors() {
+        let index = tensor.index;
+        if !is_planned(model, index) || model.inputs().any(|i| i == index) {
+            continue;
+        }
+        let reads = |op: &crate::model::OperatorInfo<'_>| op.inputs().flatten().any(|t| t == index);
+        let writes =
+            |op: &crate::model::OperatorInfo<'_>| op.outputs().flatten().any(|t| t == index);
+        let Some(first_read) = model.operators().find(|op| reads(op)).map(|op| op.index) else {
+            continue;
+        };
+        let first_write = model.operators().find(|op| writes(op)).map(|op| op.index);
+        if first_write.is_none_or(|w| w > first_read) {
+            return Some((index, first_read));
+        }
+    }
+    None
+}
+
 /// The tensor requests of `model` (default alignment), in tensor index
 /// order: the order TFLM adds them to its planner.
 pub fn tensor_request_iter<'m>(model: &'m Model<'_>) -> impl Iterator<Item = BufferRequest> + 'm {

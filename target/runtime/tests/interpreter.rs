@@ -248,6 +248,45 @@ fn in_place_operators_are_refused() {
 }
 
 #[test]
+fn a_tensor_read_before_anything_writes_it_is_refused() {
+    // x → RESHAPE → y, but the second RESHAPE reads `stale`, which nothing
+    // writes and which is not a model input.
+    let mut w = ModelWriter::new();
+    let x = w.input("x", TensorType::INT8, &[6]);
+    let stale = w.tensor("stale", TensorType::INT8, &[6]);
+    let y = w.output("y", TensorType::INT8, &[6]);
+    let z = w.output("z", TensorType::INT8, &[6]);
+    w.op(BuiltinOperator::RESHAPE, &[Some(x)], &[y], Options::None);
+    w.op(
+        BuiltinOperator::RESHAPE,
+        &[Some(stale)],
+        &[z],
+        Options::None,
+    );
+    let bytes = w.finish();
+    let model = Model::from_bytes(&bytes).unwrap();
+    let resolver = all_builtins();
+    let mut arena = vec![0u8; 4096];
+    let mut interpreter = Interpreter::new(model, &resolver, &mut arena);
+    let error = interpreter
+        .allocate(&Greedy, &AllocOptions::default())
+        .unwrap_err();
+    assert_eq!(
+        error,
+        InterpreterError::ReadBeforeWrite {
+            op: 1,
+            tensor: stale
+        }
+    );
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "operator 1 reads tensor {stale}, which no earlier operator writes and which is not a model input"
+        )
+    );
+}
+
+#[test]
 fn arena_one_byte_too_small_is_an_error_not_a_panic() {
     let bytes = reshape_chain();
     let needed = used_bytes(&bytes);

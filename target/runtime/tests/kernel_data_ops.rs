@@ -5,53 +5,15 @@
 
 mod one_op;
 
-use hilt_runtime::interpreter::InterpreterError;
 use hilt_runtime::kernels::fixed_point::{
     multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_smaller_than_one,
     quantize_multiplier, quantize_multiplier_smaller_than_one_exp,
 };
 use hilt_runtime::kernels::{KernelError, QuantProblem};
 use hilt_runtime::schema::{ActivationFunctionType as Act, BuiltinOperator as Op, TensorType as T};
-use hilt_runtime::writer::{ModelWriter, Options, i32_bytes};
+use hilt_runtime::writer::{ModelWriter, Options, f32_bytes, i32_bytes};
 use one_op::*;
 use proptest::prelude::*;
-
-/// A one-op model whose op inputs are `inputs` (model inputs) followed by
-/// `constants` (type, shape, bytes).
-fn op_with_constants(
-    op: Op,
-    inputs: &[(Ty, &[i32])],
-    constants: &[(T, &[i32], Vec<u8>)],
-    output: (Ty, &[i32]),
-    options: Options,
-) -> Vec<u8> {
-    let mut w = ModelWriter::new();
-    let mut ids = Vec::new();
-    for (i, (ty, shape)) in inputs.iter().enumerate() {
-        let t = w.input(&format!("input{i}"), ty.dtype, shape);
-        if let Some((s, z)) = ty.quant {
-            w.quantize(t, s, z);
-        }
-        ids.push(Some(t));
-    }
-    for (i, (dtype, shape, data)) in constants.iter().enumerate() {
-        ids.push(Some(w.constant(&format!("const{i}"), *dtype, shape, data)));
-    }
-    let out = w.output("output", output.0.dtype, output.1);
-    if let Some((s, z)) = output.0.quant {
-        w.quantize(out, s, z);
-    }
-    w.op(op, &ids, &[out], options);
-    w.finish()
-}
-
-/// The kernel error a model's set-up or run gave.
-fn kernel_error(model: &[u8], inputs: &[&[u8]]) -> KernelError {
-    match run(model, inputs) {
-        Err(InterpreterError::Kernel { error, .. }) => error,
-        other => panic!("expected a kernel error, got {other:?}"),
-    }
-}
 
 /// TFLM's quantised SUB, element by element (`bits` 8 or 16).
 #[allow(clippy::too_many_arguments)]
@@ -718,10 +680,12 @@ fn mul_refuses_int16_zero_points_and_bad_scales() {
     );
 }
 
-/// TFLM's integer MEAN of `x` (shape `shape`) over the axes flagged in
-/// `reduced`: per output (kept axes row-major), the raw sum, then plain
-/// division or the requantising formula.
-fn reference_mean(
+/// TFLM's integer MEAN, SUM or REDUCE_MAX (`op`) of `x` (shape `shape`)
+/// over the axes flagged in `reduced`: per output (kept axes row-major), the
+/// raw sum then plain division or the requantising formula (SUM: without
+/// the count folded in), or the largest value.
+fn reference_reduce(
+    op: Op,
     x: &[i32],
     shape: &[i32],
     reduced: &[bool],
@@ -741,6 +705,7 @@ fn reference_mean(
         .map(|(&d, _)| i64::from(d))
         .product();
     let mut sums = vec![0i32; elements(&kept)];
+    let mut maxima = vec![i32::MIN; elements(&kept)];
     for_each_index(shape, |idx| {
         let mut flat_in = 0usize;
         let mut flat_out = 0usize;
@@ -749,22 +714,29 @@ fn reference_mean(
             flat_out = flat_out * kept[d] as usize + if reduced[d] { 0 } else { idx[d] };
         }
         sums[flat_out] += x[flat_in];
+        maxima[flat_out] = maxima[flat_out].max(x[flat_in]);
     });
+    if op == Op::REDUCE_MAX {
+        return maxima;
+    }
     let (lo, hi) = if bits == 8 {
         (-128, 127)
     } else {
         (-32768, 32767)
     };
+    let (m, shift) = quantize_multiplier(f64::from(qi.0) / f64::from(qo.0));
     sums.iter()
         .map(|&s| {
+            let shifted = (i64::from(s) - i64::from(qi.1) * n) as i32;
+            if op == Op::SUM {
+                return (multiply_by_quantized_multiplier(shifted, m, shift) + qo.1).clamp(lo, hi);
+            }
             if qi == qo {
                 return s / n as i32;
             }
-            let (m, shift) = quantize_multiplier(f64::from(qi.0) / f64::from(qo.0));
             let log2 = 63 - (n as u64).leading_zeros() as i32;
             let up = log2.min(32).min(31 + shift);
             let m = ((i64::from(m) << up) / n) as i32;
-            let shifted = (i64::from(s) - i64::from(qi.1) * n) as i32;
             (multiply_by_quantized_multiplier(shifted, m, shift - up) + qo.1).clamp(lo, hi)
         })
         .collect()
@@ -774,7 +746,8 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(150))]
 
     #[test]
-    fn mean_quantized_matches_reference(
+    fn quantized_reductions_match_reference(
+        op in prop_oneof![Just(Op::MEAN), Just(Op::SUM), Just(Op::REDUCE_MAX)],
         shape in proptest::collection::vec(1i32..=5, 1..=4),
         mask in 1u32..16,
         keep_dims in any::<bool>(),
@@ -784,6 +757,8 @@ proptest! {
         int16 in any::<bool>(),
         seed in any::<u64>(),
     ) {
+        // TFLM's REDUCE_MAX is int8 only, with the input's quantisation.
+        let (int16, same) = if op == Op::REDUCE_MAX { (false, true) } else { (int16, same) };
         let rank = shape.len();
         let reduced: Vec<bool> = (0..rank).map(|d| mask & (1 << d) != 0).collect();
         prop_assume!(reduced.iter().any(|&r| r));
@@ -797,7 +772,7 @@ proptest! {
         let (so, zo) = if same { (si, zi) } else { (so, zo) };
         let x = Rng(seed).tensor(dtype, elements(&shape), 0.0, 0.0);
         let model = op_with_constants(
-            Op::MEAN,
+            op,
             &[(q(dtype, si, zi.into()), &shape)],
             &[(T::INT32, &[axes.len() as i32], i32_bytes(&axes))],
             (q(dtype, so, zo.into()), &out_shape),
@@ -807,7 +782,7 @@ proptest! {
         let wide = |v: &[u8]| -> Vec<i32> {
             if int16 { i16s(v).into_iter().map(i32::from).collect() } else { i8s(v).into_iter().map(i32::from).collect() }
         };
-        prop_assert_eq!(wide(&got[0]), reference_mean(&wide(&x), &shape, &reduced, (si, zi), (so, zo), bits));
+        prop_assert_eq!(wide(&got[0]), reference_reduce(op, &wide(&x), &shape, &reduced, (si, zi), (so, zo), bits));
     }
 
     #[test]
@@ -934,6 +909,64 @@ proptest! {
         });
         prop_assert_eq!(wide(&got[0]), want);
     }
+}
+
+#[test]
+fn reductions_refuse_what_tflm_refuses() {
+    let axes = [(T::INT32, &[1][..], i32_bytes(&[0]))];
+    // REDUCE_MAX int8 requantising, and REDUCE_MAX int16: TFLM takes neither.
+    let model = op_with_constants(
+        Op::REDUCE_MAX,
+        &[(i8q(0.1, 0), &[4, 2])],
+        &axes,
+        (i8q(0.2, 0), &[2]),
+        Options::Reducer { keep_dims: false },
+    );
+    assert!(matches!(
+        kernel_error(&model, &[&[0; 8]]),
+        KernelError::UnsupportedParameter { .. }
+    ));
+    let model = op_with_constants(
+        Op::REDUCE_MAX,
+        &[(i16q(0.1, 0), &[4, 2])],
+        &axes,
+        (i16q(0.1, 0), &[2]),
+        Options::Reducer { keep_dims: false },
+    );
+    assert_eq!(
+        kernel_error(&model, &[&[0; 16]]),
+        KernelError::UnsupportedType {
+            tensor: 2,
+            dtype: T::INT16.0
+        }
+    );
+    // SUM int32: not a TFLM type for it.
+    let model = op_with_constants(
+        Op::SUM,
+        &[(q(T::INT32, 0.0, 0), &[4, 2])],
+        &axes,
+        (q(T::INT32, 0.0, 0), &[2]),
+        Options::Reducer { keep_dims: false },
+    );
+    assert!(matches!(
+        kernel_error(&model, &[&[0; 32]]),
+        KernelError::UnsupportedType { .. }
+    ));
+}
+
+#[test]
+fn float_reduce_max_starts_from_the_lowest_finite_value() {
+    // As TFLM: -inf rows give -FLT_MAX, NaN is passed over.
+    let model = op_with_constants(
+        Op::REDUCE_MAX,
+        &[(F32, &[2, 2])],
+        &[(T::INT32, &[1], i32_bytes(&[1]))],
+        (F32, &[2]),
+        Options::Reducer { keep_dims: false },
+    );
+    let x = f32_bytes(&[f32::NEG_INFINITY, f32::NEG_INFINITY, f32::NAN, 1.5]);
+    let got = run(&model, &[&x]).unwrap();
+    assert_eq!(f32s(&got[0]), vec![f32::MIN, 1.5]);
 }
 
 #[test]

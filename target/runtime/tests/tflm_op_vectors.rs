@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use hilt_runtime::schema::{
     ActivationFunctionType as Act, BuiltinOperator as Op, Padding, TensorType as T,
 };
-use hilt_runtime::writer::Options;
+use hilt_runtime::writer::{ModelWriter, Options, i32_bytes};
 use one_op::*;
 
 /// How outputs are compared.
@@ -264,7 +264,98 @@ fn cases() -> Vec<Case> {
     quantize_cases(&mut rng, &mut out);
     int16_table_cases(&mut rng, &mut out);
     resize_cases(&mut rng, &mut out);
+    reduce_cases(&mut out);
+    arg_and_cumsum_cases(&mut out);
     out
+}
+
+/// ARG_MAX, ARG_MIN and CUMSUM along a constant axis.
+fn arg_and_cumsum_cases(out: &mut Vec<Case>) {
+    let mut rng = Rng(0x5eed_a2c5);
+    type Spec<'a> = (&'a str, Op, Ty, &'a [i32], i32, Ty, &'a [i32], Options);
+    let argmax = Options::ArgMax {
+        output_type: T::INT32,
+    };
+    let argmin = Options::ArgMin {
+        output_type: T::INT32,
+    };
+    let cumsum = |exclusive, reverse| Options::Cumsum { exclusive, reverse };
+    let i32t = q(T::INT32, 0.0, 0);
+    #[rustfmt::skip]
+    let specs: Vec<Spec<'_>> = vec![
+        ("argmax_f32", Op::ARG_MAX, F32, &[3, 5], 1, i32t, &[3], argmax.clone()),
+        ("argmax_i8_last", Op::ARG_MAX, i8q(0.1, 3), &[1, 4, 4, 6], -1, i32t, &[1, 4, 4], argmax.clone()),
+        ("argmax_i8_middle", Op::ARG_MAX, i8q(0.1, 3), &[2, 7, 3], 1, i32t, &[2, 3], argmax),
+        ("argmin_f32_first", Op::ARG_MIN, F32, &[6, 4], 0, i32t, &[4], argmin.clone()),
+        ("argmin_i8", Op::ARG_MIN, i8q(0.05, -20), &[2, 3, 9], 2, i32t, &[2, 3], argmin),
+        ("cumsum_f32", Op::CUMSUM, F32, &[2, 6], 1, F32, &[2, 6], cumsum(false, false)),
+        ("cumsum_f32_excl", Op::CUMSUM, F32, &[3, 4, 2], 1, F32, &[3, 4, 2], cumsum(true, false)),
+        ("cumsum_f32_rev", Op::CUMSUM, F32, &[5, 3], 0, F32, &[5, 3], cumsum(false, true)),
+        ("cumsum_f32_excl_rev", Op::CUMSUM, F32, &[2, 3, 4], -1, F32, &[2, 3, 4], cumsum(true, true)),
+        ("cumsum_i8", Op::CUMSUM, i8q(0.05, -3), &[2, 6], 1, i8q(0.2, 4), &[2, 6], cumsum(false, false)),
+        ("cumsum_i8_excl_rev", Op::CUMSUM, i8q(0.02, 10), &[3, 5, 2], 1, i8q(0.1, -6), &[3, 5, 2], cumsum(true, true)),
+        ("cumsum_i8_same", Op::CUMSUM, i8q(0.1, 0), &[8], 0, i8q(0.1, 0), &[8], cumsum(false, true)),
+    ];
+    for (name, op, ty, shape, axis, oty, oshape, options) in specs {
+        let mut w = ModelWriter::new();
+        let x = w.input("x", ty.dtype, shape);
+        let a = w.constant("axis", T::INT32, &[1], &i32_bytes(&[axis]));
+        let y = w.output("y", oty.dtype, oshape);
+        if let Some((si, zi)) = ty.quant {
+            w.quantize(x, si, zi);
+        }
+        if let Some((so, zo)) = oty.quant.filter(|&(s, _)| s != 0.0) {
+            w.quantize(y, so, zo);
+        }
+        w.op(op, &[Some(x), Some(a)], &[y], options);
+        out.push(Case {
+            name: name.into(),
+            model: w.finish(),
+            inputs: vec![rng.tensor(ty.dtype, elements(shape), -3.0, 3.0)],
+            compare: Compare::Exact,
+        });
+    }
+}
+
+/// SUM and REDUCE_MAX over constant axes (an RNG of their own, so that
+/// cases added elsewhere leave their inputs alone).
+fn reduce_cases(out: &mut Vec<Case>) {
+    let mut rng = Rng(0x5eed_0ed5);
+    type Spec<'a> = (&'a str, Op, Ty, &'a [i32], &'a [i32], Ty, &'a [i32], bool);
+    #[rustfmt::skip]
+    let specs: &[Spec<'_>] = &[
+        ("sum_f32_hw", Op::SUM, F32, &[1, 4, 5, 3], &[1, 2], F32, &[1, 1, 1, 3], true),
+        ("sum_f32_last", Op::SUM, F32, &[3, 7], &[-1], F32, &[3], false),
+        ("sum_i8_requant", Op::SUM, i8q(0.05, -3), &[2, 6, 4], &[1], i8q(0.2, 5), &[2, 4], false),
+        ("sum_i8_same", Op::SUM, i8q(0.1, 2), &[4, 3], &[0], i8q(0.1, 2), &[1, 3], true),
+        ("sum_i8_all", Op::SUM, i8q(0.02, 10), &[2, 3, 4], &[0, 1, 2], i8q(0.5, -20), &[1, 1, 1], true),
+        ("sum_i16", Op::SUM, i16q(0.001, 0), &[3, 5, 2], &[0, 2], i16q(0.004, 0), &[5], false),
+        ("rmax_f32", Op::REDUCE_MAX, F32, &[2, 3, 4], &[1], F32, &[2, 4], false),
+        ("rmax_f32_dup_axes", Op::REDUCE_MAX, F32, &[2, 3, 4], &[0, -3, 2], F32, &[1, 3, 1], true),
+        ("rmax_i8", Op::REDUCE_MAX, i8q(0.05, -7), &[1, 5, 5, 6], &[1, 2], i8q(0.05, -7), &[1, 6], false),
+    ];
+    for &(name, op, ty, shape, axes, oty, oshape, keep_dims) in specs {
+        let mut w = ModelWriter::new();
+        let x = w.input("x", ty.dtype, shape);
+        let a = w.constant("axes", T::INT32, &[axes.len() as i32], &i32_bytes(axes));
+        let y = w.output("y", oty.dtype, oshape);
+        if let (Some((si, zi)), Some((so, zo))) = (ty.quant, oty.quant) {
+            w.quantize(x, si, zi).quantize(y, so, zo);
+        }
+        w.op(
+            op,
+            &[Some(x), Some(a)],
+            &[y],
+            Options::Reducer { keep_dims },
+        );
+        // Floats too: hilt adds in TFLM's order.
+        out.push(Case {
+            name: name.into(),
+            model: w.finish(),
+            inputs: vec![rng.tensor(ty.dtype, elements(shape), -3.0, 3.0)],
+            compare: Compare::Exact,
+        });
+    }
 }
 
 /// int16 SOFTMAX and LOGISTIC: TFLM's table forms (after the older cases,

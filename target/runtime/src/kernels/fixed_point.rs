@@ -125,7 +125,10 @@ pub fn multiply_by_quantized_multiplier_greater_than_one(
     multiplier: i32,
     left_shift: i32,
 ) -> i32 {
-    saturating_rounding_doubling_high_mul(x.wrapping_mul(1 << left_shift), multiplier)
+    saturating_rounding_doubling_high_mul(
+        x.wrapping_mul(1i32.wrapping_shl(left_shift as u32)),
+        multiplier,
+    )
 }
 
 /// Output range of a fused activation on a quantised output, as TFLM's

@@ -11,6 +11,7 @@ use crate::model::{Model, OpCode, OperatorInfo};
 use crate::schema::BuiltinOperator;
 
 pub mod add;
+pub mod arg_min_max;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 pub(crate) mod arm_dsp;
 pub mod batch_matmul;
@@ -20,6 +21,7 @@ pub mod conv;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 pub(crate) mod conv_dsp;
 mod conv_i16;
+pub mod cumsum;
 pub mod depthwise_conv;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 mod depthwise_packed;
@@ -33,7 +35,6 @@ pub mod leaky_relu;
 pub mod logistic;
 pub mod lstm;
 pub mod maximum_minimum;
-pub mod mean;
 pub mod mul;
 pub mod pad;
 pub mod padding;
@@ -41,6 +42,7 @@ pub mod pooling;
 pub mod prelu;
 pub mod quantize;
 pub mod quantized;
+pub mod reduce;
 pub mod reshape;
 pub mod resize_nearest_neighbor;
 pub mod rsqrt;
@@ -392,7 +394,7 @@ impl<const N: usize> Resolver for OpResolver<N> {
 
 /// Entries [`all_builtins`]' resolver holds: every builtin and room for a
 /// few custom kernels a backend adds.
-pub const BUILTINS_CAPACITY: usize = 48;
+pub const BUILTINS_CAPACITY: usize = 96;
 
 /// Every builtin kernel hilt has.
 pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
@@ -422,7 +424,12 @@ pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
         ),
         (BuiltinOperator::SUB, sub::REGISTRATION),
         (BuiltinOperator::MUL, mul::REGISTRATION),
-        (BuiltinOperator::MEAN, mean::REGISTRATION),
+        (BuiltinOperator::MEAN, reduce::MEAN),
+        (BuiltinOperator::SUM, reduce::SUM),
+        (BuiltinOperator::REDUCE_MAX, reduce::REDUCE_MAX),
+        (BuiltinOperator::ARG_MAX, arg_min_max::ARG_MAX),
+        (BuiltinOperator::ARG_MIN, arg_min_max::ARG_MIN),
+        (BuiltinOperator::CUMSUM, cumsum::REGISTRATION),
         (BuiltinOperator::CONCATENATION, concatenation::REGISTRATION),
         (BuiltinOperator::PRELU, prelu::REGISTRATION),
         (BuiltinOperator::SPLIT, split::SPLIT),

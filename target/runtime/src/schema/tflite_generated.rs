@@ -1394,13 +1394,13 @@ pub mod tflite {
         since = "2.0.0",
         note = "Use associated constants instead. This will no longer be generated in 2021."
     )]
-    pub const ENUM_MAX_BUILTIN_OPTIONS: u8 = 101;
+    pub const ENUM_MAX_BUILTIN_OPTIONS: u8 = 102;
     #[deprecated(
         since = "2.0.0",
         note = "Use associated constants instead. This will no longer be generated in 2021."
     )]
     #[allow(non_camel_case_types)]
-    pub const ENUM_VALUES_BUILTIN_OPTIONS: [BuiltinOptions; 22] = [
+    pub const ENUM_VALUES_BUILTIN_OPTIONS: [BuiltinOptions; 25] = [
         BuiltinOptions::NONE,
         BuiltinOptions::Conv2DOptions,
         BuiltinOptions::DepthwiseConv2DOptions,
@@ -1417,12 +1417,15 @@ pub mod tflite {
         BuiltinOptions::SubOptions,
         BuiltinOptions::StridedSliceOptions,
         BuiltinOptions::DequantizeOptions,
+        BuiltinOptions::ArgMaxOptions,
         BuiltinOptions::TransposeConvOptions,
+        BuiltinOptions::ArgMinOptions,
         BuiltinOptions::UnidirectionalSequenceLSTMOptions,
         BuiltinOptions::ResizeNearestNeighborOptions,
         BuiltinOptions::LeakyReluOptions,
         BuiltinOptions::QuantizeOptions,
         BuiltinOptions::BatchMatMulOptions,
+        BuiltinOptions::CumsumOptions,
     ];
 
     #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -1446,15 +1449,18 @@ pub mod tflite {
         pub const SubOptions: Self = Self(28);
         pub const StridedSliceOptions: Self = Self(32);
         pub const DequantizeOptions: Self = Self(38);
+        pub const ArgMaxOptions: Self = Self(40);
         pub const TransposeConvOptions: Self = Self(49);
+        pub const ArgMinOptions: Self = Self(57);
         pub const UnidirectionalSequenceLSTMOptions: Self = Self(71);
         pub const ResizeNearestNeighborOptions: Self = Self(74);
         pub const LeakyReluOptions: Self = Self(75);
         pub const QuantizeOptions: Self = Self(89);
         pub const BatchMatMulOptions: Self = Self(101);
+        pub const CumsumOptions: Self = Self(102);
 
         pub const ENUM_MIN: u8 = 0;
-        pub const ENUM_MAX: u8 = 101;
+        pub const ENUM_MAX: u8 = 102;
         pub const ENUM_VALUES: &'static [Self] = &[
             Self::NONE,
             Self::Conv2DOptions,
@@ -1472,12 +1478,15 @@ pub mod tflite {
             Self::SubOptions,
             Self::StridedSliceOptions,
             Self::DequantizeOptions,
+            Self::ArgMaxOptions,
             Self::TransposeConvOptions,
+            Self::ArgMinOptions,
             Self::UnidirectionalSequenceLSTMOptions,
             Self::ResizeNearestNeighborOptions,
             Self::LeakyReluOptions,
             Self::QuantizeOptions,
             Self::BatchMatMulOptions,
+            Self::CumsumOptions,
         ];
         /// Returns the variant's name or "" if unknown.
         pub fn variant_name(self) -> Option<&'static str> {
@@ -1498,7 +1507,9 @@ pub mod tflite {
                 Self::SubOptions => Some("SubOptions"),
                 Self::StridedSliceOptions => Some("StridedSliceOptions"),
                 Self::DequantizeOptions => Some("DequantizeOptions"),
+                Self::ArgMaxOptions => Some("ArgMaxOptions"),
                 Self::TransposeConvOptions => Some("TransposeConvOptions"),
+                Self::ArgMinOptions => Some("ArgMinOptions"),
                 Self::UnidirectionalSequenceLSTMOptions => {
                     Some("UnidirectionalSequenceLSTMOptions")
                 }
@@ -1506,6 +1517,7 @@ pub mod tflite {
                 Self::LeakyReluOptions => Some("LeakyReluOptions"),
                 Self::QuantizeOptions => Some("QuantizeOptions"),
                 Self::BatchMatMulOptions => Some("BatchMatMulOptions"),
+                Self::CumsumOptions => Some("CumsumOptions"),
                 _ => None,
             }
         }
@@ -5488,6 +5500,364 @@ pub mod tflite {
             ds.finish()
         }
     }
+    pub enum ArgMaxOptionsOffset {}
+    #[derive(Copy, Clone, PartialEq)]
+
+    pub struct ArgMaxOptions<'a> {
+        pub _tab: ::flatbuffers::Table<'a>,
+    }
+
+    impl<'a> ::flatbuffers::Follow<'a> for ArgMaxOptions<'a> {
+        type Inner = ArgMaxOptions<'a>;
+        #[inline]
+        unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+            Self {
+                _tab: unsafe { ::flatbuffers::Table::new(buf, loc) },
+            }
+        }
+    }
+
+    impl<'a> ArgMaxOptions<'a> {
+        pub const VT_OUTPUT_TYPE: ::flatbuffers::VOffsetT = 4;
+
+        #[inline]
+        pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+            ArgMaxOptions { _tab: table }
+        }
+        #[allow(unused_mut)]
+        pub fn create<
+            'bldr: 'args,
+            'args: 'mut_bldr,
+            'mut_bldr,
+            A: ::flatbuffers::Allocator + 'bldr,
+        >(
+            _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+            args: &'args ArgMaxOptionsArgs,
+        ) -> ::flatbuffers::WIPOffset<ArgMaxOptions<'bldr>> {
+            let mut builder = ArgMaxOptionsBuilder::new(_fbb);
+            builder.add_output_type(args.output_type);
+            builder.finish()
+        }
+
+        #[inline]
+        pub fn output_type(&self) -> TensorType {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<TensorType>(ArgMaxOptions::VT_OUTPUT_TYPE, Some(TensorType::FLOAT32))
+                    .unwrap()
+            }
+        }
+    }
+
+    impl ::flatbuffers::Verifiable for ArgMaxOptions<'_> {
+        #[inline]
+        fn run_verifier(
+            v: &mut ::flatbuffers::Verifier,
+            pos: usize,
+        ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+            v.visit_table(pos)?
+                .visit_field::<TensorType>("output_type", Self::VT_OUTPUT_TYPE, false)?
+                .finish();
+            Ok(())
+        }
+    }
+    pub struct ArgMaxOptionsArgs {
+        pub output_type: TensorType,
+    }
+    impl<'a> Default for ArgMaxOptionsArgs {
+        #[inline]
+        fn default() -> Self {
+            ArgMaxOptionsArgs {
+                output_type: TensorType::FLOAT32,
+            }
+        }
+    }
+
+    pub struct ArgMaxOptionsBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+        fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+    }
+    impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> ArgMaxOptionsBuilder<'a, 'b, A> {
+        #[inline]
+        pub fn add_output_type(&mut self, output_type: TensorType) {
+            self.fbb_.push_slot::<TensorType>(
+                ArgMaxOptions::VT_OUTPUT_TYPE,
+                output_type,
+                TensorType::FLOAT32,
+            );
+        }
+        #[inline]
+        pub fn new(
+            _fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        ) -> ArgMaxOptionsBuilder<'a, 'b, A> {
+            let start = _fbb.start_table();
+            ArgMaxOptionsBuilder {
+                fbb_: _fbb,
+                start_: start,
+            }
+        }
+        #[inline]
+        pub fn finish(self) -> ::flatbuffers::WIPOffset<ArgMaxOptions<'a>> {
+            let o = self.fbb_.end_table(self.start_);
+            ::flatbuffers::WIPOffset::new(o.value())
+        }
+    }
+
+    impl ::core::fmt::Debug for ArgMaxOptions<'_> {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            let mut ds = f.debug_struct("ArgMaxOptions");
+            ds.field("output_type", &self.output_type());
+            ds.finish()
+        }
+    }
+    pub enum ArgMinOptionsOffset {}
+    #[derive(Copy, Clone, PartialEq)]
+
+    pub struct ArgMinOptions<'a> {
+        pub _tab: ::flatbuffers::Table<'a>,
+    }
+
+    impl<'a> ::flatbuffers::Follow<'a> for ArgMinOptions<'a> {
+        type Inner = ArgMinOptions<'a>;
+        #[inline]
+        unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+            Self {
+                _tab: unsafe { ::flatbuffers::Table::new(buf, loc) },
+            }
+        }
+    }
+
+    impl<'a> ArgMinOptions<'a> {
+        pub const VT_OUTPUT_TYPE: ::flatbuffers::VOffsetT = 4;
+
+        #[inline]
+        pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+            ArgMinOptions { _tab: table }
+        }
+        #[allow(unused_mut)]
+        pub fn create<
+            'bldr: 'args,
+            'args: 'mut_bldr,
+            'mut_bldr,
+            A: ::flatbuffers::Allocator + 'bldr,
+        >(
+            _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+            args: &'args ArgMinOptionsArgs,
+        ) -> ::flatbuffers::WIPOffset<ArgMinOptions<'bldr>> {
+            let mut builder = ArgMinOptionsBuilder::new(_fbb);
+            builder.add_output_type(args.output_type);
+            builder.finish()
+        }
+
+        #[inline]
+        pub fn output_type(&self) -> TensorType {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<TensorType>(ArgMinOptions::VT_OUTPUT_TYPE, Some(TensorType::FLOAT32))
+                    .unwrap()
+            }
+        }
+    }
+
+    impl ::flatbuffers::Verifiable for ArgMinOptions<'_> {
+        #[inline]
+        fn run_verifier(
+            v: &mut ::flatbuffers::Verifier,
+            pos: usize,
+        ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+            v.visit_table(pos)?
+                .visit_field::<TensorType>("output_type", Self::VT_OUTPUT_TYPE, false)?
+                .finish();
+            Ok(())
+        }
+    }
+    pub struct ArgMinOptionsArgs {
+        pub output_type: TensorType,
+    }
+    impl<'a> Default for ArgMinOptionsArgs {
+        #[inline]
+        fn default() -> Self {
+            ArgMinOptionsArgs {
+                output_type: TensorType::FLOAT32,
+            }
+        }
+    }
+
+    pub struct ArgMinOptionsBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+        fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+    }
+    impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> ArgMinOptionsBuilder<'a, 'b, A> {
+        #[inline]
+        pub fn add_output_type(&mut self, output_type: TensorType) {
+            self.fbb_.push_slot::<TensorType>(
+                ArgMinOptions::VT_OUTPUT_TYPE,
+                output_type,
+                TensorType::FLOAT32,
+            );
+        }
+        #[inline]
+        pub fn new(
+            _fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        ) -> ArgMinOptionsBuilder<'a, 'b, A> {
+            let start = _fbb.start_table();
+            ArgMinOptionsBuilder {
+                fbb_: _fbb,
+                start_: start,
+            }
+        }
+        #[inline]
+        pub fn finish(self) -> ::flatbuffers::WIPOffset<ArgMinOptions<'a>> {
+            let o = self.fbb_.end_table(self.start_);
+            ::flatbuffers::WIPOffset::new(o.value())
+        }
+    }
+
+    impl ::core::fmt::Debug for ArgMinOptions<'_> {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            let mut ds = f.debug_struct("ArgMinOptions");
+            ds.field("output_type", &self.output_type());
+            ds.finish()
+        }
+    }
+    pub enum CumsumOptionsOffset {}
+    #[derive(Copy, Clone, PartialEq)]
+
+    pub struct CumsumOptions<'a> {
+        pub _tab: ::flatbuffers::Table<'a>,
+    }
+
+    impl<'a> ::flatbuffers::Follow<'a> for CumsumOptions<'a> {
+        type Inner = CumsumOptions<'a>;
+        #[inline]
+        unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+            Self {
+                _tab: unsafe { ::flatbuffers::Table::new(buf, loc) },
+            }
+        }
+    }
+
+    impl<'a> CumsumOptions<'a> {
+        pub const VT_EXCLUSIVE: ::flatbuffers::VOffsetT = 4;
+        pub const VT_REVERSE: ::flatbuffers::VOffsetT = 6;
+
+        #[inline]
+        pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+            CumsumOptions { _tab: table }
+        }
+        #[allow(unused_mut)]
+        pub fn create<
+            'bldr: 'args,
+            'args: 'mut_bldr,
+            'mut_bldr,
+            A: ::flatbuffers::Allocator + 'bldr,
+        >(
+            _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+            args: &'args CumsumOptionsArgs,
+        ) -> ::flatbuffers::WIPOffset<CumsumOptions<'bldr>> {
+            let mut builder = CumsumOptionsBuilder::new(_fbb);
+            builder.add_reverse(args.reverse);
+            builder.add_exclusive(args.exclusive);
+            builder.finish()
+        }
+
+        #[inline]
+        pub fn exclusive(&self) -> bool {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<bool>(CumsumOptions::VT_EXCLUSIVE, Some(false))
+                    .unwrap()
+            }
+        }
+        #[inline]
+        pub fn reverse(&self) -> bool {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<bool>(CumsumOptions::VT_REVERSE, Some(false))
+                    .unwrap()
+            }
+        }
+    }
+
+    impl ::flatbuffers::Verifiable for CumsumOptions<'_> {
+        #[inline]
+        fn run_verifier(
+            v: &mut ::flatbuffers::Verifier,
+            pos: usize,
+        ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+            v.visit_table(pos)?
+                .visit_field::<bool>("exclusive", Self::VT_EXCLUSIVE, false)?
+                .visit_field::<bool>("reverse", Self::VT_REVERSE, false)?
+                .finish();
+            Ok(())
+        }
+    }
+    pub struct CumsumOptionsArgs {
+        pub exclusive: bool,
+        pub reverse: bool,
+    }
+    impl<'a> Default for CumsumOptionsArgs {
+        #[inline]
+        fn default() -> Self {
+            CumsumOptionsArgs {
+                exclusive: false,
+                reverse: false,
+            }
+        }
+    }
+
+    pub struct CumsumOptionsBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+        fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+    }
+    impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> CumsumOptionsBuilder<'a, 'b, A> {
+        #[inline]
+        pub fn add_exclusive(&mut self, exclusive: bool) {
+            self.fbb_
+                .push_slot::<bool>(CumsumOptions::VT_EXCLUSIVE, exclusive, false);
+        }
+        #[inline]
+        pub fn add_reverse(&mut self, reverse: bool) {
+            self.fbb_
+                .push_slot::<bool>(CumsumOptions::VT_REVERSE, reverse, false);
+        }
+        #[inline]
+        pub fn new(
+            _fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        ) -> CumsumOptionsBuilder<'a, 'b, A> {
+            let start = _fbb.start_table();
+            CumsumOptionsBuilder {
+                fbb_: _fbb,
+                start_: start,
+            }
+        }
+        #[inline]
+        pub fn finish(self) -> ::flatbuffers::WIPOffset<CumsumOptions<'a>> {
+            let o = self.fbb_.end_table(self.start_);
+            ::flatbuffers::WIPOffset::new(o.value())
+        }
+    }
+
+    impl ::core::fmt::Debug for CumsumOptions<'_> {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            let mut ds = f.debug_struct("CumsumOptions");
+            ds.field("exclusive", &self.exclusive());
+            ds.field("reverse", &self.reverse());
+            ds.finish()
+        }
+    }
     pub enum OperatorCodeOffset {}
     #[derive(Copy, Clone, PartialEq)]
 
@@ -6092,6 +6462,21 @@ pub mod tflite {
 
         #[inline]
         #[allow(non_snake_case)]
+        pub fn builtin_options_as_arg_max_options(&self) -> Option<ArgMaxOptions<'a>> {
+            if self.builtin_options_type() == BuiltinOptions::ArgMaxOptions {
+                self.builtin_options().map(|t| {
+                    // Safety:
+                    // Created from a valid Table for this object
+                    // Which contains a valid union in this slot
+                    unsafe { ArgMaxOptions::init_from_table(t) }
+                })
+            } else {
+                None
+            }
+        }
+
+        #[inline]
+        #[allow(non_snake_case)]
         pub fn builtin_options_as_transpose_conv_options(
             &self,
         ) -> Option<TransposeConvOptions<'a>> {
@@ -6101,6 +6486,21 @@ pub mod tflite {
                     // Created from a valid Table for this object
                     // Which contains a valid union in this slot
                     unsafe { TransposeConvOptions::init_from_table(t) }
+                })
+            } else {
+                None
+            }
+        }
+
+        #[inline]
+        #[allow(non_snake_case)]
+        pub fn builtin_options_as_arg_min_options(&self) -> Option<ArgMinOptions<'a>> {
+            if self.builtin_options_type() == BuiltinOptions::ArgMinOptions {
+                self.builtin_options().map(|t| {
+                    // Safety:
+                    // Created from a valid Table for this object
+                    // Which contains a valid union in this slot
+                    unsafe { ArgMinOptions::init_from_table(t) }
                 })
             } else {
                 None
@@ -6185,6 +6585,21 @@ pub mod tflite {
                 None
             }
         }
+
+        #[inline]
+        #[allow(non_snake_case)]
+        pub fn builtin_options_as_cumsum_options(&self) -> Option<CumsumOptions<'a>> {
+            if self.builtin_options_type() == BuiltinOptions::CumsumOptions {
+                self.builtin_options().map(|t| {
+                    // Safety:
+                    // Created from a valid Table for this object
+                    // Which contains a valid union in this slot
+                    unsafe { CumsumOptions::init_from_table(t) }
+                })
+            } else {
+                None
+            }
+        }
     }
 
     impl ::flatbuffers::Verifiable for Operator<'_> {
@@ -6214,12 +6629,15 @@ pub mod tflite {
           BuiltinOptions::SubOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SubOptions>>("BuiltinOptions::SubOptions", pos),
           BuiltinOptions::StridedSliceOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<StridedSliceOptions>>("BuiltinOptions::StridedSliceOptions", pos),
           BuiltinOptions::DequantizeOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<DequantizeOptions>>("BuiltinOptions::DequantizeOptions", pos),
+          BuiltinOptions::ArgMaxOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<ArgMaxOptions>>("BuiltinOptions::ArgMaxOptions", pos),
           BuiltinOptions::TransposeConvOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<TransposeConvOptions>>("BuiltinOptions::TransposeConvOptions", pos),
+          BuiltinOptions::ArgMinOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<ArgMinOptions>>("BuiltinOptions::ArgMinOptions", pos),
           BuiltinOptions::UnidirectionalSequenceLSTMOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<UnidirectionalSequenceLSTMOptions>>("BuiltinOptions::UnidirectionalSequenceLSTMOptions", pos),
           BuiltinOptions::ResizeNearestNeighborOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<ResizeNearestNeighborOptions>>("BuiltinOptions::ResizeNearestNeighborOptions", pos),
           BuiltinOptions::LeakyReluOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<LeakyReluOptions>>("BuiltinOptions::LeakyReluOptions", pos),
           BuiltinOptions::QuantizeOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<QuantizeOptions>>("BuiltinOptions::QuantizeOptions", pos),
           BuiltinOptions::BatchMatMulOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<BatchMatMulOptions>>("BuiltinOptions::BatchMatMulOptions", pos),
+          BuiltinOptions::CumsumOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<CumsumOptions>>("BuiltinOptions::CumsumOptions", pos),
           _ => Ok(()),
         }
      })?
@@ -6514,8 +6932,28 @@ pub mod tflite {
                         )
                     }
                 }
+                BuiltinOptions::ArgMaxOptions => {
+                    if let Some(x) = self.builtin_options_as_arg_max_options() {
+                        ds.field("builtin_options", &x)
+                    } else {
+                        ds.field(
+                            "builtin_options",
+                            &"InvalidFlatbuffer: Union discriminant does not match value.",
+                        )
+                    }
+                }
                 BuiltinOptions::TransposeConvOptions => {
                     if let Some(x) = self.builtin_options_as_transpose_conv_options() {
+                        ds.field("builtin_options", &x)
+                    } else {
+                        ds.field(
+                            "builtin_options",
+                            &"InvalidFlatbuffer: Union discriminant does not match value.",
+                        )
+                    }
+                }
+                BuiltinOptions::ArgMinOptions => {
+                    if let Some(x) = self.builtin_options_as_arg_min_options() {
                         ds.field("builtin_options", &x)
                     } else {
                         ds.field(
@@ -6566,6 +7004,16 @@ pub mod tflite {
                 }
                 BuiltinOptions::BatchMatMulOptions => {
                     if let Some(x) = self.builtin_options_as_batch_mat_mul_options() {
+                        ds.field("builtin_options", &x)
+                    } else {
+                        ds.field(
+                            "builtin_options",
+                            &"InvalidFlatbuffer: Union discriminant does not match value.",
+                        )
+                    }
+                }
+                BuiltinOptions::CumsumOptions => {
+                    if let Some(x) = self.builtin_options_as_cumsum_options() {
                         ds.field("builtin_options", &x)
                     } else {
                         ds.field(

@@ -160,6 +160,23 @@ pub enum Options {
         /// Keep reduced dimensions as size 1.
         keep_dims: bool,
     },
+    /// ARG_MAX.
+    ArgMax {
+        /// The index type the output holds.
+        output_type: fb::TensorType,
+    },
+    /// ARG_MIN.
+    ArgMin {
+        /// The index type the output holds.
+        output_type: fb::TensorType,
+    },
+    /// CUMSUM.
+    Cumsum {
+        /// Each output sums the elements before it, not up to it.
+        exclusive: bool,
+        /// Sum from the axis' end.
+        reverse: bool,
+    },
     /// SOFTMAX.
     Softmax {
         /// Inverse temperature.
@@ -766,6 +783,34 @@ fn write_op<'b>(b: &mut FlatBufferBuilder<'b>, op: &OpDef) -> WIPOffset<fb::Oper
             (
                 K::ReducerOptions,
                 Some(fb::ReducerOptions::create(b, &args).as_union_value()),
+            )
+        }
+        Options::ArgMax { output_type } => {
+            let args = fb::ArgMaxOptionsArgs {
+                output_type: *output_type,
+            };
+            (
+                K::ArgMaxOptions,
+                Some(fb::ArgMaxOptions::create(b, &args).as_union_value()),
+            )
+        }
+        Options::ArgMin { output_type } => {
+            let args = fb::ArgMinOptionsArgs {
+                output_type: *output_type,
+            };
+            (
+                K::ArgMinOptions,
+                Some(fb::ArgMinOptions::create(b, &args).as_union_value()),
+            )
+        }
+        Options::Cumsum { exclusive, reverse } => {
+            let args = fb::CumsumOptionsArgs {
+                exclusive: *exclusive,
+                reverse: *reverse,
+            };
+            (
+                K::CumsumOptions,
+                Some(fb::CumsumOptions::create(b, &args).as_union_value()),
             )
         }
         Options::Softmax { beta } => {

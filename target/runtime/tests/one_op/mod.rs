@@ -3,7 +3,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 use hilt_runtime::interpreter::{Interpreter, InterpreterError};
-use hilt_runtime::kernels::all_builtins;
+use hilt_runtime::kernels::{KernelError, all_builtins};
 use hilt_runtime::model::Model;
 use hilt_runtime::planner::Greedy;
 use hilt_runtime::schema::{
@@ -72,6 +72,43 @@ pub fn single_op(
     }
     w.op(op, &ids, &[out], options);
     w.finish()
+}
+
+/// A one-op model whose op inputs are `inputs` (model inputs) followed by
+/// `constants` (type, shape, bytes).
+pub fn op_with_constants(
+    op: Op,
+    inputs: &[(Ty, &[i32])],
+    constants: &[(T, &[i32], Vec<u8>)],
+    output: (Ty, &[i32]),
+    options: Options,
+) -> Vec<u8> {
+    let mut w = ModelWriter::new();
+    let mut ids = Vec::new();
+    for (i, (ty, shape)) in inputs.iter().enumerate() {
+        let t = w.input(&format!("input{i}"), ty.dtype, shape);
+        if let Some((s, z)) = ty.quant {
+            w.quantize(t, s, z);
+        }
+        ids.push(Some(t));
+    }
+    for (i, (dtype, shape, data)) in constants.iter().enumerate() {
+        ids.push(Some(w.constant(&format!("const{i}"), *dtype, shape, data)));
+    }
+    let out = w.output("output", output.0.dtype, output.1);
+    if let Some((s, z)) = output.0.quant {
+        w.quantize(out, s, z);
+    }
+    w.op(op, &ids, &[out], options);
+    w.finish()
+}
+
+/// The kernel error a model's set-up or run gave.
+pub fn kernel_error(model: &[u8], inputs: &[&[u8]]) -> KernelError {
+    match run(model, inputs) {
+        Err(InterpreterError::Kernel { error, .. }) => error,
+        other => panic!("expected a kernel error, got {other:?}"),
+    }
 }
 
 pub fn add_options(activation: Act) -> Options {

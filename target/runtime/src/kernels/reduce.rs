@@ -1,8 +1,10 @@
-//! MEAN: the average over some axes — float32, int8 and int16, bit-exact
-//! with TFLM's reference kernel (`EvalMeanHelper`).
+//! Reductions over axes — MEAN, SUM and REDUCE_MAX — bit-exact with TFLM's
+//! reference kernels (`reduce_common.cc`: `EvalMeanHelper`,
+//! `EvalSumHelper`, `EvalMaxHelper`).
 //!
 //! The axes are a constant int32 tensor (negative values count from the
-//! end, duplicates count once). TFLM takes one of two integer paths:
+//! end, duplicates count once). MEAN takes float32, int8 and int16, and one
+//! of two integer paths, as TFLM does:
 //! - input and output share scale and zero point: the raw sum divided by
 //!   the element count in C integer division (toward zero);
 //! - otherwise the requantising mean, `QuantizedMeanOrSum`: the sum less
@@ -11,9 +13,15 @@
 //!   and keeping the final shift ≥ -31, then divided by the count), offset
 //!   by the output zero point and clamped.
 //!
-//! Float sums in input order and divides by the count, as TFLM does. Each
-//! output is summed on its own (input order restricted to it), so no
-//! scratch is needed.
+//! SUM (float32, int8, int16) is that requantisation without the count
+//! folded in, whatever the two quantisations. REDUCE_MAX takes float32
+//! (starting from the lowest finite float, so an all `-inf` row gives
+//! `-FLT_MAX` as in TFLM) and int8 with the input's quantisation on the
+//! output (TFLM refuses anything else).
+//!
+//! Floats accumulate in input order and MEAN divides by the count, as TFLM
+//! does. Each output is reduced on its own (input order restricted to it),
+//! so no scratch is needed where TFLM asks for an int32 sum per output.
 
 use bytemuck::{Pod, Zeroable};
 
@@ -25,15 +33,32 @@ use crate::model::TensorInfo;
 use crate::schema::TensorType;
 
 /// The MEAN kernel.
-pub const REGISTRATION: Registration = Registration {
+pub const MEAN: Registration = Registration {
     name: "MEAN",
-    prepare,
+    prepare: prepare_mean,
     invoke,
 };
 
-/// Integer path: plain division (same quantisation) or requantisation.
+/// The SUM kernel.
+pub const SUM: Registration = Registration {
+    name: "SUM",
+    prepare: prepare_sum,
+    invoke,
+};
+
+/// The REDUCE_MAX kernel.
+pub const REDUCE_MAX: Registration = Registration {
+    name: "REDUCE_MAX",
+    prepare: prepare_max,
+    invoke,
+};
+
+/// What invoke computes (`MeanPlan::path`): MEAN's plain division (float
+/// MEAN too) or its requantisation, SUM, or REDUCE_MAX.
 const PLAIN: u32 = 0;
 const REQUANTIZE: u32 = 1;
+const SUM_PATH: u32 = 2;
+const MAX_PATH: u32 = 3;
 
 /// What prepare computes.
 #[repr(C)]
@@ -190,7 +215,7 @@ fn read_axes(axis: &TensorInfo<'_>) -> Result<([i32; MAX_RANK], usize), KernelEr
         });
     }
     let bytes = axis.constant.ok_or(KernelError::UnsupportedParameter {
-        what: "MEAN axes must be a constant tensor",
+        what: "reduction axes must be a constant tensor",
     })?;
     if bytes.len() % 4 != 0 || bytes.len() / 4 > MAX_RANK {
         return Err(KernelError::ShapeMismatch { tensor: axis.index });
@@ -202,8 +227,19 @@ fn read_axes(axis: &TensorInfo<'_>) -> Result<([i32; MAX_RANK], usize), KernelEr
     Ok((axes, bytes.len() / 4))
 }
 
+/// Which reduction prepare is planning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reduction {
+    Mean,
+    Sum,
+    Max,
+}
+
+/// The integer paths' quantisation: zero points, and the multiplier of
+/// MEAN's requantisation (count folded in) or SUM's.
 fn quantized(
     plan: &mut MeanPlan,
+    reduction: Reduction,
     input: &TensorInfo<'_>,
     output: &TensorInfo<'_>,
 ) -> Result<(), KernelError> {
@@ -218,19 +254,47 @@ fn quantized(
     }
     plan.input_zero_point = qi.zero_point;
     plan.output_zero_point = qo.zero_point;
-    if qi == qo {
-        plan.path = PLAIN;
-        return Ok(());
-    }
-    plan.path = REQUANTIZE;
     let (multiplier, shift) = quantize_multiplier(f64::from(qi.scale) / f64::from(qo.scale));
-    plan.fold_count(multiplier, shift)
-        .ok_or(KernelError::UnsupportedParameter {
-            what: "MEAN scale ratio too small to fold the element count in",
-        })
+    match reduction {
+        Reduction::Max if qi != qo => Err(KernelError::UnsupportedParameter {
+            what: "REDUCE_MAX int8 needs the output quantised as its input (as TFLM)",
+        }),
+        Reduction::Max => {
+            plan.path = MAX_PATH;
+            Ok(())
+        }
+        Reduction::Sum => {
+            plan.path = SUM_PATH;
+            (plan.multiplier, plan.shift) = (multiplier, shift);
+            Ok(())
+        }
+        Reduction::Mean if qi == qo => {
+            plan.path = PLAIN;
+            Ok(())
+        }
+        Reduction::Mean => {
+            plan.path = REQUANTIZE;
+            plan.fold_count(multiplier, shift)
+                .ok_or(KernelError::UnsupportedParameter {
+                    what: "MEAN scale ratio too small to fold the element count in",
+                })
+        }
+    }
 }
 
-fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
+fn prepare_mean(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
+    prepare(ctx, Reduction::Mean)
+}
+
+fn prepare_sum(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
+    prepare(ctx, Reduction::Sum)
+}
+
+fn prepare_max(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
+    prepare(ctx, Reduction::Max)
+}
+
+fn prepare(ctx: &mut PrepareContext<'_, '_, '_>, reduction: Reduction) -> Result<(), KernelError> {
     let input = ctx.input(0)?;
     let axis = ctx.input(1)?;
     let output = ctx.output(0)?;
@@ -244,7 +308,7 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
     let dims = Dims::of(&input)?;
     let mut plan =
         MeanPlan::new(dims.as_slice(), &axes[..n]).ok_or(KernelError::UnsupportedParameter {
-            what: "MEAN axis out of range",
+            what: "reduction axis out of range",
         })?;
     // TFLM writes the output in the kept dimensions' order whatever shape
     // the model gives it (keep_dims or not), so only the count must agree.
@@ -254,10 +318,15 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
         });
     }
     plan.dtype = i32::from(output.dtype.0);
-    match output.dtype {
-        TensorType::FLOAT32 => {}
-        TensorType::INT8 | TensorType::INT16 => quantized(&mut plan, &input, &output)?,
-        other => {
+    // TFLM's types: MEAN and SUM float32, int8, int16; REDUCE_MAX float32, int8.
+    match (output.dtype, reduction) {
+        (TensorType::FLOAT32, Reduction::Mean) => plan.path = PLAIN,
+        (TensorType::FLOAT32, Reduction::Sum) => plan.path = SUM_PATH,
+        (TensorType::FLOAT32, Reduction::Max) => plan.path = MAX_PATH,
+        (TensorType::INT8, _) | (TensorType::INT16, Reduction::Mean | Reduction::Sum) => {
+            quantized(&mut plan, reduction, &input, &output)?
+        }
+        (other, _) => {
             return Err(KernelError::UnsupportedType {
                 tensor: output.index,
                 dtype: other.0,
@@ -278,6 +347,23 @@ fn mean_float(plan: &MeanPlan, input: &[f32], output: &mut [f32]) {
     }
 }
 
+fn sum_float(plan: &MeanPlan, input: &[f32], output: &mut [f32]) {
+    output.fill(0.0);
+    plan.walk(|o, i| output[o] += input[i]);
+}
+
+/// REDUCE_MAX: TFLM's `ReduceGeneric` from the lowest finite value, keeping
+/// the current value unless the input is greater (so NaN inputs are passed
+/// over).
+fn max_of<T: Copy + PartialOrd>(plan: &MeanPlan, lowest: T, input: &[T], output: &mut [T]) {
+    output.fill(lowest);
+    plan.walk(|o, i| {
+        if input[i] > output[o] {
+            output[o] = input[i];
+        }
+    });
+}
+
 fn mean_integer<T: QuantizedInt>(plan: &MeanPlan, input: &[T], output: &mut [T]) {
     // Sums go into the output-sized loop one output at a time.
     let mut current = usize::MAX;
@@ -288,6 +374,7 @@ fn mean_integer<T: QuantizedInt>(plan: &MeanPlan, input: &[T], output: &mut [T])
         } else if plan.path == PLAIN {
             T::from_i32(sum / plan.count as i32)
         } else {
+            // REQUANTIZE and SUM_PATH: the multiplier holds the difference.
             let n = i64::from(plan.count);
             let shifted = (i64::from(sum) - i64::from(plan.input_zero_point) * n) as i32;
             let v = multiply_by_quantized_multiplier(shifted, plan.multiplier, plan.shift)
@@ -315,10 +402,15 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
     let plan: &MeanPlan = ctx.op_data()?;
     let input = ctx.input(0)?;
     let output = ctx.output(0)?;
-    match TensorType(plan.dtype as i8) {
-        TensorType::FLOAT32 => mean_float(plan, input.values()?, output.values()?),
-        TensorType::INT8 => mean_integer::<i8>(plan, input.values()?, output.values()?),
-        TensorType::INT16 => mean_integer::<i16>(plan, input.values()?, output.values()?),
+    match (TensorType(plan.dtype as i8), plan.path) {
+        (TensorType::FLOAT32, SUM_PATH) => sum_float(plan, input.values()?, output.values()?),
+        (TensorType::FLOAT32, MAX_PATH) => {
+            max_of(plan, f32::MIN, input.values()?, output.values()?)
+        }
+        (TensorType::FLOAT32, _) => mean_float(plan, input.values()?, output.values()?),
+        (TensorType::INT8, MAX_PATH) => max_of(plan, i8::MIN, input.values()?, output.values()?),
+        (TensorType::INT8, _) => mean_integer::<i8>(plan, input.values()?, output.values()?),
+        (TensorType::INT16, _) => mean_integer::<i16>(plan, input.values()?, output.values()?),
         _ => return Err(KernelError::Internal),
     }
     Ok(())
