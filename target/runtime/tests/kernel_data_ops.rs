@@ -1322,3 +1322,151 @@ fn batch_matmul_refuses_mismatched_depths() {
         KernelError::MissingOptions
     );
 }
+
+// --- SQUEEZE, EXPAND_DIMS, SHAPE, FILL, ZEROS_LIKE -------------------------
+
+/// A shape of 1 to 5 dimensions, some of them 1.
+fn shape_with_ones() -> impl Strategy<Value = Vec<i32>> {
+    proptest::collection::vec(prop_oneof![Just(1), 1..5i32], 1..=5)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn squeeze_and_expand_dims_keep_the_bytes(shape in shape_with_ones(), at in 0usize..6, seed in any::<u64>()) {
+        let data = Rng(seed).tensor(T::INT8, elements(&shape), 0.0, 0.0);
+        let squeezed: Vec<i32> = shape.iter().copied().filter(|&d| d != 1).collect();
+        let ty = i8q(0.1, 2);
+        let model = single_op(Op::SQUEEZE, &[(ty, &shape)], (ty, &squeezed), Options::None);
+        prop_assert_eq!(&run(&model, &[&data]).unwrap()[0], &data);
+        let axis = (at % (shape.len() + 1)) as i32;
+        let mut expanded = shape.clone();
+        expanded.insert(axis as usize, 1);
+        let model = op_with_constants(
+            Op::EXPAND_DIMS,
+            &[(ty, &shape)],
+            &[(T::INT32, &[1], i32_bytes(&[axis - shape.len() as i32 - 1]))],
+            (ty, &expanded),
+            Options::None,
+        );
+        prop_assert_eq!(&run(&model, &[&data]).unwrap()[0], &data);
+    }
+
+    #[test]
+    fn shape_and_fill_write_what_the_model_says(shape in shape_with_ones(), value in any::<i32>()) {
+        let model = single_op(Op::SHAPE, &[(F32, &shape)], (q(T::INT32, 0.0, 0), &[shape.len() as i32]), Options::None);
+        let data = vec![0u8; 4 * elements(&shape)];
+        prop_assert_eq!(i32s(&run(&model, &[&data]).unwrap()[0]), shape.clone());
+        let i32t = q(T::INT32, 0.0, 0);
+        let model = op_with_constants(
+            Op::FILL,
+            &[],
+            &[(T::INT32, &[shape.len() as i32], i32_bytes(&shape)), (T::INT32, &[], i32_bytes(&[value]))],
+            (i32t, &shape),
+            Options::None,
+        );
+        prop_assert_eq!(i32s(&run(&model, &[]).unwrap()[0]), vec![value; elements(&shape)]);
+    }
+}
+
+#[test]
+fn zeros_like_writes_zero_bits_whatever_the_zero_point() {
+    let ty = i8q(0.1, 17);
+    let model = single_op(
+        Op::ZEROS_LIKE,
+        &[(ty, &[2, 3])],
+        (ty, &[2, 3]),
+        Options::None,
+    );
+    assert_eq!(run(&model, &[&[5u8; 6]]).unwrap()[0], vec![0u8; 6]);
+}
+
+#[test]
+fn shape_ops_refuse_what_tflm_refuses() {
+    let i32t = q(T::INT32, 0.0, 0);
+    let ty = i8q(0.1, 0);
+    // SQUEEZE of an axis that is not 1.
+    let squeeze = Options::Squeeze {
+        squeeze_dims: vec![1],
+    };
+    let model = single_op(Op::SQUEEZE, &[(ty, &[1, 3])], (ty, &[1, 3]), squeeze);
+    assert_eq!(
+        kernel_error(&model, &[&[0; 3]]),
+        KernelError::UnsupportedParameter {
+            what: "SQUEEZE squeeze_dims must name size-1 axes of the input"
+        }
+    );
+    // EXPAND_DIMS with an axis computed at run time, and with an int32 input.
+    let model = single_op(
+        Op::EXPAND_DIMS,
+        &[(ty, &[3]), (i32t, &[1])],
+        (ty, &[1, 3]),
+        Options::None,
+    );
+    assert!(matches!(
+        kernel_error(&model, &[&[0; 3], &[0; 4]]),
+        KernelError::UnsupportedParameter { .. }
+    ));
+    let model = op_with_constants(
+        Op::EXPAND_DIMS,
+        &[(i32t, &[3])],
+        &[(T::INT32, &[1], i32_bytes(&[0]))],
+        (i32t, &[1, 3]),
+        Options::None,
+    );
+    assert_eq!(
+        kernel_error(&model, &[&[0; 12]]),
+        KernelError::UnsupportedType {
+            tensor: 0,
+            dtype: T::INT32.0
+        }
+    );
+    // SHAPE into int64 (TFLM's micro kernel writes int32 only).
+    let i64t = q(T::INT64, 0.0, 0);
+    let model = single_op(Op::SHAPE, &[(ty, &[2, 2])], (i64t, &[2]), Options::None);
+    assert_eq!(
+        kernel_error(&model, &[&[0; 4]]),
+        KernelError::UnsupportedType {
+            tensor: 1,
+            dtype: T::INT64.0
+        }
+    );
+    // FILL with dims that disagree with the output, and with run-time dims.
+    let model = op_with_constants(
+        Op::FILL,
+        &[],
+        &[
+            (T::INT32, &[2], i32_bytes(&[2, 4])),
+            (T::INT8, &[], vec![7]),
+        ],
+        (ty, &[2, 3]),
+        Options::None,
+    );
+    assert_eq!(
+        kernel_error(&model, &[]),
+        KernelError::ShapeMismatch { tensor: 0 }
+    );
+    let model = single_op(
+        Op::FILL,
+        &[(i32t, &[2]), (ty, &[])],
+        (ty, &[2, 3]),
+        Options::None,
+    );
+    assert_eq!(
+        kernel_error(&model, &[&[0; 8], &[0]]),
+        KernelError::UnsupportedParameter {
+            what: "FILL dims must be constant"
+        }
+    );
+    // ZEROS_LIKE of int16 (not in TFLM's list).
+    let t16 = i16q(0.01, 0);
+    let model = single_op(Op::ZEROS_LIKE, &[(t16, &[4])], (t16, &[4]), Options::None);
+    assert_eq!(
+        kernel_error(&model, &[&[0; 8]]),
+        KernelError::UnsupportedType {
+            tensor: 0,
+            dtype: T::INT16.0
+        }
+    );
+}

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use hilt_runtime::schema::{
     ActivationFunctionType as Act, BuiltinOperator as Op, Padding, TensorType as T,
 };
-use hilt_runtime::writer::Options;
+use hilt_runtime::writer::{Options, i32_bytes};
 use one_op::*;
 
 /// How outputs are compared.
@@ -264,6 +264,7 @@ fn cases() -> Vec<Case> {
     quantize_cases(&mut rng, &mut out);
     int16_table_cases(&mut rng, &mut out);
     resize_cases(&mut rng, &mut out);
+    shape_op_cases(&mut rng, &mut out);
     out
 }
 
@@ -436,4 +437,93 @@ fn kernels_match_tflm() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// One input of an operator in [`graph_case`]: a model input filled with
+/// random data, or a constant.
+enum Arg<'a> {
+    Input(Ty, &'a [i32]),
+    Const(T, &'a [i32], Vec<u8>),
+}
+
+fn i64_bytes(values: &[i64]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// A one-op case whose inputs are `args` in order and whose outputs are
+/// model outputs (only the first is compared).
+fn graph_case(
+    rng: &mut Rng,
+    name: &str,
+    op: Op,
+    args: &[Arg<'_>],
+    outputs: &[(Ty, &[i32])],
+    options: Options,
+) -> Case {
+    let mut w = hilt_runtime::writer::ModelWriter::new();
+    let mut ids = Vec::new();
+    let mut inputs = Vec::new();
+    for (i, arg) in args.iter().enumerate() {
+        let t = match arg {
+            Arg::Input(ty, shape) => {
+                let t = w.input(&format!("x{i}"), ty.dtype, shape);
+                if let Some((scale, zp)) = ty.quant.filter(|&(s, _)| s != 0.0) {
+                    w.quantize(t, scale, zp);
+                }
+                inputs.push(match ty.dtype {
+                    T::INT64 => rng.tensor(T::INT32, 2 * elements(shape), 0.0, 0.0),
+                    dtype => rng.tensor(dtype, elements(shape), -3.0, 3.0),
+                });
+                t
+            }
+            Arg::Const(dtype, shape, data) => w.constant(&format!("c{i}"), *dtype, shape, data),
+        };
+        ids.push(Some(t));
+    }
+    let mut outs = Vec::new();
+    for (i, (ty, shape)) in outputs.iter().enumerate() {
+        let t = w.output(&format!("y{i}"), ty.dtype, shape);
+        if let Some((scale, zp)) = ty.quant.filter(|&(s, _)| s != 0.0) {
+            w.quantize(t, scale, zp);
+        }
+        outs.push(t);
+    }
+    w.op(op, &ids, &outs, options);
+    Case {
+        name: name.into(),
+        model: w.finish(),
+        inputs,
+        compare: Compare::Exact,
+    }
+}
+
+/// SQUEEZE, EXPAND_DIMS, SHAPE, FILL and ZEROS_LIKE.
+fn shape_op_cases(rng: &mut Rng, out: &mut Vec<Case>) {
+    use Arg::{Const, Input};
+    let (i8t, i16t, i32t) = (i8q(0.1, -3), i16q(0.002, 0), q(T::INT32, 0.0, 0));
+    let squeeze = |dims: &[i32]| Options::Squeeze {
+        squeeze_dims: dims.to_vec(),
+    };
+    let axis = |a: i32| Const(T::INT32, &[1], i32_bytes(&[a]));
+    let i64t = q(T::INT64, 0.0, 0);
+    #[rustfmt::skip]
+    let cases = vec![
+        graph_case(rng, "squeeze_i8_all", Op::SQUEEZE, &[Input(i8t, &[1, 3, 1, 4])], &[(i8t, &[3, 4])], squeeze(&[])),
+        graph_case(rng, "squeeze_f32_last", Op::SQUEEZE, &[Input(F32, &[2, 1, 3, 1])], &[(F32, &[2, 1, 3])], squeeze(&[-1])),
+        graph_case(rng, "squeeze_i16_first", Op::SQUEEZE, &[Input(i16t, &[1, 5, 1])], &[(i16t, &[5, 1])], squeeze(&[0])),
+        graph_case(rng, "squeeze_i32_none", Op::SQUEEZE, &[Input(i32t, &[1, 1, 6])], &[(i32t, &[6])], Options::None),
+        graph_case(rng, "expand_i8_mid", Op::EXPAND_DIMS, &[Input(i8t, &[3, 4]), axis(1)], &[(i8t, &[3, 1, 4])], Options::None),
+        graph_case(rng, "expand_f32_neg", Op::EXPAND_DIMS, &[Input(F32, &[2, 3]), axis(-1)], &[(F32, &[2, 3, 1])], Options::None),
+        graph_case(rng, "expand_i16_front", Op::EXPAND_DIMS, &[Input(i16t, &[5]), axis(0)], &[(i16t, &[1, 5])], Options::None),
+        graph_case(rng, "shape_f32", Op::SHAPE, &[Input(F32, &[2, 3, 4])], &[(i32t, &[3])], Options::Shape { out_type: T::INT32 }),
+        graph_case(rng, "shape_i8_rank5", Op::SHAPE, &[Input(i8t, &[1, 7, 1, 2, 3])], &[(i32t, &[5])], Options::Shape { out_type: T::INT32 }),
+        graph_case(rng, "fill_f32", Op::FILL, &[Const(T::INT32, &[3], i32_bytes(&[2, 3, 4])), Input(F32, &[])], &[(F32, &[2, 3, 4])], Options::None),
+        graph_case(rng, "fill_i32_dims64", Op::FILL, &[Const(T::INT64, &[2], i64_bytes(&[3, 5])), Input(i32t, &[])], &[(i32t, &[3, 5])], Options::None),
+        graph_case(rng, "fill_i8", Op::FILL, &[Const(T::INT32, &[2], i32_bytes(&[4, 4])), Input(i8t, &[])], &[(i8t, &[4, 4])], Options::None),
+        graph_case(rng, "zeros_f32", Op::ZEROS_LIKE, &[Input(F32, &[3, 5])], &[(F32, &[3, 5])], Options::None),
+        graph_case(rng, "zeros_i8_zp", Op::ZEROS_LIKE, &[Input(i8t, &[2, 2, 3])], &[(i8t, &[2, 2, 3])], Options::None),
+        graph_case(rng, "zeros_i32", Op::ZEROS_LIKE, &[Input(i32t, &[7])], &[(i32t, &[7])], Options::None),
+        graph_case(rng, "zeros_i64", Op::ZEROS_LIKE, &[Input(i64t, &[2, 3])], &[(i64t, &[2, 3])], Options::None),
+    ];
+    out.extend(cases);
 }

@@ -24,6 +24,7 @@ pub mod depthwise_conv;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 mod depthwise_packed;
 pub mod dequantize;
+pub mod fill;
 pub mod fixed_point;
 pub mod float_math;
 pub mod fully_connected;
@@ -44,6 +45,7 @@ pub mod quantized;
 pub mod reshape;
 pub mod resize_nearest_neighbor;
 pub mod rsqrt;
+pub mod shape;
 pub mod softmax;
 mod softmax_i16;
 pub mod split;
@@ -392,7 +394,7 @@ impl<const N: usize> Resolver for OpResolver<N> {
 
 /// Entries [`all_builtins`]' resolver holds: every builtin and room for a
 /// few custom kernels a backend adds.
-pub const BUILTINS_CAPACITY: usize = 48;
+pub const BUILTINS_CAPACITY: usize = 96;
 
 /// Every builtin kernel hilt has.
 pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
@@ -449,6 +451,11 @@ pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
         (BuiltinOperator::PAD, pad::PAD),
         (BuiltinOperator::PADV2, pad::PADV2),
         (BuiltinOperator::STRIDED_SLICE, strided_slice::REGISTRATION),
+        (BuiltinOperator::SQUEEZE, reshape::SQUEEZE),
+        (BuiltinOperator::EXPAND_DIMS, reshape::EXPAND_DIMS),
+        (BuiltinOperator::SHAPE, shape::REGISTRATION),
+        (BuiltinOperator::FILL, fill::FILL),
+        (BuiltinOperator::ZEROS_LIKE, fill::ZEROS_LIKE),
     ];
     for &(op, kernel) in table {
         // BUILTINS_CAPACITY entries hold every builtin above.
