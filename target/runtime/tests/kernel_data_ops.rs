@@ -1470,3 +1470,239 @@ fn shape_ops_refuse_what_tflm_refuses() {
         }
     );
 }
+
+// --- SLICE, MIRROR_PAD, PACK, UNPACK ------------------------------------------
+
+/// The elements of `x` (shape `shape`, `e` bytes each) at the cross
+/// product of one index list per axis, in row-major order.
+fn pick_per_axis(x: &[u8], shape: &[i32], per_axis: &[Vec<i32>], e: usize) -> Vec<u8> {
+    let counts: Vec<i32> = per_axis.iter().map(|v| v.len() as i32).collect();
+    let mut out = Vec::new();
+    for_each_index(&counts, |idx| {
+        let flat = (0..shape.len()).fold(0usize, |acc, d| {
+            acc * shape[d] as usize + per_axis[d][idx[d]] as usize
+        });
+        out.extend_from_slice(&x[flat * e..flat * e + e]);
+    });
+    out
+}
+
+/// A quantised type of 1 or 2 bytes and its element size.
+fn small_type(int16: bool) -> (Ty, usize) {
+    if int16 {
+        (i16q(0.01, 0), 2)
+    } else {
+        (i8q(0.1, -3), 1)
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn slice_matches_reference(
+        shape in proptest::collection::vec(1i32..=5, 1..=5),
+        picks in proptest::collection::vec((0u32..100, 0u32..100, any::<bool>()), 5),
+        int16 in any::<bool>(),
+        wide in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let n = shape.len();
+        let (mut begin, mut size, mut per_axis) = (vec![], vec![], vec![]);
+        for d in 0..n {
+            let b = (picks[d].0 % shape[d] as u32) as i32;
+            let s = 1 + (picks[d].1 % (shape[d] - b) as u32) as i32;
+            begin.push(b);
+            // -1: the rest of the axis.
+            size.push(if picks[d].2 { -1 } else { s });
+            per_axis.push((b..if picks[d].2 { shape[d] } else { b + s }).collect::<Vec<_>>());
+        }
+        let out_shape: Vec<i32> = per_axis.iter().map(|v| v.len() as i32).collect();
+        let (ty, e) = small_type(int16);
+        let x = Rng(seed).tensor(ty.dtype, elements(&shape), 0.0, 0.0);
+        let len = [n as i32];
+        let vector = |v: &[i32]| if wide {
+            (T::INT64, v.iter().flat_map(|&x| i64::from(x).to_le_bytes()).collect())
+        } else {
+            (T::INT32, i32_bytes(v))
+        };
+        let ((tb, bb), (ts, sb)) = (vector(&begin), vector(&size));
+        let model = op_with_constants(Op::SLICE, &[(ty, &shape)], &[(tb, &len, bb), (ts, &len, sb)], (ty, &out_shape), Options::None);
+        prop_assert_eq!(&run(&model, &[&x]).unwrap()[0], &pick_per_axis(&x, &shape, &per_axis, e));
+    }
+
+    #[test]
+    fn mirror_pad_matches_reference(
+        shape in proptest::collection::vec(1i32..=5, 1..=4),
+        pads in proptest::collection::vec((0i32..6, 0i32..6), 4),
+        reflect in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let n = shape.len();
+        let k = i32::from(reflect);
+        let pads: Vec<(i32, i32)> = (0..n)
+            .map(|d| (pads[d].0 % (shape[d] + 1 - k), pads[d].1 % (shape[d] + 1 - k)))
+            .collect();
+        // Mirror an index back inside 0..size (REFLECT skips the edge).
+        let mirror = |i: i32, size: i32| if i < 0 { -i - 1 + k } else if i >= size { 2 * size - 1 - k - i } else { i };
+        let per_axis: Vec<Vec<i32>> = (0..n)
+            .map(|d| (-pads[d].0..shape[d] + pads[d].1).map(|i| mirror(i, shape[d])).collect())
+            .collect();
+        let out_shape: Vec<i32> = per_axis.iter().map(|v| v.len() as i32).collect();
+        let ty = i8q(0.1, 4);
+        let x = Rng(seed).tensor(T::INT8, elements(&shape), 0.0, 0.0);
+        let flat: Vec<i32> = pads.iter().flat_map(|&(l, r)| [l, r]).collect();
+        let mode = if reflect { hilt_runtime::schema::MirrorPadMode::REFLECT } else { hilt_runtime::schema::MirrorPadMode::SYMMETRIC };
+        let model = op_with_constants(Op::MIRROR_PAD, &[(ty, &shape)], &[(T::INT32, &[n as i32, 2], i32_bytes(&flat))], (ty, &out_shape), Options::MirrorPad { mode });
+        prop_assert_eq!(&run(&model, &[&x]).unwrap()[0], &pick_per_axis(&x, &shape, &per_axis, 1));
+    }
+
+    #[test]
+    fn pack_and_unpack_match_reference(
+        shape in proptest::collection::vec(1i32..=4, 0..=3),
+        count in 1usize..5,
+        at in 0usize..4,
+        int16 in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let axis = at % (shape.len() + 1);
+        let mut packed = shape.clone();
+        packed.insert(axis, count as i32);
+        let (ty, e) = small_type(int16);
+        let mut rng = Rng(seed);
+        let parts: Vec<Vec<u8>> = (0..count).map(|_| rng.tensor(ty.dtype, elements(&shape), 0.0, 0.0)).collect();
+        // Reference: output (outer, i, inner) is part i's (outer, inner).
+        let outer: usize = shape[..axis].iter().map(|&d| d as usize).product();
+        let inner = elements(&shape) / outer.max(1) * e;
+        let mut want = Vec::new();
+        for o in 0..outer {
+            for part in &parts {
+                want.extend_from_slice(&part[o * inner..(o + 1) * inner]);
+            }
+        }
+        let inputs: Vec<(Ty, &[i32])> = (0..count).map(|_| (ty, &shape[..])).collect();
+        let model = single_op(Op::PACK, &inputs, (ty, &packed), Options::Pack { values_count: count as i32, axis: axis as i32 });
+        let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+        prop_assert_eq!(&run(&model, &refs).unwrap()[0], &want);
+        // UNPACK along the same axis (counted from the end) gives the parts back.
+        let mut w = ModelWriter::new();
+        let x = w.input("x", ty.dtype, &packed);
+        let q = ty.quant.unwrap();
+        w.quantize(x, q.0, q.1);
+        let outs: Vec<_> = (0..count).map(|i| {
+            let t = w.output(&format!("y{i}"), ty.dtype, &shape);
+            w.quantize(t, q.0, q.1);
+            t
+        }).collect();
+        let negative = axis as i32 - packed.len() as i32;
+        w.op(Op::UNPACK, &[Some(x)], &outs, Options::Unpack { num: count as i32, axis: negative });
+        prop_assert_eq!(run(&w.finish(), &[&want]).unwrap(), parts);
+    }
+}
+
+#[test]
+fn slice_pad_and_pack_refuse_what_tflm_refuses() {
+    let ty = i8q(0.1, 0);
+    let i32t = q(T::INT32, 0.0, 0);
+    let bad_box = KernelError::UnsupportedParameter {
+        what: "SLICE begin and size must select a box inside the input as large as the output",
+    };
+    // A constant begin past the axis: refused in prepare.
+    let model = op_with_constants(
+        Op::SLICE,
+        &[(ty, &[4])],
+        &[
+            (T::INT32, &[1], i32_bytes(&[5])),
+            (T::INT32, &[1], i32_bytes(&[1])),
+        ],
+        (ty, &[1]),
+        Options::None,
+    );
+    assert_eq!(kernel_error(&model, &[&[0; 4]]), bad_box);
+    // A size read at run time that runs off the end: refused at invoke.
+    let model = op_with_constants(
+        Op::SLICE,
+        &[(ty, &[4]), (i32t, &[1])],
+        &[(T::INT32, &[1], i32_bytes(&[2]))],
+        (ty, &[2]),
+        Options::None,
+    );
+    // (op inputs: x, size, begin — a run-time begin, here.)
+    assert_eq!(
+        run(&model, &[&[1, 2, 3, 4], &i32_bytes(&[1])]).unwrap()[0],
+        [2, 3]
+    );
+    assert_eq!(kernel_error(&model, &[&[0; 4], &i32_bytes(&[3])]), bad_box);
+    // begin and size of different types.
+    let model = op_with_constants(
+        Op::SLICE,
+        &[(ty, &[4])],
+        &[
+            (T::INT32, &[1], i32_bytes(&[0])),
+            (T::INT64, &[1], 1i64.to_le_bytes().to_vec()),
+        ],
+        (ty, &[1]),
+        Options::None,
+    );
+    assert_eq!(
+        kernel_error(&model, &[&[0; 4]]),
+        KernelError::UnsupportedType {
+            tensor: 2,
+            dtype: T::INT64.0
+        }
+    );
+    // MIRROR_PAD: REFLECT by the whole axis, and int16 (not TFLM's).
+    let reflect = Options::MirrorPad {
+        mode: hilt_runtime::schema::MirrorPadMode::REFLECT,
+    };
+    let model = op_with_constants(
+        Op::MIRROR_PAD,
+        &[(ty, &[3])],
+        &[(T::INT32, &[1, 2], i32_bytes(&[3, 0]))],
+        (ty, &[6]),
+        reflect.clone(),
+    );
+    assert!(matches!(
+        kernel_error(&model, &[&[0; 3]]),
+        KernelError::UnsupportedParameter { .. }
+    ));
+    let t16 = i16q(0.01, 0);
+    let model = op_with_constants(
+        Op::MIRROR_PAD,
+        &[(t16, &[3])],
+        &[(T::INT32, &[1, 2], i32_bytes(&[1, 1]))],
+        (t16, &[5]),
+        reflect,
+    );
+    assert_eq!(
+        kernel_error(&model, &[&[0; 6]]),
+        KernelError::UnsupportedType {
+            tensor: 0,
+            dtype: T::INT16.0
+        }
+    );
+    // PACK whose values_count disagrees; UNPACK into mis-shaped outputs.
+    let pack = Options::Pack {
+        values_count: 3,
+        axis: 0,
+    };
+    let model = single_op(Op::PACK, &[(ty, &[2]), (ty, &[2])], (ty, &[2, 2]), pack);
+    assert!(matches!(
+        kernel_error(&model, &[&[0; 2], &[0; 2]]),
+        KernelError::UnsupportedParameter { .. }
+    ));
+    let mut w = ModelWriter::new();
+    let x = w.input("x", T::INT8, &[2, 3]);
+    let a = w.output("a", T::INT8, &[3]);
+    let b = w.output("b", T::INT8, &[2]);
+    w.op(
+        Op::UNPACK,
+        &[Some(x)],
+        &[a, b],
+        Options::Unpack { num: 2, axis: 0 },
+    );
+    assert_eq!(
+        kernel_error(&w.finish(), &[&[0; 6]]),
+        KernelError::ShapeMismatch { tensor: 2 }
+    );
+}

@@ -4,7 +4,7 @@
 //! the conformance tolerance, since they call `expf`).
 //!
 //! The vectors live in `tests/data/tflm_ops/`: `NAME.tflite`,
-//! `NAME.inK.bin`, TFLM's `NAME.out0.bin`, and `cases.txt`. To add cases,
+//! `NAME.inK.bin`, TFLM's `NAME.outK.bin` (every output), and `cases.txt`. To add cases,
 //! edit `cases()` below, then
 //!
 //! ```sh
@@ -265,6 +265,7 @@ fn cases() -> Vec<Case> {
     int16_table_cases(&mut rng, &mut out);
     resize_cases(&mut rng, &mut out);
     shape_op_cases(&mut rng, &mut out);
+    slice_pad_pack_cases(&mut rng, &mut out);
     out
 }
 
@@ -425,6 +426,16 @@ fn kernels_match_tflm() {
                 if let Err(e) = compare(name, rule, &outputs[0], &want) {
                     failures.push(e);
                 }
+                // Further outputs (UNPACK's), where TFLM wrote them.
+                for (k, got) in outputs.iter().enumerate().skip(1) {
+                    let Ok(want) = std::fs::read(dir.join(format!("{name}.out{k}.bin"))) else {
+                        failures.push(format!("{name}: no TFLM output {k}"));
+                        continue;
+                    };
+                    if let Err(e) = compare(&format!("{name} output {k}"), rule, got, &want) {
+                        failures.push(e);
+                    }
+                }
             }
             Err(e) => failures.push(format!("{name}: {e}")),
         }
@@ -443,7 +454,7 @@ fn kernels_match_tflm() {
 /// random data, or a constant.
 enum Arg<'a> {
     Input(Ty, &'a [i32]),
-    Const(T, &'a [i32], Vec<u8>),
+    Const(T, Vec<i32>, Vec<u8>),
 }
 
 fn i64_bytes(values: &[i64]) -> Vec<u8> {
@@ -472,6 +483,9 @@ fn graph_case(
                 }
                 inputs.push(match ty.dtype {
                     T::INT64 => rng.tensor(T::INT32, 2 * elements(shape), 0.0, 0.0),
+                    T::BOOL => (0..elements(shape))
+                        .map(|_| rng.next_u64() as u8 & 1)
+                        .collect(),
                     dtype => rng.tensor(dtype, elements(shape), -3.0, 3.0),
                 });
                 t
@@ -504,7 +518,7 @@ fn shape_op_cases(rng: &mut Rng, out: &mut Vec<Case>) {
     let squeeze = |dims: &[i32]| Options::Squeeze {
         squeeze_dims: dims.to_vec(),
     };
-    let axis = |a: i32| Const(T::INT32, &[1], i32_bytes(&[a]));
+    let axis = |a: i32| Const(T::INT32, vec![1], i32_bytes(&[a]));
     let i64t = q(T::INT64, 0.0, 0);
     #[rustfmt::skip]
     let cases = vec![
@@ -517,13 +531,69 @@ fn shape_op_cases(rng: &mut Rng, out: &mut Vec<Case>) {
         graph_case(rng, "expand_i16_front", Op::EXPAND_DIMS, &[Input(i16t, &[5]), axis(0)], &[(i16t, &[1, 5])], Options::None),
         graph_case(rng, "shape_f32", Op::SHAPE, &[Input(F32, &[2, 3, 4])], &[(i32t, &[3])], Options::Shape { out_type: T::INT32 }),
         graph_case(rng, "shape_i8_rank5", Op::SHAPE, &[Input(i8t, &[1, 7, 1, 2, 3])], &[(i32t, &[5])], Options::Shape { out_type: T::INT32 }),
-        graph_case(rng, "fill_f32", Op::FILL, &[Const(T::INT32, &[3], i32_bytes(&[2, 3, 4])), Input(F32, &[])], &[(F32, &[2, 3, 4])], Options::None),
-        graph_case(rng, "fill_i32_dims64", Op::FILL, &[Const(T::INT64, &[2], i64_bytes(&[3, 5])), Input(i32t, &[])], &[(i32t, &[3, 5])], Options::None),
-        graph_case(rng, "fill_i8", Op::FILL, &[Const(T::INT32, &[2], i32_bytes(&[4, 4])), Input(i8t, &[])], &[(i8t, &[4, 4])], Options::None),
+        graph_case(rng, "fill_f32", Op::FILL, &[Const(T::INT32, vec![3], i32_bytes(&[2, 3, 4])), Input(F32, &[])], &[(F32, &[2, 3, 4])], Options::None),
+        graph_case(rng, "fill_i32_dims64", Op::FILL, &[Const(T::INT64, vec![2], i64_bytes(&[3, 5])), Input(i32t, &[])], &[(i32t, &[3, 5])], Options::None),
+        graph_case(rng, "fill_i8", Op::FILL, &[Const(T::INT32, vec![2], i32_bytes(&[4, 4])), Input(i8t, &[])], &[(i8t, &[4, 4])], Options::None),
         graph_case(rng, "zeros_f32", Op::ZEROS_LIKE, &[Input(F32, &[3, 5])], &[(F32, &[3, 5])], Options::None),
         graph_case(rng, "zeros_i8_zp", Op::ZEROS_LIKE, &[Input(i8t, &[2, 2, 3])], &[(i8t, &[2, 2, 3])], Options::None),
         graph_case(rng, "zeros_i32", Op::ZEROS_LIKE, &[Input(i32t, &[7])], &[(i32t, &[7])], Options::None),
         graph_case(rng, "zeros_i64", Op::ZEROS_LIKE, &[Input(i64t, &[2, 3])], &[(i64t, &[2, 3])], Options::None),
     ];
     out.extend(cases);
+}
+
+/// SLICE, MIRROR_PAD, PACK and UNPACK.
+fn slice_pad_pack_cases(rng: &mut Rng, out: &mut Vec<Case>) {
+    use Arg::{Const, Input};
+    let (i8t, i16t, i32t) = (i8q(0.1, -3), i16q(0.002, 0), q(T::INT32, 0.0, 0));
+    let (i64t, bool_t) = (q(T::INT64, 0.0, 0), q(T::BOOL, 0.0, 0));
+    let v32 = |v: &[i32]| Const(T::INT32, vec![v.len() as i32], i32_bytes(v));
+    let v64 = |v: &[i64]| Const(T::INT64, vec![v.len() as i32], i64_bytes(v));
+    let pads = |v: &[i32]| Const(T::INT32, vec![v.len() as i32 / 2, 2], i32_bytes(v));
+    let pads64 = |v: &[i64]| Const(T::INT64, vec![v.len() as i32 / 2, 2], i64_bytes(v));
+    let reflect = Options::MirrorPad {
+        mode: hilt_runtime::schema::MirrorPadMode::REFLECT,
+    };
+    let symmetric = Options::MirrorPad {
+        mode: hilt_runtime::schema::MirrorPadMode::SYMMETRIC,
+    };
+    let pack = |n: i32, axis: i32| Options::Pack {
+        values_count: n,
+        axis,
+    };
+    let unpack = |n: i32, axis: i32| Options::Unpack { num: n, axis };
+    #[rustfmt::skip]
+    let cases = vec![
+        graph_case(rng, "slice_i8_4d", Op::SLICE, &[Input(i8t, &[2, 5, 6, 3]), v32(&[1, 1, 2, 0]), v32(&[1, 3, -1, 2])], &[(i8t, &[1, 3, 4, 2])], Options::None),
+        graph_case(rng, "slice_f32_5d_i64", Op::SLICE, &[Input(F32, &[2, 3, 2, 4, 3]), v64(&[0, 1, 1, 1, 0]), v64(&[2, 2, 1, -1, 2])], &[(F32, &[2, 2, 1, 3, 2])], Options::None),
+        graph_case(rng, "slice_i16_1d", Op::SLICE, &[Input(i16t, &[17]), v32(&[5]), v32(&[9])], &[(i16t, &[9])], Options::None),
+        graph_case(rng, "slice_i32_all", Op::SLICE, &[Input(i32t, &[3, 4]), v32(&[0, 0]), v32(&[-1, -1])], &[(i32t, &[3, 4])], Options::None),
+        graph_case(rng, "slice_bool", Op::SLICE, &[Input(bool_t, &[4, 6]), v32(&[2, 1]), v32(&[2, 4])], &[(bool_t, &[2, 4])], Options::None),
+        graph_case(rng, "mpad_i8_reflect", Op::MIRROR_PAD, &[Input(i8t, &[1, 4, 5, 3]), pads(&[0, 0, 2, 3, 4, 1, 0, 0])], &[(i8t, &[1, 9, 10, 3])], reflect.clone()),
+        graph_case(rng, "mpad_i8_symmetric", Op::MIRROR_PAD, &[Input(i8t, &[2, 3, 4]), pads(&[1, 2, 3, 3, 0, 4])], &[(i8t, &[5, 9, 8])], symmetric.clone()),
+        graph_case(rng, "mpad_f32_reflect_i64", Op::MIRROR_PAD, &[Input(F32, &[6, 7]), pads64(&[5, 0, 1, 6])], &[(F32, &[11, 14])], reflect),
+        graph_case(rng, "mpad_f32_symmetric_1d", Op::MIRROR_PAD, &[Input(F32, &[5]), pads(&[5, 4])], &[(F32, &[14])], symmetric),
+        graph_case(rng, "pack_i8_axis0", Op::PACK, &[Input(i8t, &[2, 3]), Input(i8t, &[2, 3]), Input(i8t, &[2, 3])], &[(i8t, &[3, 2, 3])], pack(3, 0)),
+        graph_case(rng, "pack_f32_axis1", Op::PACK, &[Input(F32, &[4, 5]), Input(F32, &[4, 5])], &[(F32, &[4, 2, 5])], pack(2, 1)),
+        graph_case(rng, "pack_i32_last", Op::PACK, &[Input(i32t, &[3, 2]), Input(i32t, &[3, 2]), Input(i32t, &[3, 2]), Input(i32t, &[3, 2])], &[(i32t, &[3, 2, 4])], pack(4, -1)),
+        graph_case(rng, "pack_i64", Op::PACK, &[Input(i64t, &[3]), Input(i64t, &[3])], &[(i64t, &[2, 3])], pack(2, 0)),
+        graph_case(rng, "pack_i16", Op::PACK, &[Input(i16t, &[2, 2]), Input(i16t, &[2, 2])], &[(i16t, &[2, 2, 2])], pack(2, 2)),
+        graph_case(rng, "unpack_i8_axis0", Op::UNPACK, &[Input(i8t, &[3, 2, 4])], &[(i8t, &[2, 4]), (i8t, &[2, 4]), (i8t, &[2, 4])], unpack(3, 0)),
+        graph_case(rng, "unpack_f32_axis1", Op::UNPACK, &[Input(F32, &[2, 4, 3])], &[(F32, &[2, 3]), (F32, &[2, 3]), (F32, &[2, 3]), (F32, &[2, 3])], unpack(4, 1)),
+        graph_case(rng, "unpack_i16_last", Op::UNPACK, &[Input(i16t, &[3, 2])], &[(i16t, &[3]), (i16t, &[3])], unpack(2, -1)),
+        graph_case(rng, "unpack_i32", Op::UNPACK, &[Input(i32t, &[2, 5])], &[(i32t, &[5]), (i32t, &[5])], unpack(2, 0)),
+    ];
+    out.extend(cases);
+    // A size computed at run time (here a model input): TFLM reads it at
+    // invoke, as hilt does when it is not constant.
+    let mut dynamic = graph_case(
+        rng,
+        "slice_i8_dynamic_size",
+        Op::SLICE,
+        &[Input(i8t, &[4, 5]), v32(&[1, 2]), Input(i32t, &[2])],
+        &[(i8t, &[2, 3])],
+        Options::None,
+    );
+    dynamic.inputs[1] = i32_bytes(&[2, -1]);
+    out.push(dynamic);
 }

@@ -35,7 +35,9 @@ pub mod logistic;
 pub mod lstm;
 pub mod maximum_minimum;
 pub mod mean;
+pub mod mirror_pad;
 pub mod mul;
+pub mod pack;
 pub mod pad;
 pub mod padding;
 pub mod pooling;
@@ -46,6 +48,7 @@ pub mod reshape;
 pub mod resize_nearest_neighbor;
 pub mod rsqrt;
 pub mod shape;
+pub mod slice;
 pub mod softmax;
 mod softmax_i16;
 pub mod split;
@@ -456,6 +459,10 @@ pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
         (BuiltinOperator::SHAPE, shape::REGISTRATION),
         (BuiltinOperator::FILL, fill::FILL),
         (BuiltinOperator::ZEROS_LIKE, fill::ZEROS_LIKE),
+        (BuiltinOperator::SLICE, slice::REGISTRATION),
+        (BuiltinOperator::MIRROR_PAD, mirror_pad::REGISTRATION),
+        (BuiltinOperator::PACK, pack::PACK),
+        (BuiltinOperator::UNPACK, pack::UNPACK),
     ];
     for &(op, kernel) in table {
         // BUILTINS_CAPACITY entries hold every builtin above.
