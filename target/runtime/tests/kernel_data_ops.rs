@@ -1706,3 +1706,125 @@ fn slice_pad_and_pack_refuse_what_tflm_refuses() {
         KernelError::ShapeMismatch { tensor: 2 }
     );
 }
+
+// --- GATHER ---------------------------------------------------------------------
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn gather_matches_reference(
+        shape in proptest::collection::vec(1i32..=4, 1..=4),
+        index_shape in proptest::collection::vec(1i32..=3, 0..=2),
+        at in 0usize..4,
+        batch in 0usize..3,
+        raw in proptest::collection::vec(any::<u32>(), 24),
+        seed in any::<u64>(),
+    ) {
+        let axis = at % shape.len();
+        let batch_dims = batch.min(axis).min(index_shape.len());
+        // The indices' leading batch dimensions are the params'.
+        let mut ishape = shape[..batch_dims].to_vec();
+        ishape.extend_from_slice(&index_shape[batch_dims.min(index_shape.len())..]);
+        let count = elements(&ishape);
+        prop_assume!(count <= raw.len());
+        let indices: Vec<i32> = raw[..count].iter().map(|&r| (r % shape[axis] as u32) as i32).collect();
+        let mut out_shape = shape[..axis].to_vec();
+        out_shape.extend_from_slice(&ishape[batch_dims..]);
+        out_shape.extend_from_slice(&shape[axis + 1..]);
+        let ty = i8q(0.1, 1);
+        let x = Rng(seed).tensor(T::INT8, elements(&shape), 0.0, 0.0);
+        // Reference: output (b.., o.., c.., i..) = params (b.., o.., indices[b.., c..], i..).
+        let mut want = Vec::new();
+        for_each_index(&out_shape, |idx| {
+            let b = &idx[..batch_dims];
+            let o = &idx[batch_dims..axis];
+            let c = &idx[axis..axis + ishape.len() - batch_dims];
+            let inner = &idx[axis + ishape.len() - batch_dims..];
+            let flat_index = b.iter().chain(c).zip(&ishape).fold(0, |acc, (&i, &d)| acc * d as usize + i);
+            let k = indices[flat_index] as usize;
+            let coords: Vec<usize> = b.iter().chain(o).copied().chain([k]).chain(inner.iter().copied()).collect();
+            let flat = coords.iter().zip(&shape).fold(0, |acc, (&i, &d)| acc * d as usize + i);
+            want.push(x[flat]);
+        });
+        let model = op_with_constants(
+            Op::GATHER,
+            &[(ty, &shape)],
+            &[(T::INT32, &ishape, i32_bytes(&indices))],
+            (ty, &out_shape),
+            Options::Gather { axis: axis as i32, batch_dims: batch_dims as i32 },
+        );
+        prop_assert_eq!(&run(&model, &[&x]).unwrap()[0], &want);
+    }
+}
+
+#[test]
+fn gather_refuses_out_of_range_indices_at_invoke() {
+    let ty = i8q(0.1, 0);
+    let i32t = q(T::INT32, 0.0, 0);
+    let options = || Options::Gather {
+        axis: 0,
+        batch_dims: 0,
+    };
+    let model = single_op(
+        Op::GATHER,
+        &[(ty, &[3, 2]), (i32t, &[2])],
+        (ty, &[2, 2]),
+        options(),
+    );
+    let x = [1, 2, 3, 4, 5, 6];
+    assert_eq!(
+        run(&model, &[&x, &i32_bytes(&[2, 0])]).unwrap()[0],
+        [5, 6, 1, 2]
+    );
+    for bad in [3, -1] {
+        assert_eq!(
+            kernel_error(&model, &[&x, &i32_bytes(&[0, bad])]),
+            KernelError::IndexOutOfRange {
+                tensor: 1,
+                index: i64::from(bad),
+                size: 3
+            }
+        );
+    }
+    // int16 params and int64 indices: TFLM's micro kernel takes neither.
+    let t16 = i16q(0.01, 0);
+    let model = single_op(
+        Op::GATHER,
+        &[(t16, &[3]), (i32t, &[1])],
+        (t16, &[1]),
+        options(),
+    );
+    assert_eq!(
+        kernel_error(&model, &[&[0; 6], &[0; 4]]),
+        KernelError::UnsupportedType {
+            tensor: 0,
+            dtype: T::INT16.0
+        }
+    );
+    let i64t = q(T::INT64, 0.0, 0);
+    let model = single_op(
+        Op::GATHER,
+        &[(ty, &[3]), (i64t, &[1])],
+        (ty, &[1]),
+        options(),
+    );
+    assert_eq!(
+        kernel_error(&model, &[&[0; 3], &[0; 8]]),
+        KernelError::UnsupportedType {
+            tensor: 1,
+            dtype: T::INT64.0
+        }
+    );
+    // An output shape that is not params[..axis] ++ indices ++ params[axis + 1..].
+    let model = single_op(
+        Op::GATHER,
+        &[(ty, &[3, 2]), (i32t, &[2])],
+        (ty, &[2, 3]),
+        options(),
+    );
+    assert_eq!(
+        kernel_error(&model, &[&x, &[0; 8]]),
+        KernelError::ShapeMismatch { tensor: 2 }
+    );
+}

@@ -266,6 +266,7 @@ fn cases() -> Vec<Case> {
     resize_cases(&mut rng, &mut out);
     shape_op_cases(&mut rng, &mut out);
     slice_pad_pack_cases(&mut rng, &mut out);
+    gather_cases(&mut rng, &mut out);
     out
 }
 
@@ -595,5 +596,34 @@ fn slice_pad_pack_cases(rng: &mut Rng, out: &mut Vec<Case>) {
         Options::None,
     );
     dynamic.inputs[1] = i32_bytes(&[2, -1]);
+    out.push(dynamic);
+}
+
+/// GATHER over TFLM's params types (int8, float32; it refuses int16,
+/// int32 and int64 indices), axes and batch dimensions.
+fn gather_cases(rng: &mut Rng, out: &mut Vec<Case>) {
+    use Arg::{Const, Input};
+    let (i8t, i32t) = (i8q(0.1, -3), q(T::INT32, 0.0, 0));
+    let gather = |axis: i32, batch_dims: i32| Options::Gather { axis, batch_dims };
+    let idx32 = |shape: &[i32], v: &[i32]| Const(T::INT32, shape.to_vec(), i32_bytes(v));
+    #[rustfmt::skip]
+    let cases = vec![
+        graph_case(rng, "gather_i8_axis0", Op::GATHER, &[Input(i8t, &[5, 3]), idx32(&[4], &[4, 0, 2, 2])], &[(i8t, &[4, 3])], gather(0, 0)),
+        graph_case(rng, "gather_f32_axis1_2d_idx", Op::GATHER, &[Input(F32, &[2, 6, 3]), idx32(&[2, 2], &[5, 1, 0, 3])], &[(F32, &[2, 2, 2, 3])], gather(1, 0)),
+        graph_case(rng, "gather_i8_batch", Op::GATHER, &[Input(i8t, &[2, 5, 4]), idx32(&[2, 3], &[0, 4, 2, 1, 1, 3])], &[(i8t, &[2, 3, 4])], gather(1, 1)),
+        graph_case(rng, "gather_f32_batch_neg", Op::GATHER, &[Input(F32, &[3, 2, 4]), idx32(&[3, 2], &[1, 0, 3, 3, 2, 0])], &[(F32, &[3, 2, 2])], gather(2, -1)),
+        graph_case(rng, "gather_i8_scalar_idx", Op::GATHER, &[Input(i8t, &[4, 6]), idx32(&[], &[2])], &[(i8t, &[6])], gather(0, 0)),
+    ];
+    out.extend(cases);
+    // Indices from a model input, as when another op computes them.
+    let mut dynamic = graph_case(
+        rng,
+        "gather_i8_input_indices",
+        Op::GATHER,
+        &[Input(i8t, &[6, 5]), Input(i32t, &[3])],
+        &[(i8t, &[3, 5])],
+        gather(0, 0),
+    );
+    dynamic.inputs[1] = i32_bytes(&[5, 0, 3]);
     out.push(dynamic);
 }

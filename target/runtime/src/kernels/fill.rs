@@ -8,9 +8,8 @@
 //! could not change a statically planned output).
 //! Neither op stores op data: the element size is the value's length.
 
-use super::tensor::{Dims, expect_type};
+use super::tensor::{Dims, expect_type, index_at};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
-use crate::model::TensorInfo;
 use crate::schema::TensorType;
 
 /// The FILL kernel.
@@ -26,20 +25,6 @@ pub const ZEROS_LIKE: Registration = Registration {
     prepare: prepare_zeros_like,
     invoke: invoke_zeros_like,
 };
-
-/// The integer at element `i` of a constant int32 or int64 vector.
-fn integer_at(t: &TensorInfo<'_>, bytes: &[u8], i: usize) -> Option<i64> {
-    match t.dtype {
-        TensorType::INT32 => {
-            let b = bytes.get(4 * i..4 * i + 4)?;
-            Some(i64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]])))
-        }
-        _ => {
-            let b: [u8; 8] = bytes.get(8 * i..8 * i + 8)?.try_into().ok()?;
-            Some(i64::from_le_bytes(b))
-        }
-    }
-}
 
 fn prepare_fill(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
     let dims = ctx.input(0)?;
@@ -67,7 +52,7 @@ fn prepare_fill(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError>
     })?;
     let agree = dims.shape().len() == 1
         && Dims::of(&dims)?.get(0) as usize == out.rank()
-        && (0..out.rank()).all(|d| integer_at(&dims, bytes, d) == Some(i64::from(out.get(d))));
+        && (0..out.rank()).all(|d| index_at(dims.dtype, bytes, d) == Some(i64::from(out.get(d))));
     if !agree {
         return Err(KernelError::ShapeMismatch { tensor: dims.index });
     }

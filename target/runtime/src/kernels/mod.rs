@@ -28,6 +28,7 @@ pub mod fill;
 pub mod fixed_point;
 pub mod float_math;
 pub mod fully_connected;
+pub mod gather;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 pub(crate) mod gemm;
 pub mod leaky_relu;
@@ -133,6 +134,16 @@ pub enum KernelError {
         /// Input position.
         position: u32,
     },
+    /// An index read from a tensor at invoke (GATHER's positions) falls
+    /// outside the axis it indexes.
+    IndexOutOfRange {
+        /// The tensor holding the index.
+        tensor: u32,
+        /// The index.
+        index: i64,
+        /// The size of the axis it indexes.
+        size: u32,
+    },
     /// A writable view was requested twice in one invoke.
     TakenTwice,
     /// An interpreter invariant did not hold (a bug, reported rather than a panic).
@@ -212,6 +223,14 @@ impl fmt::Display for KernelError {
             KernelError::NotVariable { position } => {
                 write!(f, "input {position} is not a variable tensor")
             }
+            KernelError::IndexOutOfRange {
+                tensor,
+                index,
+                size,
+            } => write!(
+                f,
+                "tensor {tensor}: index {index} is outside an axis of size {size}"
+            ),
             KernelError::TakenTwice => f.write_str("a writable tensor view was taken twice"),
             KernelError::Internal => f.write_str("internal interpreter error"),
         }
@@ -463,6 +482,7 @@ pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
         (BuiltinOperator::MIRROR_PAD, mirror_pad::REGISTRATION),
         (BuiltinOperator::PACK, pack::PACK),
         (BuiltinOperator::UNPACK, pack::UNPACK),
+        (BuiltinOperator::GATHER, gather::REGISTRATION),
     ];
     for &(op, kernel) in table {
         // BUILTINS_CAPACITY entries hold every builtin above.
