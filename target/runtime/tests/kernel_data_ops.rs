@@ -1828,3 +1828,84 @@ fn gather_refuses_out_of_range_indices_at_invoke() {
         KernelError::ShapeMismatch { tensor: 2 }
     );
 }
+
+// --- SPACE_TO_DEPTH, DEPTH_TO_SPACE ----------------------------------------------
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn space_to_depth_matches_reference_and_depth_to_space_undoes_it(
+        (n, h, w, c) in (1i32..=2, 1i32..=3, 1i32..=3, 1i32..=3),
+        block in 1i32..=3,
+        seed in any::<u64>(),
+    ) {
+        let (hh, ww) = (h * block, w * block);
+        let space = [n, hh, ww, c];
+        let depth = [n, h, w, c * block * block];
+        let ty = i8q(0.05, 7);
+        let x = Rng(seed).tensor(T::INT8, elements(&space), 0.0, 0.0);
+        // Reference: depth (b, y, x, (dy * block + dx) * c + k) is space
+        // (b, y * block + dy, x * block + dx, k).
+        let mut want = Vec::new();
+        for_each_index(&depth, |i| {
+            let (tile, k) = (i[3] / c as usize, i[3] % c as usize);
+            let (dy, dx) = (tile / block as usize, tile % block as usize);
+            let (y, xx) = (i[1] * block as usize + dy, i[2] * block as usize + dx);
+            want.push(x[((i[0] * hh as usize + y) * ww as usize + xx) * c as usize + k]);
+        });
+        let s2d = Options::BlockSize { depth_to_space: false, block_size: block };
+        let got = run(&single_op(Op::SPACE_TO_DEPTH, &[(ty, &space)], (ty, &depth), s2d), &[&x]).unwrap();
+        prop_assert_eq!(&got[0], &want);
+        let d2s = Options::BlockSize { depth_to_space: true, block_size: block };
+        let back = run(&single_op(Op::DEPTH_TO_SPACE, &[(ty, &depth)], (ty, &space), d2s), &[&want]).unwrap();
+        prop_assert_eq!(&back[0], &x);
+    }
+}
+
+#[test]
+fn space_to_depth_refuses_bad_blocks_and_types() {
+    let ty = i8q(0.1, 0);
+    let s2d = |block_size| Options::BlockSize {
+        depth_to_space: false,
+        block_size,
+    };
+    // 5 is not a multiple of the block.
+    let model = single_op(
+        Op::SPACE_TO_DEPTH,
+        &[(ty, &[1, 5, 4, 1])],
+        (ty, &[1, 2, 2, 4]),
+        s2d(2),
+    );
+    assert_eq!(
+        kernel_error(&model, &[&[0; 20]]),
+        KernelError::ShapeMismatch { tensor: 1 }
+    );
+    let model = single_op(
+        Op::SPACE_TO_DEPTH,
+        &[(ty, &[1, 2, 2, 1])],
+        (ty, &[1, 2, 2, 1]),
+        s2d(0),
+    );
+    assert!(matches!(
+        kernel_error(&model, &[&[0; 4]]),
+        KernelError::UnsupportedParameter { .. }
+    ));
+    let t16 = i16q(0.01, 0);
+    let model = single_op(
+        Op::DEPTH_TO_SPACE,
+        &[(t16, &[1, 1, 1, 4])],
+        (t16, &[1, 2, 2, 1]),
+        Options::BlockSize {
+            depth_to_space: true,
+            block_size: 2,
+        },
+    );
+    assert_eq!(
+        kernel_error(&model, &[&[0; 8]]),
+        KernelError::UnsupportedType {
+            tensor: 0,
+            dtype: T::INT16.0
+        }
+    );
+}

@@ -267,6 +267,7 @@ fn cases() -> Vec<Case> {
     shape_op_cases(&mut rng, &mut out);
     slice_pad_pack_cases(&mut rng, &mut out);
     gather_cases(&mut rng, &mut out);
+    block_cases(&mut rng, &mut out);
     out
 }
 
@@ -626,4 +627,26 @@ fn gather_cases(rng: &mut Rng, out: &mut Vec<Case>) {
     );
     dynamic.inputs[1] = i32_bytes(&[5, 0, 3]);
     out.push(dynamic);
+}
+
+/// SPACE_TO_DEPTH and DEPTH_TO_SPACE (TFLM takes int8 and float32 only).
+fn block_cases(rng: &mut Rng, out: &mut Vec<Case>) {
+    use Arg::Input;
+    let i8t = i8q(0.1, -3);
+    let s2d = |block_size| Options::BlockSize {
+        depth_to_space: false,
+        block_size,
+    };
+    let d2s = |block_size| Options::BlockSize {
+        depth_to_space: true,
+        block_size,
+    };
+    #[rustfmt::skip]
+    let cases = vec![
+        graph_case(rng, "s2d_i8_2", Op::SPACE_TO_DEPTH, &[Input(i8t, &[1, 4, 6, 3])], &[(i8t, &[1, 2, 3, 12])], s2d(2)),
+        graph_case(rng, "s2d_f32_3", Op::SPACE_TO_DEPTH, &[Input(F32, &[2, 6, 3, 2])], &[(F32, &[2, 2, 1, 18])], s2d(3)),
+        graph_case(rng, "d2s_i8_2", Op::DEPTH_TO_SPACE, &[Input(i8t, &[1, 2, 3, 12])], &[(i8t, &[1, 4, 6, 3])], d2s(2)),
+        graph_case(rng, "d2s_f32_4", Op::DEPTH_TO_SPACE, &[Input(F32, &[2, 1, 2, 32])], &[(F32, &[2, 4, 8, 2])], d2s(4)),
+    ];
+    out.extend(cases);
 }

@@ -52,6 +52,7 @@ pub mod shape;
 pub mod slice;
 pub mod softmax;
 mod softmax_i16;
+pub mod space_to_depth;
 pub mod split;
 pub mod squared_difference;
 pub mod strided_slice;
@@ -483,6 +484,14 @@ pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
         (BuiltinOperator::PACK, pack::PACK),
         (BuiltinOperator::UNPACK, pack::UNPACK),
         (BuiltinOperator::GATHER, gather::REGISTRATION),
+        (
+            BuiltinOperator::SPACE_TO_DEPTH,
+            space_to_depth::SPACE_TO_DEPTH,
+        ),
+        (
+            BuiltinOperator::DEPTH_TO_SPACE,
+            space_to_depth::DEPTH_TO_SPACE,
+        ),
     ];
     for &(op, kernel) in table {
         // BUILTINS_CAPACITY entries hold every builtin above.
