@@ -1909,3 +1909,100 @@ fn space_to_depth_refuses_bad_blocks_and_types() {
         }
     );
 }
+
+// --- SPACE_TO_BATCH_ND, BATCH_TO_SPACE_ND -----------------------------------------
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn space_to_batch_matches_reference_and_batch_to_space_undoes_it(
+        (n, h, w, c) in (1i32..=2, 1i32..=4, 1i32..=4, 1i32..=2),
+        (bh, bw) in (1i32..=3, 1i32..=3),
+        (top, left) in (0i32..3, 0i32..3),
+        three_d in any::<bool>(),
+        zp in -128i64..=127,
+        seed in any::<u64>(),
+    ) {
+        let (w, bw, left) = if three_d { (1, 1, 0) } else { (w, bw, left) };
+        // Bottom and right padding that make the padded size tile.
+        let bottom = (bh - (h + top) % bh) % bh;
+        let right = (bw - (w + left) % bw) % bw;
+        let (ph, pw) = ((h + top + bottom) / bh, (w + left + right) / bw);
+        let space4 = [n, h, w, c];
+        let batch4 = [n * bh * bw, ph, pw, c];
+        let drop_w = |s: [i32; 4]| if three_d { vec![s[0], s[1], s[3]] } else { s.to_vec() };
+        let (space, batched) = (drop_w(space4), drop_w(batch4));
+        let ty = i8q(0.1, zp);
+        let x = Rng(seed).tensor(T::INT8, elements(&space), 0.0, 0.0);
+        let mut want = Vec::new();
+        for_each_index(&batch4, |i| {
+            let (tile, b) = (i[0] / n as usize, i[0] % n as usize);
+            let (dy, dx) = ((tile / bw as usize) as i32, (tile % bw as usize) as i32);
+            let y = i[1] as i32 * bh + dy - top;
+            let xx = i[2] as i32 * bw + dx - left;
+            want.push(if (0..h).contains(&y) && (0..w).contains(&xx) {
+                x[((b * h as usize + y as usize) * w as usize + xx as usize) * c as usize + i[3]]
+            } else {
+                zp as u8
+            });
+        });
+        let (block, edges): (Vec<i32>, Vec<i32>) = if three_d {
+            (vec![bh], vec![top, bottom])
+        } else {
+            (vec![bh, bw], vec![top, bottom, left, right])
+        };
+        let k = block.len() as i32;
+        let constants = [
+            (T::INT32, &[k][..], i32_bytes(&block)),
+            (T::INT32, &[k, 2][..], i32_bytes(&edges)),
+        ];
+        let model = op_with_constants(Op::SPACE_TO_BATCH_ND, &[(ty, &space)], &constants, (ty, &batched), Options::None);
+        prop_assert_eq!(&run(&model, &[&x]).unwrap()[0], &want);
+        let model = op_with_constants(Op::BATCH_TO_SPACE_ND, &[(ty, &batched)], &constants, (ty, &space), Options::None);
+        prop_assert_eq!(&run(&model, &[&want]).unwrap()[0], &x);
+    }
+}
+
+#[test]
+fn space_to_batch_refuses_run_time_blocks_and_bad_shapes() {
+    let ty = i8q(0.1, 0);
+    let i32t = q(T::INT32, 0.0, 0);
+    let model = op_with_constants(
+        Op::SPACE_TO_BATCH_ND,
+        &[(ty, &[1, 4, 4, 1]), (i32t, &[2])],
+        &[(T::INT32, &[2, 2], i32_bytes(&[0; 4]))],
+        (ty, &[4, 2, 2, 1]),
+        Options::None,
+    );
+    assert!(matches!(
+        kernel_error(&model, &[&[0; 16], &i32_bytes(&[2, 2])]),
+        KernelError::UnsupportedParameter { .. }
+    ));
+    // A batch that is not the block's multiple of the output's.
+    let model = op_with_constants(
+        Op::BATCH_TO_SPACE_ND,
+        &[(ty, &[3, 2, 2, 1])],
+        &[
+            (T::INT32, &[2], i32_bytes(&[2, 2])),
+            (T::INT32, &[2, 2], i32_bytes(&[0; 4])),
+        ],
+        (ty, &[1, 4, 4, 1]),
+        Options::None,
+    );
+    assert_eq!(
+        kernel_error(&model, &[&[0; 12]]),
+        KernelError::ShapeMismatch { tensor: 3 }
+    );
+    let model = op_with_constants(
+        Op::SPACE_TO_BATCH_ND,
+        &[(ty, &[4, 1])],
+        &[(T::INT32, &[0], vec![]), (T::INT32, &[0, 2], vec![])],
+        (ty, &[4, 1]),
+        Options::None,
+    );
+    assert_eq!(
+        kernel_error(&model, &[&[0; 4]]),
+        KernelError::UnsupportedRank { tensor: 0, rank: 2 }
+    );
+}

@@ -268,6 +268,7 @@ fn cases() -> Vec<Case> {
     slice_pad_pack_cases(&mut rng, &mut out);
     gather_cases(&mut rng, &mut out);
     block_cases(&mut rng, &mut out);
+    batch_space_cases(&mut rng, &mut out);
     out
 }
 
@@ -647,6 +648,28 @@ fn block_cases(rng: &mut Rng, out: &mut Vec<Case>) {
         graph_case(rng, "s2d_f32_3", Op::SPACE_TO_DEPTH, &[Input(F32, &[2, 6, 3, 2])], &[(F32, &[2, 2, 1, 18])], s2d(3)),
         graph_case(rng, "d2s_i8_2", Op::DEPTH_TO_SPACE, &[Input(i8t, &[1, 2, 3, 12])], &[(i8t, &[1, 4, 6, 3])], d2s(2)),
         graph_case(rng, "d2s_f32_4", Op::DEPTH_TO_SPACE, &[Input(F32, &[2, 1, 2, 32])], &[(F32, &[2, 4, 8, 2])], d2s(4)),
+    ];
+    out.extend(cases);
+}
+
+/// SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND (cropping), 3-D and 4-D.
+/// SPACE_TO_BATCH_ND's cases have no padding: TFLM's micro kernel never
+/// sets the pad value its reference loop reads (`output_offset` of an op
+/// data it allocates but does not fill), so its padding bytes are whatever
+/// the arena held (0x09 in this build); hilt pads with zero, the zero
+/// point for int8, which `kernel_data_ops` checks.
+fn batch_space_cases(rng: &mut Rng, out: &mut Vec<Case>) {
+    use Arg::{Const, Input};
+    let i8t = i8q(0.1, -3);
+    let v = |shape: &[i32], values: &[i32]| Const(T::INT32, shape.to_vec(), i32_bytes(values));
+    #[rustfmt::skip]
+    let cases = vec![
+        graph_case(rng, "s2b_i8", Op::SPACE_TO_BATCH_ND, &[Input(i8t, &[1, 6, 4, 2]), v(&[2], &[2, 2]), v(&[2, 2], &[0, 0, 0, 0])], &[(i8t, &[4, 3, 2, 2])], Options::None),
+        graph_case(rng, "s2b_f32_nopad", Op::SPACE_TO_BATCH_ND, &[Input(F32, &[2, 4, 6, 3]), v(&[2], &[2, 3]), v(&[2, 2], &[0, 0, 0, 0])], &[(F32, &[12, 2, 2, 3])], Options::None),
+        graph_case(rng, "s2b_f32_3d", Op::SPACE_TO_BATCH_ND, &[Input(F32, &[2, 9, 4]), v(&[1], &[3]), v(&[1, 2], &[0, 0])], &[(F32, &[6, 3, 4])], Options::None),
+        graph_case(rng, "b2s_i8_crop", Op::BATCH_TO_SPACE_ND, &[Input(i8t, &[4, 3, 2, 2]), v(&[2], &[2, 2]), v(&[2, 2], &[1, 0, 0, 1])], &[(i8t, &[1, 5, 3, 2])], Options::None),
+        graph_case(rng, "b2s_f32", Op::BATCH_TO_SPACE_ND, &[Input(F32, &[12, 2, 2, 3]), v(&[2], &[2, 3]), v(&[2, 2], &[0, 0, 0, 0])], &[(F32, &[2, 4, 6, 3])], Options::None),
+        graph_case(rng, "b2s_i8_3d", Op::BATCH_TO_SPACE_ND, &[Input(i8t, &[6, 3, 4]), v(&[1], &[3]), v(&[1, 2], &[2, 2])], &[(i8t, &[2, 5, 4])], Options::None),
     ];
     out.extend(cases);
 }

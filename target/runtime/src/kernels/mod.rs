@@ -52,6 +52,7 @@ pub mod shape;
 pub mod slice;
 pub mod softmax;
 mod softmax_i16;
+pub mod space_to_batch;
 pub mod space_to_depth;
 pub mod split;
 pub mod squared_difference;
@@ -491,6 +492,14 @@ pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
         (
             BuiltinOperator::DEPTH_TO_SPACE,
             space_to_depth::DEPTH_TO_SPACE,
+        ),
+        (
+            BuiltinOperator::SPACE_TO_BATCH_ND,
+            space_to_batch::SPACE_TO_BATCH_ND,
+        ),
+        (
+            BuiltinOperator::BATCH_TO_SPACE_ND,
+            space_to_batch::BATCH_TO_SPACE_ND,
         ),
     ];
     for &(op, kernel) in table {
