@@ -2006,3 +2006,132 @@ fn space_to_batch_refuses_run_time_blocks_and_bad_shapes() {
         KernelError::UnsupportedRank { tensor: 0, rank: 2 }
     );
 }
+
+// --- RESIZE_BILINEAR, L2_POOL_2D -----------------------------------------------
+
+fn bilinear(
+    ty: Ty,
+    input: [i32; 4],
+    size: [i32; 2],
+    align_corners: bool,
+    half_pixel_centers: bool,
+) -> Vec<u8> {
+    op_with_constants(
+        Op::RESIZE_BILINEAR,
+        &[(ty, &input)],
+        &[(T::INT32, &[2], i32_bytes(&size))],
+        (ty, &[input[0], size[0], size[1], input[3]]),
+        Options::ResizeBilinear {
+            align_corners,
+            half_pixel_centers,
+        },
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn bilinear_keeps_flat_images_flat_and_same_size_images_whole(
+        (n, h, w, c) in (1i32..=2, 1i32..=5, 1i32..=5, 1i32..=3),
+        (oh, ow) in (1i32..=9, 1i32..=9),
+        rule in 0u8..3,
+        value in any::<i8>(),
+        seed in any::<u64>(),
+    ) {
+        let (align, half) = (rule == 1, rule == 2);
+        let ty = i8q(0.1, 5);
+        // Weights sum to one: a flat image stays flat, whatever the sizes.
+        let flat = vec![value as u8; (n * h * w * c) as usize];
+        let got = run(&bilinear(ty, [n, h, w, c], [oh, ow], align, half), &[&flat]).unwrap();
+        prop_assert!(got[0].iter().all(|&v| v == value as u8));
+        let fl = vec![f32::from(value) * 0.25; (n * h * w * c) as usize];
+        let bytes: Vec<u8> = fl.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let got = run(&bilinear(F32, [n, h, w, c], [oh, ow], align, half), &[&bytes]).unwrap();
+        prop_assert!(f32s(&got[0]).iter().all(|&v| (v - f32::from(value) * 0.25).abs() <= 1e-4 * (1.0 + v.abs())));
+        // Same size, scale one: every output pixel is its input pixel.
+        let x = Rng(seed).tensor(T::INT8, (n * h * w * c) as usize, 0.0, 0.0);
+        let got = run(&bilinear(ty, [n, h, w, c], [h, w], align, half), &[&x]).unwrap();
+        prop_assert_eq!(&got[0], &x);
+    }
+
+    #[test]
+    fn l2_pool_is_the_root_mean_square_of_each_window(
+        (h, w, c) in (1i32..=6, 1i32..=6, 1i32..=4),
+        (fh, fw) in (1i32..=3, 1i32..=3),
+        seed in any::<u64>(),
+    ) {
+        prop_assume!(fh <= h && fw <= w);
+        let (oh, ow) = (h - fh + 1, w - fw + 1);
+        let x = f32s(&Rng(seed).tensor(T::FLOAT32, (h * w * c) as usize, -4.0, 4.0));
+        let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let options = pool_options(hilt_runtime::schema::Padding::VALID, (1, 1), (fw, fh), Act::NONE);
+        let got = f32s(&run(&single_op(Op::L2_POOL_2D, &[(F32, &[1, h, w, c])], (F32, &[1, oh, ow, c]), options), &[&bytes]).unwrap()[0]);
+        let mut want = Vec::new();
+        for_each_index(&[oh, ow, c], |i| {
+            let mut sum = 0.0f32;
+            for dy in 0..fh as usize {
+                for dx in 0..fw as usize {
+                    let v = x[((i[0] + dy) * w as usize + i[1] + dx) * c as usize + i[2]];
+                    sum += v * v;
+                }
+            }
+            want.push((sum / (fh * fw) as f32).sqrt());
+        });
+        prop_assert_eq!(got, want);
+    }
+}
+
+#[test]
+fn bilinear_and_l2_pool_refuse_what_tflm_refuses() {
+    let ty = i8q(0.1, 0);
+    let model = bilinear(ty, [1, 2, 2, 1], [4, 4], true, true);
+    assert!(matches!(
+        kernel_error(&model, &[&[0; 4]]),
+        KernelError::UnsupportedParameter { .. }
+    ));
+    let t16 = i16q(0.01, 0);
+    let model = bilinear(t16, [1, 2, 2, 1], [4, 4], false, false);
+    assert_eq!(
+        kernel_error(&model, &[&[0; 8]]),
+        KernelError::UnsupportedType {
+            tensor: 0,
+            dtype: T::INT16.0
+        }
+    );
+    // A size that disagrees with the output.
+    let model = op_with_constants(
+        Op::RESIZE_BILINEAR,
+        &[(ty, &[1, 2, 2, 1])],
+        &[(T::INT32, &[2], i32_bytes(&[4, 5]))],
+        (ty, &[1, 4, 4, 1]),
+        Options::ResizeBilinear {
+            align_corners: false,
+            half_pixel_centers: false,
+        },
+    );
+    assert_eq!(
+        kernel_error(&model, &[&[0; 4]]),
+        KernelError::ShapeMismatch { tensor: 1 }
+    );
+    // L2_POOL_2D of int8: TFLM's kernel takes float32 only.
+    let options = pool_options(
+        hilt_runtime::schema::Padding::VALID,
+        (1, 1),
+        (1, 1),
+        Act::NONE,
+    );
+    let model = single_op(
+        Op::L2_POOL_2D,
+        &[(ty, &[1, 2, 2, 1])],
+        (ty, &[1, 2, 2, 1]),
+        options,
+    );
+    assert_eq!(
+        kernel_error(&model, &[&[0; 4]]),
+        KernelError::UnsupportedType {
+            tensor: 0,
+            dtype: T::INT8.0
+        }
+    );
+}

@@ -269,6 +269,8 @@ fn cases() -> Vec<Case> {
     gather_cases(&mut rng, &mut out);
     block_cases(&mut rng, &mut out);
     batch_space_cases(&mut rng, &mut out);
+    bilinear_cases(&mut rng, &mut out);
+    l2_pool_cases(&mut rng, &mut out);
     out
 }
 
@@ -672,4 +674,72 @@ fn batch_space_cases(rng: &mut Rng, out: &mut Vec<Case>) {
         graph_case(rng, "b2s_i8_3d", Op::BATCH_TO_SPACE_ND, &[Input(i8t, &[6, 3, 4]), v(&[1], &[3]), v(&[1, 2], &[2, 2])], &[(i8t, &[2, 5, 4])], Options::None),
     ];
     out.extend(cases);
+}
+
+/// RESIZE_BILINEAR: up and down, each corner and centre rule, TFLM's
+/// integer path for int8 (TFLM fails on int16 at invoke).
+fn bilinear_cases(rng: &mut Rng, out: &mut Vec<Case>) {
+    use Arg::{Const, Input};
+    /// Name, type, input shape, output height and width, align_corners, half_pixel_centers.
+    type Spec<'a> = (&'a str, Ty, [i32; 4], [i32; 2], bool, bool);
+    #[rustfmt::skip]
+    let specs: &[Spec<'_>] = &[
+        ("rbl_i8_up", i8q(0.1, 3), [1, 3, 5, 2], [7, 9], false, false),
+        ("rbl_i8_align", i8q(0.1, 3), [1, 3, 5, 2], [7, 9], true, false),
+        ("rbl_i8_half", i8q(0.1, -128), [2, 4, 3, 3], [9, 5], false, true),
+        ("rbl_i8_down_half", i8q(0.05, 20), [1, 8, 9, 4], [3, 4], false, true),
+        ("rbl_i8_down", i8q(0.05, 0), [1, 7, 10, 1], [2, 3], false, false),
+        ("rbl_i8_one", i8q(0.05, 0), [1, 4, 4, 2], [1, 1], true, false),
+        ("rbl_f32_up", F32, [1, 2, 3, 4], [6, 7], false, false),
+        ("rbl_f32_align", F32, [2, 3, 3, 2], [5, 8], true, false),
+        ("rbl_f32_half", F32, [1, 5, 4, 3], [8, 3], false, true),
+    ];
+    for &(name, ty, input, size, align_corners, half_pixel_centers) in specs {
+        let output = [input[0], size[0], size[1], input[3]];
+        let options = Options::ResizeBilinear {
+            align_corners,
+            half_pixel_centers,
+        };
+        let size = Const(T::INT32, vec![2], i32_bytes(&size));
+        out.push(graph_case(
+            rng,
+            name,
+            Op::RESIZE_BILINEAR,
+            &[Input(ty, &input), size],
+            &[(ty, &output)],
+            options,
+        ));
+    }
+}
+
+/// L2_POOL_2D (float32, TFLM's one type), each padding, with activations.
+fn l2_pool_cases(rng: &mut Rng, out: &mut Vec<Case>) {
+    type Spec<'a> = (
+        &'a str,
+        &'a [i32],
+        &'a [i32],
+        Padding,
+        (i32, i32),
+        (i32, i32),
+        Act,
+    );
+    #[rustfmt::skip]
+    let specs: &[Spec<'_>] = &[
+        ("l2_f32_valid", &[1, 8, 8, 5], &[1, 4, 4, 5], Padding::VALID, (2, 2), (2, 2), Act::NONE),
+        ("l2_f32_same", &[2, 7, 9, 3], &[2, 4, 5, 3], Padding::SAME, (2, 2), (3, 3), Act::NONE),
+        ("l2_f32_relu6", &[1, 6, 6, 17], &[1, 6, 6, 17], Padding::SAME, (1, 1), (3, 2), Act::RELU6),
+        ("l2_f32_global", &[1, 5, 7, 4], &[1, 1, 1, 4], Padding::VALID, (7, 5), (7, 5), Act::RELU_N1_TO_1),
+    ];
+    for &(name, si, so, padding, stride, filter, act) in specs {
+        let data = rng.tensor(T::FLOAT32, elements(si), -3.0, 3.0);
+        out.push(unary(
+            name,
+            Op::L2_POOL_2D,
+            (F32, si),
+            (F32, so),
+            pool_options(padding, stride, filter, act),
+            data,
+            Compare::Exact,
+        ));
+    }
 }

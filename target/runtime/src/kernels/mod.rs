@@ -46,6 +46,7 @@ pub mod prelu;
 pub mod quantize;
 pub mod quantized;
 pub mod reshape;
+pub mod resize_bilinear;
 pub mod resize_nearest_neighbor;
 pub mod rsqrt;
 pub mod shape;
@@ -501,6 +502,11 @@ pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
             BuiltinOperator::BATCH_TO_SPACE_ND,
             space_to_batch::BATCH_TO_SPACE_ND,
         ),
+        (
+            BuiltinOperator::RESIZE_BILINEAR,
+            resize_bilinear::REGISTRATION,
+        ),
+        (BuiltinOperator::L2_POOL_2D, pooling::L2_POOL_2D),
     ];
     for &(op, kernel) in table {
         // BUILTINS_CAPACITY entries hold every builtin above.
