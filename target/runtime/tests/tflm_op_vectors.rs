@@ -103,20 +103,22 @@ fn add_cases(rng: &mut Rng, out: &mut Vec<Case>) {
     }
 }
 
+/// Name, op, type, input and output shapes, padding, stride, filter, activation.
+type PoolSpec<'a> = (
+    &'a str,
+    Op,
+    Ty,
+    &'a [i32],
+    &'a [i32],
+    Padding,
+    (i32, i32),
+    (i32, i32),
+    Act,
+);
+
 fn pool_cases(rng: &mut Rng, out: &mut Vec<Case>) {
-    type Spec<'a> = (
-        &'a str,
-        Op,
-        Ty,
-        &'a [i32],
-        &'a [i32],
-        Padding,
-        (i32, i32),
-        (i32, i32),
-        Act,
-    );
     #[rustfmt::skip]
-    let specs: &[Spec<'_>] = &[
+    let specs: &[PoolSpec<'_>] = &[
         ("avg_i8_valid", Op::AVERAGE_POOL_2D, i8q(0.1, -3), &[1, 8, 8, 16], &[1, 4, 4, 16], Padding::VALID, (2, 2), (2, 2), Act::NONE),
         ("avg_i8_same", Op::AVERAGE_POOL_2D, i8q(0.1, 4), &[2, 7, 9, 5], &[2, 4, 5, 5], Padding::SAME, (2, 2), (3, 3), Act::NONE),
         ("avg_i8_global", Op::AVERAGE_POOL_2D, i8q(0.05, -128), &[1, 25, 5, 70], &[1, 1, 1, 70], Padding::VALID, (5, 25), (5, 25), Act::NONE),
@@ -714,30 +716,23 @@ fn bilinear_cases(rng: &mut Rng, out: &mut Vec<Case>) {
 
 /// L2_POOL_2D (float32, TFLM's one type), each padding, with activations.
 fn l2_pool_cases(rng: &mut Rng, out: &mut Vec<Case>) {
-    type Spec<'a> = (
-        &'a str,
-        &'a [i32],
-        &'a [i32],
-        Padding,
-        (i32, i32),
-        (i32, i32),
-        Act,
-    );
+    let l2 = Op::L2_POOL_2D;
     #[rustfmt::skip]
-    let specs: &[Spec<'_>] = &[
-        ("l2_f32_valid", &[1, 8, 8, 5], &[1, 4, 4, 5], Padding::VALID, (2, 2), (2, 2), Act::NONE),
-        ("l2_f32_same", &[2, 7, 9, 3], &[2, 4, 5, 3], Padding::SAME, (2, 2), (3, 3), Act::NONE),
-        ("l2_f32_relu6", &[1, 6, 6, 17], &[1, 6, 6, 17], Padding::SAME, (1, 1), (3, 2), Act::RELU6),
-        ("l2_f32_global", &[1, 5, 7, 4], &[1, 1, 1, 4], Padding::VALID, (7, 5), (7, 5), Act::RELU_N1_TO_1),
+    let specs: &[PoolSpec<'_>] = &[
+        ("l2_f32_valid", l2, F32, &[1, 8, 8, 5], &[1, 4, 4, 5], Padding::VALID, (2, 2), (2, 2), Act::NONE),
+        ("l2_f32_same", l2, F32, &[2, 7, 9, 3], &[2, 4, 5, 3], Padding::SAME, (2, 2), (3, 3), Act::NONE),
+        ("l2_f32_relu6", l2, F32, &[1, 6, 6, 17], &[1, 6, 6, 17], Padding::SAME, (1, 1), (3, 2), Act::RELU6),
+        ("l2_f32_global", l2, F32, &[1, 5, 7, 4], &[1, 1, 1, 4], Padding::VALID, (7, 5), (7, 5), Act::RELU_N1_TO_1),
     ];
-    for &(name, si, so, padding, stride, filter, act) in specs {
-        let data = rng.tensor(T::FLOAT32, elements(si), -3.0, 3.0);
+    for &(name, op, ty, si, so, padding, stride, filter, act) in specs {
+        let data = rng.tensor(ty.dtype, elements(si), -3.0, 3.0);
+        let options = pool_options(padding, stride, filter, act);
         out.push(unary(
             name,
-            Op::L2_POOL_2D,
-            (F32, si),
-            (F32, so),
-            pool_options(padding, stride, filter, act),
+            op,
+            (ty, si),
+            (ty, so),
+            options,
             data,
             Compare::Exact,
         ));
