@@ -44,6 +44,9 @@ struct GatherPlan {
     index_tensor: u32,
 }
 
+// The op data's size, as its documentation gives it.
+const _: () = assert!(size_of::<GatherPlan>() == 28);
+
 fn product(dims: &[i32]) -> Option<u32> {
     dims.iter()
         .try_fold(1u32, |acc, &d| acc.checked_mul(u32::try_from(d).ok()?))

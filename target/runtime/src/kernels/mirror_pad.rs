@@ -43,6 +43,9 @@ struct MirrorPlan {
     left: [u32; MAX_RANK],
 }
 
+// The op data's size, as its documentation gives it.
+const _: () = assert!(size_of::<MirrorPlan>() == 92);
+
 const BAD_PADDING: KernelError = KernelError::UnsupportedParameter {
     what: "MIRROR_PAD paddings must be at most the axis size (less one for REFLECT) and give the output's shape",
 };

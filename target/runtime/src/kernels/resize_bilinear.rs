@@ -43,6 +43,9 @@ struct BilinearPlan {
     scale: [f32; 2],
 }
 
+// The op data's size, as its documentation gives it.
+const _: () = assert!(size_of::<BilinearPlan>() == 48);
+
 /// TFLM's float scale of one axis.
 fn float_scale(input: u32, output: u32, align_corners: bool) -> f32 {
     if align_corners && output > 1 {

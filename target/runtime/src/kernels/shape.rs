@@ -18,6 +18,7 @@ pub const REGISTRATION: Registration = Registration {
 
 /// Op data: the rank, then the dimensions (28 bytes).
 type ShapeData = [i32; MAX_RANK + 1];
+const _: () = assert!(size_of::<ShapeData>() == 28);
 
 fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
     let input = ctx.input(0)?;

@@ -42,6 +42,9 @@ struct SliceData {
     output_elements: u32,
 }
 
+// The op data's size, as its documentation gives it.
+const _: () = assert!(size_of::<SliceData>() == 100);
+
 const BAD_BOX: KernelError = KernelError::UnsupportedParameter {
     what: "SLICE begin and size must select a box inside the input as large as the output",
 };

@@ -35,7 +35,7 @@ pub const BATCH_TO_SPACE_ND: Registration = Registration {
     invoke,
 };
 
-/// Op data (56 bytes): both tensors as NHWC (W = 1 for 3-D), the block,
+/// Op data (52 bytes): both tensors as NHWC (W = 1 for 3-D), the block,
 /// the top and left padding (or crop), and the direction.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Pod, Zeroable)]
@@ -53,8 +53,10 @@ struct BatchPlan {
     to_batch: u32,
     /// The padding byte.
     fill: u32,
-    _pad: u32,
 }
+
+// The op data's size, as its documentation gives it.
+const _: () = assert!(size_of::<BatchPlan>() == 52);
 
 /// A constant int32 tensor of `len` values, or an error naming it.
 fn constant_i32s(t: &TensorInfo<'_>, len: usize) -> Result<[i32; 4], KernelError> {
@@ -165,7 +167,6 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>, to_batch: bool) -> Result<(), K
         offset: [u(top)?, u(left)?],
         to_batch: u32::from(to_batch),
         fill: u32::from(fill),
-        _pad: 0,
     })
 }
 

@@ -43,6 +43,9 @@ struct BlockPlan {
     to_depth: u32,
 }
 
+// The op data's size, as its documentation gives it.
+const _: () = assert!(size_of::<BlockPlan>() == 28);
+
 fn prepare_space_to_depth(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
     let block = ctx
         .op()
