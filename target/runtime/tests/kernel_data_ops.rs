@@ -2135,3 +2135,122 @@ fn bilinear_and_l2_pool_refuse_what_tflm_refuses() {
         }
     );
 }
+
+// --- No panics on odd models -------------------------------------------------------
+
+/// Loads, plans and runs `model` on random inputs of whatever size the
+/// interpreter asks for. A typed error is an answer; a panic fails, and so
+/// does `KernelError::Internal` (what a kernel reports when prepare let
+/// through something invoke cannot run) — except in a model with a
+/// zero-byte tensor, which the interpreter gives no buffer, so a kernel
+/// that touches one gets `Internal` from the interpreter itself.
+fn run_anything(model: &[u8], seed: u64) {
+    use hilt_runtime::interpreter::Interpreter;
+    let words = aligned(model);
+    let bytes = &bytemuck::cast_slice::<u128, u8>(&words)[..model.len()];
+    let Ok(model) = hilt_runtime::model::Model::from_bytes(bytes) else {
+        return;
+    };
+    let resolver = hilt_runtime::kernels::all_builtins();
+    let mut arena = vec![0u128; 1 << 13];
+    let arena = bytemuck::cast_slice_mut::<u128, u8>(&mut arena);
+    let has_empty = model.tensors().any(|t| t.bytes == 0);
+    let mut interpreter = Interpreter::new(model, &resolver, arena);
+    if interpreter
+        .allocate(&hilt_runtime::planner::Greedy, &Default::default())
+        .is_err()
+    {
+        return;
+    }
+    let mut rng = Rng(seed);
+    for i in 0..interpreter.input_count() {
+        let Ok(slot) = interpreter.input_mut(i) else {
+            return;
+        };
+        slot.iter_mut().for_each(|b| *b = rng.next_u64() as u8);
+    }
+    let result = interpreter.invoke();
+    let internal = matches!(
+        result,
+        Err(InterpreterError::Kernel {
+            error: KernelError::Internal,
+            ..
+        })
+    );
+    assert!(!internal || has_empty, "{result:?}");
+}
+
+/// A small dimension, now and then an empty or a large one (the loader
+/// refuses negative ones and shapes whose size overflows, so kernels never
+/// see those).
+fn odd_dim() -> impl Strategy<Value = i32> {
+    prop_oneof![8 => 1i32..4, 1 => Just(0), 1 => Just(1 << 16)]
+}
+
+/// Three shapes, the later ones often copies of the first (so that more
+/// models get past the shape checks to invoke).
+fn odd_shapes() -> impl Strategy<Value = (Vec<i32>, Vec<i32>, Vec<i32>)> {
+    let shape = || proptest::collection::vec(odd_dim(), 0..=5);
+    (shape(), shape(), shape(), 0u8..3, 0u8..3).prop_map(|(a, b, c, kb, kc)| {
+        let b = if kb == 0 { a.clone() } else { b };
+        let c = match kc {
+            0 => a.clone(),
+            1 => b.clone(),
+            _ => c,
+        };
+        (a, b, c)
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+
+    /// Every op of this batch, on shapes, option values and constant
+    /// inputs drawn with no regard for what fits: prepare or invoke may
+    /// refuse, nothing may panic.
+    #[test]
+    fn shape_ops_never_panic(
+        op in 0usize..16,
+        (a, b, out) in odd_shapes(),
+        values in proptest::collection::vec(prop_oneof![8 => -3i32..6, 1 => Just(i32::MAX), 1 => Just(i32::MIN)], 0..8),
+        (x, y) in (-3i32..4, -3i32..4),
+        flags in any::<(bool, bool)>(),
+        int8 in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let ty = if int8 { i8q(0.1, 3) } else { F32 };
+        let i32t = q(T::INT32, 0.0, 0);
+        let ints = i32_bytes(&values);
+        let n = [values.len() as i32];
+        let half = [values.len() as i32 / 2, 2];
+        let with = |op, constants: &[(T, &[i32], Vec<u8>)], options| {
+            op_with_constants(op, &[(ty, &a)], constants, (ty, &out), options)
+        };
+        let model = match op {
+            0 => single_op(Op::SQUEEZE, &[(ty, &a)], (ty, &out), Options::Squeeze { squeeze_dims: values.clone() }),
+            1 => with(Op::EXPAND_DIMS, &[(T::INT32, &n, ints.clone())], Options::None),
+            2 => single_op(Op::SHAPE, &[(ty, &a)], (i32t, &out), Options::None),
+            3 => op_with_constants(Op::FILL, &[], &[(T::INT32, &n, ints.clone()), (ty.dtype, &b, vec![7; 4])], (ty, &out), Options::None),
+            4 => single_op(Op::ZEROS_LIKE, &[(ty, &a)], (ty, &out), Options::None),
+            5 => with(Op::SLICE, &[(T::INT32, &n, ints.clone()), (T::INT32, &n, ints.clone())], Options::None),
+            6 => single_op(Op::SLICE, &[(ty, &a), (i32t, &b), (i32t, &b)], (ty, &out), Options::None),
+            7 => with(Op::MIRROR_PAD, &[(T::INT32, &half, ints.clone())], Options::MirrorPad { mode: hilt_runtime::schema::MirrorPadMode(i8::from(flags.0)) }),
+            8 => single_op(Op::PACK, &[(ty, &a), (ty, &b)], (ty, &out), Options::Pack { values_count: x, axis: y }),
+            9 => {
+                let mut w = ModelWriter::new();
+                let t = w.input("x", ty.dtype, &a);
+                let o1 = w.output("a", ty.dtype, &b);
+                let o2 = w.output("b", ty.dtype, &out);
+                w.op(Op::UNPACK, &[Some(t)], &[o1, o2], Options::Unpack { num: x, axis: y });
+                w.finish()
+            }
+            10 => single_op(Op::GATHER, &[(ty, &a), (i32t, &b)], (ty, &out), Options::Gather { axis: x, batch_dims: y }),
+            11 => single_op(Op::SPACE_TO_DEPTH, &[(ty, &a)], (ty, &out), Options::BlockSize { depth_to_space: flags.0, block_size: x }),
+            12 => single_op(Op::DEPTH_TO_SPACE, &[(ty, &a)], (ty, &out), Options::BlockSize { depth_to_space: true, block_size: values.first().copied().unwrap_or(x) }),
+            13 => with(if flags.0 { Op::SPACE_TO_BATCH_ND } else { Op::BATCH_TO_SPACE_ND }, &[(T::INT32, &b, ints.clone()), (T::INT32, &half, ints.clone())], Options::None),
+            14 => with(Op::RESIZE_BILINEAR, &[(T::INT32, &n, ints.clone())], Options::ResizeBilinear { align_corners: flags.0, half_pixel_centers: flags.1 }),
+            _ => single_op(Op::L2_POOL_2D, &[(ty, &a)], (ty, &out), pool_options(hilt_runtime::schema::Padding(i8::from(flags.0)), (x, y), (y, x), Act::NONE)),
+        };
+        run_anything(&model, seed);
+    }
+}

@@ -15,7 +15,9 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::tensor::{Dims, MAX_RANK, element_size, expect_type, index_at, same_type_and_quant};
+use super::tensor::{
+    Dims, MAX_RANK, constant_data, element_size, expect_type, index_at, same_type_and_quant,
+};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::schema::{MirrorPadMode, TensorType};
 
@@ -148,7 +150,7 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
         plan.input[d] = dims.get(d).max(0) as u32;
         plan.output[d] = out.get(d).max(0) as u32;
     }
-    match paddings.constant {
+    match constant_data(&paddings)? {
         Some(bytes) => plan.set_paddings(bytes)?,
         None => plan.dynamic = 1,
     }

@@ -43,10 +43,12 @@ fn stacked(
     if !fits {
         return Err(KernelError::ShapeMismatch { tensor: part.index });
     }
-    let outer: usize = w.as_slice()[..axis].iter().map(|&d| d as usize).product();
-    u32::try_from(outer).map_err(|_| KernelError::ShapeMismatch {
-        tensor: whole.index,
-    })
+    w.as_slice()[..axis]
+        .iter()
+        .try_fold(1u32, |acc, &d| acc.checked_mul(u32::try_from(d).ok()?))
+        .ok_or(KernelError::ShapeMismatch {
+            tensor: whole.index,
+        })
 }
 
 fn prepare_pack(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {

@@ -13,7 +13,9 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::strided_slice::{Masks, SlicePlan};
-use super::tensor::{Dims, element_size, expect_type, index_at, same_type_and_quant};
+use super::tensor::{
+    Dims, constant_data, element_size, expect_type, index_at, same_type_and_quant,
+};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::schema::TensorType;
 
@@ -142,7 +144,7 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
         output_elements,
         ..SliceData::default()
     };
-    match (begin.constant, size.constant) {
+    match (constant_data(&begin)?, constant_data(&size)?) {
         (Some(b), Some(s)) => {
             data.plan = walk(dims.as_slice(), begin.dtype, b, s, output_elements, element)?;
         }

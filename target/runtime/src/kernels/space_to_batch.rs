@@ -79,10 +79,11 @@ fn constant_i32s(t: &TensorInfo<'_>, len: usize) -> Result<[i32; 4], KernelError
     Ok(out)
 }
 
-/// `[n, h, w, c]` of a 3-D (NHC, w = 1) or 4-D tensor.
-fn nhwc(t: &TensorInfo<'_>) -> Result<[i64; 4], KernelError> {
+/// `[n, h, w, c]` of a 3-D (NHC, w = 1) or 4-D tensor, wide enough that
+/// no product of dimensions and blocks overflows.
+fn nhwc(t: &TensorInfo<'_>) -> Result<[i128; 4], KernelError> {
     let d = Dims::of(t)?;
-    let g = |i: usize| i64::from(d.get(i));
+    let g = |i: usize| i128::from(d.get(i));
     match d.rank() {
         3 => Ok([g(0), g(1), 1, g(2)]),
         4 => Ok([g(0), g(1), g(2), g(3)]),
@@ -126,12 +127,16 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>, to_batch: bool) -> Result<(), K
     let block = constant_i32s(&ctx.input(1)?, spatial)?;
     let edges = constant_i32s(&ctx.input(2)?, 2 * spatial)?;
     let (bh, bw) = (
-        i64::from(block[0]),
-        if spatial == 2 { i64::from(block[1]) } else { 1 },
+        i128::from(block[0]),
+        if spatial == 2 {
+            i128::from(block[1])
+        } else {
+            1
+        },
     );
-    let (top, bottom) = (i64::from(edges[0]), i64::from(edges[1]));
+    let (top, bottom) = (i128::from(edges[0]), i128::from(edges[1]));
     let (left, right) = if spatial == 2 {
-        (i64::from(edges[2]), i64::from(edges[3]))
+        (i128::from(edges[2]), i128::from(edges[3]))
     } else {
         (0, 0)
     };
@@ -154,7 +159,7 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>, to_batch: bool) -> Result<(), K
         Some(q) if output.dtype == TensorType::INT8 => q.zero_point as u8,
         _ => 0,
     };
-    let u = |v: i64| {
+    let u = |v: i128| {
         u32::try_from(v).map_err(|_| KernelError::ShapeMismatch {
             tensor: output.index,
         })
@@ -162,7 +167,7 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>, to_batch: bool) -> Result<(), K
     ctx.store(&BatchPlan {
         space: [u(s[0])?, u(s[1])?, u(s[2])?],
         batched: [u(b[0])?, u(b[1])?, u(b[2])?],
-        pixel: u(s[3] * i64::from(element))?,
+        pixel: u(s[3] * i128::from(element))?,
         block: [u(bh)?, u(bw)?],
         offset: [u(top)?, u(left)?],
         to_batch: u32::from(to_batch),

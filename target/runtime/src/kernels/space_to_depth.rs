@@ -101,9 +101,14 @@ fn prepare(
             .ok_or(KernelError::UnsupportedParameter {
                 what: "SPACE_TO_DEPTH and DEPTH_TO_SPACE block_size must be positive",
             })? as i32;
-    let fits = s.get(1) % b == 0
-        && s.get(2) % b == 0
-        && d.as_slice() == [s.get(0), s.get(1) / b, s.get(2) / b, s.get(3) * b * b];
+    // Wide enough that no product of dimensions and blocks overflows.
+    let g = |t: &Dims, i: usize| i128::from(t.get(i));
+    let b = i128::from(b);
+    let fits = (0..4).all(|i| g(&s, i) >= 0)
+        && g(&s, 1) % b == 0
+        && g(&s, 2) % b == 0
+        && [g(&d, 0), g(&d, 1), g(&d, 2), g(&d, 3)]
+            == [g(&s, 0), g(&s, 1) / b, g(&s, 2) / b, g(&s, 3) * b * b];
     if !fits {
         return Err(KernelError::ShapeMismatch {
             tensor: output.index,

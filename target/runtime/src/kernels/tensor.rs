@@ -319,3 +319,14 @@ pub(crate) fn same_type_and_quant(
     }
     Ok(())
 }
+
+/// The constant data of `info`, counting a tensor with no elements as an
+/// (empty) constant: the model stores no buffer for it and the arena plans
+/// none, so there would be nothing to read at invoke (the begin vector of
+/// a scalar's SLICE, say).
+pub(crate) fn constant_data<'a>(info: &TensorInfo<'a>) -> Result<Option<&'a [u8]>, KernelError> {
+    if info.constant.is_none() && Dims::of(info)?.elements() == 0 {
+        return Ok(Some(&[]));
+    }
+    Ok(info.constant)
+}
