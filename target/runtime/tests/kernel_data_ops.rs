@@ -1965,20 +1965,27 @@ proptest! {
 }
 
 #[test]
-fn space_to_batch_refuses_run_time_blocks_and_bad_shapes() {
+fn space_to_batch_checks_run_time_blocks_at_invoke_and_refuses_bad_shapes() {
     let ty = i8q(0.1, 0);
     let i32t = q(T::INT32, 0.0, 0);
+    let bad = KernelError::UnsupportedParameter {
+        what: "SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND need a positive block, paddings/crops of at least 0, and a padded space tensor that tiles into the batch tensor",
+    };
+    // A block shape computed at run time: read and checked at invoke.
     let model = op_with_constants(
         Op::SPACE_TO_BATCH_ND,
-        &[(ty, &[1, 4, 4, 1]), (i32t, &[2])],
+        &[(ty, &[1, 2, 2, 1]), (i32t, &[2])],
         &[(T::INT32, &[2, 2], i32_bytes(&[0; 4]))],
-        (ty, &[4, 2, 2, 1]),
+        (ty, &[4, 1, 1, 1]),
         Options::None,
     );
-    assert!(matches!(
-        kernel_error(&model, &[&[0; 16], &i32_bytes(&[2, 2])]),
-        KernelError::UnsupportedParameter { .. }
-    ));
+    assert_eq!(
+        run(&model, &[&[1, 2, 3, 4], &i32_bytes(&[2, 2])]).unwrap()[0],
+        [1, 2, 3, 4]
+    );
+    for block in [[1, 4], [0, 2], [-2, -2]] {
+        assert_eq!(kernel_error(&model, &[&[0; 4], &i32_bytes(&block)]), bad);
+    }
     // A batch that is not the block's multiple of the output's.
     let model = op_with_constants(
         Op::BATCH_TO_SPACE_ND,
@@ -1990,10 +1997,19 @@ fn space_to_batch_refuses_run_time_blocks_and_bad_shapes() {
         (ty, &[1, 4, 4, 1]),
         Options::None,
     );
-    assert_eq!(
-        kernel_error(&model, &[&[0; 12]]),
-        KernelError::ShapeMismatch { tensor: 3 }
+    assert_eq!(kernel_error(&model, &[&[0; 12]]), bad);
+    // Negative crops.
+    let model = op_with_constants(
+        Op::BATCH_TO_SPACE_ND,
+        &[(ty, &[4, 2, 2, 1])],
+        &[
+            (T::INT32, &[2], i32_bytes(&[2, 2])),
+            (T::INT32, &[2, 2], i32_bytes(&[-1, 1, 0, 0])),
+        ],
+        (ty, &[1, 4, 4, 1]),
+        Options::None,
     );
+    assert_eq!(kernel_error(&model, &[&[0; 16]]), bad);
     let model = op_with_constants(
         Op::SPACE_TO_BATCH_ND,
         &[(ty, &[4, 1])],

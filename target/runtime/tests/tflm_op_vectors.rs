@@ -676,6 +676,24 @@ fn batch_space_cases(rng: &mut Rng, out: &mut Vec<Case>) {
         graph_case(rng, "b2s_i8_3d", Op::BATCH_TO_SPACE_ND, &[Input(i8t, &[6, 3, 4]), v(&[1], &[3]), v(&[1, 2], &[2, 2])], &[(i8t, &[2, 5, 4])], Options::None),
     ];
     out.extend(cases);
+    // Block shape and crops from model inputs: TFLM reads them at invoke,
+    // and so does hilt when they are not constant.
+    let i32t = q(T::INT32, 0.0, 0);
+    let mut dynamic = graph_case(
+        rng,
+        "b2s_i8_input_block",
+        Op::BATCH_TO_SPACE_ND,
+        &[
+            Input(i8t, &[6, 2, 3, 2]),
+            Input(i32t, &[2]),
+            Input(i32t, &[2, 2]),
+        ],
+        &[(i8t, &[1, 5, 6, 2])],
+        Options::None,
+    );
+    dynamic.inputs[1] = i32_bytes(&[3, 2]);
+    dynamic.inputs[2] = i32_bytes(&[0, 1, 0, 0]);
+    out.push(dynamic);
 }
 
 /// RESIZE_BILINEAR: up and down, each corner and centre rule, TFLM's

@@ -10,9 +10,12 @@
 //! writing the padding where the space pixel is outside the input — the
 //! output zero point's byte for int8, as TFLM's `memset` writes it, zero for
 //! float32. BATCH_TO_SPACE_ND walks its input, dropping the pixels that fall
-//! in the crops. TFLM reads the block shape and paddings/crops at every
-//! invoke; they fix the output shape, which hilt plans statically, so hilt
-//! requires them constant and checks them against the shapes in prepare.
+//! in the crops. The block shape and paddings/crops are int32 vectors; TFLM
+//! reads them at every invoke and trusts them. hilt checks them — a
+//! positive block, no negative padding, and a padded space tensor that
+//! tiles exactly into the model's batch tensor — once in prepare when they
+//! are constant (as converters write them), and at invoke otherwise, so a
+//! bad one is a typed error rather than a read or write out of bounds.
 
 use bytemuck::{Pod, Zeroable};
 
@@ -35,7 +38,7 @@ pub const BATCH_TO_SPACE_ND: Registration = Registration {
     invoke,
 };
 
-/// Op data (52 bytes): both tensors as NHWC (W = 1 for 3-D), the block,
+/// Op data (60 bytes): both tensors as NHWC (W = 1 for 3-D), the block,
 /// the top and left padding (or crop), and the direction.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Pod, Zeroable)]
@@ -53,30 +56,58 @@ struct BatchPlan {
     to_batch: u32,
     /// The padding byte.
     fill: u32,
+    /// Spatial dimensions: 1 for 3-D tensors, 2 for 4-D.
+    spatial: u32,
+    /// 1 when the block shape and paddings are read at invoke.
+    dynamic: u32,
 }
 
 // The op data's size, as its documentation gives it.
-const _: () = assert!(size_of::<BatchPlan>() == 52);
+const _: () = assert!(size_of::<BatchPlan>() == 60);
 
-/// A constant int32 tensor of `len` values, or an error naming it.
-fn constant_i32s(t: &TensorInfo<'_>, len: usize) -> Result<[i32; 4], KernelError> {
-    expect_type(t, &[TensorType::INT32])?;
-    let bytes = t.constant.ok_or(KernelError::UnsupportedParameter {
-        what: "SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND block shape and paddings/crops must be constant",
-    })?;
+const BAD_GEOMETRY: KernelError = KernelError::UnsupportedParameter {
+    what: "SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND need a positive block, paddings/crops of at least 0, and a padded space tensor that tiles into the batch tensor",
+};
+
+/// `len` int32 values from `bytes` (little-endian).
+fn i32s(bytes: &[u8], len: usize) -> Result<[i128; 4], KernelError> {
     if bytes.len() != 4 * len {
-        return Err(KernelError::ShapeMismatch { tensor: t.index });
+        return Err(BAD_GEOMETRY);
     }
     let mut out = [0; 4];
     for (v, b) in out.iter_mut().zip(bytes.chunks_exact(4)) {
-        *v = i32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-    }
-    if out.iter().any(|&v| v < 0) {
-        return Err(KernelError::UnsupportedParameter {
-            what: "SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND paddings/crops must not be negative",
-        });
+        *v = i128::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]]));
     }
     Ok(out)
+}
+
+impl BatchPlan {
+    /// Sets the block and the top and left offsets from the block shape's
+    /// and paddings' bytes, checking them against the shapes.
+    fn set_geometry(&mut self, block: &[u8], edges: &[u8]) -> Result<(), KernelError> {
+        let spatial = self.spatial as usize;
+        let block = i32s(block, spatial)?;
+        let edges = i32s(edges, 2 * spatial)?;
+        let two_d = spatial == 2;
+        let (bh, bw) = (block[0], if two_d { block[1] } else { 1 });
+        let (top, bottom) = (edges[0], edges[1]);
+        let (left, right) = if two_d { (edges[2], edges[3]) } else { (0, 0) };
+        let [s0, s1, s2] = self.space.map(i128::from);
+        let [b0, b1, b2] = self.batched.map(i128::from);
+        let fits = bh >= 1
+            && bw >= 1
+            && [top, bottom, left, right].iter().all(|&v| v >= 0)
+            && b0 == s0 * bh * bw
+            && b1 * bh == s1 + top + bottom
+            && b2 * bw == s2 + left + right;
+        if !fits {
+            return Err(BAD_GEOMETRY);
+        }
+        // All four fit: each is at most a dimension of a planned tensor.
+        self.block = [bh as u32, bw as u32];
+        self.offset = [top as u32, left as u32];
+        Ok(())
+    }
 }
 
 /// `[n, h, w, c]` of a 3-D (NHC, w = 1) or 4-D tensor, wide enough that
@@ -123,38 +154,14 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>, to_batch: bool) -> Result<(), K
         (&output, &input)
     };
     let (s, b) = (nhwc(space_t)?, nhwc(batch_t)?);
-    let spatial = rank - 2;
-    let block = constant_i32s(&ctx.input(1)?, spatial)?;
-    let edges = constant_i32s(&ctx.input(2)?, 2 * spatial)?;
-    let (bh, bw) = (
-        i128::from(block[0]),
-        if spatial == 2 {
-            i128::from(block[1])
-        } else {
-            1
-        },
-    );
-    let (top, bottom) = (i128::from(edges[0]), i128::from(edges[1]));
-    let (left, right) = if spatial == 2 {
-        (i128::from(edges[2]), i128::from(edges[3]))
-    } else {
-        (0, 0)
-    };
-    if bh < 1 || bw < 1 {
-        return Err(KernelError::UnsupportedParameter {
-            what: "SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND block shape must be positive",
-        });
-    }
-    // The space tensor, padded (or before cropping), tiles exactly.
-    let fits = b[0] == s[0] * bh * bw
-        && b[1] * bh == s[1] + top + bottom
-        && b[2] * bw == s[2] + left + right
-        && b[3] == s[3];
-    if !fits {
+    if b[3] != s[3] {
         return Err(KernelError::ShapeMismatch {
             tensor: output.index,
         });
     }
+    let (block, edges) = (ctx.input(1)?, ctx.input(2)?);
+    expect_type(&block, &[TensorType::INT32])?;
+    expect_type(&edges, &[TensorType::INT32])?;
     let fill = match quant(&output) {
         Some(q) if output.dtype == TensorType::INT8 => q.zero_point as u8,
         _ => 0,
@@ -164,19 +171,29 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>, to_batch: bool) -> Result<(), K
             tensor: output.index,
         })
     };
-    ctx.store(&BatchPlan {
+    let mut plan = BatchPlan {
         space: [u(s[0])?, u(s[1])?, u(s[2])?],
         batched: [u(b[0])?, u(b[1])?, u(b[2])?],
         pixel: u(s[3] * i128::from(element))?,
-        block: [u(bh)?, u(bw)?],
-        offset: [u(top)?, u(left)?],
         to_batch: u32::from(to_batch),
         fill: u32::from(fill),
-    })
+        spatial: (rank - 2) as u32,
+        ..BatchPlan::default()
+    };
+    match (block.constant, edges.constant) {
+        (Some(k), Some(e)) => plan.set_geometry(k, e)?,
+        _ => plan.dynamic = 1,
+    }
+    ctx.store(&plan)
 }
 
 fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
-    let p: &BatchPlan = ctx.op_data()?;
+    let stored: &BatchPlan = ctx.op_data()?;
+    let mut plan = *stored;
+    if plan.dynamic == 1 {
+        plan.set_geometry(ctx.input(1)?.data, ctx.input(2)?.data)?;
+    }
+    let p = &plan;
     let input = ctx.input(0)?.data;
     let output = ctx.output(0)?.data;
     let [sn, sh, sw] = p.space.map(|v| v as usize);
