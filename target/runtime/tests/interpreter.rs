@@ -275,13 +275,14 @@ fn a_tensor_read_before_anything_writes_it_is_refused() {
         error,
         InterpreterError::ReadBeforeWrite {
             op: 1,
-            tensor: stale
+            tensor: stale.0
         }
     );
     assert_eq!(
         error.to_string(),
         format!(
-            "operator 1 reads tensor {stale}, which no earlier operator writes and which is not a model input"
+            "operator 1 reads tensor {}, which no earlier operator writes and which is not a model input",
+            stale.0
         )
     );
 }

@@ -123,7 +123,9 @@ pub(crate) fn concatenate<'a>(
     }
 }
 
-fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
+/// Copies each input's slices into the output in turn (op data
+/// `[outer, inputs]`); PACK runs the same walk.
+pub(crate) fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
     let &[outer, n] = ctx.op_data::<[u32; 2]>()?;
     let outer = outer as usize;
     let output = ctx.output(0)?;

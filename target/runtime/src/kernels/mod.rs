@@ -26,16 +26,20 @@ pub mod depthwise_conv;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 mod depthwise_packed;
 pub mod dequantize;
+pub mod fill;
 pub mod fixed_point;
 pub mod float_math;
 pub mod fully_connected;
+pub mod gather;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 pub(crate) mod gemm;
 pub mod leaky_relu;
 pub mod logistic;
 pub mod lstm;
 pub mod maximum_minimum;
+pub mod mirror_pad;
 pub mod mul;
+pub mod pack;
 pub mod pad;
 pub mod padding;
 pub mod pooling;
@@ -44,10 +48,15 @@ pub mod quantize;
 pub mod quantized;
 pub mod reduce;
 pub mod reshape;
+pub mod resize_bilinear;
 pub mod resize_nearest_neighbor;
 pub mod rsqrt;
+pub mod shape;
+pub mod slice;
 pub mod softmax;
 mod softmax_i16;
+pub mod space_to_batch;
+pub mod space_to_depth;
 pub mod split;
 pub mod squared_difference;
 pub mod strided_slice;
@@ -130,6 +139,16 @@ pub enum KernelError {
         /// Input position.
         position: u32,
     },
+    /// An index read from a tensor at invoke (GATHER's positions) falls
+    /// outside the axis it indexes.
+    IndexOutOfRange {
+        /// The tensor holding the index.
+        tensor: u32,
+        /// The index.
+        index: i64,
+        /// The size of the axis it indexes.
+        size: u32,
+    },
     /// A writable view was requested twice in one invoke.
     TakenTwice,
     /// An interpreter invariant did not hold (a bug, reported rather than a panic).
@@ -209,6 +228,14 @@ impl fmt::Display for KernelError {
             KernelError::NotVariable { position } => {
                 write!(f, "input {position} is not a variable tensor")
             }
+            KernelError::IndexOutOfRange {
+                tensor,
+                index,
+                size,
+            } => write!(
+                f,
+                "tensor {tensor}: index {index} is outside an axis of size {size}"
+            ),
             KernelError::TakenTwice => f.write_str("a writable tensor view was taken twice"),
             KernelError::Internal => f.write_str("internal interpreter error"),
         }
@@ -456,6 +483,37 @@ pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
         (BuiltinOperator::PAD, pad::PAD),
         (BuiltinOperator::PADV2, pad::PADV2),
         (BuiltinOperator::STRIDED_SLICE, strided_slice::REGISTRATION),
+        (BuiltinOperator::SQUEEZE, reshape::SQUEEZE),
+        (BuiltinOperator::EXPAND_DIMS, reshape::EXPAND_DIMS),
+        (BuiltinOperator::SHAPE, shape::REGISTRATION),
+        (BuiltinOperator::FILL, fill::FILL),
+        (BuiltinOperator::ZEROS_LIKE, fill::ZEROS_LIKE),
+        (BuiltinOperator::SLICE, slice::REGISTRATION),
+        (BuiltinOperator::MIRROR_PAD, mirror_pad::REGISTRATION),
+        (BuiltinOperator::PACK, pack::PACK),
+        (BuiltinOperator::UNPACK, pack::UNPACK),
+        (BuiltinOperator::GATHER, gather::REGISTRATION),
+        (
+            BuiltinOperator::SPACE_TO_DEPTH,
+            space_to_depth::SPACE_TO_DEPTH,
+        ),
+        (
+            BuiltinOperator::DEPTH_TO_SPACE,
+            space_to_depth::DEPTH_TO_SPACE,
+        ),
+        (
+            BuiltinOperator::SPACE_TO_BATCH_ND,
+            space_to_batch::SPACE_TO_BATCH_ND,
+        ),
+        (
+            BuiltinOperator::BATCH_TO_SPACE_ND,
+            space_to_batch::BATCH_TO_SPACE_ND,
+        ),
+        (
+            BuiltinOperator::RESIZE_BILINEAR,
+            resize_bilinear::REGISTRATION,
+        ),
+        (BuiltinOperator::L2_POOL_2D, pooling::L2_POOL_2D),
     ];
     for &(op, kernel) in table {
         // BUILTINS_CAPACITY entries hold every builtin above.

@@ -1,5 +1,6 @@
-//! AVERAGE_POOL_2D and MAX_POOL_2D over NHWC tensors: float32, int8 and
-//! int16, bit-exact with TFLM's reference kernels.
+//! AVERAGE_POOL_2D and MAX_POOL_2D over NHWC tensors (float32, int8 and
+//! int16) and L2_POOL_2D (float32, TFLM's only type: the square root of
+//! the mean of the squares), bit-exact with TFLM's reference kernels.
 //!
 //! Prepare computes TFLM's padding and checks every window overlaps the
 //! input (TFLM fails at invoke otherwise). Invoke clamps each window to the
@@ -30,6 +31,18 @@ pub const MAX_POOL_2D: Registration = Registration {
     invoke,
 };
 
+/// The L2_POOL_2D kernel.
+pub const L2_POOL_2D: Registration = Registration {
+    name: "L2_POOL_2D",
+    prepare: prepare_l2,
+    invoke,
+};
+
+/// What a window reduces to.
+const MODE_AVERAGE: u32 = 0;
+const MODE_MAX: u32 = 1;
+const MODE_L2: u32 = 2;
+
 const KIND_FLOAT32: u32 = 0;
 const KIND_INT8: u32 = 1;
 const KIND_INT16: u32 = 2;
@@ -41,7 +54,8 @@ const LANES: usize = 16;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Pod, Zeroable)]
 struct PoolData {
     kind: u32,
-    is_max: u32,
+    /// `MODE_AVERAGE`, `MODE_MAX` or `MODE_L2`.
+    mode: u32,
     batches: u32,
     input_height: u32,
     input_width: u32,
@@ -89,14 +103,20 @@ fn window(o: i32, stride: i32, padding: i32, filter: i32, image: i32) -> (i32, i
 }
 
 fn prepare_average(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
-    prepare(ctx, false)
+    prepare(ctx, MODE_AVERAGE)
 }
 
 fn prepare_max(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
-    prepare(ctx, true)
+    prepare(ctx, MODE_MAX)
 }
 
-fn prepare(ctx: &mut PrepareContext<'_, '_, '_>, is_max: bool) -> Result<(), KernelError> {
+fn prepare_l2(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
+    let input = ctx.input(0)?;
+    super::tensor::expect_type(&input, &[TensorType::FLOAT32])?;
+    prepare(ctx, MODE_L2)
+}
+
+fn prepare(ctx: &mut PrepareContext<'_, '_, '_>, mode: u32) -> Result<(), KernelError> {
     let input = ctx.input(0)?;
     let output = ctx.output(0)?;
     let options = ctx
@@ -182,7 +202,7 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>, is_max: bool) -> Result<(), Ker
     let activation = options.fused_activation_function();
     let mut data = PoolData {
         kind: KIND_FLOAT32,
-        is_max: u32::from(is_max),
+        mode,
         batches: in_dims.get(0) as u32,
         input_height: in_h as u32,
         input_width: in_w as u32,
@@ -348,8 +368,9 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
     let input = ctx.input(0)?;
     let output = ctx.output(0)?;
     let (lo, hi) = (p.activation_min, p.activation_max);
-    match (p.kind, p.is_max != 0) {
-        (KIND_FLOAT32, max) => {
+    let max = p.mode == MODE_MAX;
+    match p.kind {
+        KIND_FLOAT32 => {
             let (lo, hi) = (p.activation_min_f32, p.activation_max_f32);
             // TFLM's ActivationFunctionWithMinMax: min(max(x, lo), hi).
             let clamp = move |x: f32| {
@@ -366,11 +387,20 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
                     |m, v| if m < v { v } else { m },
                     |m, _| clamp(m),
                 )
+            } else if p.mode == MODE_L2 {
+                pool(
+                    p,
+                    i,
+                    o,
+                    0.0f32,
+                    |s, v| s + v * v,
+                    |s, n| clamp(libm::sqrtf(s / n as f32)),
+                )
             } else {
                 pool(p, i, o, 0.0f32, |s, v| s + v, |s, n| clamp(s / n as f32))
             }
         }
-        (KIND_INT8, max) => {
+        KIND_INT8 => {
             let (i, o) = (input.values::<i8>()?, output.values::<i8>()?);
             if max {
                 pool(
@@ -392,7 +422,7 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
                 )
             }
         }
-        (KIND_INT16, max) => {
+        KIND_INT16 => {
             let (i, o) = (input.values::<i16>()?, output.values::<i16>()?);
             if max {
                 pool(

@@ -8,6 +8,7 @@ use bytemuck::{Pod, Zeroable};
 
 use super::tensor::Dims;
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
+use crate::model::TensorInfo;
 use crate::schema::TensorType;
 
 /// The RESIZE_NEAREST_NEIGHBOR kernel.
@@ -110,21 +111,12 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
             });
         }
     };
-    let (id, od) = (Dims::of(&input)?, Dims::of(&output)?);
-    for (d, index) in [(&id, input.index), (&od, output.index)] {
-        if d.rank() != 4 {
-            return Err(KernelError::UnsupportedRank {
-                tensor: index,
-                rank: d.rank() as u32,
-            });
-        }
-    }
-    if od.get(0) != id.get(0) || od.get(3) != id.get(3) || (1..3).any(|k| od.get(k) <= 0) {
-        return Err(KernelError::ShapeMismatch {
-            tensor: output.index,
-        });
-    }
-    check_size(&size, od.get(1), od.get(2))?;
+    let (id, od) = resize_shapes(
+        &input,
+        &size,
+        &output,
+        "RESIZE_NEAREST_NEIGHBOR size must be a constant tensor",
+    )?;
     let plan = ResizePlan {
         batches: id.get(0) as u32,
         in_h: id.get(1) as u32,
@@ -138,28 +130,49 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
     ctx.store(&plan)
 }
 
-/// The size input must be a constant int32 pair equal to the output's
-/// height and width (TFLM refuses a size that is not constant: it cannot
-/// resize tensors at run time, and neither can hilt's planned arena).
-fn check_size(size: &crate::model::TensorInfo<'_>, h: i32, w: i32) -> Result<(), KernelError> {
+/// The shapes of a 4-D resize: input and output NHWC with the same batch
+/// and channels, and a size input that is a constant int32 pair equal to
+/// the output's height and width (TFLM refuses a size that is not
+/// constant: it cannot resize tensors at run time, and neither can hilt's
+/// planned arena; `not_constant` says so for the op).
+pub(crate) fn resize_shapes(
+    input: &TensorInfo<'_>,
+    size: &TensorInfo<'_>,
+    output: &TensorInfo<'_>,
+    not_constant: &'static str,
+) -> Result<(Dims, Dims), KernelError> {
+    let (id, od) = (Dims::of(input)?, Dims::of(output)?);
+    for (d, index) in [(&id, input.index), (&od, output.index)] {
+        if d.rank() != 4 {
+            return Err(KernelError::UnsupportedRank {
+                tensor: index,
+                rank: d.rank() as u32,
+            });
+        }
+    }
+    if od.get(0) != id.get(0) || od.get(3) != id.get(3) || (1..3).any(|k| od.get(k) <= 0) {
+        return Err(KernelError::ShapeMismatch {
+            tensor: output.index,
+        });
+    }
     if size.dtype != TensorType::INT32 {
         return Err(KernelError::UnsupportedType {
             tensor: size.index,
             dtype: size.dtype.0,
         });
     }
-    let bytes = size.constant.ok_or(KernelError::UnsupportedParameter {
-        what: "RESIZE_NEAREST_NEIGHBOR size must be a constant tensor",
-    })?;
+    let bytes = size
+        .constant
+        .ok_or(KernelError::UnsupportedParameter { what: not_constant })?;
     let value = |k: usize| {
         bytes
             .get(k * 4..k * 4 + 4)
             .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     };
-    if bytes.len() != 8 || value(0) != Some(h) || value(1) != Some(w) {
+    if bytes.len() != 8 || value(0) != Some(od.get(1)) || value(1) != Some(od.get(2)) {
         return Err(KernelError::ShapeMismatch { tensor: size.index });
     }
-    Ok(())
+    Ok((id, od))
 }
 
 fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {

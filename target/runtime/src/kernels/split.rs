@@ -152,7 +152,9 @@ fn prepare_split_v(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelErr
     Ok(())
 }
 
-fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
+/// Copies the input's slices out to each output in turn (op data
+/// `[input position, outer, outputs]`); UNPACK runs the same walk.
+pub(crate) fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
     let &[position, outer, n] = ctx.op_data::<[u32; 3]>()?;
     let input = ctx.input(position as usize)?.data;
     let outer = outer as usize;

@@ -268,3 +268,65 @@ impl<'i, 'm> TensorMut<'i, 'm> {
         self.model.tensor(self.index)
     }
 }
+
+/// Bytes per element of `info`, which must be one of `types` (a copying
+/// kernel's list: the bytes matter, not what they mean).
+pub(crate) fn element_size(
+    info: &TensorInfo<'_>,
+    types: &[TensorType],
+) -> Result<u32, KernelError> {
+    expect_type(info, types)?;
+    match info.dtype {
+        TensorType::INT8 | TensorType::UINT8 | TensorType::BOOL => Ok(1),
+        TensorType::INT16 | TensorType::FLOAT16 => Ok(2),
+        TensorType::FLOAT32 | TensorType::INT32 => Ok(4),
+        TensorType::INT64 | TensorType::FLOAT64 => Ok(8),
+        other => Err(KernelError::UnsupportedType {
+            tensor: info.index,
+            dtype: other.0,
+        }),
+    }
+}
+
+/// Element `i` of an int32 or int64 vector's bytes, widened (`None` past
+/// the end).
+pub(crate) fn index_at(dtype: TensorType, bytes: &[u8], i: usize) -> Option<i64> {
+    if dtype == TensorType::INT64 {
+        let b: [u8; 8] = bytes.get(8 * i..8 * i + 8)?.try_into().ok()?;
+        Some(i64::from_le_bytes(b))
+    } else {
+        let b: [u8; 4] = bytes.get(4 * i..4 * i + 4)?.try_into().ok()?;
+        Some(i64::from(i32::from_le_bytes(b)))
+    }
+}
+
+/// Refuses `output` unless it has `input`'s type and quantisation (a
+/// kernel that moves values without requantising them); `what` names the
+/// op's quantisation rule in the error.
+pub(crate) fn same_type_and_quant(
+    input: &TensorInfo<'_>,
+    output: &TensorInfo<'_>,
+    what: &'static str,
+) -> Result<(), KernelError> {
+    if input.dtype != output.dtype {
+        return Err(KernelError::UnsupportedType {
+            tensor: output.index,
+            dtype: output.dtype.0,
+        });
+    }
+    if quant(input) != quant(output) {
+        return Err(KernelError::UnsupportedParameter { what });
+    }
+    Ok(())
+}
+
+/// The constant data of `info`, counting a tensor with no elements as an
+/// (empty) constant: the model stores no buffer for it and the arena plans
+/// none, so there would be nothing to read at invoke (the begin vector of
+/// a scalar's SLICE, say).
+pub(crate) fn constant_data<'a>(info: &TensorInfo<'a>) -> Result<Option<&'a [u8]>, KernelError> {
+    if info.constant.is_none() && Dims::of(info)?.elements() == 0 {
+        return Ok(Some(&[]));
+    }
+    Ok(info.constant)
+}

@@ -1389,6 +1389,95 @@ pub mod tflite {
         since = "2.0.0",
         note = "Use associated constants instead. This will no longer be generated in 2021."
     )]
+    pub const ENUM_MIN_MIRROR_PAD_MODE: i8 = 0;
+    #[deprecated(
+        since = "2.0.0",
+        note = "Use associated constants instead. This will no longer be generated in 2021."
+    )]
+    pub const ENUM_MAX_MIRROR_PAD_MODE: i8 = 1;
+    #[deprecated(
+        since = "2.0.0",
+        note = "Use associated constants instead. This will no longer be generated in 2021."
+    )]
+    #[allow(non_camel_case_types)]
+    pub const ENUM_VALUES_MIRROR_PAD_MODE: [MirrorPadMode; 2] =
+        [MirrorPadMode::REFLECT, MirrorPadMode::SYMMETRIC];
+
+    #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+    #[repr(transparent)]
+    pub struct MirrorPadMode(pub i8);
+    #[allow(non_upper_case_globals)]
+    impl MirrorPadMode {
+        pub const REFLECT: Self = Self(0);
+        pub const SYMMETRIC: Self = Self(1);
+
+        pub const ENUM_MIN: i8 = 0;
+        pub const ENUM_MAX: i8 = 1;
+        pub const ENUM_VALUES: &'static [Self] = &[Self::REFLECT, Self::SYMMETRIC];
+        /// Returns the variant's name or "" if unknown.
+        pub fn variant_name(self) -> Option<&'static str> {
+            match self {
+                Self::REFLECT => Some("REFLECT"),
+                Self::SYMMETRIC => Some("SYMMETRIC"),
+                _ => None,
+            }
+        }
+    }
+    impl ::core::fmt::Debug for MirrorPadMode {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter) -> ::core::fmt::Result {
+            if let Some(name) = self.variant_name() {
+                f.write_str(name)
+            } else {
+                f.write_fmt(format_args!("<UNKNOWN {:?}>", self.0))
+            }
+        }
+    }
+    impl<'a> ::flatbuffers::Follow<'a> for MirrorPadMode {
+        type Inner = Self;
+        #[inline]
+        unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+            let b = unsafe { ::flatbuffers::read_scalar_at::<i8>(buf, loc) };
+            Self(b)
+        }
+    }
+
+    impl ::flatbuffers::Push for MirrorPadMode {
+        type Output = MirrorPadMode;
+        #[inline]
+        unsafe fn push(&self, dst: &mut [u8], _written_len: usize) {
+            unsafe { ::flatbuffers::emplace_scalar::<i8>(dst, self.0) };
+        }
+    }
+
+    impl ::flatbuffers::EndianScalar for MirrorPadMode {
+        type Scalar = i8;
+        #[inline]
+        fn to_little_endian(self) -> i8 {
+            self.0.to_le()
+        }
+        #[inline]
+        #[allow(clippy::wrong_self_convention)]
+        fn from_little_endian(v: i8) -> Self {
+            let b = i8::from_le(v);
+            Self(b)
+        }
+    }
+
+    impl<'a> ::flatbuffers::Verifiable for MirrorPadMode {
+        #[inline]
+        fn run_verifier(
+            v: &mut ::flatbuffers::Verifier,
+            pos: usize,
+        ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+            i8::run_verifier(v, pos)
+        }
+    }
+
+    impl ::flatbuffers::SimpleToVerifyInSlice for MirrorPadMode {}
+    #[deprecated(
+        since = "2.0.0",
+        note = "Use associated constants instead. This will no longer be generated in 2021."
+    )]
     pub const ENUM_MIN_BUILTIN_OPTIONS: u8 = 0;
     #[deprecated(
         since = "2.0.0",
@@ -1400,7 +1489,7 @@ pub mod tflite {
         note = "Use associated constants instead. This will no longer be generated in 2021."
     )]
     #[allow(non_camel_case_types)]
-    pub const ENUM_VALUES_BUILTIN_OPTIONS: [BuiltinOptions; 25] = [
+    pub const ENUM_VALUES_BUILTIN_OPTIONS: [BuiltinOptions; 34] = [
         BuiltinOptions::NONE,
         BuiltinOptions::Conv2DOptions,
         BuiltinOptions::DepthwiseConv2DOptions,
@@ -1410,20 +1499,29 @@ pub mod tflite {
         BuiltinOptions::SoftmaxOptions,
         BuiltinOptions::ConcatenationOptions,
         BuiltinOptions::AddOptions,
+        BuiltinOptions::ResizeBilinearOptions,
         BuiltinOptions::ReshapeOptions,
+        BuiltinOptions::SpaceToDepthOptions,
         BuiltinOptions::MulOptions,
         BuiltinOptions::PadOptions,
+        BuiltinOptions::GatherOptions,
         BuiltinOptions::ReducerOptions,
         BuiltinOptions::SubOptions,
+        BuiltinOptions::SqueezeOptions,
         BuiltinOptions::StridedSliceOptions,
         BuiltinOptions::DequantizeOptions,
         BuiltinOptions::ArgMaxOptions,
         BuiltinOptions::TransposeConvOptions,
+        BuiltinOptions::ShapeOptions,
         BuiltinOptions::ArgMinOptions,
+        BuiltinOptions::PackOptions,
+        BuiltinOptions::UnpackOptions,
         BuiltinOptions::UnidirectionalSequenceLSTMOptions,
         BuiltinOptions::ResizeNearestNeighborOptions,
         BuiltinOptions::LeakyReluOptions,
+        BuiltinOptions::MirrorPadOptions,
         BuiltinOptions::QuantizeOptions,
+        BuiltinOptions::DepthToSpaceOptions,
         BuiltinOptions::BatchMatMulOptions,
         BuiltinOptions::CumsumOptions,
     ];
@@ -1442,20 +1540,29 @@ pub mod tflite {
         pub const SoftmaxOptions: Self = Self(9);
         pub const ConcatenationOptions: Self = Self(10);
         pub const AddOptions: Self = Self(11);
+        pub const ResizeBilinearOptions: Self = Self(15);
         pub const ReshapeOptions: Self = Self(17);
+        pub const SpaceToDepthOptions: Self = Self(19);
         pub const MulOptions: Self = Self(21);
         pub const PadOptions: Self = Self(22);
+        pub const GatherOptions: Self = Self(23);
         pub const ReducerOptions: Self = Self(27);
         pub const SubOptions: Self = Self(28);
+        pub const SqueezeOptions: Self = Self(30);
         pub const StridedSliceOptions: Self = Self(32);
         pub const DequantizeOptions: Self = Self(38);
         pub const ArgMaxOptions: Self = Self(40);
         pub const TransposeConvOptions: Self = Self(49);
+        pub const ShapeOptions: Self = Self(55);
         pub const ArgMinOptions: Self = Self(57);
+        pub const PackOptions: Self = Self(59);
+        pub const UnpackOptions: Self = Self(64);
         pub const UnidirectionalSequenceLSTMOptions: Self = Self(71);
         pub const ResizeNearestNeighborOptions: Self = Self(74);
         pub const LeakyReluOptions: Self = Self(75);
+        pub const MirrorPadOptions: Self = Self(77);
         pub const QuantizeOptions: Self = Self(89);
+        pub const DepthToSpaceOptions: Self = Self(94);
         pub const BatchMatMulOptions: Self = Self(101);
         pub const CumsumOptions: Self = Self(102);
 
@@ -1471,20 +1578,29 @@ pub mod tflite {
             Self::SoftmaxOptions,
             Self::ConcatenationOptions,
             Self::AddOptions,
+            Self::ResizeBilinearOptions,
             Self::ReshapeOptions,
+            Self::SpaceToDepthOptions,
             Self::MulOptions,
             Self::PadOptions,
+            Self::GatherOptions,
             Self::ReducerOptions,
             Self::SubOptions,
+            Self::SqueezeOptions,
             Self::StridedSliceOptions,
             Self::DequantizeOptions,
             Self::ArgMaxOptions,
             Self::TransposeConvOptions,
+            Self::ShapeOptions,
             Self::ArgMinOptions,
+            Self::PackOptions,
+            Self::UnpackOptions,
             Self::UnidirectionalSequenceLSTMOptions,
             Self::ResizeNearestNeighborOptions,
             Self::LeakyReluOptions,
+            Self::MirrorPadOptions,
             Self::QuantizeOptions,
+            Self::DepthToSpaceOptions,
             Self::BatchMatMulOptions,
             Self::CumsumOptions,
         ];
@@ -1500,22 +1616,31 @@ pub mod tflite {
                 Self::SoftmaxOptions => Some("SoftmaxOptions"),
                 Self::ConcatenationOptions => Some("ConcatenationOptions"),
                 Self::AddOptions => Some("AddOptions"),
+                Self::ResizeBilinearOptions => Some("ResizeBilinearOptions"),
                 Self::ReshapeOptions => Some("ReshapeOptions"),
+                Self::SpaceToDepthOptions => Some("SpaceToDepthOptions"),
                 Self::MulOptions => Some("MulOptions"),
                 Self::PadOptions => Some("PadOptions"),
+                Self::GatherOptions => Some("GatherOptions"),
                 Self::ReducerOptions => Some("ReducerOptions"),
                 Self::SubOptions => Some("SubOptions"),
+                Self::SqueezeOptions => Some("SqueezeOptions"),
                 Self::StridedSliceOptions => Some("StridedSliceOptions"),
                 Self::DequantizeOptions => Some("DequantizeOptions"),
                 Self::ArgMaxOptions => Some("ArgMaxOptions"),
                 Self::TransposeConvOptions => Some("TransposeConvOptions"),
+                Self::ShapeOptions => Some("ShapeOptions"),
                 Self::ArgMinOptions => Some("ArgMinOptions"),
+                Self::PackOptions => Some("PackOptions"),
+                Self::UnpackOptions => Some("UnpackOptions"),
                 Self::UnidirectionalSequenceLSTMOptions => {
                     Some("UnidirectionalSequenceLSTMOptions")
                 }
                 Self::ResizeNearestNeighborOptions => Some("ResizeNearestNeighborOptions"),
                 Self::LeakyReluOptions => Some("LeakyReluOptions"),
+                Self::MirrorPadOptions => Some("MirrorPadOptions"),
                 Self::QuantizeOptions => Some("QuantizeOptions"),
+                Self::DepthToSpaceOptions => Some("DepthToSpaceOptions"),
                 Self::BatchMatMulOptions => Some("BatchMatMulOptions"),
                 Self::CumsumOptions => Some("CumsumOptions"),
                 _ => None,
@@ -5220,6 +5345,1092 @@ pub mod tflite {
             ds.finish()
         }
     }
+    pub enum SqueezeOptionsOffset {}
+    #[derive(Copy, Clone, PartialEq)]
+
+    pub struct SqueezeOptions<'a> {
+        pub _tab: ::flatbuffers::Table<'a>,
+    }
+
+    impl<'a> ::flatbuffers::Follow<'a> for SqueezeOptions<'a> {
+        type Inner = SqueezeOptions<'a>;
+        #[inline]
+        unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+            Self {
+                _tab: unsafe { ::flatbuffers::Table::new(buf, loc) },
+            }
+        }
+    }
+
+    impl<'a> SqueezeOptions<'a> {
+        pub const VT_SQUEEZE_DIMS: ::flatbuffers::VOffsetT = 4;
+
+        #[inline]
+        pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+            SqueezeOptions { _tab: table }
+        }
+        #[allow(unused_mut)]
+        pub fn create<
+            'bldr: 'args,
+            'args: 'mut_bldr,
+            'mut_bldr,
+            A: ::flatbuffers::Allocator + 'bldr,
+        >(
+            _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+            args: &'args SqueezeOptionsArgs<'args>,
+        ) -> ::flatbuffers::WIPOffset<SqueezeOptions<'bldr>> {
+            let mut builder = SqueezeOptionsBuilder::new(_fbb);
+            if let Some(x) = args.squeeze_dims {
+                builder.add_squeeze_dims(x);
+            }
+            builder.finish()
+        }
+
+        #[inline]
+        pub fn squeeze_dims(&self) -> Option<::flatbuffers::Vector<'a, i32>> {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, i32>>>(
+                        SqueezeOptions::VT_SQUEEZE_DIMS,
+                        None,
+                    )
+            }
+        }
+    }
+
+    impl ::flatbuffers::Verifiable for SqueezeOptions<'_> {
+        #[inline]
+        fn run_verifier(
+            v: &mut ::flatbuffers::Verifier,
+            pos: usize,
+        ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+            v.visit_table(pos)?
+                .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, i32>>>(
+                    "squeeze_dims",
+                    Self::VT_SQUEEZE_DIMS,
+                    false,
+                )?
+                .finish();
+            Ok(())
+        }
+    }
+    pub struct SqueezeOptionsArgs<'a> {
+        pub squeeze_dims: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, i32>>>,
+    }
+    impl<'a> Default for SqueezeOptionsArgs<'a> {
+        #[inline]
+        fn default() -> Self {
+            SqueezeOptionsArgs { squeeze_dims: None }
+        }
+    }
+
+    pub struct SqueezeOptionsBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+        fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+    }
+    impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> SqueezeOptionsBuilder<'a, 'b, A> {
+        #[inline]
+        pub fn add_squeeze_dims(
+            &mut self,
+            squeeze_dims: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b, i32>>,
+        ) {
+            self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(
+                SqueezeOptions::VT_SQUEEZE_DIMS,
+                squeeze_dims,
+            );
+        }
+        #[inline]
+        pub fn new(
+            _fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        ) -> SqueezeOptionsBuilder<'a, 'b, A> {
+            let start = _fbb.start_table();
+            SqueezeOptionsBuilder {
+                fbb_: _fbb,
+                start_: start,
+            }
+        }
+        #[inline]
+        pub fn finish(self) -> ::flatbuffers::WIPOffset<SqueezeOptions<'a>> {
+            let o = self.fbb_.end_table(self.start_);
+            ::flatbuffers::WIPOffset::new(o.value())
+        }
+    }
+
+    impl ::core::fmt::Debug for SqueezeOptions<'_> {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            let mut ds = f.debug_struct("SqueezeOptions");
+            ds.field("squeeze_dims", &self.squeeze_dims());
+            ds.finish()
+        }
+    }
+    pub enum ShapeOptionsOffset {}
+    #[derive(Copy, Clone, PartialEq)]
+
+    pub struct ShapeOptions<'a> {
+        pub _tab: ::flatbuffers::Table<'a>,
+    }
+
+    impl<'a> ::flatbuffers::Follow<'a> for ShapeOptions<'a> {
+        type Inner = ShapeOptions<'a>;
+        #[inline]
+        unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+            Self {
+                _tab: unsafe { ::flatbuffers::Table::new(buf, loc) },
+            }
+        }
+    }
+
+    impl<'a> ShapeOptions<'a> {
+        pub const VT_OUT_TYPE: ::flatbuffers::VOffsetT = 4;
+
+        #[inline]
+        pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+            ShapeOptions { _tab: table }
+        }
+        #[allow(unused_mut)]
+        pub fn create<
+            'bldr: 'args,
+            'args: 'mut_bldr,
+            'mut_bldr,
+            A: ::flatbuffers::Allocator + 'bldr,
+        >(
+            _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+            args: &'args ShapeOptionsArgs,
+        ) -> ::flatbuffers::WIPOffset<ShapeOptions<'bldr>> {
+            let mut builder = ShapeOptionsBuilder::new(_fbb);
+            builder.add_out_type(args.out_type);
+            builder.finish()
+        }
+
+        #[inline]
+        pub fn out_type(&self) -> TensorType {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<TensorType>(ShapeOptions::VT_OUT_TYPE, Some(TensorType::FLOAT32))
+                    .unwrap()
+            }
+        }
+    }
+
+    impl ::flatbuffers::Verifiable for ShapeOptions<'_> {
+        #[inline]
+        fn run_verifier(
+            v: &mut ::flatbuffers::Verifier,
+            pos: usize,
+        ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+            v.visit_table(pos)?
+                .visit_field::<TensorType>("out_type", Self::VT_OUT_TYPE, false)?
+                .finish();
+            Ok(())
+        }
+    }
+    pub struct ShapeOptionsArgs {
+        pub out_type: TensorType,
+    }
+    impl<'a> Default for ShapeOptionsArgs {
+        #[inline]
+        fn default() -> Self {
+            ShapeOptionsArgs {
+                out_type: TensorType::FLOAT32,
+            }
+        }
+    }
+
+    pub struct ShapeOptionsBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+        fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+    }
+    impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> ShapeOptionsBuilder<'a, 'b, A> {
+        #[inline]
+        pub fn add_out_type(&mut self, out_type: TensorType) {
+            self.fbb_.push_slot::<TensorType>(
+                ShapeOptions::VT_OUT_TYPE,
+                out_type,
+                TensorType::FLOAT32,
+            );
+        }
+        #[inline]
+        pub fn new(
+            _fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        ) -> ShapeOptionsBuilder<'a, 'b, A> {
+            let start = _fbb.start_table();
+            ShapeOptionsBuilder {
+                fbb_: _fbb,
+                start_: start,
+            }
+        }
+        #[inline]
+        pub fn finish(self) -> ::flatbuffers::WIPOffset<ShapeOptions<'a>> {
+            let o = self.fbb_.end_table(self.start_);
+            ::flatbuffers::WIPOffset::new(o.value())
+        }
+    }
+
+    impl ::core::fmt::Debug for ShapeOptions<'_> {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            let mut ds = f.debug_struct("ShapeOptions");
+            ds.field("out_type", &self.out_type());
+            ds.finish()
+        }
+    }
+    pub enum MirrorPadOptionsOffset {}
+    #[derive(Copy, Clone, PartialEq)]
+
+    pub struct MirrorPadOptions<'a> {
+        pub _tab: ::flatbuffers::Table<'a>,
+    }
+
+    impl<'a> ::flatbuffers::Follow<'a> for MirrorPadOptions<'a> {
+        type Inner = MirrorPadOptions<'a>;
+        #[inline]
+        unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+            Self {
+                _tab: unsafe { ::flatbuffers::Table::new(buf, loc) },
+            }
+        }
+    }
+
+    impl<'a> MirrorPadOptions<'a> {
+        pub const VT_MODE: ::flatbuffers::VOffsetT = 4;
+
+        #[inline]
+        pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+            MirrorPadOptions { _tab: table }
+        }
+        #[allow(unused_mut)]
+        pub fn create<
+            'bldr: 'args,
+            'args: 'mut_bldr,
+            'mut_bldr,
+            A: ::flatbuffers::Allocator + 'bldr,
+        >(
+            _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+            args: &'args MirrorPadOptionsArgs,
+        ) -> ::flatbuffers::WIPOffset<MirrorPadOptions<'bldr>> {
+            let mut builder = MirrorPadOptionsBuilder::new(_fbb);
+            builder.add_mode(args.mode);
+            builder.finish()
+        }
+
+        #[inline]
+        pub fn mode(&self) -> MirrorPadMode {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<MirrorPadMode>(MirrorPadOptions::VT_MODE, Some(MirrorPadMode::REFLECT))
+                    .unwrap()
+            }
+        }
+    }
+
+    impl ::flatbuffers::Verifiable for MirrorPadOptions<'_> {
+        #[inline]
+        fn run_verifier(
+            v: &mut ::flatbuffers::Verifier,
+            pos: usize,
+        ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+            v.visit_table(pos)?
+                .visit_field::<MirrorPadMode>("mode", Self::VT_MODE, false)?
+                .finish();
+            Ok(())
+        }
+    }
+    pub struct MirrorPadOptionsArgs {
+        pub mode: MirrorPadMode,
+    }
+    impl<'a> Default for MirrorPadOptionsArgs {
+        #[inline]
+        fn default() -> Self {
+            MirrorPadOptionsArgs {
+                mode: MirrorPadMode::REFLECT,
+            }
+        }
+    }
+
+    pub struct MirrorPadOptionsBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+        fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+    }
+    impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> MirrorPadOptionsBuilder<'a, 'b, A> {
+        #[inline]
+        pub fn add_mode(&mut self, mode: MirrorPadMode) {
+            self.fbb_.push_slot::<MirrorPadMode>(
+                MirrorPadOptions::VT_MODE,
+                mode,
+                MirrorPadMode::REFLECT,
+            );
+        }
+        #[inline]
+        pub fn new(
+            _fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        ) -> MirrorPadOptionsBuilder<'a, 'b, A> {
+            let start = _fbb.start_table();
+            MirrorPadOptionsBuilder {
+                fbb_: _fbb,
+                start_: start,
+            }
+        }
+        #[inline]
+        pub fn finish(self) -> ::flatbuffers::WIPOffset<MirrorPadOptions<'a>> {
+            let o = self.fbb_.end_table(self.start_);
+            ::flatbuffers::WIPOffset::new(o.value())
+        }
+    }
+
+    impl ::core::fmt::Debug for MirrorPadOptions<'_> {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            let mut ds = f.debug_struct("MirrorPadOptions");
+            ds.field("mode", &self.mode());
+            ds.finish()
+        }
+    }
+    pub enum PackOptionsOffset {}
+    #[derive(Copy, Clone, PartialEq)]
+
+    pub struct PackOptions<'a> {
+        pub _tab: ::flatbuffers::Table<'a>,
+    }
+
+    impl<'a> ::flatbuffers::Follow<'a> for PackOptions<'a> {
+        type Inner = PackOptions<'a>;
+        #[inline]
+        unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+            Self {
+                _tab: unsafe { ::flatbuffers::Table::new(buf, loc) },
+            }
+        }
+    }
+
+    impl<'a> PackOptions<'a> {
+        pub const VT_VALUES_COUNT: ::flatbuffers::VOffsetT = 4;
+        pub const VT_AXIS: ::flatbuffers::VOffsetT = 6;
+
+        #[inline]
+        pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+            PackOptions { _tab: table }
+        }
+        #[allow(unused_mut)]
+        pub fn create<
+            'bldr: 'args,
+            'args: 'mut_bldr,
+            'mut_bldr,
+            A: ::flatbuffers::Allocator + 'bldr,
+        >(
+            _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+            args: &'args PackOptionsArgs,
+        ) -> ::flatbuffers::WIPOffset<PackOptions<'bldr>> {
+            let mut builder = PackOptionsBuilder::new(_fbb);
+            builder.add_axis(args.axis);
+            builder.add_values_count(args.values_count);
+            builder.finish()
+        }
+
+        #[inline]
+        pub fn values_count(&self) -> i32 {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<i32>(PackOptions::VT_VALUES_COUNT, Some(0))
+                    .unwrap()
+            }
+        }
+        #[inline]
+        pub fn axis(&self) -> i32 {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe { self._tab.get::<i32>(PackOptions::VT_AXIS, Some(0)).unwrap() }
+        }
+    }
+
+    impl ::flatbuffers::Verifiable for PackOptions<'_> {
+        #[inline]
+        fn run_verifier(
+            v: &mut ::flatbuffers::Verifier,
+            pos: usize,
+        ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+            v.visit_table(pos)?
+                .visit_field::<i32>("values_count", Self::VT_VALUES_COUNT, false)?
+                .visit_field::<i32>("axis", Self::VT_AXIS, false)?
+                .finish();
+            Ok(())
+        }
+    }
+    pub struct PackOptionsArgs {
+        pub values_count: i32,
+        pub axis: i32,
+    }
+    impl<'a> Default for PackOptionsArgs {
+        #[inline]
+        fn default() -> Self {
+            PackOptionsArgs {
+                values_count: 0,
+                axis: 0,
+            }
+        }
+    }
+
+    pub struct PackOptionsBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+        fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+    }
+    impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> PackOptionsBuilder<'a, 'b, A> {
+        #[inline]
+        pub fn add_values_count(&mut self, values_count: i32) {
+            self.fbb_
+                .push_slot::<i32>(PackOptions::VT_VALUES_COUNT, values_count, 0);
+        }
+        #[inline]
+        pub fn add_axis(&mut self, axis: i32) {
+            self.fbb_.push_slot::<i32>(PackOptions::VT_AXIS, axis, 0);
+        }
+        #[inline]
+        pub fn new(
+            _fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        ) -> PackOptionsBuilder<'a, 'b, A> {
+            let start = _fbb.start_table();
+            PackOptionsBuilder {
+                fbb_: _fbb,
+                start_: start,
+            }
+        }
+        #[inline]
+        pub fn finish(self) -> ::flatbuffers::WIPOffset<PackOptions<'a>> {
+            let o = self.fbb_.end_table(self.start_);
+            ::flatbuffers::WIPOffset::new(o.value())
+        }
+    }
+
+    impl ::core::fmt::Debug for PackOptions<'_> {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            let mut ds = f.debug_struct("PackOptions");
+            ds.field("values_count", &self.values_count());
+            ds.field("axis", &self.axis());
+            ds.finish()
+        }
+    }
+    pub enum UnpackOptionsOffset {}
+    #[derive(Copy, Clone, PartialEq)]
+
+    pub struct UnpackOptions<'a> {
+        pub _tab: ::flatbuffers::Table<'a>,
+    }
+
+    impl<'a> ::flatbuffers::Follow<'a> for UnpackOptions<'a> {
+        type Inner = UnpackOptions<'a>;
+        #[inline]
+        unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+            Self {
+                _tab: unsafe { ::flatbuffers::Table::new(buf, loc) },
+            }
+        }
+    }
+
+    impl<'a> UnpackOptions<'a> {
+        pub const VT_NUM: ::flatbuffers::VOffsetT = 4;
+        pub const VT_AXIS: ::flatbuffers::VOffsetT = 6;
+
+        #[inline]
+        pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+            UnpackOptions { _tab: table }
+        }
+        #[allow(unused_mut)]
+        pub fn create<
+            'bldr: 'args,
+            'args: 'mut_bldr,
+            'mut_bldr,
+            A: ::flatbuffers::Allocator + 'bldr,
+        >(
+            _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+            args: &'args UnpackOptionsArgs,
+        ) -> ::flatbuffers::WIPOffset<UnpackOptions<'bldr>> {
+            let mut builder = UnpackOptionsBuilder::new(_fbb);
+            builder.add_axis(args.axis);
+            builder.add_num(args.num);
+            builder.finish()
+        }
+
+        #[inline]
+        pub fn num(&self) -> i32 {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<i32>(UnpackOptions::VT_NUM, Some(0))
+                    .unwrap()
+            }
+        }
+        #[inline]
+        pub fn axis(&self) -> i32 {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<i32>(UnpackOptions::VT_AXIS, Some(0))
+                    .unwrap()
+            }
+        }
+    }
+
+    impl ::flatbuffers::Verifiable for UnpackOptions<'_> {
+        #[inline]
+        fn run_verifier(
+            v: &mut ::flatbuffers::Verifier,
+            pos: usize,
+        ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+            v.visit_table(pos)?
+                .visit_field::<i32>("num", Self::VT_NUM, false)?
+                .visit_field::<i32>("axis", Self::VT_AXIS, false)?
+                .finish();
+            Ok(())
+        }
+    }
+    pub struct UnpackOptionsArgs {
+        pub num: i32,
+        pub axis: i32,
+    }
+    impl<'a> Default for UnpackOptionsArgs {
+        #[inline]
+        fn default() -> Self {
+            UnpackOptionsArgs { num: 0, axis: 0 }
+        }
+    }
+
+    pub struct UnpackOptionsBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+        fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+    }
+    impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> UnpackOptionsBuilder<'a, 'b, A> {
+        #[inline]
+        pub fn add_num(&mut self, num: i32) {
+            self.fbb_.push_slot::<i32>(UnpackOptions::VT_NUM, num, 0);
+        }
+        #[inline]
+        pub fn add_axis(&mut self, axis: i32) {
+            self.fbb_.push_slot::<i32>(UnpackOptions::VT_AXIS, axis, 0);
+        }
+        #[inline]
+        pub fn new(
+            _fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        ) -> UnpackOptionsBuilder<'a, 'b, A> {
+            let start = _fbb.start_table();
+            UnpackOptionsBuilder {
+                fbb_: _fbb,
+                start_: start,
+            }
+        }
+        #[inline]
+        pub fn finish(self) -> ::flatbuffers::WIPOffset<UnpackOptions<'a>> {
+            let o = self.fbb_.end_table(self.start_);
+            ::flatbuffers::WIPOffset::new(o.value())
+        }
+    }
+
+    impl ::core::fmt::Debug for UnpackOptions<'_> {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            let mut ds = f.debug_struct("UnpackOptions");
+            ds.field("num", &self.num());
+            ds.field("axis", &self.axis());
+            ds.finish()
+        }
+    }
+    pub enum GatherOptionsOffset {}
+    #[derive(Copy, Clone, PartialEq)]
+
+    pub struct GatherOptions<'a> {
+        pub _tab: ::flatbuffers::Table<'a>,
+    }
+
+    impl<'a> ::flatbuffers::Follow<'a> for GatherOptions<'a> {
+        type Inner = GatherOptions<'a>;
+        #[inline]
+        unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+            Self {
+                _tab: unsafe { ::flatbuffers::Table::new(buf, loc) },
+            }
+        }
+    }
+
+    impl<'a> GatherOptions<'a> {
+        pub const VT_AXIS: ::flatbuffers::VOffsetT = 4;
+        pub const VT_BATCH_DIMS: ::flatbuffers::VOffsetT = 6;
+
+        #[inline]
+        pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+            GatherOptions { _tab: table }
+        }
+        #[allow(unused_mut)]
+        pub fn create<
+            'bldr: 'args,
+            'args: 'mut_bldr,
+            'mut_bldr,
+            A: ::flatbuffers::Allocator + 'bldr,
+        >(
+            _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+            args: &'args GatherOptionsArgs,
+        ) -> ::flatbuffers::WIPOffset<GatherOptions<'bldr>> {
+            let mut builder = GatherOptionsBuilder::new(_fbb);
+            builder.add_batch_dims(args.batch_dims);
+            builder.add_axis(args.axis);
+            builder.finish()
+        }
+
+        #[inline]
+        pub fn axis(&self) -> i32 {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<i32>(GatherOptions::VT_AXIS, Some(0))
+                    .unwrap()
+            }
+        }
+        #[inline]
+        pub fn batch_dims(&self) -> i32 {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<i32>(GatherOptions::VT_BATCH_DIMS, Some(0))
+                    .unwrap()
+            }
+        }
+    }
+
+    impl ::flatbuffers::Verifiable for GatherOptions<'_> {
+        #[inline]
+        fn run_verifier(
+            v: &mut ::flatbuffers::Verifier,
+            pos: usize,
+        ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+            v.visit_table(pos)?
+                .visit_field::<i32>("axis", Self::VT_AXIS, false)?
+                .visit_field::<i32>("batch_dims", Self::VT_BATCH_DIMS, false)?
+                .finish();
+            Ok(())
+        }
+    }
+    pub struct GatherOptionsArgs {
+        pub axis: i32,
+        pub batch_dims: i32,
+    }
+    impl<'a> Default for GatherOptionsArgs {
+        #[inline]
+        fn default() -> Self {
+            GatherOptionsArgs {
+                axis: 0,
+                batch_dims: 0,
+            }
+        }
+    }
+
+    pub struct GatherOptionsBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+        fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+    }
+    impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> GatherOptionsBuilder<'a, 'b, A> {
+        #[inline]
+        pub fn add_axis(&mut self, axis: i32) {
+            self.fbb_.push_slot::<i32>(GatherOptions::VT_AXIS, axis, 0);
+        }
+        #[inline]
+        pub fn add_batch_dims(&mut self, batch_dims: i32) {
+            self.fbb_
+                .push_slot::<i32>(GatherOptions::VT_BATCH_DIMS, batch_dims, 0);
+        }
+        #[inline]
+        pub fn new(
+            _fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        ) -> GatherOptionsBuilder<'a, 'b, A> {
+            let start = _fbb.start_table();
+            GatherOptionsBuilder {
+                fbb_: _fbb,
+                start_: start,
+            }
+        }
+        #[inline]
+        pub fn finish(self) -> ::flatbuffers::WIPOffset<GatherOptions<'a>> {
+            let o = self.fbb_.end_table(self.start_);
+            ::flatbuffers::WIPOffset::new(o.value())
+        }
+    }
+
+    impl ::core::fmt::Debug for GatherOptions<'_> {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            let mut ds = f.debug_struct("GatherOptions");
+            ds.field("axis", &self.axis());
+            ds.field("batch_dims", &self.batch_dims());
+            ds.finish()
+        }
+    }
+    pub enum SpaceToDepthOptionsOffset {}
+    #[derive(Copy, Clone, PartialEq)]
+
+    pub struct SpaceToDepthOptions<'a> {
+        pub _tab: ::flatbuffers::Table<'a>,
+    }
+
+    impl<'a> ::flatbuffers::Follow<'a> for SpaceToDepthOptions<'a> {
+        type Inner = SpaceToDepthOptions<'a>;
+        #[inline]
+        unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+            Self {
+                _tab: unsafe { ::flatbuffers::Table::new(buf, loc) },
+            }
+        }
+    }
+
+    impl<'a> SpaceToDepthOptions<'a> {
+        pub const VT_BLOCK_SIZE: ::flatbuffers::VOffsetT = 4;
+
+        #[inline]
+        pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+            SpaceToDepthOptions { _tab: table }
+        }
+        #[allow(unused_mut)]
+        pub fn create<
+            'bldr: 'args,
+            'args: 'mut_bldr,
+            'mut_bldr,
+            A: ::flatbuffers::Allocator + 'bldr,
+        >(
+            _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+            args: &'args SpaceToDepthOptionsArgs,
+        ) -> ::flatbuffers::WIPOffset<SpaceToDepthOptions<'bldr>> {
+            let mut builder = SpaceToDepthOptionsBuilder::new(_fbb);
+            builder.add_block_size(args.block_size);
+            builder.finish()
+        }
+
+        #[inline]
+        pub fn block_size(&self) -> i32 {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<i32>(SpaceToDepthOptions::VT_BLOCK_SIZE, Some(0))
+                    .unwrap()
+            }
+        }
+    }
+
+    impl ::flatbuffers::Verifiable for SpaceToDepthOptions<'_> {
+        #[inline]
+        fn run_verifier(
+            v: &mut ::flatbuffers::Verifier,
+            pos: usize,
+        ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+            v.visit_table(pos)?
+                .visit_field::<i32>("block_size", Self::VT_BLOCK_SIZE, false)?
+                .finish();
+            Ok(())
+        }
+    }
+    pub struct SpaceToDepthOptionsArgs {
+        pub block_size: i32,
+    }
+    impl<'a> Default for SpaceToDepthOptionsArgs {
+        #[inline]
+        fn default() -> Self {
+            SpaceToDepthOptionsArgs { block_size: 0 }
+        }
+    }
+
+    pub struct SpaceToDepthOptionsBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+        fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+    }
+    impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> SpaceToDepthOptionsBuilder<'a, 'b, A> {
+        #[inline]
+        pub fn add_block_size(&mut self, block_size: i32) {
+            self.fbb_
+                .push_slot::<i32>(SpaceToDepthOptions::VT_BLOCK_SIZE, block_size, 0);
+        }
+        #[inline]
+        pub fn new(
+            _fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        ) -> SpaceToDepthOptionsBuilder<'a, 'b, A> {
+            let start = _fbb.start_table();
+            SpaceToDepthOptionsBuilder {
+                fbb_: _fbb,
+                start_: start,
+            }
+        }
+        #[inline]
+        pub fn finish(self) -> ::flatbuffers::WIPOffset<SpaceToDepthOptions<'a>> {
+            let o = self.fbb_.end_table(self.start_);
+            ::flatbuffers::WIPOffset::new(o.value())
+        }
+    }
+
+    impl ::core::fmt::Debug for SpaceToDepthOptions<'_> {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            let mut ds = f.debug_struct("SpaceToDepthOptions");
+            ds.field("block_size", &self.block_size());
+            ds.finish()
+        }
+    }
+    pub enum DepthToSpaceOptionsOffset {}
+    #[derive(Copy, Clone, PartialEq)]
+
+    pub struct DepthToSpaceOptions<'a> {
+        pub _tab: ::flatbuffers::Table<'a>,
+    }
+
+    impl<'a> ::flatbuffers::Follow<'a> for DepthToSpaceOptions<'a> {
+        type Inner = DepthToSpaceOptions<'a>;
+        #[inline]
+        unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+            Self {
+                _tab: unsafe { ::flatbuffers::Table::new(buf, loc) },
+            }
+        }
+    }
+
+    impl<'a> DepthToSpaceOptions<'a> {
+        pub const VT_BLOCK_SIZE: ::flatbuffers::VOffsetT = 4;
+
+        #[inline]
+        pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+            DepthToSpaceOptions { _tab: table }
+        }
+        #[allow(unused_mut)]
+        pub fn create<
+            'bldr: 'args,
+            'args: 'mut_bldr,
+            'mut_bldr,
+            A: ::flatbuffers::Allocator + 'bldr,
+        >(
+            _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+            args: &'args DepthToSpaceOptionsArgs,
+        ) -> ::flatbuffers::WIPOffset<DepthToSpaceOptions<'bldr>> {
+            let mut builder = DepthToSpaceOptionsBuilder::new(_fbb);
+            builder.add_block_size(args.block_size);
+            builder.finish()
+        }
+
+        #[inline]
+        pub fn block_size(&self) -> i32 {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<i32>(DepthToSpaceOptions::VT_BLOCK_SIZE, Some(0))
+                    .unwrap()
+            }
+        }
+    }
+
+    impl ::flatbuffers::Verifiable for DepthToSpaceOptions<'_> {
+        #[inline]
+        fn run_verifier(
+            v: &mut ::flatbuffers::Verifier,
+            pos: usize,
+        ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+            v.visit_table(pos)?
+                .visit_field::<i32>("block_size", Self::VT_BLOCK_SIZE, false)?
+                .finish();
+            Ok(())
+        }
+    }
+    pub struct DepthToSpaceOptionsArgs {
+        pub block_size: i32,
+    }
+    impl<'a> Default for DepthToSpaceOptionsArgs {
+        #[inline]
+        fn default() -> Self {
+            DepthToSpaceOptionsArgs { block_size: 0 }
+        }
+    }
+
+    pub struct DepthToSpaceOptionsBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+        fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+    }
+    impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> DepthToSpaceOptionsBuilder<'a, 'b, A> {
+        #[inline]
+        pub fn add_block_size(&mut self, block_size: i32) {
+            self.fbb_
+                .push_slot::<i32>(DepthToSpaceOptions::VT_BLOCK_SIZE, block_size, 0);
+        }
+        #[inline]
+        pub fn new(
+            _fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        ) -> DepthToSpaceOptionsBuilder<'a, 'b, A> {
+            let start = _fbb.start_table();
+            DepthToSpaceOptionsBuilder {
+                fbb_: _fbb,
+                start_: start,
+            }
+        }
+        #[inline]
+        pub fn finish(self) -> ::flatbuffers::WIPOffset<DepthToSpaceOptions<'a>> {
+            let o = self.fbb_.end_table(self.start_);
+            ::flatbuffers::WIPOffset::new(o.value())
+        }
+    }
+
+    impl ::core::fmt::Debug for DepthToSpaceOptions<'_> {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            let mut ds = f.debug_struct("DepthToSpaceOptions");
+            ds.field("block_size", &self.block_size());
+            ds.finish()
+        }
+    }
+    pub enum ResizeBilinearOptionsOffset {}
+    #[derive(Copy, Clone, PartialEq)]
+
+    pub struct ResizeBilinearOptions<'a> {
+        pub _tab: ::flatbuffers::Table<'a>,
+    }
+
+    impl<'a> ::flatbuffers::Follow<'a> for ResizeBilinearOptions<'a> {
+        type Inner = ResizeBilinearOptions<'a>;
+        #[inline]
+        unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+            Self {
+                _tab: unsafe { ::flatbuffers::Table::new(buf, loc) },
+            }
+        }
+    }
+
+    impl<'a> ResizeBilinearOptions<'a> {
+        pub const VT_ALIGN_CORNERS: ::flatbuffers::VOffsetT = 8;
+        pub const VT_HALF_PIXEL_CENTERS: ::flatbuffers::VOffsetT = 10;
+
+        #[inline]
+        pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+            ResizeBilinearOptions { _tab: table }
+        }
+        #[allow(unused_mut)]
+        pub fn create<
+            'bldr: 'args,
+            'args: 'mut_bldr,
+            'mut_bldr,
+            A: ::flatbuffers::Allocator + 'bldr,
+        >(
+            _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+            args: &'args ResizeBilinearOptionsArgs,
+        ) -> ::flatbuffers::WIPOffset<ResizeBilinearOptions<'bldr>> {
+            let mut builder = ResizeBilinearOptionsBuilder::new(_fbb);
+            builder.add_half_pixel_centers(args.half_pixel_centers);
+            builder.add_align_corners(args.align_corners);
+            builder.finish()
+        }
+
+        #[inline]
+        pub fn align_corners(&self) -> bool {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<bool>(ResizeBilinearOptions::VT_ALIGN_CORNERS, Some(false))
+                    .unwrap()
+            }
+        }
+        #[inline]
+        pub fn half_pixel_centers(&self) -> bool {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<bool>(ResizeBilinearOptions::VT_HALF_PIXEL_CENTERS, Some(false))
+                    .unwrap()
+            }
+        }
+    }
+
+    impl ::flatbuffers::Verifiable for ResizeBilinearOptions<'_> {
+        #[inline]
+        fn run_verifier(
+            v: &mut ::flatbuffers::Verifier,
+            pos: usize,
+        ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+            v.visit_table(pos)?
+                .visit_field::<bool>("align_corners", Self::VT_ALIGN_CORNERS, false)?
+                .visit_field::<bool>("half_pixel_centers", Self::VT_HALF_PIXEL_CENTERS, false)?
+                .finish();
+            Ok(())
+        }
+    }
+    pub struct ResizeBilinearOptionsArgs {
+        pub align_corners: bool,
+        pub half_pixel_centers: bool,
+    }
+    impl<'a> Default for ResizeBilinearOptionsArgs {
+        #[inline]
+        fn default() -> Self {
+            ResizeBilinearOptionsArgs {
+                align_corners: false,
+                half_pixel_centers: false,
+            }
+        }
+    }
+
+    pub struct ResizeBilinearOptionsBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+        fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+    }
+    impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> ResizeBilinearOptionsBuilder<'a, 'b, A> {
+        #[inline]
+        pub fn add_align_corners(&mut self, align_corners: bool) {
+            self.fbb_.push_slot::<bool>(
+                ResizeBilinearOptions::VT_ALIGN_CORNERS,
+                align_corners,
+                false,
+            );
+        }
+        #[inline]
+        pub fn add_half_pixel_centers(&mut self, half_pixel_centers: bool) {
+            self.fbb_.push_slot::<bool>(
+                ResizeBilinearOptions::VT_HALF_PIXEL_CENTERS,
+                half_pixel_centers,
+                false,
+            );
+        }
+        #[inline]
+        pub fn new(
+            _fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        ) -> ResizeBilinearOptionsBuilder<'a, 'b, A> {
+            let start = _fbb.start_table();
+            ResizeBilinearOptionsBuilder {
+                fbb_: _fbb,
+                start_: start,
+            }
+        }
+        #[inline]
+        pub fn finish(self) -> ::flatbuffers::WIPOffset<ResizeBilinearOptions<'a>> {
+            let o = self.fbb_.end_table(self.start_);
+            ::flatbuffers::WIPOffset::new(o.value())
+        }
+    }
+
+    impl ::core::fmt::Debug for ResizeBilinearOptions<'_> {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            let mut ds = f.debug_struct("ResizeBilinearOptions");
+            ds.field("align_corners", &self.align_corners());
+            ds.field("half_pixel_centers", &self.half_pixel_centers());
+            ds.finish()
+        }
+    }
     pub enum UnidirectionalSequenceLSTMOptionsOffset {}
     #[derive(Copy, Clone, PartialEq)]
 
@@ -6357,6 +7568,23 @@ pub mod tflite {
 
         #[inline]
         #[allow(non_snake_case)]
+        pub fn builtin_options_as_resize_bilinear_options(
+            &self,
+        ) -> Option<ResizeBilinearOptions<'a>> {
+            if self.builtin_options_type() == BuiltinOptions::ResizeBilinearOptions {
+                self.builtin_options().map(|t| {
+                    // Safety:
+                    // Created from a valid Table for this object
+                    // Which contains a valid union in this slot
+                    unsafe { ResizeBilinearOptions::init_from_table(t) }
+                })
+            } else {
+                None
+            }
+        }
+
+        #[inline]
+        #[allow(non_snake_case)]
         pub fn builtin_options_as_reshape_options(&self) -> Option<ReshapeOptions<'a>> {
             if self.builtin_options_type() == BuiltinOptions::ReshapeOptions {
                 self.builtin_options().map(|t| {
@@ -6364,6 +7592,21 @@ pub mod tflite {
                     // Created from a valid Table for this object
                     // Which contains a valid union in this slot
                     unsafe { ReshapeOptions::init_from_table(t) }
+                })
+            } else {
+                None
+            }
+        }
+
+        #[inline]
+        #[allow(non_snake_case)]
+        pub fn builtin_options_as_space_to_depth_options(&self) -> Option<SpaceToDepthOptions<'a>> {
+            if self.builtin_options_type() == BuiltinOptions::SpaceToDepthOptions {
+                self.builtin_options().map(|t| {
+                    // Safety:
+                    // Created from a valid Table for this object
+                    // Which contains a valid union in this slot
+                    unsafe { SpaceToDepthOptions::init_from_table(t) }
                 })
             } else {
                 None
@@ -6402,6 +7645,21 @@ pub mod tflite {
 
         #[inline]
         #[allow(non_snake_case)]
+        pub fn builtin_options_as_gather_options(&self) -> Option<GatherOptions<'a>> {
+            if self.builtin_options_type() == BuiltinOptions::GatherOptions {
+                self.builtin_options().map(|t| {
+                    // Safety:
+                    // Created from a valid Table for this object
+                    // Which contains a valid union in this slot
+                    unsafe { GatherOptions::init_from_table(t) }
+                })
+            } else {
+                None
+            }
+        }
+
+        #[inline]
+        #[allow(non_snake_case)]
         pub fn builtin_options_as_reducer_options(&self) -> Option<ReducerOptions<'a>> {
             if self.builtin_options_type() == BuiltinOptions::ReducerOptions {
                 self.builtin_options().map(|t| {
@@ -6424,6 +7682,21 @@ pub mod tflite {
                     // Created from a valid Table for this object
                     // Which contains a valid union in this slot
                     unsafe { SubOptions::init_from_table(t) }
+                })
+            } else {
+                None
+            }
+        }
+
+        #[inline]
+        #[allow(non_snake_case)]
+        pub fn builtin_options_as_squeeze_options(&self) -> Option<SqueezeOptions<'a>> {
+            if self.builtin_options_type() == BuiltinOptions::SqueezeOptions {
+                self.builtin_options().map(|t| {
+                    // Safety:
+                    // Created from a valid Table for this object
+                    // Which contains a valid union in this slot
+                    unsafe { SqueezeOptions::init_from_table(t) }
                 })
             } else {
                 None
@@ -6494,6 +7767,21 @@ pub mod tflite {
 
         #[inline]
         #[allow(non_snake_case)]
+        pub fn builtin_options_as_shape_options(&self) -> Option<ShapeOptions<'a>> {
+            if self.builtin_options_type() == BuiltinOptions::ShapeOptions {
+                self.builtin_options().map(|t| {
+                    // Safety:
+                    // Created from a valid Table for this object
+                    // Which contains a valid union in this slot
+                    unsafe { ShapeOptions::init_from_table(t) }
+                })
+            } else {
+                None
+            }
+        }
+
+        #[inline]
+        #[allow(non_snake_case)]
         pub fn builtin_options_as_arg_min_options(&self) -> Option<ArgMinOptions<'a>> {
             if self.builtin_options_type() == BuiltinOptions::ArgMinOptions {
                 self.builtin_options().map(|t| {
@@ -6501,6 +7789,36 @@ pub mod tflite {
                     // Created from a valid Table for this object
                     // Which contains a valid union in this slot
                     unsafe { ArgMinOptions::init_from_table(t) }
+                })
+            } else {
+                None
+            }
+        }
+
+        #[inline]
+        #[allow(non_snake_case)]
+        pub fn builtin_options_as_pack_options(&self) -> Option<PackOptions<'a>> {
+            if self.builtin_options_type() == BuiltinOptions::PackOptions {
+                self.builtin_options().map(|t| {
+                    // Safety:
+                    // Created from a valid Table for this object
+                    // Which contains a valid union in this slot
+                    unsafe { PackOptions::init_from_table(t) }
+                })
+            } else {
+                None
+            }
+        }
+
+        #[inline]
+        #[allow(non_snake_case)]
+        pub fn builtin_options_as_unpack_options(&self) -> Option<UnpackOptions<'a>> {
+            if self.builtin_options_type() == BuiltinOptions::UnpackOptions {
+                self.builtin_options().map(|t| {
+                    // Safety:
+                    // Created from a valid Table for this object
+                    // Which contains a valid union in this slot
+                    unsafe { UnpackOptions::init_from_table(t) }
                 })
             } else {
                 None
@@ -6558,6 +7876,21 @@ pub mod tflite {
 
         #[inline]
         #[allow(non_snake_case)]
+        pub fn builtin_options_as_mirror_pad_options(&self) -> Option<MirrorPadOptions<'a>> {
+            if self.builtin_options_type() == BuiltinOptions::MirrorPadOptions {
+                self.builtin_options().map(|t| {
+                    // Safety:
+                    // Created from a valid Table for this object
+                    // Which contains a valid union in this slot
+                    unsafe { MirrorPadOptions::init_from_table(t) }
+                })
+            } else {
+                None
+            }
+        }
+
+        #[inline]
+        #[allow(non_snake_case)]
         pub fn builtin_options_as_quantize_options(&self) -> Option<QuantizeOptions<'a>> {
             if self.builtin_options_type() == BuiltinOptions::QuantizeOptions {
                 self.builtin_options().map(|t| {
@@ -6565,6 +7898,21 @@ pub mod tflite {
                     // Created from a valid Table for this object
                     // Which contains a valid union in this slot
                     unsafe { QuantizeOptions::init_from_table(t) }
+                })
+            } else {
+                None
+            }
+        }
+
+        #[inline]
+        #[allow(non_snake_case)]
+        pub fn builtin_options_as_depth_to_space_options(&self) -> Option<DepthToSpaceOptions<'a>> {
+            if self.builtin_options_type() == BuiltinOptions::DepthToSpaceOptions {
+                self.builtin_options().map(|t| {
+                    // Safety:
+                    // Created from a valid Table for this object
+                    // Which contains a valid union in this slot
+                    unsafe { DepthToSpaceOptions::init_from_table(t) }
                 })
             } else {
                 None
@@ -6622,20 +7970,29 @@ pub mod tflite {
           BuiltinOptions::SoftmaxOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SoftmaxOptions>>("BuiltinOptions::SoftmaxOptions", pos),
           BuiltinOptions::ConcatenationOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<ConcatenationOptions>>("BuiltinOptions::ConcatenationOptions", pos),
           BuiltinOptions::AddOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<AddOptions>>("BuiltinOptions::AddOptions", pos),
+          BuiltinOptions::ResizeBilinearOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<ResizeBilinearOptions>>("BuiltinOptions::ResizeBilinearOptions", pos),
           BuiltinOptions::ReshapeOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<ReshapeOptions>>("BuiltinOptions::ReshapeOptions", pos),
+          BuiltinOptions::SpaceToDepthOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SpaceToDepthOptions>>("BuiltinOptions::SpaceToDepthOptions", pos),
           BuiltinOptions::MulOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<MulOptions>>("BuiltinOptions::MulOptions", pos),
           BuiltinOptions::PadOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<PadOptions>>("BuiltinOptions::PadOptions", pos),
+          BuiltinOptions::GatherOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<GatherOptions>>("BuiltinOptions::GatherOptions", pos),
           BuiltinOptions::ReducerOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<ReducerOptions>>("BuiltinOptions::ReducerOptions", pos),
           BuiltinOptions::SubOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SubOptions>>("BuiltinOptions::SubOptions", pos),
+          BuiltinOptions::SqueezeOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SqueezeOptions>>("BuiltinOptions::SqueezeOptions", pos),
           BuiltinOptions::StridedSliceOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<StridedSliceOptions>>("BuiltinOptions::StridedSliceOptions", pos),
           BuiltinOptions::DequantizeOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<DequantizeOptions>>("BuiltinOptions::DequantizeOptions", pos),
           BuiltinOptions::ArgMaxOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<ArgMaxOptions>>("BuiltinOptions::ArgMaxOptions", pos),
           BuiltinOptions::TransposeConvOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<TransposeConvOptions>>("BuiltinOptions::TransposeConvOptions", pos),
+          BuiltinOptions::ShapeOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<ShapeOptions>>("BuiltinOptions::ShapeOptions", pos),
           BuiltinOptions::ArgMinOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<ArgMinOptions>>("BuiltinOptions::ArgMinOptions", pos),
+          BuiltinOptions::PackOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<PackOptions>>("BuiltinOptions::PackOptions", pos),
+          BuiltinOptions::UnpackOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<UnpackOptions>>("BuiltinOptions::UnpackOptions", pos),
           BuiltinOptions::UnidirectionalSequenceLSTMOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<UnidirectionalSequenceLSTMOptions>>("BuiltinOptions::UnidirectionalSequenceLSTMOptions", pos),
           BuiltinOptions::ResizeNearestNeighborOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<ResizeNearestNeighborOptions>>("BuiltinOptions::ResizeNearestNeighborOptions", pos),
           BuiltinOptions::LeakyReluOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<LeakyReluOptions>>("BuiltinOptions::LeakyReluOptions", pos),
+          BuiltinOptions::MirrorPadOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<MirrorPadOptions>>("BuiltinOptions::MirrorPadOptions", pos),
           BuiltinOptions::QuantizeOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<QuantizeOptions>>("BuiltinOptions::QuantizeOptions", pos),
+          BuiltinOptions::DepthToSpaceOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<DepthToSpaceOptions>>("BuiltinOptions::DepthToSpaceOptions", pos),
           BuiltinOptions::BatchMatMulOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<BatchMatMulOptions>>("BuiltinOptions::BatchMatMulOptions", pos),
           BuiltinOptions::CumsumOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<CumsumOptions>>("BuiltinOptions::CumsumOptions", pos),
           _ => Ok(()),
@@ -6862,8 +8219,28 @@ pub mod tflite {
                         )
                     }
                 }
+                BuiltinOptions::ResizeBilinearOptions => {
+                    if let Some(x) = self.builtin_options_as_resize_bilinear_options() {
+                        ds.field("builtin_options", &x)
+                    } else {
+                        ds.field(
+                            "builtin_options",
+                            &"InvalidFlatbuffer: Union discriminant does not match value.",
+                        )
+                    }
+                }
                 BuiltinOptions::ReshapeOptions => {
                     if let Some(x) = self.builtin_options_as_reshape_options() {
+                        ds.field("builtin_options", &x)
+                    } else {
+                        ds.field(
+                            "builtin_options",
+                            &"InvalidFlatbuffer: Union discriminant does not match value.",
+                        )
+                    }
+                }
+                BuiltinOptions::SpaceToDepthOptions => {
+                    if let Some(x) = self.builtin_options_as_space_to_depth_options() {
                         ds.field("builtin_options", &x)
                     } else {
                         ds.field(
@@ -6892,6 +8269,16 @@ pub mod tflite {
                         )
                     }
                 }
+                BuiltinOptions::GatherOptions => {
+                    if let Some(x) = self.builtin_options_as_gather_options() {
+                        ds.field("builtin_options", &x)
+                    } else {
+                        ds.field(
+                            "builtin_options",
+                            &"InvalidFlatbuffer: Union discriminant does not match value.",
+                        )
+                    }
+                }
                 BuiltinOptions::ReducerOptions => {
                     if let Some(x) = self.builtin_options_as_reducer_options() {
                         ds.field("builtin_options", &x)
@@ -6904,6 +8291,16 @@ pub mod tflite {
                 }
                 BuiltinOptions::SubOptions => {
                     if let Some(x) = self.builtin_options_as_sub_options() {
+                        ds.field("builtin_options", &x)
+                    } else {
+                        ds.field(
+                            "builtin_options",
+                            &"InvalidFlatbuffer: Union discriminant does not match value.",
+                        )
+                    }
+                }
+                BuiltinOptions::SqueezeOptions => {
+                    if let Some(x) = self.builtin_options_as_squeeze_options() {
                         ds.field("builtin_options", &x)
                     } else {
                         ds.field(
@@ -6952,8 +8349,38 @@ pub mod tflite {
                         )
                     }
                 }
+                BuiltinOptions::ShapeOptions => {
+                    if let Some(x) = self.builtin_options_as_shape_options() {
+                        ds.field("builtin_options", &x)
+                    } else {
+                        ds.field(
+                            "builtin_options",
+                            &"InvalidFlatbuffer: Union discriminant does not match value.",
+                        )
+                    }
+                }
                 BuiltinOptions::ArgMinOptions => {
                     if let Some(x) = self.builtin_options_as_arg_min_options() {
+                        ds.field("builtin_options", &x)
+                    } else {
+                        ds.field(
+                            "builtin_options",
+                            &"InvalidFlatbuffer: Union discriminant does not match value.",
+                        )
+                    }
+                }
+                BuiltinOptions::PackOptions => {
+                    if let Some(x) = self.builtin_options_as_pack_options() {
+                        ds.field("builtin_options", &x)
+                    } else {
+                        ds.field(
+                            "builtin_options",
+                            &"InvalidFlatbuffer: Union discriminant does not match value.",
+                        )
+                    }
+                }
+                BuiltinOptions::UnpackOptions => {
+                    if let Some(x) = self.builtin_options_as_unpack_options() {
                         ds.field("builtin_options", &x)
                     } else {
                         ds.field(
@@ -6992,8 +8419,28 @@ pub mod tflite {
                         )
                     }
                 }
+                BuiltinOptions::MirrorPadOptions => {
+                    if let Some(x) = self.builtin_options_as_mirror_pad_options() {
+                        ds.field("builtin_options", &x)
+                    } else {
+                        ds.field(
+                            "builtin_options",
+                            &"InvalidFlatbuffer: Union discriminant does not match value.",
+                        )
+                    }
+                }
                 BuiltinOptions::QuantizeOptions => {
                     if let Some(x) = self.builtin_options_as_quantize_options() {
+                        ds.field("builtin_options", &x)
+                    } else {
+                        ds.field(
+                            "builtin_options",
+                            &"InvalidFlatbuffer: Union discriminant does not match value.",
+                        )
+                    }
+                }
+                BuiltinOptions::DepthToSpaceOptions => {
+                    if let Some(x) = self.builtin_options_as_depth_to_space_options() {
                         ds.field("builtin_options", &x)
                     } else {
                         ds.field(

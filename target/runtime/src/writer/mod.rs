@@ -205,6 +205,56 @@ pub enum Options {
         /// Input is `[time, batch, features]` rather than `[batch, time, features]`.
         time_major: bool,
     },
+    /// SQUEEZE.
+    Squeeze {
+        /// Axes to drop (all size-1 axes when empty).
+        squeeze_dims: Vec<i32>,
+    },
+    /// SHAPE.
+    Shape {
+        /// Output element type (INT32 or INT64).
+        out_type: fb::TensorType,
+    },
+    /// MIRROR_PAD.
+    MirrorPad {
+        /// REFLECT (edge not repeated) or SYMMETRIC (edge repeated).
+        mode: fb::MirrorPadMode,
+    },
+    /// PACK.
+    Pack {
+        /// Number of inputs.
+        values_count: i32,
+        /// New axis (negative counts from the end of the output).
+        axis: i32,
+    },
+    /// UNPACK.
+    Unpack {
+        /// Number of outputs.
+        num: i32,
+        /// Axis removed (negative counts from the end).
+        axis: i32,
+    },
+    /// GATHER.
+    Gather {
+        /// Axis of the params indexed.
+        axis: i32,
+        /// Leading dimensions shared by params and indices.
+        batch_dims: i32,
+    },
+    /// SPACE_TO_DEPTH and DEPTH_TO_SPACE.
+    BlockSize {
+        /// Which of the two ops the table is for.
+        depth_to_space: bool,
+        /// Block edge.
+        block_size: i32,
+    },
+    /// RESIZE_BILINEAR.
+    ResizeBilinear {
+        /// Corner pixels of input and output aligned.
+        align_corners: bool,
+        /// Pixel centres at half-integer coordinates.
+        half_pixel_centers: bool,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -841,6 +891,14 @@ fn write_op<'b>(b: &mut FlatBufferBuilder<'b>, op: &OpDef) -> WIPOffset<fb::Oper
                 Some(fb::SVDFOptions::create(b, &args).as_union_value()),
             )
         }
+        Options::Squeeze { .. }
+        | Options::Shape { .. }
+        | Options::MirrorPad { .. }
+        | Options::Pack { .. }
+        | Options::Unpack { .. }
+        | Options::Gather { .. }
+        | Options::BlockSize { .. }
+        | Options::ResizeBilinear { .. } => data_movement_options(b, &op.options),
         Options::UnidirectionalSequenceLstm {
             activation,
             cell_clip,
@@ -884,4 +942,88 @@ pub fn f32_bytes(values: &[f32]) -> Vec<u8> {
 /// Little-endian bytes of `i32` values.
 pub fn i32_bytes(values: &[i32]) -> Vec<u8> {
     values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// The options tables of the shape and data-movement ops (SQUEEZE to
+/// RESIZE_BILINEAR), apart from [`write_op`] to keep it short.
+fn data_movement_options<'b>(
+    b: &mut FlatBufferBuilder<'b>,
+    options: &Options,
+) -> (
+    fb::BuiltinOptions,
+    Option<WIPOffset<flatbuffers::UnionWIPOffset>>,
+) {
+    use fb::BuiltinOptions as K;
+    match options {
+        Options::Squeeze { squeeze_dims } => {
+            let squeeze_dims = Some(b.create_vector(squeeze_dims));
+            let args = fb::SqueezeOptionsArgs { squeeze_dims };
+            let t = fb::SqueezeOptions::create(b, &args);
+            (K::SqueezeOptions, Some(t.as_union_value()))
+        }
+        Options::Shape { out_type } => {
+            let args = fb::ShapeOptionsArgs {
+                out_type: *out_type,
+            };
+            let t = fb::ShapeOptions::create(b, &args);
+            (K::ShapeOptions, Some(t.as_union_value()))
+        }
+        Options::MirrorPad { mode } => {
+            let t = fb::MirrorPadOptions::create(b, &fb::MirrorPadOptionsArgs { mode: *mode });
+            (K::MirrorPadOptions, Some(t.as_union_value()))
+        }
+        Options::Pack { values_count, axis } => {
+            let args = fb::PackOptionsArgs {
+                values_count: *values_count,
+                axis: *axis,
+            };
+            let t = fb::PackOptions::create(b, &args);
+            (K::PackOptions, Some(t.as_union_value()))
+        }
+        Options::Unpack { num, axis } => {
+            let args = fb::UnpackOptionsArgs {
+                num: *num,
+                axis: *axis,
+            };
+            let t = fb::UnpackOptions::create(b, &args);
+            (K::UnpackOptions, Some(t.as_union_value()))
+        }
+        Options::Gather { axis, batch_dims } => {
+            let args = fb::GatherOptionsArgs {
+                axis: *axis,
+                batch_dims: *batch_dims,
+            };
+            let t = fb::GatherOptions::create(b, &args);
+            (K::GatherOptions, Some(t.as_union_value()))
+        }
+        Options::BlockSize {
+            depth_to_space: true,
+            block_size,
+        } => {
+            let args = fb::DepthToSpaceOptionsArgs {
+                block_size: *block_size,
+            };
+            let t = fb::DepthToSpaceOptions::create(b, &args);
+            (K::DepthToSpaceOptions, Some(t.as_union_value()))
+        }
+        Options::BlockSize { block_size, .. } => {
+            let args = fb::SpaceToDepthOptionsArgs {
+                block_size: *block_size,
+            };
+            let t = fb::SpaceToDepthOptions::create(b, &args);
+            (K::SpaceToDepthOptions, Some(t.as_union_value()))
+        }
+        Options::ResizeBilinear {
+            align_corners,
+            half_pixel_centers,
+        } => {
+            let args = fb::ResizeBilinearOptionsArgs {
+                align_corners: *align_corners,
+                half_pixel_centers: *half_pixel_centers,
+            };
+            let t = fb::ResizeBilinearOptions::create(b, &args);
+            (K::ResizeBilinearOptions, Some(t.as_union_value()))
+        }
+        _ => (K::NONE, None),
+    }
 }

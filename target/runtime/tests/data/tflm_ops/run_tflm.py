@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Runs every one-op model listed in cases.txt through TFLM (the tflite-micro
-Python package, reference kernels) and writes its output as NAME.out0.bin.
+Python package, reference kernels) and writes its outputs as NAME.out0.bin, NAME.out1.bin, ...
 
     pip install tflite-micro==0.dev20261023182759
     python3 run_tflm.py
@@ -30,8 +30,10 @@ def main():
                 ).reshape(details["shape"])
                 interpreter.set_input(data, i)
             interpreter.invoke()
-            out = interpreter.get_output(0)
-            (HERE / f"{name}.out0.bin").write_bytes(np.ascontiguousarray(out).tobytes())
+            n_outputs = len(runtime.convert_bytearray_to_object(model).subgraphs[0].outputs)
+            for k in range(n_outputs):
+                out = interpreter.get_output(k)
+                (HERE / f"{name}.out{k}.bin").write_bytes(np.ascontiguousarray(out).tobytes())
         except Exception as e:  # noqa: BLE001 - report and go on
             failed += 1
             print(f"{name}: TFLM failed: {e}", file=sys.stderr)
