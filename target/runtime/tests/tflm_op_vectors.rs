@@ -12,6 +12,8 @@
 //! python3 target/runtime/tests/data/tflm_ops/run_tflm.py   # needs `pip install tflite-micro`
 //! ```
 
+#[path = "tflm_vectors_elem/mod.rs"]
+mod elem;
 mod one_op;
 
 use std::path::{Path, PathBuf};
@@ -264,6 +266,7 @@ fn cases() -> Vec<Case> {
     quantize_cases(&mut rng, &mut out);
     int16_table_cases(&mut rng, &mut out);
     resize_cases(&mut rng, &mut out);
+    elem::cases(&mut out);
     out
 }
 

@@ -579,6 +579,14 @@ pub fn get_reciprocal(x: i32, x_integer_digits: i32) -> (i32, i32) {
     )
 }
 
+/// Redundant sign bits of `x` (bits below the sign bit that equal it; 31
+/// for 0 and -1): TFLM's `CountLeadingSignBits`, how far `x` can be
+/// shifted left without overflow.
+#[inline(always)]
+pub fn count_leading_sign_bits(x: i32) -> i32 {
+    (x ^ (x >> 31)).leading_zeros() as i32 - 1
+}
+
 /// TFLM's `QuantizeMultiplierSmallerThanOneExp`: `multiplier` in (0, 1),
 /// shift ≤ 0. `None` outside that range (TFLM aborts there).
 pub fn quantize_multiplier_smaller_than_one_exp(multiplier: f64) -> Option<(i32, i32)> {

@@ -24,6 +24,7 @@ pub mod depthwise_conv;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 mod depthwise_packed;
 pub mod dequantize;
+pub mod div;
 pub mod fixed_point;
 pub mod float_math;
 pub mod fully_connected;
@@ -392,7 +393,7 @@ impl<const N: usize> Resolver for OpResolver<N> {
 
 /// Entries [`all_builtins`]' resolver holds: every builtin and room for a
 /// few custom kernels a backend adds.
-pub const BUILTINS_CAPACITY: usize = 48;
+pub const BUILTINS_CAPACITY: usize = 96;
 
 /// Every builtin kernel hilt has.
 pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
@@ -449,6 +450,7 @@ pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
         (BuiltinOperator::PAD, pad::PAD),
         (BuiltinOperator::PADV2, pad::PADV2),
         (BuiltinOperator::STRIDED_SLICE, strided_slice::REGISTRATION),
+        (BuiltinOperator::DIV, div::REGISTRATION),
     ];
     for &(op, kernel) in table {
         // BUILTINS_CAPACITY entries hold every builtin above.

@@ -1400,7 +1400,7 @@ pub mod tflite {
         note = "Use associated constants instead. This will no longer be generated in 2021."
     )]
     #[allow(non_camel_case_types)]
-    pub const ENUM_VALUES_BUILTIN_OPTIONS: [BuiltinOptions; 22] = [
+    pub const ENUM_VALUES_BUILTIN_OPTIONS: [BuiltinOptions; 23] = [
         BuiltinOptions::NONE,
         BuiltinOptions::Conv2DOptions,
         BuiltinOptions::DepthwiseConv2DOptions,
@@ -1415,6 +1415,7 @@ pub mod tflite {
         BuiltinOptions::PadOptions,
         BuiltinOptions::ReducerOptions,
         BuiltinOptions::SubOptions,
+        BuiltinOptions::DivOptions,
         BuiltinOptions::StridedSliceOptions,
         BuiltinOptions::DequantizeOptions,
         BuiltinOptions::TransposeConvOptions,
@@ -1444,6 +1445,7 @@ pub mod tflite {
         pub const PadOptions: Self = Self(22);
         pub const ReducerOptions: Self = Self(27);
         pub const SubOptions: Self = Self(28);
+        pub const DivOptions: Self = Self(29);
         pub const StridedSliceOptions: Self = Self(32);
         pub const DequantizeOptions: Self = Self(38);
         pub const TransposeConvOptions: Self = Self(49);
@@ -1470,6 +1472,7 @@ pub mod tflite {
             Self::PadOptions,
             Self::ReducerOptions,
             Self::SubOptions,
+            Self::DivOptions,
             Self::StridedSliceOptions,
             Self::DequantizeOptions,
             Self::TransposeConvOptions,
@@ -1496,6 +1499,7 @@ pub mod tflite {
                 Self::PadOptions => Some("PadOptions"),
                 Self::ReducerOptions => Some("ReducerOptions"),
                 Self::SubOptions => Some("SubOptions"),
+                Self::DivOptions => Some("DivOptions"),
                 Self::StridedSliceOptions => Some("StridedSliceOptions"),
                 Self::DequantizeOptions => Some("DequantizeOptions"),
                 Self::TransposeConvOptions => Some("TransposeConvOptions"),
@@ -3735,6 +3739,132 @@ pub mod tflite {
                 &self.fused_activation_function(),
             );
             ds.field("pot_scale_int16", &self.pot_scale_int16());
+            ds.finish()
+        }
+    }
+    pub enum DivOptionsOffset {}
+    #[derive(Copy, Clone, PartialEq)]
+
+    pub struct DivOptions<'a> {
+        pub _tab: ::flatbuffers::Table<'a>,
+    }
+
+    impl<'a> ::flatbuffers::Follow<'a> for DivOptions<'a> {
+        type Inner = DivOptions<'a>;
+        #[inline]
+        unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+            Self {
+                _tab: unsafe { ::flatbuffers::Table::new(buf, loc) },
+            }
+        }
+    }
+
+    impl<'a> DivOptions<'a> {
+        pub const VT_FUSED_ACTIVATION_FUNCTION: ::flatbuffers::VOffsetT = 4;
+
+        #[inline]
+        pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+            DivOptions { _tab: table }
+        }
+        #[allow(unused_mut)]
+        pub fn create<
+            'bldr: 'args,
+            'args: 'mut_bldr,
+            'mut_bldr,
+            A: ::flatbuffers::Allocator + 'bldr,
+        >(
+            _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+            args: &'args DivOptionsArgs,
+        ) -> ::flatbuffers::WIPOffset<DivOptions<'bldr>> {
+            let mut builder = DivOptionsBuilder::new(_fbb);
+            builder.add_fused_activation_function(args.fused_activation_function);
+            builder.finish()
+        }
+
+        #[inline]
+        pub fn fused_activation_function(&self) -> ActivationFunctionType {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<ActivationFunctionType>(
+                        DivOptions::VT_FUSED_ACTIVATION_FUNCTION,
+                        Some(ActivationFunctionType::NONE),
+                    )
+                    .unwrap()
+            }
+        }
+    }
+
+    impl ::flatbuffers::Verifiable for DivOptions<'_> {
+        #[inline]
+        fn run_verifier(
+            v: &mut ::flatbuffers::Verifier,
+            pos: usize,
+        ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+            v.visit_table(pos)?
+                .visit_field::<ActivationFunctionType>(
+                    "fused_activation_function",
+                    Self::VT_FUSED_ACTIVATION_FUNCTION,
+                    false,
+                )?
+                .finish();
+            Ok(())
+        }
+    }
+    pub struct DivOptionsArgs {
+        pub fused_activation_function: ActivationFunctionType,
+    }
+    impl<'a> Default for DivOptionsArgs {
+        #[inline]
+        fn default() -> Self {
+            DivOptionsArgs {
+                fused_activation_function: ActivationFunctionType::NONE,
+            }
+        }
+    }
+
+    pub struct DivOptionsBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+        fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+    }
+    impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> DivOptionsBuilder<'a, 'b, A> {
+        #[inline]
+        pub fn add_fused_activation_function(
+            &mut self,
+            fused_activation_function: ActivationFunctionType,
+        ) {
+            self.fbb_.push_slot::<ActivationFunctionType>(
+                DivOptions::VT_FUSED_ACTIVATION_FUNCTION,
+                fused_activation_function,
+                ActivationFunctionType::NONE,
+            );
+        }
+        #[inline]
+        pub fn new(
+            _fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        ) -> DivOptionsBuilder<'a, 'b, A> {
+            let start = _fbb.start_table();
+            DivOptionsBuilder {
+                fbb_: _fbb,
+                start_: start,
+            }
+        }
+        #[inline]
+        pub fn finish(self) -> ::flatbuffers::WIPOffset<DivOptions<'a>> {
+            let o = self.fbb_.end_table(self.start_);
+            ::flatbuffers::WIPOffset::new(o.value())
+        }
+    }
+
+    impl ::core::fmt::Debug for DivOptions<'_> {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            let mut ds = f.debug_struct("DivOptions");
+            ds.field(
+                "fused_activation_function",
+                &self.fused_activation_function(),
+            );
             ds.finish()
         }
     }
@@ -6062,6 +6192,21 @@ pub mod tflite {
 
         #[inline]
         #[allow(non_snake_case)]
+        pub fn builtin_options_as_div_options(&self) -> Option<DivOptions<'a>> {
+            if self.builtin_options_type() == BuiltinOptions::DivOptions {
+                self.builtin_options().map(|t| {
+                    // Safety:
+                    // Created from a valid Table for this object
+                    // Which contains a valid union in this slot
+                    unsafe { DivOptions::init_from_table(t) }
+                })
+            } else {
+                None
+            }
+        }
+
+        #[inline]
+        #[allow(non_snake_case)]
         pub fn builtin_options_as_strided_slice_options(&self) -> Option<StridedSliceOptions<'a>> {
             if self.builtin_options_type() == BuiltinOptions::StridedSliceOptions {
                 self.builtin_options().map(|t| {
@@ -6212,6 +6357,7 @@ pub mod tflite {
           BuiltinOptions::PadOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<PadOptions>>("BuiltinOptions::PadOptions", pos),
           BuiltinOptions::ReducerOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<ReducerOptions>>("BuiltinOptions::ReducerOptions", pos),
           BuiltinOptions::SubOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SubOptions>>("BuiltinOptions::SubOptions", pos),
+          BuiltinOptions::DivOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<DivOptions>>("BuiltinOptions::DivOptions", pos),
           BuiltinOptions::StridedSliceOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<StridedSliceOptions>>("BuiltinOptions::StridedSliceOptions", pos),
           BuiltinOptions::DequantizeOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<DequantizeOptions>>("BuiltinOptions::DequantizeOptions", pos),
           BuiltinOptions::TransposeConvOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<TransposeConvOptions>>("BuiltinOptions::TransposeConvOptions", pos),
@@ -6486,6 +6632,16 @@ pub mod tflite {
                 }
                 BuiltinOptions::SubOptions => {
                     if let Some(x) = self.builtin_options_as_sub_options() {
+                        ds.field("builtin_options", &x)
+                    } else {
+                        ds.field(
+                            "builtin_options",
+                            &"InvalidFlatbuffer: Union discriminant does not match value.",
+                        )
+                    }
+                }
+                BuiltinOptions::DivOptions => {
+                    if let Some(x) = self.builtin_options_as_div_options() {
                         ds.field("builtin_options", &x)
                     } else {
                         ds.field(

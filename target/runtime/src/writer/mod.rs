@@ -123,6 +123,11 @@ pub enum Options {
         /// Fused activation.
         activation: fb::ActivationFunctionType,
     },
+    /// DIV.
+    Div {
+        /// Fused activation.
+        activation: fb::ActivationFunctionType,
+    },
     /// LEAKY_RELU.
     LeakyRelu {
         /// Slope below zero.
@@ -679,6 +684,15 @@ fn write_op<'b>(b: &mut FlatBufferBuilder<'b>, op: &OpDef) -> WIPOffset<fb::Oper
             (
                 K::SubOptions,
                 Some(fb::SubOptions::create(b, &args).as_union_value()),
+            )
+        }
+        Options::Div { activation } => {
+            let args = fb::DivOptionsArgs {
+                fused_activation_function: *activation,
+            };
+            (
+                K::DivOptions,
+                Some(fb::DivOptions::create(b, &args).as_union_value()),
             )
         }
         Options::LeakyRelu { alpha } => {

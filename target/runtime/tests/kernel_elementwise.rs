@@ -1,0 +1,203 @@
+//! DIV, the unary maths ops, the RELU family, comparisons, SELECT_V2 and
+//! CAST as one-op models: property tests against plain reference loops
+//! (one output element at a time, broadcast indices from scratch) and the
+//! typed errors for bad types, shapes and quantisation. Bit-exactness with
+//! TFLM itself is `tflm_op_vectors`' job.
+
+mod one_op;
+
+use hilt_runtime::kernels::KernelError;
+use hilt_runtime::kernels::fixed_point::{
+    activation_range_float, activation_range_quantized, count_leading_sign_bits,
+    quantize_multiplier,
+};
+use hilt_runtime::schema::{ActivationFunctionType as Act, BuiltinOperator as Op, TensorType as T};
+use hilt_runtime::writer::Options;
+use one_op::*;
+use proptest::prelude::*;
+
+/// For each output element of a broadcast binary op, the flat indices of
+/// its two operands.
+fn operand_indices(shapes: &(Vec<i32>, Vec<i32>, Vec<i32>)) -> Vec<(usize, usize)> {
+    let (a, b, out) = shapes;
+    let mut indices = Vec::new();
+    for_each_index(out, |idx| {
+        indices.push((broadcast_index(a, out, idx), broadcast_index(b, out, idx)));
+    });
+    indices
+}
+
+fn i32_tensor(values: &[i32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// Whether TFLM's int8 DIV keeps its final rounding shift within 0..=31
+/// for dividend `n` and divisor `d` (both less their zero points, `d > 0`
+/// after moving the sign): outside it the reference build's result is
+/// not the quotient (see `div.rs`).
+fn div_shift_in_range(n: i32, d: i32, output_shift: i32) -> bool {
+    let recip_shift = 31 - d.leading_zeros() as i32;
+    recip_shift + count_leading_sign_bits(n) - output_shift <= 31
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn div_int8_is_the_rounded_real_quotient(
+        shapes in broadcast_shapes(),
+        s in (0.01f32..0.5, 0.01f32..0.5, 0.01f32..0.5),
+        z in (-20i64..20, -20i64..20, -20i64..20),
+        act in activation(),
+        seed in any::<u64>(),
+    ) {
+        let (a, b, out) = &shapes;
+        let q = [(s.0, z.0 as i32), (s.1, z.1 as i32), (s.2, z.2 as i32)];
+        let mut rng = Rng(seed);
+        let x = rng.tensor(T::INT8, elements(a), 0.0, 0.0);
+        let mut y = rng.tensor(T::INT8, elements(b), 0.0, 0.0);
+        for v in &mut y {
+            if i32::from(*v as i8) == q[1].1 {
+                *v = (q[1].1 + 1) as i8 as u8;
+            }
+        }
+        let model = single_op(
+            Op::DIV,
+            &[(i8q(s.0, z.0), a), (i8q(s.1, z.1), b)],
+            (i8q(s.2, z.2), out),
+            Options::Div { activation: act },
+        );
+        let got = i8s(&run(&model, &[&x, &y]).unwrap()[0]);
+        let (_, output_shift) =
+            quantize_multiplier(f64::from(s.0) / (f64::from(s.1) * f64::from(s.2)));
+        let (lo, hi) = activation_range_quantized(act, s.2, q[2].1, -128, 127);
+        for (o, (i, j)) in operand_indices(&shapes).into_iter().enumerate() {
+            let (mut n, mut d) = (i32::from(x[i] as i8) - q[0].1, i32::from(y[j] as i8) - q[1].1);
+            if d < 0 {
+                (n, d) = (-n, -d);
+            }
+            if !div_shift_in_range(n, d, output_shift) {
+                continue;
+            }
+            let real = f64::from(n) * f64::from(s.0) / (f64::from(d) * f64::from(s.1)) / f64::from(s.2);
+            let want = (real.round() as i64 + i64::from(q[2].1)).clamp(lo.into(), hi.into()) as i32;
+            prop_assert!((i32::from(got[o]) - want).abs() <= 1, "{n}/{d}: got {} want {want}", got[o]);
+        }
+    }
+
+    #[test]
+    fn div_float_and_int32_follow_the_broadcast(shapes in broadcast_shapes(), act in activation(), seed in any::<u64>()) {
+        let (a, b, out) = &shapes;
+        let mut rng = Rng(seed);
+        let fx = f32s(&rng.tensor(T::FLOAT32, elements(a), -10.0, 10.0));
+        let fy = f32s(&rng.tensor(T::FLOAT32, elements(b), -10.0, 10.0));
+        let ix: Vec<i32> = (0..elements(a)).map(|_| rng.next_u64() as i32).collect();
+        let iy: Vec<i32> = (0..elements(b)).map(|_| (rng.next_u64() as i32 >> 20) | 1).collect();
+        let i32t = q(T::INT32, 0.0, 0);
+        let fmodel = single_op(Op::DIV, &[(F32, a), (F32, b)], (F32, out), Options::Div { activation: act });
+        let imodel = single_op(Op::DIV, &[(i32t, a), (i32t, b)], (i32t, out), Options::Div { activation: act });
+        let fgot = f32s(&run(&fmodel, &[&f32_bytes(&fx), &f32_bytes(&fy)]).unwrap()[0]);
+        let igot = i32s(&run(&imodel, &[&i32_tensor(&ix), &i32_tensor(&iy)]).unwrap()[0]);
+        let (flo, fhi) = activation_range_float(act);
+        let (ilo, ihi) = match act {
+            Act::RELU => (0, i32::MAX),
+            Act::RELU6 => (0, 6),
+            Act::RELU_N1_TO_1 => (-1, 1),
+            _ => (i32::MIN, i32::MAX),
+        };
+        for (o, (i, j)) in operand_indices(&shapes).into_iter().enumerate() {
+            prop_assert_eq!(fgot[o], (fx[i] / fy[j]).max(flo).min(fhi));
+            prop_assert_eq!(igot[o], ix[i].wrapping_div(iy[j]).clamp(ilo, ihi));
+        }
+    }
+}
+
+fn f32_bytes(values: &[f32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+#[test]
+fn div_refuses_zero_divisors_mixed_types_and_quantised_int32() {
+    let none = Options::Div {
+        activation: Act::NONE,
+    };
+    let i32t = q(T::INT32, 0.0, 0);
+    let int32 = single_op(
+        Op::DIV,
+        &[(i32t, &[2]), (i32t, &[2])],
+        (i32t, &[2]),
+        none.clone(),
+    );
+    let zero = KernelError::UnsupportedParameter {
+        what: "DIV by zero",
+    };
+    assert_eq!(
+        kernel_failure(&int32, &[&i32_tensor(&[4, 5]), &i32_tensor(&[2, 0])]),
+        zero
+    );
+    let int8 = single_op(
+        Op::DIV,
+        &[(i8q(0.1, 0), &[2]), (i8q(0.1, 3), &[2])],
+        (i8q(0.1, 0), &[2]),
+        none.clone(),
+    );
+    assert_eq!(kernel_failure(&int8, &[&[4, 4], &[5, 3]]), zero);
+    let mixed = single_op(
+        Op::DIV,
+        &[(F32, &[2]), (i8q(0.1, 0), &[2])],
+        (F32, &[2]),
+        none.clone(),
+    );
+    assert_eq!(
+        kernel_failure(&mixed, &[&[0; 8], &[1, 1]]),
+        KernelError::UnsupportedType {
+            tensor: 1,
+            dtype: T::INT8.0
+        }
+    );
+    let quantised = single_op(
+        Op::DIV,
+        &[(q(T::INT32, 0.5, 0), &[2]), (i32t, &[2])],
+        (i32t, &[2]),
+        none.clone(),
+    );
+    assert!(matches!(
+        kernel_failure(&quantised, &[&[0; 8], &[1; 8]]),
+        KernelError::UnsupportedParameter { .. }
+    ));
+    let int16 = single_op(
+        Op::DIV,
+        &[(i16q(0.1, 0), &[2]), (i16q(0.1, 0), &[2])],
+        (i16q(0.1, 0), &[2]),
+        none.clone(),
+    );
+    assert_eq!(
+        kernel_failure(&int16, &[&[0; 4], &[1; 4]]),
+        KernelError::UnsupportedType {
+            tensor: 2,
+            dtype: T::INT16.0
+        }
+    );
+    let shapes = single_op(Op::DIV, &[(F32, &[3]), (F32, &[2])], (F32, &[3]), none);
+    assert_eq!(
+        kernel_failure(&shapes, &[&[0; 12], &[0; 8]]),
+        KernelError::ShapeMismatch { tensor: 2 }
+    );
+}
+
+#[test]
+fn div_int8_small_quotients_reproduce_the_reference_shift() {
+    // 11 / 114 at unit scales shifts right by 32: TFLM's x86 build gives
+    // 127, not 0 (tests/data/tflm_ops/div_i8_unit pins the same bytes).
+    let unit = i8q(1.0, 0);
+    let model = single_op(
+        Op::DIV,
+        &[(unit, &[2]), (unit, &[2])],
+        (unit, &[2]),
+        Options::Div {
+            activation: Act::NONE,
+        },
+    );
+    let got = i8s(&run(&model, &[&[11, 100], &[114, 7]]).unwrap()[0]);
+    assert_eq!(got, vec![127, 14]);
+}

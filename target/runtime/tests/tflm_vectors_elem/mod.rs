@@ -1,0 +1,88 @@
+//! The element-wise, activation and comparison cases of `tflm_op_vectors`
+//! (DIV, the unary maths, RELU family, comparisons, SELECT_V2, CAST), with
+//! their own random stream so that cases added elsewhere leave these
+//! inputs unchanged.
+
+use hilt_runtime::schema::{ActivationFunctionType as Act, BuiltinOperator as Op, TensorType as T};
+use hilt_runtime::writer::Options;
+
+use super::one_op::*;
+use super::{Case, Compare};
+
+/// Every case of this module, in a fixed order.
+pub(crate) fn cases(out: &mut Vec<Case>) {
+    let mut rng = Rng(0xe1e3_0d17);
+    div_cases(&mut rng, out);
+}
+
+fn binary_case(
+    name: &str,
+    op: Op,
+    (a, sa): (Ty, &[i32]),
+    (b, sb): (Ty, &[i32]),
+    (o, so): (Ty, &[i32]),
+    options: Options,
+    inputs: Vec<Vec<u8>>,
+    compare: Compare,
+) -> Case {
+    Case {
+        name: name.into(),
+        model: single_op(op, &[(a, sa), (b, sb)], (o, so), options),
+        inputs,
+        compare,
+    }
+}
+
+fn div_cases(rng: &mut Rng, out: &mut Vec<Case>) {
+    type Spec<'a> = (&'a str, Ty, &'a [i32], Ty, &'a [i32], Ty, &'a [i32], Act);
+    let i32t = q(T::INT32, 0.0, 0);
+    #[rustfmt::skip]
+    let specs: &[Spec<'_>] = &[
+        ("div_f32_same", F32, &[2, 3, 7], F32, &[2, 3, 7], F32, &[2, 3, 7], Act::NONE),
+        ("div_f32_bcast_relu6", F32, &[4, 1, 6], F32, &[1, 5, 6], F32, &[4, 5, 6], Act::RELU6),
+        ("div_f32_scalar_relu", F32, &[30], F32, &[1], F32, &[30], Act::RELU),
+        ("div_i32_same", i32t, &[3, 7], i32t, &[3, 7], i32t, &[3, 7], Act::NONE),
+        ("div_i32_bcast_relu", i32t, &[2, 3, 4], i32t, &[4], i32t, &[2, 3, 4], Act::RELU),
+        ("div_i8_same", i8q(0.05, -3), &[4, 64], i8q(0.1, 7), &[4, 64], i8q(0.12, -10), &[4, 64], Act::NONE),
+        ("div_i8_unit", i8q(1.0, 0), &[2, 50], i8q(1.0, 0), &[2, 50], i8q(1.0, 0), &[2, 50], Act::NONE),
+        ("div_i8_fine_out", i8q(0.1, 0), &[128], i8q(0.1, 0), &[128], i8q(0.01, 5), &[128], Act::NONE),
+        ("div_i8_coarse_out", i8q(0.02, 4), &[1, 3, 40], i8q(0.5, -2), &[1, 3, 40], i8q(0.3, 0), &[1, 3, 40], Act::NONE),
+        ("div_i8_bcast_relu", i8q(0.05, 2), &[2, 3, 8], i8q(0.04, -9), &[8], i8q(0.2, -20), &[2, 3, 8], Act::RELU),
+        ("div_i8_scalar_relu6", i8q(0.04, 0), &[1, 5, 5, 4], i8q(0.02, -128), &[1], i8q(0.05, -100), &[1, 5, 5, 4], Act::RELU6),
+    ];
+    for &(name, a, sa, b, sb, o, so, act) in specs {
+        let first = rng.tensor(a.dtype, elements(sa), -4.0, 4.0);
+        let mut second = rng.tensor(b.dtype, elements(sb), -4.0, 4.0);
+        // No divisor of zero (TFLM's reference leaves it undefined).
+        match b.dtype {
+            T::INT8 => {
+                let zp = b.quant.unwrap().1 as i8;
+                for v in &mut second {
+                    if *v as i8 == zp {
+                        *v = zp.wrapping_add(1) as u8;
+                    }
+                }
+            }
+            T::INT32 => {
+                for c in second.chunks_exact_mut(4) {
+                    let v = i32::from_le_bytes(c.try_into().unwrap());
+                    // Small divisors too, so quotients are not all 0.
+                    let v = if v % 3 == 0 { (v % 17) | 1 } else { v };
+                    c.copy_from_slice(&v.to_le_bytes());
+                }
+            }
+            _ => {}
+        }
+        out.push(binary_case(
+            name,
+            Op::DIV,
+            (a, sa),
+            (b, sb),
+            (o, so),
+            Options::Div { activation: act },
+            vec![first, second],
+            // IEEE division is exact in both; so is every integer path.
+            Compare::Exact,
+        ));
+    }
+}
