@@ -201,3 +201,122 @@ fn div_int8_small_quotients_reproduce_the_reference_shift() {
     let got = i8s(&run(&model, &[&[11, 100], &[114, 7]]).unwrap()[0]);
     assert_eq!(got, vec![127, 14]);
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn abs_int8_is_the_rescaled_magnitude(si in 0.005f32..0.5, so in 0.005f32..0.5, zi in -128i64..=127, zo in -128i64..=127, seed in any::<u64>()) {
+        let x = Rng(seed).tensor(T::INT8, 64, 0.0, 0.0);
+        let model = single_op(Op::ABS, &[(i8q(si, zi), &[64])], (i8q(so, zo), &[64]), Options::None);
+        let got = i8s(&run(&model, &[&x]).unwrap()[0]);
+        for (&g, &v) in got.iter().zip(&i8s(&x)) {
+            let magnitude = (i64::from(v) - zi).abs() as f64;
+            let want = ((magnitude * f64::from(si) / f64::from(so)).round() as i64 + zo).clamp(-128, 127);
+            prop_assert!((i64::from(g) - want).abs() <= 1, "x={v}: got {g} want {want}");
+        }
+    }
+
+    #[test]
+    fn float_unary_ops_are_the_libm_functions(seed in any::<u64>()) {
+        let x = Rng(seed).tensor(T::FLOAT32, 40, -50.0, 50.0);
+        let xs = f32s(&x);
+        let run_op = |op| {
+            let model = single_op(op, &[(F32, &[40])], (F32, &[40]), Options::None);
+            f32s(&run(&model, &[&x]).unwrap()[0])
+        };
+        let bits = |v: Vec<f32>| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        prop_assert_eq!(bits(run_op(Op::ABS)), bits(xs.iter().map(|v| v.abs()).collect()));
+        prop_assert_eq!(bits(run_op(Op::NEG)), bits(xs.iter().map(|v| -v).collect()));
+        prop_assert_eq!(bits(run_op(Op::SQRT)), bits(xs.iter().map(|v| v.sqrt()).collect()));
+        for (got, v) in run_op(Op::EXP).iter().zip(&xs) {
+            let want = f64::from(*v).exp();
+            prop_assert!((f64::from(*got) - want).abs() <= want * 1e-6, "exp({v}) = {got}");
+        }
+        for (got, v) in run_op(Op::LOG).iter().zip(&xs) {
+            if *v > 0.0 {
+                let want = f64::from(*v).ln();
+                prop_assert!((f64::from(*got) - want).abs() <= 1e-6 * want.abs().max(1.0), "log({v}) = {got}");
+            } else if *v < 0.0 {
+                prop_assert!(got.is_nan());
+            }
+        }
+    }
+}
+
+#[test]
+fn abs_int16_takes_zero_points_of_zero_or_no_quantisation() {
+    let raw = q(T::INT16, 0.0, 0);
+    let plain = single_op(Op::ABS, &[(raw, &[3])], (raw, &[3]), Options::None);
+    let data: Vec<u8> = [i16::MIN, -7, 9]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    assert_eq!(
+        i16s(&run(&plain, &[&data]).unwrap()[0]),
+        vec![i16::MIN, 7, 9]
+    );
+    let scaled = single_op(
+        Op::ABS,
+        &[(i16q(0.002, 0), &[3])],
+        (i16q(0.001, 0), &[3]),
+        Options::None,
+    );
+    assert_eq!(
+        i16s(&run(&scaled, &[&data]).unwrap()[0]),
+        vec![i16::MAX, 14, 18]
+    );
+    let offset = single_op(
+        Op::ABS,
+        &[(i16q(0.002, 4), &[3])],
+        (i16q(0.001, 0), &[3]),
+        Options::None,
+    );
+    assert!(matches!(
+        kernel_failure(&offset, &[&data]),
+        KernelError::BadQuantization { tensor: 0, .. }
+    ));
+}
+
+#[test]
+fn unary_ops_refuse_types_tflm_does_not_take() {
+    for op in [Op::NEG, Op::SQRT, Op::EXP, Op::LOG] {
+        let model = single_op(
+            op,
+            &[(i8q(0.1, 0), &[4])],
+            (i8q(0.1, 0), &[4]),
+            Options::None,
+        );
+        assert_eq!(
+            kernel_failure(&model, &[&[0; 4]]),
+            KernelError::UnsupportedType {
+                tensor: 0,
+                dtype: T::INT8.0
+            },
+            "{op:?}"
+        );
+    }
+    let mixed = single_op(Op::EXP, &[(F32, &[4])], (i8q(0.1, 0), &[4]), Options::None);
+    assert_eq!(
+        kernel_failure(&mixed, &[&[0; 16]]),
+        KernelError::UnsupportedType {
+            tensor: 1,
+            dtype: T::INT8.0
+        }
+    );
+    let sizes = single_op(Op::LOG, &[(F32, &[4])], (F32, &[5]), Options::None);
+    assert_eq!(
+        kernel_failure(&sizes, &[&[0; 16]]),
+        KernelError::ShapeMismatch { tensor: 1 }
+    );
+    let unquantised = single_op(
+        Op::ABS,
+        &[(q(T::INT8, 0.0, 0), &[4])],
+        (i8q(0.1, 0), &[4]),
+        Options::None,
+    );
+    assert_eq!(
+        kernel_failure(&unquantised, &[&[0; 4]]),
+        KernelError::MissingQuantization { tensor: 0 }
+    );
+}

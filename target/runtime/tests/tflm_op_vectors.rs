@@ -396,7 +396,9 @@ fn compare(name: &str, rule: &str, got: &[u8], want: &[u8]) -> Result<(), String
         },
         "float" => {
             for (i, (a, b)) in f32s(got).iter().zip(f32s(want)).enumerate() {
-                let within = (a - b).abs() <= 1e-5 + 1e-4 * b.abs();
+                // Equal infinities and two NaNs agree too.
+                let within =
+                    *a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= 1e-5 + 1e-4 * b.abs();
                 if !within {
                     return Err(format!("{name}: element {i}: {a} vs TFLM {b}"));
                 }

@@ -56,6 +56,7 @@ pub mod tanh;
 pub mod tensor;
 pub mod transpose;
 pub mod transpose_conv;
+pub mod unary_math;
 
 pub use context::{InvokeContext, PrepareContext, Stored};
 
@@ -451,6 +452,11 @@ pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
         (BuiltinOperator::PADV2, pad::PADV2),
         (BuiltinOperator::STRIDED_SLICE, strided_slice::REGISTRATION),
         (BuiltinOperator::DIV, div::REGISTRATION),
+        (BuiltinOperator::ABS, unary_math::ABS),
+        (BuiltinOperator::NEG, unary_math::NEG),
+        (BuiltinOperator::SQRT, unary_math::SQRT),
+        (BuiltinOperator::EXP, unary_math::EXP),
+        (BuiltinOperator::LOG, unary_math::LOG),
     ];
     for &(op, kernel) in table {
         // BUILTINS_CAPACITY entries hold every builtin above.

@@ -13,6 +13,7 @@ use super::{Case, Compare};
 pub(crate) fn cases(out: &mut Vec<Case>) {
     let mut rng = Rng(0xe1e3_0d17);
     div_cases(&mut rng, out);
+    unary_math_cases(&mut rng, out);
 }
 
 fn binary_case(
@@ -84,5 +85,53 @@ fn div_cases(rng: &mut Rng, out: &mut Vec<Case>) {
             // IEEE division is exact in both; so is every integer path.
             Compare::Exact,
         ));
+    }
+}
+
+fn unary_math_cases(rng: &mut Rng, out: &mut Vec<Case>) {
+    type Spec<'a> = (&'a str, Op, Ty, Ty, (f32, f32), Compare);
+    let i16raw = q(T::INT16, 0.0, 0);
+    #[rustfmt::skip]
+    let specs: &[Spec<'_>] = &[
+        ("abs_f32", Op::ABS, F32, F32, (-10.0, 10.0), Compare::Exact),
+        ("abs_i8_same", Op::ABS, i8q(0.05, -3), i8q(0.05, -3), (0.0, 0.0), Compare::Exact),
+        ("abs_i8_rescale", Op::ABS, i8q(0.05, 10), i8q(0.03, -128), (0.0, 0.0), Compare::Exact),
+        ("abs_i8_coarse", Op::ABS, i8q(0.02, -128), i8q(0.1, 5), (0.0, 0.0), Compare::Exact),
+        ("abs_i16_same", Op::ABS, i16q(0.001, 0), i16q(0.001, 0), (0.0, 0.0), Compare::Exact),
+        ("abs_i16_rescale", Op::ABS, i16q(0.001, 0), i16q(0.0007, 0), (0.0, 0.0), Compare::Exact),
+        ("abs_i16_raw", Op::ABS, i16raw, i16raw, (0.0, 0.0), Compare::Exact),
+        ("neg_f32", Op::NEG, F32, F32, (-10.0, 10.0), Compare::Exact),
+        ("sqrt_f32", Op::SQRT, F32, F32, (0.0, 100.0), Compare::Exact),
+        ("exp_f32", Op::EXP, F32, F32, (-20.0, 20.0), Compare::Float),
+        ("log_f32", Op::LOG, F32, F32, (0.001, 1000.0), Compare::Float),
+    ];
+    let shape: &[i32] = &[3, 100];
+    for &(name, op, ti, to, (lo, hi), compare) in specs {
+        let mut data = rng.tensor(ti.dtype, elements(shape), lo, hi);
+        if ti.dtype == T::FLOAT32 {
+            // Signed zeros, infinities and NaN at the front.
+            let specials = [
+                0.0f32,
+                -0.0,
+                f32::INFINITY,
+                f32::NEG_INFINITY,
+                f32::NAN,
+                1.0,
+            ];
+            for (i, v) in specials.iter().enumerate() {
+                data[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        if ti.dtype == T::INT16 {
+            // Both ends of the range.
+            data[0..2].copy_from_slice(&i16::MIN.to_le_bytes());
+            data[2..4].copy_from_slice(&i16::MAX.to_le_bytes());
+        }
+        out.push(Case {
+            name: name.into(),
+            model: single_op(op, &[(ti, shape)], (to, shape), Options::None),
+            inputs: vec![data],
+            compare,
+        });
     }
 }
