@@ -320,3 +320,85 @@ fn unary_ops_refuse_types_tflm_does_not_take() {
         KernelError::MissingQuantization { tensor: 0 }
     );
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn relu_int8_is_the_rescaled_positive_part(si in 0.005f32..0.5, so in 0.005f32..0.5, zi in -128i64..=127, zo in -128i64..=127, seed in any::<u64>()) {
+        let x = Rng(seed).tensor(T::INT8, 64, 0.0, 0.0);
+        let model = single_op(Op::RELU, &[(i8q(si, zi), &[64])], (i8q(so, zo), &[64]), Options::None);
+        let got = i8s(&run(&model, &[&x]).unwrap()[0]);
+        for (&g, &v) in got.iter().zip(&i8s(&x)) {
+            let real = (i64::from(v) - zi) as f64 * f64::from(si);
+            let want = ((real / f64::from(so)).round() as i64 + zo).clamp(zo.max(-128), 127);
+            prop_assert!((i64::from(g) - want).abs() <= 1, "x={v}: got {g} want {want}");
+        }
+    }
+
+    #[test]
+    fn relu6_int8_clamps_between_quantised_zero_and_six(s in 0.005f32..0.5, z in -128i64..=127, seed in any::<u64>()) {
+        let x = Rng(seed).tensor(T::INT8, 64, 0.0, 0.0);
+        let model = single_op(Op::RELU6, &[(i8q(s, z), &[64])], (i8q(s, z), &[64]), Options::None);
+        let got = i8s(&run(&model, &[&x]).unwrap()[0]);
+        let six = ((6.0 / s).round() as i64 + z).clamp(-128, 127);
+        for (&g, &v) in got.iter().zip(&i8s(&x)) {
+            prop_assert_eq!(i64::from(g), i64::from(v).min(six).max(z));
+        }
+    }
+
+    #[test]
+    fn float_relus_clamp(seed in any::<u64>()) {
+        let x = Rng(seed).tensor(T::FLOAT32, 40, -10.0, 10.0);
+        let run_op = |op| {
+            let model = single_op(op, &[(F32, &[40])], (F32, &[40]), Options::None);
+            f32s(&run(&model, &[&x]).unwrap()[0])
+        };
+        let xs = f32s(&x);
+        prop_assert_eq!(run_op(Op::RELU), xs.iter().map(|v| v.max(0.0)).collect::<Vec<_>>());
+        prop_assert_eq!(run_op(Op::RELU6), xs.iter().map(|v| v.clamp(0.0, 6.0)).collect::<Vec<_>>());
+    }
+}
+
+#[test]
+fn relus_refuse_bad_quantisation() {
+    let relu16 = single_op(
+        Op::RELU,
+        &[(i16q(0.01, 3), &[4])],
+        (i16q(0.01, 0), &[4]),
+        Options::None,
+    );
+    assert!(matches!(
+        kernel_failure(&relu16, &[&[0; 8]]),
+        KernelError::BadQuantization { tensor: 0, .. }
+    ));
+    let rescaled = single_op(
+        Op::RELU6,
+        &[(i8q(0.01, 3), &[4])],
+        (i8q(0.02, 3), &[4]),
+        Options::None,
+    );
+    assert!(matches!(
+        kernel_failure(&rescaled, &[&[0; 4]]),
+        KernelError::UnsupportedParameter { .. }
+    ));
+    let int32 = q(T::INT32, 0.0, 0);
+    let wide = single_op(Op::RELU, &[(int32, &[4])], (int32, &[4]), Options::None);
+    assert_eq!(
+        kernel_failure(&wide, &[&[0; 16]]),
+        KernelError::UnsupportedType {
+            tensor: 0,
+            dtype: T::INT32.0
+        }
+    );
+    let bare = single_op(
+        Op::RELU6,
+        &[(q(T::INT8, 0.0, 0), &[4])],
+        (q(T::INT8, 0.0, 0), &[4]),
+        Options::None,
+    );
+    assert_eq!(
+        kernel_failure(&bare, &[&[0; 4]]),
+        KernelError::MissingQuantization { tensor: 0 }
+    );
+}

@@ -42,6 +42,7 @@ pub mod pooling;
 pub mod prelu;
 pub mod quantize;
 pub mod quantized;
+pub mod relu;
 pub mod reshape;
 pub mod resize_nearest_neighbor;
 pub mod rsqrt;
@@ -457,6 +458,8 @@ pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
         (BuiltinOperator::SQRT, unary_math::SQRT),
         (BuiltinOperator::EXP, unary_math::EXP),
         (BuiltinOperator::LOG, unary_math::LOG),
+        (BuiltinOperator::RELU, relu::RELU),
+        (BuiltinOperator::RELU6, relu::RELU6),
     ];
     for &(op, kernel) in table {
         // BUILTINS_CAPACITY entries hold every builtin above.

@@ -14,6 +14,7 @@ pub(crate) fn cases(out: &mut Vec<Case>) {
     let mut rng = Rng(0xe1e3_0d17);
     div_cases(&mut rng, out);
     unary_math_cases(&mut rng, out);
+    relu_cases(&mut rng, out);
 }
 
 fn binary_case(
@@ -105,6 +106,33 @@ fn unary_math_cases(rng: &mut Rng, out: &mut Vec<Case>) {
         ("exp_f32", Op::EXP, F32, F32, (-20.0, 20.0), Compare::Float),
         ("log_f32", Op::LOG, F32, F32, (0.001, 1000.0), Compare::Float),
     ];
+    unary_specs(rng, specs, out);
+}
+
+fn relu_cases(rng: &mut Rng, out: &mut Vec<Case>) {
+    type Spec<'a> = (&'a str, Op, Ty, Ty, (f32, f32), Compare);
+    #[rustfmt::skip]
+    let specs: &[Spec<'_>] = &[
+        ("relu_f32", Op::RELU, F32, F32, (-5.0, 5.0), Compare::Exact),
+        ("relu_i8_same", Op::RELU, i8q(0.05, -3), i8q(0.05, -3), (0.0, 0.0), Compare::Exact),
+        ("relu_i8_rescale", Op::RELU, i8q(0.05, 10), i8q(0.03, -128), (0.0, 0.0), Compare::Exact),
+        ("relu_i8_coarse", Op::RELU, i8q(0.02, -100), i8q(0.07, 20), (0.0, 0.0), Compare::Exact),
+        ("relu_i16", Op::RELU, i16q(0.001, 0), i16q(0.0013, 0), (0.0, 0.0), Compare::Exact),
+        ("relu6_f32", Op::RELU6, F32, F32, (-10.0, 10.0), Compare::Exact),
+        ("relu6_i8", Op::RELU6, i8q(0.05, -3), i8q(0.05, -3), (0.0, 0.0), Compare::Exact),
+        ("relu6_i8_wide", Op::RELU6, i8q(0.1, 60), i8q(0.1, 60), (0.0, 0.0), Compare::Exact),
+        ("relu6_i16", Op::RELU6, i16q(0.0005, 0), i16q(0.0005, 0), (0.0, 0.0), Compare::Exact),
+    ];
+    unary_specs(rng, specs, out);
+}
+
+/// One case per spec: name, op, input and output types, the float input
+/// range, the comparison; a [3, 100] tensor with special values first.
+fn unary_specs(
+    rng: &mut Rng,
+    specs: &[(&str, Op, Ty, Ty, (f32, f32), Compare)],
+    out: &mut Vec<Case>,
+) {
     let shape: &[i32] = &[3, 100];
     for &(name, op, ti, to, (lo, hi), compare) in specs {
         let mut data = rng.tensor(ti.dtype, elements(shape), lo, hi);
