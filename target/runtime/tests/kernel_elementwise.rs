@@ -402,3 +402,48 @@ fn relus_refuse_bad_quantisation() {
         KernelError::MissingQuantization { tensor: 0 }
     );
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn hard_swish_int8_is_close_to_the_real_function(si in 0.01f32..0.2, so in 0.01f32..0.2, zi in -100i64..100, zo in -100i64..100, seed in any::<u64>()) {
+        let x = Rng(seed).tensor(T::INT8, 64, 0.0, 0.0);
+        let model = single_op(Op::HARD_SWISH, &[(i8q(si, zi), &[64])], (i8q(so, zo), &[64]), Options::None);
+        let got = i8s(&run(&model, &[&x]).unwrap()[0]);
+        for (&g, &v) in got.iter().zip(&i8s(&x)) {
+            let real = (i64::from(v) - zi) as f64 * f64::from(si);
+            let swish = real * (real + 3.0).clamp(0.0, 6.0) / 6.0;
+            let want = ((swish / f64::from(so)).round() as i64 + zo).clamp(-128, 127);
+            // Q0.15 multipliers: a step of error either way.
+            prop_assert!((i64::from(g) - want).abs() <= 1, "x={v}: got {g} want {want}");
+        }
+    }
+}
+
+#[test]
+fn hard_swish_refuses_int16_and_large_scale_ratios() {
+    let int16 = single_op(
+        Op::HARD_SWISH,
+        &[(i16q(0.01, 0), &[4])],
+        (i16q(0.01, 0), &[4]),
+        Options::None,
+    );
+    assert_eq!(
+        kernel_failure(&int16, &[&[0; 8]]),
+        KernelError::UnsupportedType {
+            tensor: 0,
+            dtype: T::INT16.0
+        }
+    );
+    let ratio = single_op(
+        Op::HARD_SWISH,
+        &[(i8q(10.0, 0), &[4])],
+        (i8q(0.01, 0), &[4]),
+        Options::None,
+    );
+    assert!(matches!(
+        kernel_failure(&ratio, &[&[0; 4]]),
+        KernelError::UnsupportedParameter { .. }
+    ));
+}

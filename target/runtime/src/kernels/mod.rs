@@ -30,6 +30,7 @@ pub mod float_math;
 pub mod fully_connected;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 pub(crate) mod gemm;
+pub mod hard_swish;
 pub mod leaky_relu;
 pub mod logistic;
 pub mod lstm;
@@ -460,6 +461,7 @@ pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
         (BuiltinOperator::LOG, unary_math::LOG),
         (BuiltinOperator::RELU, relu::RELU),
         (BuiltinOperator::RELU6, relu::RELU6),
+        (BuiltinOperator::HARD_SWISH, hard_swish::REGISTRATION),
     ];
     for &(op, kernel) in table {
         // BUILTINS_CAPACITY entries hold every builtin above.

@@ -15,6 +15,7 @@ pub(crate) fn cases(out: &mut Vec<Case>) {
     div_cases(&mut rng, out);
     unary_math_cases(&mut rng, out);
     relu_cases(&mut rng, out);
+    hard_swish_cases(&mut rng, out);
 }
 
 fn binary_case(
@@ -122,6 +123,20 @@ fn relu_cases(rng: &mut Rng, out: &mut Vec<Case>) {
         ("relu6_i8", Op::RELU6, i8q(0.05, -3), i8q(0.05, -3), (0.0, 0.0), Compare::Exact),
         ("relu6_i8_wide", Op::RELU6, i8q(0.1, 60), i8q(0.1, 60), (0.0, 0.0), Compare::Exact),
         ("relu6_i16", Op::RELU6, i16q(0.0005, 0), i16q(0.0005, 0), (0.0, 0.0), Compare::Exact),
+    ];
+    unary_specs(rng, specs, out);
+}
+
+fn hard_swish_cases(rng: &mut Rng, out: &mut Vec<Case>) {
+    type Spec<'a> = (&'a str, Op, Ty, Ty, (f32, f32), Compare);
+    #[rustfmt::skip]
+    let specs: &[Spec<'_>] = &[
+        ("hswish_f32", Op::HARD_SWISH, F32, F32, (-8.0, 8.0), Compare::Exact),
+        ("hswish_i8_a", Op::HARD_SWISH, i8q(0.05, -3), i8q(0.04, -20), (0.0, 0.0), Compare::Exact),
+        ("hswish_i8_b", Op::HARD_SWISH, i8q(0.1, 10), i8q(0.05, -128), (0.0, 0.0), Compare::Exact),
+        ("hswish_i8_fine", Op::HARD_SWISH, i8q(0.01, 0), i8q(0.01, 0), (0.0, 0.0), Compare::Exact),
+        ("hswish_i8_coarse", Op::HARD_SWISH, i8q(0.3, -50), i8q(0.2, -90), (0.0, 0.0), Compare::Exact),
+        ("hswish_i8_tiny_out", Op::HARD_SWISH, i8q(0.05, 5), i8q(0.002, 0), (0.0, 0.0), Compare::Exact),
     ];
     unary_specs(rng, specs, out);
 }
