@@ -447,3 +447,56 @@ fn hard_swish_refuses_int16_and_large_scale_ratios() {
         KernelError::UnsupportedParameter { .. }
     ));
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn elu_int8_is_the_rounded_real_function(si in 0.005f32..0.3, so in 0.005f32..0.3, zi in -128i64..=127, zo in -128i64..=127) {
+        let x: Vec<u8> = (0..=255u8).collect();
+        let model = single_op(Op::ELU, &[(i8q(si, zi), &[256])], (i8q(so, zo), &[256]), Options::None);
+        let got = i8s(&run(&model, &[&x]).unwrap()[0]);
+        for (&g, &v) in got.iter().zip(&i8s(&x)) {
+            let real = (i64::from(v) - zi) as f64 * f64::from(si);
+            let elu = if real < 0.0 { real.exp_m1() } else { real };
+            let want = ((elu / f64::from(so)).round() as i64 + zo).clamp(-128, 127);
+            prop_assert!((i64::from(g) - want).abs() <= 1, "x={v}: got {g} want {want}");
+        }
+    }
+
+    #[test]
+    fn elu_float_is_expm1_below_zero(seed in any::<u64>()) {
+        let x = Rng(seed).tensor(T::FLOAT32, 40, -10.0, 10.0);
+        let model = single_op(Op::ELU, &[(F32, &[40])], (F32, &[40]), Options::None);
+        let got = f32s(&run(&model, &[&x]).unwrap()[0]);
+        for (&g, &v) in got.iter().zip(&f32s(&x)) {
+            let want = if v < 0.0 { f64::from(v).exp_m1() } else { f64::from(v) };
+            prop_assert!((f64::from(g) - want).abs() <= 1e-6 * want.abs().max(1e-3), "elu({v}) = {g}");
+        }
+    }
+}
+
+#[test]
+fn elu_refuses_int16_and_mixed_types() {
+    let int16 = single_op(
+        Op::ELU,
+        &[(i16q(0.01, 0), &[4])],
+        (i16q(0.01, 0), &[4]),
+        Options::None,
+    );
+    assert_eq!(
+        kernel_failure(&int16, &[&[0; 8]]),
+        KernelError::UnsupportedType {
+            tensor: 0,
+            dtype: T::INT16.0
+        }
+    );
+    let mixed = single_op(Op::ELU, &[(i8q(0.01, 0), &[4])], (F32, &[4]), Options::None);
+    assert_eq!(
+        kernel_failure(&mixed, &[&[0; 4]]),
+        KernelError::UnsupportedType {
+            tensor: 1,
+            dtype: T::FLOAT32.0
+        }
+    );
+}

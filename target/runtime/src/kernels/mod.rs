@@ -25,6 +25,7 @@ pub mod depthwise_conv;
 mod depthwise_packed;
 pub mod dequantize;
 pub mod div;
+pub mod elu;
 pub mod fixed_point;
 pub mod float_math;
 pub mod fully_connected;
@@ -462,6 +463,7 @@ pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
         (BuiltinOperator::RELU, relu::RELU),
         (BuiltinOperator::RELU6, relu::RELU6),
         (BuiltinOperator::HARD_SWISH, hard_swish::REGISTRATION),
+        (BuiltinOperator::ELU, elu::REGISTRATION),
     ];
     for &(op, kernel) in table {
         // BUILTINS_CAPACITY entries hold every builtin above.

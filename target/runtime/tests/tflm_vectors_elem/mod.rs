@@ -16,6 +16,7 @@ pub(crate) fn cases(out: &mut Vec<Case>) {
     unary_math_cases(&mut rng, out);
     relu_cases(&mut rng, out);
     hard_swish_cases(&mut rng, out);
+    elu_cases(&mut rng, out);
 }
 
 fn binary_case(
@@ -139,6 +140,30 @@ fn hard_swish_cases(rng: &mut Rng, out: &mut Vec<Case>) {
         ("hswish_i8_tiny_out", Op::HARD_SWISH, i8q(0.05, 5), i8q(0.002, 0), (0.0, 0.0), Compare::Exact),
     ];
     unary_specs(rng, specs, out);
+}
+
+fn elu_cases(rng: &mut Rng, out: &mut Vec<Case>) {
+    let every_byte: Vec<u8> = (0..=255u8).collect();
+    for (name, input, output) in [
+        ("elu_i8_a", i8q(0.05, 0), i8q(0.05, 0)),
+        ("elu_i8_b", i8q(0.1, 20), i8q(1.0 / 64.0, -60)),
+        ("elu_i8_c", i8q(0.02, -128), i8q(0.03, -100)),
+        ("elu_i8_d", i8q(0.25, 64), i8q(0.2, -122)),
+    ] {
+        out.push(Case {
+            name: name.into(),
+            model: single_op(
+                Op::ELU,
+                &[(input, &[1, 256])],
+                (output, &[1, 256]),
+                Options::None,
+            ),
+            inputs: vec![every_byte.clone()],
+            compare: Compare::Exact,
+        });
+    }
+    let specs = [("elu_f32", Op::ELU, F32, F32, (-8.0, 4.0), Compare::Float)];
+    unary_specs(rng, &specs, out);
 }
 
 /// One case per spec: name, op, input and output types, the float input
