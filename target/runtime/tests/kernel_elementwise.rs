@@ -500,3 +500,88 @@ fn elu_refuses_int16_and_mixed_types() {
         }
     );
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn log_softmax_int8_is_close_to_the_real_function(s in 0.01f32..0.3, z in -50i64..50, rows in 1usize..4, depth in 1usize..40, seed in any::<u64>()) {
+        let shape = [rows as i32, depth as i32];
+        let x = Rng(seed).tensor(T::INT8, rows * depth, 0.0, 0.0);
+        let lsm = i8q(16.0 / 256.0, 127);
+        let model = single_op(Op::LOG_SOFTMAX, &[(i8q(s, z), &shape)], (lsm, &shape), Options::None);
+        let got = i8s(&run(&model, &[&x]).unwrap()[0]);
+        for (row, g) in i8s(&x).chunks(depth).zip(got.chunks(depth)) {
+            let real: Vec<f64> = row.iter().map(|&v| (i64::from(v) - z) as f64 * f64::from(s)).collect();
+            let max = real.iter().cloned().fold(f64::MIN, f64::max);
+            let log_sum = real.iter().map(|r| (r - max).exp()).sum::<f64>().ln();
+            for (&r, &o) in real.iter().zip(g) {
+                let want = ((r - max - log_sum) * 16.0).round() as i64 + 127;
+                let want = want.clamp(-128, 127);
+                // Saturated entries may go to -128 a little early (TFLM's cut-off).
+                if want > -120 {
+                    prop_assert!((i64::from(o) - want).abs() <= 1, "{r}: got {o} want {want}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn log_softmax_float_rows_are_log_probabilities(seed in any::<u64>()) {
+        let x = Rng(seed).tensor(T::FLOAT32, 30, -10.0, 10.0);
+        let model = single_op(Op::LOG_SOFTMAX, &[(F32, &[3, 10])], (F32, &[3, 10]), Options::None);
+        let got = f32s(&run(&model, &[&x]).unwrap()[0]);
+        for (row, g) in f32s(&x).chunks(10).zip(got.chunks(10)) {
+            let max = row.iter().cloned().fold(f32::MIN, f32::max);
+            let log_sum = row.iter().map(|&v| f64::from(v - max).exp()).sum::<f64>().ln();
+            for (&v, &o) in row.iter().zip(g) {
+                let want = f64::from(v - max) - log_sum;
+                prop_assert!((f64::from(o) - want).abs() < 1e-5, "{v}: {o} vs {want}");
+            }
+        }
+    }
+}
+
+#[test]
+fn log_softmax_refuses_other_output_quantisations() {
+    let bad_scale = single_op(
+        Op::LOG_SOFTMAX,
+        &[(i8q(0.1, 0), &[1, 4])],
+        (i8q(0.1, 127), &[1, 4]),
+        Options::None,
+    );
+    assert!(matches!(
+        kernel_failure(&bad_scale, &[&[0; 4]]),
+        KernelError::UnsupportedParameter { .. }
+    ));
+    let bad_zero = single_op(
+        Op::LOG_SOFTMAX,
+        &[(i8q(0.1, 0), &[1, 4])],
+        (i8q(16.0 / 256.0, 0), &[1, 4]),
+        Options::None,
+    );
+    assert!(matches!(
+        kernel_failure(&bad_zero, &[&[0; 4]]),
+        KernelError::BadQuantization { tensor: 1, .. }
+    ));
+    let int16 = single_op(
+        Op::LOG_SOFTMAX,
+        &[(i16q(0.1, 0), &[1, 4])],
+        (i16q(0.1, 0), &[1, 4]),
+        Options::None,
+    );
+    assert!(matches!(
+        kernel_failure(&int16, &[&[0; 8]]),
+        KernelError::UnsupportedType { tensor: 0, .. }
+    ));
+    let reshaped = single_op(
+        Op::LOG_SOFTMAX,
+        &[(F32, &[2, 4])],
+        (F32, &[4, 2]),
+        Options::None,
+    );
+    assert_eq!(
+        kernel_failure(&reshaped, &[&[0; 32]]),
+        KernelError::ShapeMismatch { tensor: 1 }
+    );
+}

@@ -33,6 +33,7 @@ pub mod fully_connected;
 pub(crate) mod gemm;
 pub mod hard_swish;
 pub mod leaky_relu;
+pub mod log_softmax;
 pub mod logistic;
 pub mod lstm;
 pub mod maximum_minimum;
@@ -464,6 +465,7 @@ pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
         (BuiltinOperator::RELU6, relu::RELU6),
         (BuiltinOperator::HARD_SWISH, hard_swish::REGISTRATION),
         (BuiltinOperator::ELU, elu::REGISTRATION),
+        (BuiltinOperator::LOG_SOFTMAX, log_softmax::REGISTRATION),
     ];
     for &(op, kernel) in table {
         // BUILTINS_CAPACITY entries hold every builtin above.

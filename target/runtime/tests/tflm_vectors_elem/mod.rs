@@ -17,6 +17,7 @@ pub(crate) fn cases(out: &mut Vec<Case>) {
     relu_cases(&mut rng, out);
     hard_swish_cases(&mut rng, out);
     elu_cases(&mut rng, out);
+    log_softmax_cases(&mut rng, out);
 }
 
 fn binary_case(
@@ -164,6 +165,34 @@ fn elu_cases(rng: &mut Rng, out: &mut Vec<Case>) {
     }
     let specs = [("elu_f32", Op::ELU, F32, F32, (-8.0, 4.0), Compare::Float)];
     unary_specs(rng, &specs, out);
+}
+
+fn log_softmax_cases(rng: &mut Rng, out: &mut Vec<Case>) {
+    let lsm = i8q(16.0 / 256.0, 127);
+    #[rustfmt::skip]
+    let specs: &[(&str, Ty, Ty, &[i32])] = &[
+        ("lsm_i8_small", i8q(0.1, 5), lsm, &[1, 10]),
+        ("lsm_i8_wide", i8q(0.0625, -3), lsm, &[3, 100]),
+        ("lsm_i8_coarse", i8q(0.3, 0), lsm, &[4, 50]),
+        ("lsm_i8_fine", i8q(0.005, 0), lsm, &[2, 9]),
+        ("lsm_i8_rank4", i8q(0.2, 1), lsm, &[1, 2, 3, 7]),
+        ("lsm_i8_one", i8q(0.2, 1), lsm, &[5, 1]),
+        ("lsm_f32", F32, F32, &[4, 10]),
+        ("lsm_f32_wide", F32, F32, &[2, 37]),
+    ];
+    for &(name, ti, to, shape) in specs {
+        let compare = if ti.dtype == T::FLOAT32 {
+            Compare::Float
+        } else {
+            Compare::Exact
+        };
+        out.push(Case {
+            name: name.into(),
+            model: single_op(Op::LOG_SOFTMAX, &[(ti, shape)], (to, shape), Options::None),
+            inputs: vec![rng.tensor(ti.dtype, elements(shape), -8.0, 8.0)],
+            compare,
+        });
+    }
 }
 
 /// One case per spec: name, op, input and output types, the float input
