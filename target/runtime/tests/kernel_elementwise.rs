@@ -585,3 +585,162 @@ fn log_softmax_refuses_other_output_quantisations() {
         KernelError::ShapeMismatch { tensor: 1 }
     );
 }
+
+/// Every comparison with its relation on real values.
+fn relations() -> [(Op, fn(f64, f64) -> bool); 6] {
+    [
+        (Op::EQUAL, |a, b| a == b),
+        (Op::NOT_EQUAL, |a, b| a != b),
+        (Op::LESS, |a, b| a < b),
+        (Op::LESS_EQUAL, |a, b| a <= b),
+        (Op::GREATER, |a, b| a > b),
+        (Op::GREATER_EQUAL, |a, b| a >= b),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn int8_comparisons_compare_real_values(shapes in broadcast_shapes(), seed in any::<u64>()) {
+        // Scales 1/20 and 1/10 (exact ratios), so equal reals are equal after rescaling.
+        let (a, b, out) = &shapes;
+        let (qa, qb) = ((0.05f32, -4i64), (0.1f32, 3i64));
+        let mut rng = Rng(seed);
+        let x: Vec<u8> = (0..elements(a)).map(|_| ((rng.next_u64() % 41) as i64 - 20) as i8 as u8).collect();
+        let y: Vec<u8> = (0..elements(b)).map(|_| ((rng.next_u64() % 21) as i64 - 10) as i8 as u8).collect();
+        let boolean = q(T::BOOL, 0.0, 0);
+        for (op, relation) in relations() {
+            let model = single_op(op, &[(i8q(qa.0, qa.1), a), (i8q(qb.0, qb.1), b)], (boolean, out), Options::None);
+            let got = run(&model, &[&x, &y]).unwrap().remove(0);
+            for (o, (i, j)) in operand_indices(&shapes).into_iter().enumerate() {
+                // Integer multiples of 1/20 compare exactly.
+                let ra = (i64::from(x[i] as i8) - qa.1) as f64;
+                let rb = 2.0 * (i64::from(y[j] as i8) - qb.1) as f64;
+                prop_assert_eq!(got[o], u8::from(relation(ra, rb)), "{:?} {} {}", op, ra, rb);
+            }
+        }
+    }
+
+    #[test]
+    fn float_and_int32_comparisons_follow_the_broadcast(shapes in broadcast_shapes(), seed in any::<u64>()) {
+        let (a, b, out) = &shapes;
+        let mut rng = Rng(seed);
+        let small = |rng: &mut one_op::Rng, n| (0..n).map(|_| (rng.next_u64() % 5) as i32 - 2).collect::<Vec<i32>>();
+        let (x, y) = (small(&mut rng, elements(a)), small(&mut rng, elements(b)));
+        let fx: Vec<u8> = x.iter().flat_map(|&v| (v as f32).to_le_bytes()).collect();
+        let fy: Vec<u8> = y.iter().flat_map(|&v| (v as f32).to_le_bytes()).collect();
+        let boolean = q(T::BOOL, 0.0, 0);
+        let i32t = q(T::INT32, 0.0, 0);
+        for (op, relation) in relations() {
+            let fmodel = single_op(op, &[(F32, a), (F32, b)], (boolean, out), Options::None);
+            let imodel = single_op(op, &[(i32t, a), (i32t, b)], (boolean, out), Options::None);
+            let fgot = run(&fmodel, &[&fx, &fy]).unwrap().remove(0);
+            let igot = run(&imodel, &[&i32_tensor(&x), &i32_tensor(&y)]).unwrap().remove(0);
+            for (o, (i, j)) in operand_indices(&shapes).into_iter().enumerate() {
+                let want = u8::from(relation(f64::from(x[i]), f64::from(y[j])));
+                prop_assert_eq!(fgot[o], want);
+                prop_assert_eq!(igot[o], want);
+            }
+        }
+    }
+}
+
+#[test]
+fn comparisons_refuse_bad_types_and_quantisation() {
+    let boolean = q(T::BOOL, 0.0, 0);
+    let not_bool = single_op(
+        Op::LESS,
+        &[(F32, &[2]), (F32, &[2])],
+        (F32, &[2]),
+        Options::None,
+    );
+    assert_eq!(
+        kernel_failure(&not_bool, &[&[0; 8], &[0; 8]]),
+        KernelError::UnsupportedType {
+            tensor: 2,
+            dtype: T::FLOAT32.0
+        }
+    );
+    let mixed = single_op(
+        Op::EQUAL,
+        &[(F32, &[2]), (q(T::INT32, 0.0, 0), &[2])],
+        (boolean, &[2]),
+        Options::None,
+    );
+    assert_eq!(
+        kernel_failure(&mixed, &[&[0; 8], &[0; 8]]),
+        KernelError::UnsupportedType {
+            tensor: 1,
+            dtype: T::INT32.0
+        }
+    );
+    let ordered_bools = single_op(
+        Op::LESS,
+        &[(boolean, &[2]), (boolean, &[2])],
+        (boolean, &[2]),
+        Options::None,
+    );
+    assert_eq!(
+        kernel_failure(&ordered_bools, &[&[0; 2], &[1; 2]]),
+        KernelError::UnsupportedType {
+            tensor: 0,
+            dtype: T::BOOL.0
+        }
+    );
+    let int16_less = single_op(
+        Op::LESS,
+        &[(i16q(0.1, 0), &[2]), (i16q(0.1, 0), &[2])],
+        (boolean, &[2]),
+        Options::None,
+    );
+    assert!(matches!(
+        kernel_failure(&int16_less, &[&[0; 4], &[0; 4]]),
+        KernelError::UnsupportedType { tensor: 0, .. }
+    ));
+    let int16_scales = single_op(
+        Op::GREATER,
+        &[(i16q(0.1, 0), &[2]), (i16q(0.2, 0), &[2])],
+        (boolean, &[2]),
+        Options::None,
+    );
+    assert!(matches!(
+        kernel_failure(&int16_scales, &[&[0; 4], &[0; 4]]),
+        KernelError::UnsupportedParameter { .. }
+    ));
+    let big_scale = single_op(
+        Op::EQUAL,
+        &[(i8q(2.0, 0), &[2]), (i8q(0.1, 0), &[2])],
+        (boolean, &[2]),
+        Options::None,
+    );
+    assert!(matches!(
+        kernel_failure(&big_scale, &[&[0; 2], &[0; 2]]),
+        KernelError::UnsupportedParameter { .. }
+    ));
+    let shapes = single_op(
+        Op::GREATER,
+        &[(F32, &[3]), (F32, &[2])],
+        (boolean, &[3]),
+        Options::None,
+    );
+    assert_eq!(
+        kernel_failure(&shapes, &[&[0; 12], &[0; 8]]),
+        KernelError::ShapeMismatch { tensor: 2 }
+    );
+}
+
+#[test]
+fn bool_equality_reads_bytes_as_c_bools() {
+    let boolean = q(T::BOOL, 0.0, 0);
+    let model = single_op(
+        Op::EQUAL,
+        &[(boolean, &[4]), (boolean, &[4])],
+        (boolean, &[4]),
+        Options::None,
+    );
+    assert_eq!(
+        run(&model, &[&[0, 1, 1, 0], &[0, 1, 0, 1]]).unwrap()[0],
+        vec![1, 1, 0, 0]
+    );
+}

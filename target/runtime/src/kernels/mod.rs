@@ -14,6 +14,7 @@ pub mod add;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 pub(crate) mod arm_dsp;
 pub mod batch_matmul;
+pub mod comparisons;
 pub mod concatenation;
 pub mod context;
 pub mod conv;
@@ -466,6 +467,12 @@ pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
         (BuiltinOperator::HARD_SWISH, hard_swish::REGISTRATION),
         (BuiltinOperator::ELU, elu::REGISTRATION),
         (BuiltinOperator::LOG_SOFTMAX, log_softmax::REGISTRATION),
+        (BuiltinOperator::EQUAL, comparisons::EQUAL),
+        (BuiltinOperator::NOT_EQUAL, comparisons::NOT_EQUAL),
+        (BuiltinOperator::LESS, comparisons::LESS),
+        (BuiltinOperator::LESS_EQUAL, comparisons::LESS_EQUAL),
+        (BuiltinOperator::GREATER, comparisons::GREATER),
+        (BuiltinOperator::GREATER_EQUAL, comparisons::GREATER_EQUAL),
     ];
     for &(op, kernel) in table {
         // BUILTINS_CAPACITY entries hold every builtin above.

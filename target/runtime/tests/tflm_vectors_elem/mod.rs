@@ -18,6 +18,7 @@ pub(crate) fn cases(out: &mut Vec<Case>) {
     hard_swish_cases(&mut rng, out);
     elu_cases(&mut rng, out);
     log_softmax_cases(&mut rng, out);
+    comparison_cases(&mut rng, out);
 }
 
 fn binary_case(
@@ -192,6 +193,78 @@ fn log_softmax_cases(rng: &mut Rng, out: &mut Vec<Case>) {
             inputs: vec![rng.tensor(ti.dtype, elements(shape), -8.0, 8.0)],
             compare,
         });
+    }
+}
+
+/// Bytes of `n` elements of `ty` drawn from a few small values, so that
+/// equal pairs occur across the two inputs of a comparison.
+fn few_values(rng: &mut Rng, ty: T, n: usize) -> Vec<u8> {
+    (0..n)
+        .flat_map(|_| {
+            let v = (rng.next_u64() % 7) as i64 - 3;
+            match ty {
+                T::FLOAT32 => (v as f32 * 0.5).to_le_bytes().to_vec(),
+                T::INT32 => (v as i32).to_le_bytes().to_vec(),
+                T::INT64 => (v * (1 << 40)).to_le_bytes().to_vec(),
+                T::INT16 => (v as i16 * 100).to_le_bytes().to_vec(),
+                T::BOOL => vec![u8::from(v > 0)],
+                _ => vec![(v * 10) as i8 as u8],
+            }
+        })
+        .collect()
+}
+
+fn comparison_cases(rng: &mut Rng, out: &mut Vec<Case>) {
+    let ops = [
+        ("eq", Op::EQUAL),
+        ("ne", Op::NOT_EQUAL),
+        ("lt", Op::LESS),
+        ("le", Op::LESS_EQUAL),
+        ("gt", Op::GREATER),
+        ("ge", Op::GREATER_EQUAL),
+    ];
+    let boolean = q(T::BOOL, 0.0, 0);
+    #[rustfmt::skip]
+    let specs: &[(&str, Ty, Ty, &[i32], &[i32], &[i32])] = &[
+        ("f32", F32, F32, &[2, 3, 5], &[2, 3, 5], &[2, 3, 5]),
+        ("f32_bcast", F32, F32, &[4, 1, 6], &[1, 5, 6], &[4, 5, 6]),
+        ("i32", q(T::INT32, 0.0, 0), q(T::INT32, 0.0, 0), &[40], &[1], &[40]),
+        ("i64", q(T::INT64, 0.0, 0), q(T::INT64, 0.0, 0), &[3, 8], &[3, 8], &[3, 8]),
+        ("i8_same", i8q(0.1, 0), i8q(0.1, 0), &[2, 30], &[2, 30], &[2, 30]),
+        ("i8_rescale", i8q(0.05, -4), i8q(0.1, 3), &[3, 1, 7], &[5, 7], &[3, 5, 7]),
+        ("i16", i16q(0.001, 0), i16q(0.001, 0), &[2, 30], &[2, 30], &[2, 30]),
+    ];
+    for (prefix, op) in ops {
+        for &(suffix, a, b, sa, sb, so) in specs {
+            // TFLM evaluates int16 for GREATER only (the others refuse it).
+            if a.dtype == T::INT16 && op != Op::GREATER {
+                continue;
+            }
+            let data = vec![
+                few_values(rng, a.dtype, elements(sa)),
+                few_values(rng, b.dtype, elements(sb)),
+            ];
+            out.push(Case {
+                name: format!("{prefix}_{suffix}"),
+                model: single_op(op, &[(a, sa), (b, sb)], (boolean, so), Options::None),
+                inputs: data,
+                compare: Compare::Exact,
+            });
+        }
+        if matches!(op, Op::EQUAL | Op::NOT_EQUAL) {
+            let data = vec![few_values(rng, T::BOOL, 24), few_values(rng, T::BOOL, 6)];
+            out.push(Case {
+                name: format!("{prefix}_bool"),
+                model: single_op(
+                    op,
+                    &[(boolean, &[4, 6]), (boolean, &[6])],
+                    (boolean, &[4, 6]),
+                    Options::None,
+                ),
+                inputs: data,
+                compare: Compare::Exact,
+            });
+        }
     }
 }
 
