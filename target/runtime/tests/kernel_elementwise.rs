@@ -744,3 +744,86 @@ fn bool_equality_reads_bytes_as_c_bools() {
         vec![1, 1, 0, 0]
     );
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn select_picks_by_the_broadcast_condition(shapes in broadcast_shapes(), third in 0usize..3, seed in any::<u64>()) {
+        // Condition, x and y take the pair's shapes in turn; the third
+        // operand is one of them or a scalar.
+        let (a, b, out) = &shapes;
+        let scalar = vec![1];
+        let [sc, sx, sy] = match third {
+            0 => [a.clone(), b.clone(), scalar],
+            1 => [scalar, a.clone(), b.clone()],
+            _ => [b.clone(), scalar, a.clone()],
+        };
+        let mut rng = Rng(seed);
+        let cond: Vec<u8> = (0..elements(&sc)).map(|_| (rng.next_u64() & 1) as u8).collect();
+        let x = rng.tensor(T::INT8, elements(&sx), 0.0, 0.0);
+        let y = rng.tensor(T::INT8, elements(&sy), 0.0, 0.0);
+        let ty = i8q(0.1, 0);
+        let model = single_op(Op::SELECT_V2, &[(q(T::BOOL, 0.0, 0), &sc), (ty, &sx), (ty, &sy)], (ty, out), Options::None);
+        let got = run(&model, &[&cond, &x, &y]).unwrap().remove(0);
+        let mut o = 0;
+        for_each_index(out, |idx| {
+            let pick = cond[broadcast_index(&sc, out, idx)] != 0;
+            let want = if pick { x[broadcast_index(&sx, out, idx)] } else { y[broadcast_index(&sy, out, idx)] };
+            assert_eq!(got[o], want, "at {idx:?}");
+            o += 1;
+        });
+    }
+}
+
+#[test]
+fn select_refuses_bad_types_shapes_and_mixed_quantisation() {
+    let boolean = q(T::BOOL, 0.0, 0);
+    let float_cond = single_op(
+        Op::SELECT_V2,
+        &[(F32, &[2]), (F32, &[2]), (F32, &[2])],
+        (F32, &[2]),
+        Options::None,
+    );
+    assert_eq!(
+        kernel_failure(&float_cond, &[&[0; 8], &[0; 8], &[0; 8]]),
+        KernelError::UnsupportedType {
+            tensor: 0,
+            dtype: T::FLOAT32.0
+        }
+    );
+    let int32 = q(T::INT32, 0.0, 0);
+    let wide = single_op(
+        Op::SELECT_V2,
+        &[(boolean, &[2]), (int32, &[2]), (int32, &[2])],
+        (int32, &[2]),
+        Options::None,
+    );
+    assert_eq!(
+        kernel_failure(&wide, &[&[0; 2], &[0; 8], &[0; 8]]),
+        KernelError::UnsupportedType {
+            tensor: 1,
+            dtype: T::INT32.0
+        }
+    );
+    let mixed = single_op(
+        Op::SELECT_V2,
+        &[(boolean, &[2]), (i8q(0.1, 0), &[2]), (i8q(0.2, 0), &[2])],
+        (i8q(0.1, 0), &[2]),
+        Options::None,
+    );
+    assert!(matches!(
+        kernel_failure(&mixed, &[&[0; 2], &[0; 2], &[0; 2]]),
+        KernelError::UnsupportedParameter { .. }
+    ));
+    let shapes = single_op(
+        Op::SELECT_V2,
+        &[(boolean, &[3]), (F32, &[2]), (F32, &[2])],
+        (F32, &[2]),
+        Options::None,
+    );
+    assert_eq!(
+        kernel_failure(&shapes, &[&[0; 3], &[0; 8], &[0; 8]]),
+        KernelError::ShapeMismatch { tensor: 3 }
+    );
+}

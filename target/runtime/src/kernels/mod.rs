@@ -50,6 +50,7 @@ pub mod relu;
 pub mod reshape;
 pub mod resize_nearest_neighbor;
 pub mod rsqrt;
+pub mod select;
 pub mod softmax;
 mod softmax_i16;
 pub mod split;
@@ -473,6 +474,7 @@ pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
         (BuiltinOperator::LESS_EQUAL, comparisons::LESS_EQUAL),
         (BuiltinOperator::GREATER, comparisons::GREATER),
         (BuiltinOperator::GREATER_EQUAL, comparisons::GREATER_EQUAL),
+        (BuiltinOperator::SELECT_V2, select::REGISTRATION),
     ];
     for &(op, kernel) in table {
         // BUILTINS_CAPACITY entries hold every builtin above.

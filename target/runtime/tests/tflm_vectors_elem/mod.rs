@@ -19,6 +19,7 @@ pub(crate) fn cases(out: &mut Vec<Case>) {
     elu_cases(&mut rng, out);
     log_softmax_cases(&mut rng, out);
     comparison_cases(&mut rng, out);
+    select_cases(&mut rng, out);
 }
 
 fn binary_case(
@@ -265,6 +266,36 @@ fn comparison_cases(rng: &mut Rng, out: &mut Vec<Case>) {
                 compare: Compare::Exact,
             });
         }
+    }
+}
+
+fn select_cases(rng: &mut Rng, out: &mut Vec<Case>) {
+    let boolean = q(T::BOOL, 0.0, 0);
+    #[rustfmt::skip]
+    let specs: &[(&str, Ty, &[i32], &[i32], &[i32], &[i32])] = &[
+        ("sel_f32_same", F32, &[2, 3, 4], &[2, 3, 4], &[2, 3, 4], &[2, 3, 4]),
+        ("sel_f32_bcast", F32, &[3, 1], &[1, 4], &[3, 4], &[3, 4]),
+        ("sel_i8_scalar_cond", i8q(0.1, 3), &[1], &[2, 5], &[2, 5], &[2, 5]),
+        ("sel_i8_bcast", i8q(0.1, 3), &[2, 1, 6], &[1, 4, 6], &[6], &[2, 4, 6]),
+        ("sel_i16_rank5", i16q(0.001, 0), &[1, 2, 1, 3, 1], &[2, 2, 2, 3, 2], &[1], &[2, 2, 2, 3, 2]),
+    ];
+    for &(name, ty, sc, sx, sy, so) in specs {
+        let inputs = vec![
+            few_values(rng, T::BOOL, elements(sc)),
+            rng.tensor(ty.dtype, elements(sx), -5.0, 5.0),
+            rng.tensor(ty.dtype, elements(sy), -5.0, 5.0),
+        ];
+        out.push(Case {
+            name: name.into(),
+            model: single_op(
+                Op::SELECT_V2,
+                &[(boolean, sc), (ty, sx), (ty, sy)],
+                (ty, so),
+                Options::None,
+            ),
+            inputs,
+            compare: Compare::Exact,
+        });
     }
 }
 
