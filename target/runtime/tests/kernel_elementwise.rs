@@ -827,3 +827,73 @@ fn select_refuses_bad_types_shapes_and_mixed_quantisation() {
         KernelError::ShapeMismatch { tensor: 3 }
     );
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn cast_from_int32_wraps_rounds_and_tests_non_zero(values in proptest::collection::vec(any::<i32>(), 1..40)) {
+        let n = values.len() as i32;
+        let input = i32_tensor(&values);
+        let run_to = |to: T| {
+            let model = single_op(Op::CAST, &[(q(T::INT32, 0.0, 0), &[n])], (q(to, 0.0, 0), &[n]), Options::None);
+            run(&model, &[&input]).unwrap().remove(0)
+        };
+        prop_assert_eq!(i8s(&run_to(T::INT8)), values.iter().map(|&v| v as i8).collect::<Vec<_>>());
+        prop_assert_eq!(i16s(&run_to(T::INT16)), values.iter().map(|&v| v as i16).collect::<Vec<_>>());
+        prop_assert_eq!(f32s(&run_to(T::FLOAT32)), values.iter().map(|&v| v as f32).collect::<Vec<_>>());
+        prop_assert_eq!(run_to(T::BOOL), values.iter().map(|&v| u8::from(v != 0)).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn cast_from_float_truncates_and_saturates(values in proptest::collection::vec(-1e5f32..1e5, 1..40)) {
+        let n = values.len() as i32;
+        let input: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let model = single_op(Op::CAST, &[(F32, &[n])], (q(T::INT8, 0.0, 0), &[n]), Options::None);
+        let got = i8s(&run(&model, &[&input]).unwrap()[0]);
+        let want: Vec<i8> = values.iter().map(|v| v.trunc().clamp(-128.0, 127.0) as i8).collect();
+        prop_assert_eq!(got, want);
+    }
+}
+
+#[test]
+fn cast_refuses_types_tflm_does_not_convert() {
+    for ty in [T::UINT8, T::INT64] {
+        let model = single_op(
+            Op::CAST,
+            &[(q(ty, 0.0, 0), &[2])],
+            (F32, &[2]),
+            Options::None,
+        );
+        assert_eq!(
+            kernel_failure(&model, &[&vec![0; 2 * element_size(ty)]]),
+            KernelError::UnsupportedType {
+                tensor: 0,
+                dtype: ty.0
+            }
+        );
+        let model = single_op(
+            Op::CAST,
+            &[(F32, &[2])],
+            (q(ty, 0.0, 0), &[2]),
+            Options::None,
+        );
+        assert_eq!(
+            kernel_failure(&model, &[&[0; 8]]),
+            KernelError::UnsupportedType {
+                tensor: 1,
+                dtype: ty.0
+            }
+        );
+    }
+    let sizes = single_op(
+        Op::CAST,
+        &[(F32, &[2])],
+        (q(T::INT32, 0.0, 0), &[3]),
+        Options::None,
+    );
+    assert_eq!(
+        kernel_failure(&sizes, &[&[0; 8]]),
+        KernelError::ShapeMismatch { tensor: 1 }
+    );
+}

@@ -14,6 +14,7 @@ pub mod add;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 pub(crate) mod arm_dsp;
 pub mod batch_matmul;
+pub mod cast;
 pub mod comparisons;
 pub mod concatenation;
 pub mod context;
@@ -475,6 +476,7 @@ pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
         (BuiltinOperator::GREATER, comparisons::GREATER),
         (BuiltinOperator::GREATER_EQUAL, comparisons::GREATER_EQUAL),
         (BuiltinOperator::SELECT_V2, select::REGISTRATION),
+        (BuiltinOperator::CAST, cast::REGISTRATION),
     ];
     for &(op, kernel) in table {
         // BUILTINS_CAPACITY entries hold every builtin above.

@@ -20,6 +20,8 @@ pub(crate) fn cases(out: &mut Vec<Case>) {
     log_softmax_cases(&mut rng, out);
     comparison_cases(&mut rng, out);
     select_cases(&mut rng, out);
+    cast_cases(&mut rng, out);
+    cast_edges(out);
 }
 
 fn binary_case(
@@ -297,6 +299,118 @@ fn select_cases(rng: &mut Rng, out: &mut Vec<Case>) {
             compare: Compare::Exact,
         });
     }
+}
+
+/// CAST between the type pairs TFLM's micro kernel takes.
+fn cast_cases(rng: &mut Rng, out: &mut Vec<Case>) {
+    // (TFLM refuses uint8 and int64 on either side.)
+    let types = [
+        ("bool", T::BOOL),
+        ("i8", T::INT8),
+        ("i16", T::INT16),
+        ("i32", T::INT32),
+        ("u32", T::UINT32),
+        ("f32", T::FLOAT32),
+    ];
+    for (from_name, from) in types {
+        for (to_name, to) in types {
+            if from == to {
+                continue;
+            }
+            let shape: &[i32] = &[4, 25];
+            let data = cast_input(rng, from, elements(shape));
+            out.push(Case {
+                name: format!("cast_{from_name}_{to_name}"),
+                model: single_op(
+                    Op::CAST,
+                    &[(q(from, 0.0, 0), shape)],
+                    (q(to, 0.0, 0), shape),
+                    Options::None,
+                ),
+                inputs: vec![data],
+                compare: Compare::Exact,
+            });
+        }
+    }
+}
+
+/// Floats past every integer type's range, infinities and NaN.
+fn cast_edges(out: &mut Vec<Case>) {
+    let values: Vec<f32> = vec![
+        300.0,
+        -300.0,
+        70_000.0,
+        -70_000.0,
+        3e9,
+        -3e9,
+        5e9,
+        -5e9,
+        1e20,
+        -1e20,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        -0.5,
+        0.5,
+        -1.0,
+        127.9,
+        -128.9,
+        32_767.9,
+        -32_768.9,
+        2_147_483_520.0,
+        -2_147_483_648.0,
+        4_294_967_040.0,
+        -0.0,
+    ];
+    let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let shape: &[i32] = &[values.len() as i32];
+    for (name, to) in [
+        ("i8", T::INT8),
+        ("i16", T::INT16),
+        ("i32", T::INT32),
+        ("u32", T::UINT32),
+        ("bool", T::BOOL),
+    ] {
+        out.push(Case {
+            name: format!("cast_f32_{name}_edges"),
+            model: single_op(
+                Op::CAST,
+                &[(F32, shape)],
+                (q(to, 0.0, 0), shape),
+                Options::None,
+            ),
+            inputs: vec![data.clone()],
+            compare: Compare::Exact,
+        });
+    }
+}
+
+/// Inputs for CAST: every width's edge values and random ones; floats
+/// in range for every integer type, with fractions of both signs.
+fn cast_input(rng: &mut Rng, ty: T, n: usize) -> Vec<u8> {
+    (0..n)
+        .flat_map(|i| {
+            let r = rng.next_u64();
+            match ty {
+                T::BOOL => vec![u8::from(r & 1 == 1)],
+                T::UINT8 | T::INT8 => vec![r as u8],
+                T::INT16 => (r as i16).to_le_bytes().to_vec(),
+                T::INT32 | T::UINT32 => {
+                    let v = if i < 4 {
+                        [0, -1, i32::MIN, i32::MAX][i]
+                    } else {
+                        (r as i32) >> (r >> 59)
+                    };
+                    v.to_le_bytes().to_vec()
+                }
+                T::INT64 => ((r as i64) >> (r >> 58)).to_le_bytes().to_vec(),
+                _ => {
+                    let v = (r >> 40) as f32 / (1u64 << 24) as f32 * 250.0 - 125.0;
+                    v.to_le_bytes().to_vec()
+                }
+            }
+        })
+        .collect()
 }
 
 /// One case per spec: name, op, input and output types, the float input
