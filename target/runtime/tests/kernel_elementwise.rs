@@ -897,3 +897,73 @@ fn cast_refuses_types_tflm_does_not_convert() {
         KernelError::ShapeMismatch { tensor: 1 }
     );
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn l2_normalization_int8_is_the_unit_row(s in 0.01f32..0.5, z in -30i64..30, depth in 1usize..64, seed in any::<u64>()) {
+        let x = Rng(seed).tensor(T::INT8, depth * 2, 0.0, 0.0);
+        let shape = [2, depth as i32];
+        let options = Options::L2Norm { activation: Act::NONE };
+        let model = single_op(Op::L2_NORMALIZATION, &[(i8q(s, z), &shape)], (i8q(1.0 / 128.0, 0), &shape), options);
+        let got = i8s(&run(&model, &[&x]).unwrap()[0]);
+        for (row, g) in i8s(&x).chunks(depth).zip(got.chunks(depth)) {
+            let diffs: Vec<f64> = row.iter().map(|&v| (i64::from(v) - z) as f64).collect();
+            let norm = diffs.iter().map(|d| d * d).sum::<f64>().sqrt();
+            for (&d, &o) in diffs.iter().zip(g) {
+                let want = if norm == 0.0 { 0 } else { ((d / norm * 128.0).round() as i64).clamp(-128, 127) };
+                prop_assert!((i64::from(o) - want).abs() <= 1, "{d}/{norm}: got {o} want {want}");
+            }
+        }
+    }
+}
+
+#[test]
+fn l2_normalization_refuses_activations_ranks_and_output_scales() {
+    let none = Options::L2Norm {
+        activation: Act::NONE,
+    };
+    let relu = single_op(
+        Op::L2_NORMALIZATION,
+        &[(F32, &[1, 4])],
+        (F32, &[1, 4]),
+        Options::L2Norm {
+            activation: Act::RELU,
+        },
+    );
+    assert!(matches!(
+        kernel_failure(&relu, &[&[0; 16]]),
+        KernelError::UnsupportedParameter { .. }
+    ));
+    let rank5 = single_op(
+        Op::L2_NORMALIZATION,
+        &[(F32, &[1, 1, 1, 1, 4])],
+        (F32, &[1, 1, 1, 1, 4]),
+        none.clone(),
+    );
+    assert_eq!(
+        kernel_failure(&rank5, &[&[0; 16]]),
+        KernelError::UnsupportedRank { tensor: 0, rank: 5 }
+    );
+    let scale = single_op(
+        Op::L2_NORMALIZATION,
+        &[(i8q(0.1, 0), &[1, 4])],
+        (i8q(0.01, 0), &[1, 4]),
+        none.clone(),
+    );
+    assert!(matches!(
+        kernel_failure(&scale, &[&[0; 4]]),
+        KernelError::UnsupportedParameter { .. }
+    ));
+    let zero = single_op(
+        Op::L2_NORMALIZATION,
+        &[(i8q(0.1, 0), &[1, 4])],
+        (i8q(1.0 / 128.0, 3), &[1, 4]),
+        none,
+    );
+    assert!(matches!(
+        kernel_failure(&zero, &[&[0; 4]]),
+        KernelError::BadQuantization { tensor: 1, .. }
+    ));
+}

@@ -34,6 +34,7 @@ pub mod fully_connected;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 pub(crate) mod gemm;
 pub mod hard_swish;
+pub mod l2_normalization;
 pub mod leaky_relu;
 pub mod log_softmax;
 pub mod logistic;
@@ -477,6 +478,10 @@ pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
         (BuiltinOperator::GREATER_EQUAL, comparisons::GREATER_EQUAL),
         (BuiltinOperator::SELECT_V2, select::REGISTRATION),
         (BuiltinOperator::CAST, cast::REGISTRATION),
+        (
+            BuiltinOperator::L2_NORMALIZATION,
+            l2_normalization::REGISTRATION,
+        ),
     ];
     for &(op, kernel) in table {
         // BUILTINS_CAPACITY entries hold every builtin above.

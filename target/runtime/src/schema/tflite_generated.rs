@@ -1400,7 +1400,7 @@ pub mod tflite {
         note = "Use associated constants instead. This will no longer be generated in 2021."
     )]
     #[allow(non_camel_case_types)]
-    pub const ENUM_VALUES_BUILTIN_OPTIONS: [BuiltinOptions; 23] = [
+    pub const ENUM_VALUES_BUILTIN_OPTIONS: [BuiltinOptions; 24] = [
         BuiltinOptions::NONE,
         BuiltinOptions::Conv2DOptions,
         BuiltinOptions::DepthwiseConv2DOptions,
@@ -1410,6 +1410,7 @@ pub mod tflite {
         BuiltinOptions::SoftmaxOptions,
         BuiltinOptions::ConcatenationOptions,
         BuiltinOptions::AddOptions,
+        BuiltinOptions::L2NormOptions,
         BuiltinOptions::ReshapeOptions,
         BuiltinOptions::MulOptions,
         BuiltinOptions::PadOptions,
@@ -1440,6 +1441,7 @@ pub mod tflite {
         pub const SoftmaxOptions: Self = Self(9);
         pub const ConcatenationOptions: Self = Self(10);
         pub const AddOptions: Self = Self(11);
+        pub const L2NormOptions: Self = Self(12);
         pub const ReshapeOptions: Self = Self(17);
         pub const MulOptions: Self = Self(21);
         pub const PadOptions: Self = Self(22);
@@ -1467,6 +1469,7 @@ pub mod tflite {
             Self::SoftmaxOptions,
             Self::ConcatenationOptions,
             Self::AddOptions,
+            Self::L2NormOptions,
             Self::ReshapeOptions,
             Self::MulOptions,
             Self::PadOptions,
@@ -1494,6 +1497,7 @@ pub mod tflite {
                 Self::SoftmaxOptions => Some("SoftmaxOptions"),
                 Self::ConcatenationOptions => Some("ConcatenationOptions"),
                 Self::AddOptions => Some("AddOptions"),
+                Self::L2NormOptions => Some("L2NormOptions"),
                 Self::ReshapeOptions => Some("ReshapeOptions"),
                 Self::MulOptions => Some("MulOptions"),
                 Self::PadOptions => Some("PadOptions"),
@@ -3739,6 +3743,132 @@ pub mod tflite {
                 &self.fused_activation_function(),
             );
             ds.field("pot_scale_int16", &self.pot_scale_int16());
+            ds.finish()
+        }
+    }
+    pub enum L2NormOptionsOffset {}
+    #[derive(Copy, Clone, PartialEq)]
+
+    pub struct L2NormOptions<'a> {
+        pub _tab: ::flatbuffers::Table<'a>,
+    }
+
+    impl<'a> ::flatbuffers::Follow<'a> for L2NormOptions<'a> {
+        type Inner = L2NormOptions<'a>;
+        #[inline]
+        unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+            Self {
+                _tab: unsafe { ::flatbuffers::Table::new(buf, loc) },
+            }
+        }
+    }
+
+    impl<'a> L2NormOptions<'a> {
+        pub const VT_FUSED_ACTIVATION_FUNCTION: ::flatbuffers::VOffsetT = 4;
+
+        #[inline]
+        pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+            L2NormOptions { _tab: table }
+        }
+        #[allow(unused_mut)]
+        pub fn create<
+            'bldr: 'args,
+            'args: 'mut_bldr,
+            'mut_bldr,
+            A: ::flatbuffers::Allocator + 'bldr,
+        >(
+            _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+            args: &'args L2NormOptionsArgs,
+        ) -> ::flatbuffers::WIPOffset<L2NormOptions<'bldr>> {
+            let mut builder = L2NormOptionsBuilder::new(_fbb);
+            builder.add_fused_activation_function(args.fused_activation_function);
+            builder.finish()
+        }
+
+        #[inline]
+        pub fn fused_activation_function(&self) -> ActivationFunctionType {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<ActivationFunctionType>(
+                        L2NormOptions::VT_FUSED_ACTIVATION_FUNCTION,
+                        Some(ActivationFunctionType::NONE),
+                    )
+                    .unwrap()
+            }
+        }
+    }
+
+    impl ::flatbuffers::Verifiable for L2NormOptions<'_> {
+        #[inline]
+        fn run_verifier(
+            v: &mut ::flatbuffers::Verifier,
+            pos: usize,
+        ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+            v.visit_table(pos)?
+                .visit_field::<ActivationFunctionType>(
+                    "fused_activation_function",
+                    Self::VT_FUSED_ACTIVATION_FUNCTION,
+                    false,
+                )?
+                .finish();
+            Ok(())
+        }
+    }
+    pub struct L2NormOptionsArgs {
+        pub fused_activation_function: ActivationFunctionType,
+    }
+    impl<'a> Default for L2NormOptionsArgs {
+        #[inline]
+        fn default() -> Self {
+            L2NormOptionsArgs {
+                fused_activation_function: ActivationFunctionType::NONE,
+            }
+        }
+    }
+
+    pub struct L2NormOptionsBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+        fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+    }
+    impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> L2NormOptionsBuilder<'a, 'b, A> {
+        #[inline]
+        pub fn add_fused_activation_function(
+            &mut self,
+            fused_activation_function: ActivationFunctionType,
+        ) {
+            self.fbb_.push_slot::<ActivationFunctionType>(
+                L2NormOptions::VT_FUSED_ACTIVATION_FUNCTION,
+                fused_activation_function,
+                ActivationFunctionType::NONE,
+            );
+        }
+        #[inline]
+        pub fn new(
+            _fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        ) -> L2NormOptionsBuilder<'a, 'b, A> {
+            let start = _fbb.start_table();
+            L2NormOptionsBuilder {
+                fbb_: _fbb,
+                start_: start,
+            }
+        }
+        #[inline]
+        pub fn finish(self) -> ::flatbuffers::WIPOffset<L2NormOptions<'a>> {
+            let o = self.fbb_.end_table(self.start_);
+            ::flatbuffers::WIPOffset::new(o.value())
+        }
+    }
+
+    impl ::core::fmt::Debug for L2NormOptions<'_> {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            let mut ds = f.debug_struct("L2NormOptions");
+            ds.field(
+                "fused_activation_function",
+                &self.fused_activation_function(),
+            );
             ds.finish()
         }
     }
@@ -6117,6 +6247,21 @@ pub mod tflite {
 
         #[inline]
         #[allow(non_snake_case)]
+        pub fn builtin_options_as_l2_norm_options(&self) -> Option<L2NormOptions<'a>> {
+            if self.builtin_options_type() == BuiltinOptions::L2NormOptions {
+                self.builtin_options().map(|t| {
+                    // Safety:
+                    // Created from a valid Table for this object
+                    // Which contains a valid union in this slot
+                    unsafe { L2NormOptions::init_from_table(t) }
+                })
+            } else {
+                None
+            }
+        }
+
+        #[inline]
+        #[allow(non_snake_case)]
         pub fn builtin_options_as_reshape_options(&self) -> Option<ReshapeOptions<'a>> {
             if self.builtin_options_type() == BuiltinOptions::ReshapeOptions {
                 self.builtin_options().map(|t| {
@@ -6352,6 +6497,7 @@ pub mod tflite {
           BuiltinOptions::SoftmaxOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SoftmaxOptions>>("BuiltinOptions::SoftmaxOptions", pos),
           BuiltinOptions::ConcatenationOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<ConcatenationOptions>>("BuiltinOptions::ConcatenationOptions", pos),
           BuiltinOptions::AddOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<AddOptions>>("BuiltinOptions::AddOptions", pos),
+          BuiltinOptions::L2NormOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<L2NormOptions>>("BuiltinOptions::L2NormOptions", pos),
           BuiltinOptions::ReshapeOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<ReshapeOptions>>("BuiltinOptions::ReshapeOptions", pos),
           BuiltinOptions::MulOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<MulOptions>>("BuiltinOptions::MulOptions", pos),
           BuiltinOptions::PadOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<PadOptions>>("BuiltinOptions::PadOptions", pos),
@@ -6582,6 +6728,16 @@ pub mod tflite {
                 }
                 BuiltinOptions::AddOptions => {
                     if let Some(x) = self.builtin_options_as_add_options() {
+                        ds.field("builtin_options", &x)
+                    } else {
+                        ds.field(
+                            "builtin_options",
+                            &"InvalidFlatbuffer: Union discriminant does not match value.",
+                        )
+                    }
+                }
+                BuiltinOptions::L2NormOptions => {
+                    if let Some(x) = self.builtin_options_as_l2_norm_options() {
                         ds.field("builtin_options", &x)
                     } else {
                         ds.field(

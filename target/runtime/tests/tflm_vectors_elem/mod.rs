@@ -22,6 +22,7 @@ pub(crate) fn cases(out: &mut Vec<Case>) {
     select_cases(&mut rng, out);
     cast_cases(&mut rng, out);
     cast_edges(out);
+    l2_norm_cases(&mut rng, out);
 }
 
 fn binary_case(
@@ -381,6 +382,39 @@ fn cast_edges(out: &mut Vec<Case>) {
             ),
             inputs: vec![data.clone()],
             compare: Compare::Exact,
+        });
+    }
+}
+
+fn l2_norm_cases(rng: &mut Rng, out: &mut Vec<Case>) {
+    let unit = i8q(1.0 / 128.0, 0);
+    #[rustfmt::skip]
+    let specs: &[(&str, Ty, Ty, &[i32])] = &[
+        ("l2_i8_a", i8q(0.05, 0), unit, &[4, 16]),
+        ("l2_i8_zp", i8q(0.1, -20), unit, &[2, 3, 10]),
+        ("l2_i8_long", i8q(0.02, 5), unit, &[1, 300]),
+        ("l2_i8_short", i8q(0.3, 1), unit, &[1, 2, 2, 2]),
+        ("l2_f32", F32, F32, &[3, 20]),
+        ("l2_f32_rank4", F32, F32, &[1, 2, 3, 5]),
+    ];
+    for &(name, ti, to, shape) in specs {
+        let compare = if ti.dtype == T::FLOAT32 {
+            Compare::Float
+        } else {
+            Compare::Exact
+        };
+        out.push(Case {
+            name: name.into(),
+            model: single_op(
+                Op::L2_NORMALIZATION,
+                &[(ti, shape)],
+                (to, shape),
+                Options::L2Norm {
+                    activation: Act::NONE,
+                },
+            ),
+            inputs: vec![rng.tensor(ti.dtype, elements(shape), -3.0, 3.0)],
+            compare,
         });
     }
 }
