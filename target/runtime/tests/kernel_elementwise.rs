@@ -586,8 +586,11 @@ fn log_softmax_refuses_other_output_quantisations() {
     );
 }
 
+/// A comparison and its relation on real values.
+type OpRelation = (Op, fn(f64, f64) -> bool);
+
 /// Every comparison with its relation on real values.
-fn relations() -> [(Op, fn(f64, f64) -> bool); 6] {
+fn relations() -> [OpRelation; 6] {
     [
         (Op::EQUAL, |a, b| a == b),
         (Op::NOT_EQUAL, |a, b| a != b),

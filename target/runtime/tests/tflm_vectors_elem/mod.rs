@@ -9,6 +9,13 @@ use hilt_runtime::writer::Options;
 use super::one_op::*;
 use super::{Case, Compare};
 
+/// Name, op, input and output types, the float input range, the comparison.
+type UnarySpec<'a> = (&'a str, Op, Ty, Ty, (f32, f32), Compare);
+/// Name, type, and the shapes of the condition, x, y and the output.
+type SelectSpec<'a> = (&'a str, Ty, &'a [i32], &'a [i32], &'a [i32], &'a [i32]);
+/// Name, the two input types, their shapes and the output's.
+type ComparisonSpec<'a> = (&'a str, Ty, Ty, &'a [i32], &'a [i32], &'a [i32]);
+
 /// Every case of this module, in a fixed order.
 pub(crate) fn cases(out: &mut Vec<Case>) {
     let mut rng = Rng(0xe1e3_0d17);
@@ -23,24 +30,6 @@ pub(crate) fn cases(out: &mut Vec<Case>) {
     cast_cases(&mut rng, out);
     cast_edges(out);
     l2_norm_cases(&mut rng, out);
-}
-
-fn binary_case(
-    name: &str,
-    op: Op,
-    (a, sa): (Ty, &[i32]),
-    (b, sb): (Ty, &[i32]),
-    (o, so): (Ty, &[i32]),
-    options: Options,
-    inputs: Vec<Vec<u8>>,
-    compare: Compare,
-) -> Case {
-    Case {
-        name: name.into(),
-        model: single_op(op, &[(a, sa), (b, sb)], (o, so), options),
-        inputs,
-        compare,
-    }
 }
 
 fn div_cases(rng: &mut Rng, out: &mut Vec<Case>) {
@@ -83,25 +72,25 @@ fn div_cases(rng: &mut Rng, out: &mut Vec<Case>) {
             }
             _ => {}
         }
-        out.push(binary_case(
-            name,
-            Op::DIV,
-            (a, sa),
-            (b, sb),
-            (o, so),
-            Options::Div { activation: act },
-            vec![first, second],
+        out.push(Case {
+            name: name.into(),
+            model: single_op(
+                Op::DIV,
+                &[(a, sa), (b, sb)],
+                (o, so),
+                Options::Div { activation: act },
+            ),
+            inputs: vec![first, second],
             // IEEE division is exact in both; so is every integer path.
-            Compare::Exact,
-        ));
+            compare: Compare::Exact,
+        });
     }
 }
 
 fn unary_math_cases(rng: &mut Rng, out: &mut Vec<Case>) {
-    type Spec<'a> = (&'a str, Op, Ty, Ty, (f32, f32), Compare);
     let i16raw = q(T::INT16, 0.0, 0);
     #[rustfmt::skip]
-    let specs: &[Spec<'_>] = &[
+    let specs: &[UnarySpec<'_>] = &[
         ("abs_f32", Op::ABS, F32, F32, (-10.0, 10.0), Compare::Exact),
         ("abs_i8_same", Op::ABS, i8q(0.05, -3), i8q(0.05, -3), (0.0, 0.0), Compare::Exact),
         ("abs_i8_rescale", Op::ABS, i8q(0.05, 10), i8q(0.03, -128), (0.0, 0.0), Compare::Exact),
@@ -118,9 +107,8 @@ fn unary_math_cases(rng: &mut Rng, out: &mut Vec<Case>) {
 }
 
 fn relu_cases(rng: &mut Rng, out: &mut Vec<Case>) {
-    type Spec<'a> = (&'a str, Op, Ty, Ty, (f32, f32), Compare);
     #[rustfmt::skip]
-    let specs: &[Spec<'_>] = &[
+    let specs: &[UnarySpec<'_>] = &[
         ("relu_f32", Op::RELU, F32, F32, (-5.0, 5.0), Compare::Exact),
         ("relu_i8_same", Op::RELU, i8q(0.05, -3), i8q(0.05, -3), (0.0, 0.0), Compare::Exact),
         ("relu_i8_rescale", Op::RELU, i8q(0.05, 10), i8q(0.03, -128), (0.0, 0.0), Compare::Exact),
@@ -135,9 +123,8 @@ fn relu_cases(rng: &mut Rng, out: &mut Vec<Case>) {
 }
 
 fn hard_swish_cases(rng: &mut Rng, out: &mut Vec<Case>) {
-    type Spec<'a> = (&'a str, Op, Ty, Ty, (f32, f32), Compare);
     #[rustfmt::skip]
-    let specs: &[Spec<'_>] = &[
+    let specs: &[UnarySpec<'_>] = &[
         ("hswish_f32", Op::HARD_SWISH, F32, F32, (-8.0, 8.0), Compare::Exact),
         ("hswish_i8_a", Op::HARD_SWISH, i8q(0.05, -3), i8q(0.04, -20), (0.0, 0.0), Compare::Exact),
         ("hswish_i8_b", Op::HARD_SWISH, i8q(0.1, 10), i8q(0.05, -128), (0.0, 0.0), Compare::Exact),
@@ -229,7 +216,7 @@ fn comparison_cases(rng: &mut Rng, out: &mut Vec<Case>) {
     ];
     let boolean = q(T::BOOL, 0.0, 0);
     #[rustfmt::skip]
-    let specs: &[(&str, Ty, Ty, &[i32], &[i32], &[i32])] = &[
+    let specs: &[ComparisonSpec<'_>] = &[
         ("f32", F32, F32, &[2, 3, 5], &[2, 3, 5], &[2, 3, 5]),
         ("f32_bcast", F32, F32, &[4, 1, 6], &[1, 5, 6], &[4, 5, 6]),
         ("i32", q(T::INT32, 0.0, 0), q(T::INT32, 0.0, 0), &[40], &[1], &[40]),
@@ -275,7 +262,7 @@ fn comparison_cases(rng: &mut Rng, out: &mut Vec<Case>) {
 fn select_cases(rng: &mut Rng, out: &mut Vec<Case>) {
     let boolean = q(T::BOOL, 0.0, 0);
     #[rustfmt::skip]
-    let specs: &[(&str, Ty, &[i32], &[i32], &[i32], &[i32])] = &[
+    let specs: &[SelectSpec<'_>] = &[
         ("sel_f32_same", F32, &[2, 3, 4], &[2, 3, 4], &[2, 3, 4], &[2, 3, 4]),
         ("sel_f32_bcast", F32, &[3, 1], &[1, 4], &[3, 4], &[3, 4]),
         ("sel_i8_scalar_cond", i8q(0.1, 3), &[1], &[2, 5], &[2, 5], &[2, 5]),
@@ -449,11 +436,7 @@ fn cast_input(rng: &mut Rng, ty: T, n: usize) -> Vec<u8> {
 
 /// One case per spec: name, op, input and output types, the float input
 /// range, the comparison; a [3, 100] tensor with special values first.
-fn unary_specs(
-    rng: &mut Rng,
-    specs: &[(&str, Op, Ty, Ty, (f32, f32), Compare)],
-    out: &mut Vec<Case>,
-) {
+fn unary_specs(rng: &mut Rng, specs: &[UnarySpec<'_>], out: &mut Vec<Case>) {
     let shape: &[i32] = &[3, 100];
     for &(name, op, ti, to, (lo, hi), compare) in specs {
         let mut data = rng.tensor(ti.dtype, elements(shape), lo, hi);
