@@ -11,7 +11,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::context::Stored;
-use super::tensor::{require_quant, same_type_and_size};
+use super::tensor::{map_elements, require_quant, same_type_and_size};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::schema::TensorType;
 
@@ -70,21 +70,23 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
     let (input, output) = (ctx.input(0)?, ctx.output(0)?);
     match TensorType(data.dtype as i8) {
         TensorType::FLOAT32 => {
-            let out = output.values::<f32>()?;
-            for (o, &x) in out.iter_mut().zip(input.values::<f32>()?) {
-                *o = if x < 0.0 { libm::expm1f(x) } else { x };
-            }
+            map_elements(
+                &input,
+                output,
+                |x: f32| {
+                    if x < 0.0 { libm::expm1f(x) } else { x }
+                },
+            )
         }
         TensorType::INT8 => {
             let table = ctx.stored(data.table)?;
-            let out = output.values::<i8>()?;
-            for (o, &x) in out.iter_mut().zip(input.values::<i8>()?) {
-                *o = table[x as u8 as usize];
+            if table.len() != 256 {
+                return Err(KernelError::Internal);
             }
+            map_elements(&input, output, |x: i8| table[x as u8 as usize])
         }
-        _ => return Err(KernelError::Internal),
+        _ => Err(KernelError::Internal),
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::fixed_point::quantize_multiplier;
-use super::tensor::{require_quant, same_type_and_size};
+use super::tensor::{map_elements, require_quant, same_type_and_size};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::schema::TensorType;
 
@@ -152,21 +152,10 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
     let data: &HardSwishData = ctx.op_data()?;
     let (input, output) = (ctx.input(0)?, ctx.output(0)?);
     match TensorType(data.dtype as i8) {
-        TensorType::FLOAT32 => {
-            let out = output.values::<f32>()?;
-            for (o, &x) in out.iter_mut().zip(input.values::<f32>()?) {
-                *o = hard_swish_f32(x);
-            }
-        }
-        TensorType::INT8 => {
-            let out = output.values::<i8>()?;
-            for (o, &x) in out.iter_mut().zip(input.values::<i8>()?) {
-                *o = hard_swish_int8(x, data);
-            }
-        }
-        _ => return Err(KernelError::Internal),
+        TensorType::FLOAT32 => map_elements(&input, output, hard_swish_f32),
+        TensorType::INT8 => map_elements(&input, output, |x| hard_swish_int8(x, data)),
+        _ => Err(KernelError::Internal),
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::fixed_point::{multiply_by_quantized_multiplier, quantize_multiplier, round_half_away};
-use super::tensor::{check_zero_point, quant, require_quant, same_type_and_size};
+use super::tensor::{check_zero_point, map_elements, quant, require_quant, same_type_and_size};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::schema::TensorType;
 
@@ -93,28 +93,16 @@ fn invoke_relu(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
     let data: &ReluData = ctx.op_data()?;
     let (input, output) = (ctx.input(0)?, ctx.output(0)?);
     match TensorType(data.dtype as i8) {
-        TensorType::FLOAT32 => {
-            let out = output.values::<f32>()?;
-            for (o, &x) in out.iter_mut().zip(input.values::<f32>()?) {
-                // `x < 0 ? 0 : x`: NaN and -0.0 pass through, as in TFLM.
-                *o = if x < 0.0 { 0.0 } else { x };
-            }
-        }
-        TensorType::INT8 => {
-            let out = output.values::<i8>()?;
-            for (o, &x) in out.iter_mut().zip(input.values::<i8>()?) {
-                *o = relu_quantized(i32::from(x), data) as i8;
-            }
-        }
-        TensorType::INT16 => {
-            let out = output.values::<i16>()?;
-            for (o, &x) in out.iter_mut().zip(input.values::<i16>()?) {
-                *o = relu_quantized(i32::from(x), data) as i16;
-            }
-        }
-        _ => return Err(KernelError::Internal),
+        // `x < 0 ? 0 : x`: NaN and -0.0 pass through, as in TFLM.
+        TensorType::FLOAT32 => map_elements(&input, output, |x: f32| if x < 0.0 { 0.0 } else { x }),
+        TensorType::INT8 => map_elements(&input, output, |x: i8| {
+            relu_quantized(i32::from(x), data) as i8
+        }),
+        TensorType::INT16 => map_elements(&input, output, |x: i16| {
+            relu_quantized(i32::from(x), data) as i16
+        }),
+        _ => Err(KernelError::Internal),
     }
-    Ok(())
 }
 
 /// RELU6's op data: TFLM's `Relu6OpData` (the input's quantised 0 and 6).
@@ -165,29 +153,17 @@ fn invoke_relu6(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
     let data: &Relu6Data = ctx.op_data()?;
     let (input, output) = (ctx.input(0)?, ctx.output(0)?);
     match TensorType(data.dtype as i8) {
-        TensorType::FLOAT32 => {
-            let out = output.values::<f32>()?;
-            for (o, &x) in out.iter_mut().zip(input.values::<f32>()?) {
-                *o = clamp_between(x, 0.0, 6.0);
-            }
-        }
+        TensorType::FLOAT32 => map_elements(&input, output, |x: f32| clamp_between(x, 0.0, 6.0)),
         TensorType::INT8 => {
             let (zero, six) = (data.zero as i8, data.six as i8);
-            let out = output.values::<i8>()?;
-            for (o, &x) in out.iter_mut().zip(input.values::<i8>()?) {
-                *o = clamp_between(x, zero, six);
-            }
+            map_elements(&input, output, |x: i8| clamp_between(x, zero, six))
         }
         TensorType::INT16 => {
             let (zero, six) = (data.zero as i16, data.six as i16);
-            let out = output.values::<i16>()?;
-            for (o, &x) in out.iter_mut().zip(input.values::<i16>()?) {
-                *o = clamp_between(x, zero, six);
-            }
+            map_elements(&input, output, |x: i16| clamp_between(x, zero, six))
         }
-        _ => return Err(KernelError::Internal),
+        _ => Err(KernelError::Internal),
     }
-    Ok(())
 }
 
 #[cfg(test)]

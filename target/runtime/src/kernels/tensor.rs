@@ -215,6 +215,24 @@ pub(crate) fn same_type_and_size(
     Ok(())
 }
 
+/// Writes `f(x)` for every element `x` of `input` into `output`: the loop
+/// of every one-input element-wise kernel. Lengths that differ (prepare
+/// checked them) are an `Internal` error.
+pub(crate) fn map_elements<T: Pod, U: Pod>(
+    input: &Tensor<'_, '_>,
+    output: TensorMut<'_, '_>,
+    f: impl Fn(T) -> U,
+) -> Result<(), KernelError> {
+    let (x, out) = (input.values::<T>()?, output.values::<U>()?);
+    if x.len() != out.len() {
+        return Err(KernelError::Internal);
+    }
+    for (o, &v) in out.iter_mut().zip(x) {
+        *o = f(v);
+    }
+    Ok(())
+}
+
 fn cast<T: Pod>(index: u32, data: &[u8]) -> Result<&[T], KernelError> {
     if data.is_empty() {
         return Ok(&[]);

@@ -16,7 +16,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::fixed_point::{multiply_by_quantized_multiplier, quantize_multiplier};
-use super::tensor::{check_zero_point, quant, require_quant, same_type_and_size};
+use super::tensor::{check_zero_point, map_elements, quant, require_quant, same_type_and_size};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::schema::TensorType;
 
@@ -62,15 +62,7 @@ fn prepare_float(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError
 }
 
 fn map_f32(ctx: &InvokeContext<'_, '_>, f: fn(f32) -> f32) -> Result<(), KernelError> {
-    let (input, output) = (ctx.input(0)?, ctx.output(0)?);
-    for (o, &x) in output
-        .values::<f32>()?
-        .iter_mut()
-        .zip(input.values::<f32>()?)
-    {
-        *o = f(x);
-    }
-    Ok(())
+    map_elements(&ctx.input(0)?, ctx.output(0)?, f)
 }
 
 /// ABS's op data: TFLM's `OpDataAbsRsqrt` less what hilt reads from the
@@ -143,27 +135,13 @@ fn invoke_abs(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
     }
     let (input, output) = (ctx.input(0)?, ctx.output(0)?);
     match (TensorType(data.dtype as i8), data.mode) {
-        (TensorType::INT8, _) => {
-            let out = output.values::<i8>()?;
-            for (o, &x) in out.iter_mut().zip(input.values::<i8>()?) {
-                *o = abs_quantized(i32::from(x), data, (-128, 127)) as i8;
-            }
-            Ok(())
-        }
-        (TensorType::INT16, PLAIN) => {
-            let out = output.values::<i16>()?;
-            for (o, &x) in out.iter_mut().zip(input.values::<i16>()?) {
-                *o = x.wrapping_abs();
-            }
-            Ok(())
-        }
-        (TensorType::INT16, _) => {
-            let out = output.values::<i16>()?;
-            for (o, &x) in out.iter_mut().zip(input.values::<i16>()?) {
-                *o = abs_quantized(i32::from(x), data, (-32768, 32767)) as i16;
-            }
-            Ok(())
-        }
+        (TensorType::INT8, _) => map_elements(&input, output, |x: i8| {
+            abs_quantized(i32::from(x), data, (-128, 127)) as i8
+        }),
+        (TensorType::INT16, PLAIN) => map_elements(&input, output, i16::wrapping_abs),
+        (TensorType::INT16, _) => map_elements(&input, output, |x: i16| {
+            abs_quantized(i32::from(x), data, (-32768, 32767)) as i16
+        }),
         _ => Err(KernelError::Internal),
     }
 }
