@@ -35,6 +35,28 @@ fn small_model(offline: Option<&[i32]>) -> Vec<u8> {
     w.finish()
 }
 
+/// `small_model`'s graph with an operator TFLM Micro has no kernel for
+/// either (LSH_PROJECTION), so hilt never will.
+fn no_kernel_model() -> Vec<u8> {
+    let mut w = ModelWriter::new();
+    let x = w.input("x", TensorType::FLOAT32, &[64]);
+    let a = w.tensor("a", TensorType::FLOAT32, &[64]);
+    let y = w.output("y", TensorType::FLOAT32, &[64]);
+    w.op(
+        BuiltinOperator::LSH_PROJECTION,
+        &[Some(x)],
+        &[a],
+        Options::None,
+    );
+    w.op(
+        BuiltinOperator::LSH_PROJECTION,
+        &[Some(a)],
+        &[y],
+        Options::None,
+    );
+    w.finish()
+}
+
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
@@ -392,13 +414,13 @@ fn a_board_plan_names_an_unknown_board_and_a_missing_kernel() {
         "{}",
         stderr(&out)
     );
-    // RELU has no kernel: planned without kernels, refused with them.
-    let relu = temp_file("relu.tflite", &small_model(None));
-    let relu = relu.to_str().unwrap();
-    assert!(hilt(&["layout", relu]).status.success());
+    // LSH_PROJECTION has no kernel: planned without kernels, refused with them.
+    let lsh = temp_file("lsh.tflite", &no_kernel_model());
+    let lsh = lsh.to_str().unwrap();
+    assert!(hilt(&["layout", lsh]).status.success());
     let out = hilt(&[
         "layout",
-        relu,
+        lsh,
         "--board",
         "qemu-mps2-an386",
         "--boards-dir",
@@ -407,8 +429,10 @@ fn a_board_plan_names_an_unknown_board_and_a_missing_kernel() {
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(
-        err.contains("2 of the model's 2 operators have no kernel in hilt: RELU (2)")
-            && err.contains("\n  op 0 RELU (float32 -> float32)\n  op 1 RELU (float32 -> float32)"),
+        err.contains("2 of the model's 2 operators have no kernel in hilt: LSH_PROJECTION (2)")
+            && err.contains(
+                "\n  op 0 LSH_PROJECTION (float32 -> float32)\n  op 1 LSH_PROJECTION (float32 -> float32)"
+            ),
         "{err}"
     );
 }

@@ -390,9 +390,6 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
         self.arena.reset();
         let model = self.model;
         self.check_aliasing()?;
-        if let Some((tensor, op)) = crate::liveness::first_read_before_write(&model) {
-            return Err(InterpreterError::ReadBeforeWrite { op, tensor });
-        }
         let mut staging = Staging::begin(&model, planner, &mut self.arena, options)?;
         #[cfg(feature = "fault-injection")]
         if self.unchecked_plan {
@@ -483,6 +480,11 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
         }
         if offload.is_some() {
             self.schedule_jobs(&mut staging, jobs, buffer_align);
+        }
+        // After every kernel's prepare, so that a kernel's own, more specific
+        // refusal (an SVDF state that is not a variable, say) comes first.
+        if let Some((tensor, op)) = crate::liveness::first_read_before_write(&model) {
+            return Err(InterpreterError::ReadBeforeWrite { op, tensor });
         }
         // The plan is checked against the schedule before it is committed:
         // every buffer a job touches aligned for the backend, in whole lines,

@@ -12,6 +12,8 @@
 //! python3 target/runtime/tests/data/tflm_ops/run_tflm.py   # needs `pip install tflite-micro`
 //! ```
 
+#[path = "tflm_vectors_elem/mod.rs"]
+mod elem;
 mod one_op;
 
 use std::path::{Path, PathBuf};
@@ -275,6 +277,7 @@ fn cases() -> Vec<Case> {
     l2_pool_cases(&mut rng, &mut out);
     reduce_cases(&mut out);
     arg_and_cumsum_cases(&mut out);
+    elem::cases(&mut out);
     out
 }
 
@@ -493,7 +496,9 @@ fn compare(name: &str, rule: &str, got: &[u8], want: &[u8]) -> Result<(), String
         },
         "float" => {
             for (i, (a, b)) in f32s(got).iter().zip(f32s(want)).enumerate() {
-                let within = (a - b).abs() <= 1e-5 + 1e-4 * b.abs();
+                // Equal infinities and two NaNs agree too.
+                let within =
+                    *a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= 1e-5 + 1e-4 * b.abs();
                 if !within {
                     return Err(format!("{name}: element {i}: {a} vs TFLM {b}"));
                 }

@@ -593,6 +593,14 @@ pub fn get_reciprocal(x: i32, x_integer_digits: i32) -> (i32, i32) {
     )
 }
 
+/// Redundant sign bits of `x` (bits below the sign bit that equal it; 31
+/// for 0 and -1): TFLM's `CountLeadingSignBits`, how far `x` can be
+/// shifted left without overflow.
+#[inline(always)]
+pub fn count_leading_sign_bits(x: i32) -> i32 {
+    (x ^ (x >> 31)).leading_zeros() as i32 - 1
+}
+
 /// TFLM's `QuantizeMultiplierSmallerThanOneExp`: `multiplier` in (0, 1),
 /// shift ≤ 0. `None` outside that range (TFLM aborts there).
 pub fn quantize_multiplier_smaller_than_one_exp(multiplier: f64) -> Option<(i32, i32)> {
@@ -639,6 +647,82 @@ pub fn calculate_input_radius(
         * (1i64 << (total_signed_bits - input_integer_bits)) as f64
         / (1i64 << input_left_shift) as f64;
     libm::floor(max_input_rescaled) as i32
+}
+
+/// `ln(x)` for a Q`input_integer_bits` value `x ≥ 1`, as a
+/// Q`output_integer_bits` value: TFLM's
+/// `log_x_for_x_greater_than_or_equal_to_1` (a rational approximation of
+/// `ln` on [sqrt(1/2)·2^k, sqrt(2)·2^k), the power of two added as
+/// `k · ln 2`). Accumulates with one integer bit more than the output, so
+/// that a saturated `k · ln 2` does not spoil the sum.
+pub fn log_x_for_x_greater_than_or_equal_to_1(
+    input: i32,
+    input_integer_bits: i32,
+    output_integer_bits: i32,
+) -> i32 {
+    // Q0 constants.
+    const LOG_2: i32 = 1_488_522_236;
+    const SQRT_SQRT_HALF: i32 = 1_805_811_301;
+    const SQRT_HALF: i32 = 1_518_500_250;
+    const ONE_QUARTER: i32 = 536_870_912;
+    const ALPHA_N: i32 = 117_049_297;
+    const ALPHA_D: i32 = 127_690_142;
+    const ALPHA_I: i32 = 1_057_819_769;
+    const ALPHA_F: i32 = 638_450_708;
+    let accum_bits = output_integer_bits + 1;
+    let mul = saturating_rounding_doubling_high_mul;
+    let pot = saturating_rounding_multiply_by_pot::<i32>;
+    let shifted_quarter = rescale(ONE_QUARTER, 0, accum_bits);
+    // The input's bits read as Q0; the power of two is tracked separately.
+    let z_a = input;
+    let z_a_headroom_plus_1 = (z_a as u32).leading_zeros() as i32;
+    let r_a = pot(mul(pot(z_a, z_a_headroom_plus_1 - 1), SQRT_HALF), 1);
+    let z_a_pow_2_adj = pot(input_integer_bits - z_a_headroom_plus_1, 31 - accum_bits)
+        .saturating_add(shifted_quarter);
+    // The same, premultiplied by sqrt(1/2).
+    let z_b = mul(z_a, SQRT_HALF);
+    let z_b_headroom = (z_b as u32).leading_zeros() as i32 - 1;
+    let r_b = pot(z_a, z_b_headroom);
+    let z_b_pow_2_adj =
+        pot(input_integer_bits - z_b_headroom, 31 - accum_bits).saturating_sub(shifted_quarter);
+    let r = r_a.min(r_b);
+    let z_pow_2_adj = z_a_pow_2_adj.max(z_b_pow_2_adj);
+    let p = r.rounding_half_sum(SQRT_SQRT_HALF);
+    let q = r.wrapping_sub(SQRT_SQRT_HALF);
+    let q = q.wrapping_add(q);
+    let common_sq = mul(q, q);
+    let num = mul(q, r).wrapping_add(mul(mul(q, common_sq), ALPHA_N));
+    let denom_minus_one = mul(
+        p,
+        ALPHA_I
+            .wrapping_add(q)
+            .wrapping_add(mul(ALPHA_D, common_sq)),
+    )
+    .wrapping_add(mul(ALPHA_F, q));
+    let recip_denom = one_over_one_plus_x_for_x_in_0_1(denom_minus_one);
+    let num_scaled = rescale(num, 0, accum_bits);
+    let sum = mul(z_pow_2_adj, LOG_2).wrapping_add(mul(num_scaled, recip_denom));
+    rescale(sum, accum_bits, output_integer_bits)
+}
+
+/// TFLM's `PreprocessLogSoftmaxScalingExp`: [`preprocess_softmax_scaling`]'s
+/// multiplier and left shift, plus the reverse scaling (a Q0.31 divisor
+/// and its left shift, ≤ 0) that takes a Q`input_integer_bits` value back
+/// to input steps.
+pub fn preprocess_log_softmax_scaling_exp(
+    beta: f64,
+    input_scale: f64,
+    input_integer_bits: i32,
+) -> Option<(i32, i32, i32, i32)> {
+    let (multiplier, left_shift) =
+        preprocess_softmax_scaling(beta, input_scale, input_integer_bits)?;
+    // A shift of 0 would need `1 << 31`, which C's int cannot hold.
+    if left_shift < 1 {
+        return None;
+    }
+    let real_reverse = f64::from(1i32 << (31 - left_shift)) / f64::from(multiplier);
+    let (divisor, reverse_left_shift) = quantize_multiplier_smaller_than_one_exp(real_reverse)?;
+    Some((multiplier, left_shift, divisor, reverse_left_shift))
 }
 
 #[cfg(test)]

@@ -15,6 +15,8 @@ pub mod arg_min_max;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 pub(crate) mod arm_dsp;
 pub mod batch_matmul;
+pub mod cast;
+pub mod comparisons;
 pub mod concatenation;
 pub mod context;
 pub mod conv;
@@ -27,13 +29,18 @@ pub mod depthwise_conv;
 mod depthwise_packed;
 pub mod dequantize;
 pub mod fill;
+pub mod div;
+pub mod elu;
 pub mod fixed_point;
 pub mod float_math;
 pub mod fully_connected;
 pub mod gather;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 pub(crate) mod gemm;
+pub mod hard_swish;
+pub mod l2_normalization;
 pub mod leaky_relu;
+pub mod log_softmax;
 pub mod logistic;
 pub mod lstm;
 pub mod maximum_minimum;
@@ -47,12 +54,14 @@ pub mod prelu;
 pub mod quantize;
 pub mod quantized;
 pub mod reduce;
+pub mod relu;
 pub mod reshape;
 pub mod resize_bilinear;
 pub mod resize_nearest_neighbor;
 pub mod rsqrt;
 pub mod shape;
 pub mod slice;
+pub mod select;
 pub mod softmax;
 mod softmax_i16;
 pub mod space_to_batch;
@@ -66,6 +75,7 @@ pub mod tanh;
 pub mod tensor;
 pub mod transpose;
 pub mod transpose_conv;
+pub mod unary_math;
 
 pub use context::{InvokeContext, PrepareContext, Stored};
 
@@ -514,6 +524,29 @@ pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
             resize_bilinear::REGISTRATION,
         ),
         (BuiltinOperator::L2_POOL_2D, pooling::L2_POOL_2D),
+        (BuiltinOperator::DIV, div::REGISTRATION),
+        (BuiltinOperator::ABS, unary_math::ABS),
+        (BuiltinOperator::NEG, unary_math::NEG),
+        (BuiltinOperator::SQRT, unary_math::SQRT),
+        (BuiltinOperator::EXP, unary_math::EXP),
+        (BuiltinOperator::LOG, unary_math::LOG),
+        (BuiltinOperator::RELU, relu::RELU),
+        (BuiltinOperator::RELU6, relu::RELU6),
+        (BuiltinOperator::HARD_SWISH, hard_swish::REGISTRATION),
+        (BuiltinOperator::ELU, elu::REGISTRATION),
+        (BuiltinOperator::LOG_SOFTMAX, log_softmax::REGISTRATION),
+        (BuiltinOperator::EQUAL, comparisons::EQUAL),
+        (BuiltinOperator::NOT_EQUAL, comparisons::NOT_EQUAL),
+        (BuiltinOperator::LESS, comparisons::LESS),
+        (BuiltinOperator::LESS_EQUAL, comparisons::LESS_EQUAL),
+        (BuiltinOperator::GREATER, comparisons::GREATER),
+        (BuiltinOperator::GREATER_EQUAL, comparisons::GREATER_EQUAL),
+        (BuiltinOperator::SELECT_V2, select::REGISTRATION),
+        (BuiltinOperator::CAST, cast::REGISTRATION),
+        (
+            BuiltinOperator::L2_NORMALIZATION,
+            l2_normalization::REGISTRATION,
+        ),
     ];
     for &(op, kernel) in table {
         // BUILTINS_CAPACITY entries hold every builtin above.

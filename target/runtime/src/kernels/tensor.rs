@@ -193,6 +193,46 @@ pub fn expect_type(info: &TensorInfo<'_>, types: &[TensorType]) -> Result<(), Ke
     }
 }
 
+/// The checks of an element-wise unary op: `input` of one of `types`, the
+/// output of the input's type and with as many elements.
+pub(crate) fn same_type_and_size(
+    input: &TensorInfo<'_>,
+    output: &TensorInfo<'_>,
+    types: &[TensorType],
+) -> Result<(), KernelError> {
+    expect_type(input, types)?;
+    if output.dtype != input.dtype {
+        return Err(KernelError::UnsupportedType {
+            tensor: output.index,
+            dtype: output.dtype.0,
+        });
+    }
+    if Dims::of(input)?.elements() != Dims::of(output)?.elements() {
+        return Err(KernelError::ShapeMismatch {
+            tensor: output.index,
+        });
+    }
+    Ok(())
+}
+
+/// Writes `f(x)` for every element `x` of `input` into `output`: the loop
+/// of every one-input element-wise kernel. Lengths that differ (prepare
+/// checked them) are an `Internal` error.
+pub(crate) fn map_elements<T: Pod, U: Pod>(
+    input: &Tensor<'_, '_>,
+    output: TensorMut<'_, '_>,
+    f: impl Fn(T) -> U,
+) -> Result<(), KernelError> {
+    let (x, out) = (input.values::<T>()?, output.values::<U>()?);
+    if x.len() != out.len() {
+        return Err(KernelError::Internal);
+    }
+    for (o, &v) in out.iter_mut().zip(x) {
+        *o = f(v);
+    }
+    Ok(())
+}
+
 fn cast<T: Pod>(index: u32, data: &[u8]) -> Result<&[T], KernelError> {
     if data.is_empty() {
         return Ok(&[]);

@@ -1489,7 +1489,7 @@ pub mod tflite {
         note = "Use associated constants instead. This will no longer be generated in 2021."
     )]
     #[allow(non_camel_case_types)]
-    pub const ENUM_VALUES_BUILTIN_OPTIONS: [BuiltinOptions; 34] = [
+    pub const ENUM_VALUES_BUILTIN_OPTIONS: [BuiltinOptions; 36] = [
         BuiltinOptions::NONE,
         BuiltinOptions::Conv2DOptions,
         BuiltinOptions::DepthwiseConv2DOptions,
@@ -1499,6 +1499,7 @@ pub mod tflite {
         BuiltinOptions::SoftmaxOptions,
         BuiltinOptions::ConcatenationOptions,
         BuiltinOptions::AddOptions,
+        BuiltinOptions::L2NormOptions,
         BuiltinOptions::ResizeBilinearOptions,
         BuiltinOptions::ReshapeOptions,
         BuiltinOptions::SpaceToDepthOptions,
@@ -1507,6 +1508,7 @@ pub mod tflite {
         BuiltinOptions::GatherOptions,
         BuiltinOptions::ReducerOptions,
         BuiltinOptions::SubOptions,
+        BuiltinOptions::DivOptions,
         BuiltinOptions::SqueezeOptions,
         BuiltinOptions::StridedSliceOptions,
         BuiltinOptions::DequantizeOptions,
@@ -1540,6 +1542,7 @@ pub mod tflite {
         pub const SoftmaxOptions: Self = Self(9);
         pub const ConcatenationOptions: Self = Self(10);
         pub const AddOptions: Self = Self(11);
+        pub const L2NormOptions: Self = Self(12);
         pub const ResizeBilinearOptions: Self = Self(15);
         pub const ReshapeOptions: Self = Self(17);
         pub const SpaceToDepthOptions: Self = Self(19);
@@ -1548,6 +1551,7 @@ pub mod tflite {
         pub const GatherOptions: Self = Self(23);
         pub const ReducerOptions: Self = Self(27);
         pub const SubOptions: Self = Self(28);
+        pub const DivOptions: Self = Self(29);
         pub const SqueezeOptions: Self = Self(30);
         pub const StridedSliceOptions: Self = Self(32);
         pub const DequantizeOptions: Self = Self(38);
@@ -1578,6 +1582,7 @@ pub mod tflite {
             Self::SoftmaxOptions,
             Self::ConcatenationOptions,
             Self::AddOptions,
+            Self::L2NormOptions,
             Self::ResizeBilinearOptions,
             Self::ReshapeOptions,
             Self::SpaceToDepthOptions,
@@ -1586,6 +1591,7 @@ pub mod tflite {
             Self::GatherOptions,
             Self::ReducerOptions,
             Self::SubOptions,
+            Self::DivOptions,
             Self::SqueezeOptions,
             Self::StridedSliceOptions,
             Self::DequantizeOptions,
@@ -1616,6 +1622,7 @@ pub mod tflite {
                 Self::SoftmaxOptions => Some("SoftmaxOptions"),
                 Self::ConcatenationOptions => Some("ConcatenationOptions"),
                 Self::AddOptions => Some("AddOptions"),
+                Self::L2NormOptions => Some("L2NormOptions"),
                 Self::ResizeBilinearOptions => Some("ResizeBilinearOptions"),
                 Self::ReshapeOptions => Some("ReshapeOptions"),
                 Self::SpaceToDepthOptions => Some("SpaceToDepthOptions"),
@@ -1624,6 +1631,7 @@ pub mod tflite {
                 Self::GatherOptions => Some("GatherOptions"),
                 Self::ReducerOptions => Some("ReducerOptions"),
                 Self::SubOptions => Some("SubOptions"),
+                Self::DivOptions => Some("DivOptions"),
                 Self::SqueezeOptions => Some("SqueezeOptions"),
                 Self::StridedSliceOptions => Some("StridedSliceOptions"),
                 Self::DequantizeOptions => Some("DequantizeOptions"),
@@ -3872,6 +3880,258 @@ pub mod tflite {
                 &self.fused_activation_function(),
             );
             ds.field("pot_scale_int16", &self.pot_scale_int16());
+            ds.finish()
+        }
+    }
+    pub enum L2NormOptionsOffset {}
+    #[derive(Copy, Clone, PartialEq)]
+
+    pub struct L2NormOptions<'a> {
+        pub _tab: ::flatbuffers::Table<'a>,
+    }
+
+    impl<'a> ::flatbuffers::Follow<'a> for L2NormOptions<'a> {
+        type Inner = L2NormOptions<'a>;
+        #[inline]
+        unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+            Self {
+                _tab: unsafe { ::flatbuffers::Table::new(buf, loc) },
+            }
+        }
+    }
+
+    impl<'a> L2NormOptions<'a> {
+        pub const VT_FUSED_ACTIVATION_FUNCTION: ::flatbuffers::VOffsetT = 4;
+
+        #[inline]
+        pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+            L2NormOptions { _tab: table }
+        }
+        #[allow(unused_mut)]
+        pub fn create<
+            'bldr: 'args,
+            'args: 'mut_bldr,
+            'mut_bldr,
+            A: ::flatbuffers::Allocator + 'bldr,
+        >(
+            _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+            args: &'args L2NormOptionsArgs,
+        ) -> ::flatbuffers::WIPOffset<L2NormOptions<'bldr>> {
+            let mut builder = L2NormOptionsBuilder::new(_fbb);
+            builder.add_fused_activation_function(args.fused_activation_function);
+            builder.finish()
+        }
+
+        #[inline]
+        pub fn fused_activation_function(&self) -> ActivationFunctionType {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<ActivationFunctionType>(
+                        L2NormOptions::VT_FUSED_ACTIVATION_FUNCTION,
+                        Some(ActivationFunctionType::NONE),
+                    )
+                    .unwrap()
+            }
+        }
+    }
+
+    impl ::flatbuffers::Verifiable for L2NormOptions<'_> {
+        #[inline]
+        fn run_verifier(
+            v: &mut ::flatbuffers::Verifier,
+            pos: usize,
+        ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+            v.visit_table(pos)?
+                .visit_field::<ActivationFunctionType>(
+                    "fused_activation_function",
+                    Self::VT_FUSED_ACTIVATION_FUNCTION,
+                    false,
+                )?
+                .finish();
+            Ok(())
+        }
+    }
+    pub struct L2NormOptionsArgs {
+        pub fused_activation_function: ActivationFunctionType,
+    }
+    impl<'a> Default for L2NormOptionsArgs {
+        #[inline]
+        fn default() -> Self {
+            L2NormOptionsArgs {
+                fused_activation_function: ActivationFunctionType::NONE,
+            }
+        }
+    }
+
+    pub struct L2NormOptionsBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+        fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+    }
+    impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> L2NormOptionsBuilder<'a, 'b, A> {
+        #[inline]
+        pub fn add_fused_activation_function(
+            &mut self,
+            fused_activation_function: ActivationFunctionType,
+        ) {
+            self.fbb_.push_slot::<ActivationFunctionType>(
+                L2NormOptions::VT_FUSED_ACTIVATION_FUNCTION,
+                fused_activation_function,
+                ActivationFunctionType::NONE,
+            );
+        }
+        #[inline]
+        pub fn new(
+            _fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        ) -> L2NormOptionsBuilder<'a, 'b, A> {
+            let start = _fbb.start_table();
+            L2NormOptionsBuilder {
+                fbb_: _fbb,
+                start_: start,
+            }
+        }
+        #[inline]
+        pub fn finish(self) -> ::flatbuffers::WIPOffset<L2NormOptions<'a>> {
+            let o = self.fbb_.end_table(self.start_);
+            ::flatbuffers::WIPOffset::new(o.value())
+        }
+    }
+
+    impl ::core::fmt::Debug for L2NormOptions<'_> {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            let mut ds = f.debug_struct("L2NormOptions");
+            ds.field(
+                "fused_activation_function",
+                &self.fused_activation_function(),
+            );
+            ds.finish()
+        }
+    }
+    pub enum DivOptionsOffset {}
+    #[derive(Copy, Clone, PartialEq)]
+
+    pub struct DivOptions<'a> {
+        pub _tab: ::flatbuffers::Table<'a>,
+    }
+
+    impl<'a> ::flatbuffers::Follow<'a> for DivOptions<'a> {
+        type Inner = DivOptions<'a>;
+        #[inline]
+        unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+            Self {
+                _tab: unsafe { ::flatbuffers::Table::new(buf, loc) },
+            }
+        }
+    }
+
+    impl<'a> DivOptions<'a> {
+        pub const VT_FUSED_ACTIVATION_FUNCTION: ::flatbuffers::VOffsetT = 4;
+
+        #[inline]
+        pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+            DivOptions { _tab: table }
+        }
+        #[allow(unused_mut)]
+        pub fn create<
+            'bldr: 'args,
+            'args: 'mut_bldr,
+            'mut_bldr,
+            A: ::flatbuffers::Allocator + 'bldr,
+        >(
+            _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+            args: &'args DivOptionsArgs,
+        ) -> ::flatbuffers::WIPOffset<DivOptions<'bldr>> {
+            let mut builder = DivOptionsBuilder::new(_fbb);
+            builder.add_fused_activation_function(args.fused_activation_function);
+            builder.finish()
+        }
+
+        #[inline]
+        pub fn fused_activation_function(&self) -> ActivationFunctionType {
+            // Safety:
+            // Created from valid Table for this object
+            // which contains a valid value in this slot
+            unsafe {
+                self._tab
+                    .get::<ActivationFunctionType>(
+                        DivOptions::VT_FUSED_ACTIVATION_FUNCTION,
+                        Some(ActivationFunctionType::NONE),
+                    )
+                    .unwrap()
+            }
+        }
+    }
+
+    impl ::flatbuffers::Verifiable for DivOptions<'_> {
+        #[inline]
+        fn run_verifier(
+            v: &mut ::flatbuffers::Verifier,
+            pos: usize,
+        ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+            v.visit_table(pos)?
+                .visit_field::<ActivationFunctionType>(
+                    "fused_activation_function",
+                    Self::VT_FUSED_ACTIVATION_FUNCTION,
+                    false,
+                )?
+                .finish();
+            Ok(())
+        }
+    }
+    pub struct DivOptionsArgs {
+        pub fused_activation_function: ActivationFunctionType,
+    }
+    impl<'a> Default for DivOptionsArgs {
+        #[inline]
+        fn default() -> Self {
+            DivOptionsArgs {
+                fused_activation_function: ActivationFunctionType::NONE,
+            }
+        }
+    }
+
+    pub struct DivOptionsBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+        fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+    }
+    impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> DivOptionsBuilder<'a, 'b, A> {
+        #[inline]
+        pub fn add_fused_activation_function(
+            &mut self,
+            fused_activation_function: ActivationFunctionType,
+        ) {
+            self.fbb_.push_slot::<ActivationFunctionType>(
+                DivOptions::VT_FUSED_ACTIVATION_FUNCTION,
+                fused_activation_function,
+                ActivationFunctionType::NONE,
+            );
+        }
+        #[inline]
+        pub fn new(
+            _fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+        ) -> DivOptionsBuilder<'a, 'b, A> {
+            let start = _fbb.start_table();
+            DivOptionsBuilder {
+                fbb_: _fbb,
+                start_: start,
+            }
+        }
+        #[inline]
+        pub fn finish(self) -> ::flatbuffers::WIPOffset<DivOptions<'a>> {
+            let o = self.fbb_.end_table(self.start_);
+            ::flatbuffers::WIPOffset::new(o.value())
+        }
+    }
+
+    impl ::core::fmt::Debug for DivOptions<'_> {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            let mut ds = f.debug_struct("DivOptions");
+            ds.field(
+                "fused_activation_function",
+                &self.fused_activation_function(),
+            );
             ds.finish()
         }
     }
@@ -7568,6 +7828,21 @@ pub mod tflite {
 
         #[inline]
         #[allow(non_snake_case)]
+        pub fn builtin_options_as_l2_norm_options(&self) -> Option<L2NormOptions<'a>> {
+            if self.builtin_options_type() == BuiltinOptions::L2NormOptions {
+                self.builtin_options().map(|t| {
+                    // Safety:
+                    // Created from a valid Table for this object
+                    // Which contains a valid union in this slot
+                    unsafe { L2NormOptions::init_from_table(t) }
+                })
+            } else {
+                None
+            }
+        }
+
+        #[inline]
+        #[allow(non_snake_case)]
         pub fn builtin_options_as_resize_bilinear_options(
             &self,
         ) -> Option<ResizeBilinearOptions<'a>> {
@@ -7682,6 +7957,21 @@ pub mod tflite {
                     // Created from a valid Table for this object
                     // Which contains a valid union in this slot
                     unsafe { SubOptions::init_from_table(t) }
+                })
+            } else {
+                None
+            }
+        }
+
+        #[inline]
+        #[allow(non_snake_case)]
+        pub fn builtin_options_as_div_options(&self) -> Option<DivOptions<'a>> {
+            if self.builtin_options_type() == BuiltinOptions::DivOptions {
+                self.builtin_options().map(|t| {
+                    // Safety:
+                    // Created from a valid Table for this object
+                    // Which contains a valid union in this slot
+                    unsafe { DivOptions::init_from_table(t) }
                 })
             } else {
                 None
@@ -7970,6 +8260,7 @@ pub mod tflite {
           BuiltinOptions::SoftmaxOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SoftmaxOptions>>("BuiltinOptions::SoftmaxOptions", pos),
           BuiltinOptions::ConcatenationOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<ConcatenationOptions>>("BuiltinOptions::ConcatenationOptions", pos),
           BuiltinOptions::AddOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<AddOptions>>("BuiltinOptions::AddOptions", pos),
+          BuiltinOptions::L2NormOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<L2NormOptions>>("BuiltinOptions::L2NormOptions", pos),
           BuiltinOptions::ResizeBilinearOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<ResizeBilinearOptions>>("BuiltinOptions::ResizeBilinearOptions", pos),
           BuiltinOptions::ReshapeOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<ReshapeOptions>>("BuiltinOptions::ReshapeOptions", pos),
           BuiltinOptions::SpaceToDepthOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SpaceToDepthOptions>>("BuiltinOptions::SpaceToDepthOptions", pos),
@@ -7978,6 +8269,7 @@ pub mod tflite {
           BuiltinOptions::GatherOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<GatherOptions>>("BuiltinOptions::GatherOptions", pos),
           BuiltinOptions::ReducerOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<ReducerOptions>>("BuiltinOptions::ReducerOptions", pos),
           BuiltinOptions::SubOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SubOptions>>("BuiltinOptions::SubOptions", pos),
+          BuiltinOptions::DivOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<DivOptions>>("BuiltinOptions::DivOptions", pos),
           BuiltinOptions::SqueezeOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SqueezeOptions>>("BuiltinOptions::SqueezeOptions", pos),
           BuiltinOptions::StridedSliceOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<StridedSliceOptions>>("BuiltinOptions::StridedSliceOptions", pos),
           BuiltinOptions::DequantizeOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<DequantizeOptions>>("BuiltinOptions::DequantizeOptions", pos),
@@ -8219,6 +8511,16 @@ pub mod tflite {
                         )
                     }
                 }
+                BuiltinOptions::L2NormOptions => {
+                    if let Some(x) = self.builtin_options_as_l2_norm_options() {
+                        ds.field("builtin_options", &x)
+                    } else {
+                        ds.field(
+                            "builtin_options",
+                            &"InvalidFlatbuffer: Union discriminant does not match value.",
+                        )
+                    }
+                }
                 BuiltinOptions::ResizeBilinearOptions => {
                     if let Some(x) = self.builtin_options_as_resize_bilinear_options() {
                         ds.field("builtin_options", &x)
@@ -8291,6 +8593,16 @@ pub mod tflite {
                 }
                 BuiltinOptions::SubOptions => {
                     if let Some(x) = self.builtin_options_as_sub_options() {
+                        ds.field("builtin_options", &x)
+                    } else {
+                        ds.field(
+                            "builtin_options",
+                            &"InvalidFlatbuffer: Union discriminant does not match value.",
+                        )
+                    }
+                }
+                BuiltinOptions::DivOptions => {
+                    if let Some(x) = self.builtin_options_as_div_options() {
                         ds.field("builtin_options", &x)
                     } else {
                         ds.field(

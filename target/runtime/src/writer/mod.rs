@@ -123,6 +123,16 @@ pub enum Options {
         /// Fused activation.
         activation: fb::ActivationFunctionType,
     },
+    /// DIV.
+    Div {
+        /// Fused activation.
+        activation: fb::ActivationFunctionType,
+    },
+    /// L2_NORMALIZATION.
+    L2Norm {
+        /// Fused activation (TFLM takes only NONE).
+        activation: fb::ActivationFunctionType,
+    },
     /// LEAKY_RELU.
     LeakyRelu {
         /// Slope below zero.
@@ -746,6 +756,24 @@ fn write_op<'b>(b: &mut FlatBufferBuilder<'b>, op: &OpDef) -> WIPOffset<fb::Oper
             (
                 K::SubOptions,
                 Some(fb::SubOptions::create(b, &args).as_union_value()),
+            )
+        }
+        Options::Div { activation } => {
+            let args = fb::DivOptionsArgs {
+                fused_activation_function: *activation,
+            };
+            (
+                K::DivOptions,
+                Some(fb::DivOptions::create(b, &args).as_union_value()),
+            )
+        }
+        Options::L2Norm { activation } => {
+            let args = fb::L2NormOptionsArgs {
+                fused_activation_function: *activation,
+            };
+            (
+                K::L2NormOptions,
+                Some(fb::L2NormOptions::create(b, &args).as_union_value()),
             )
         }
         Options::LeakyRelu { alpha } => {
