@@ -43,6 +43,7 @@ pub mod outcome;
 pub mod paths;
 pub mod plan;
 pub mod report;
+pub mod reshape_sharing;
 pub mod session;
 pub mod shard;
 pub mod svg;

@@ -139,12 +139,20 @@ fn estimated_work(model: &Model<'_>) -> u64 {
     let elements = |index: u32| -> u64 {
         model
             .tensor(index)
-            .map(|t| t.shape().map(|d| d.max(1) as u64).product::<u64>())
+            .map(|t| {
+                t.shape()
+                    .fold(1u64, |n, d| n.saturating_mul(d.max(1) as u64))
+            })
             .unwrap_or(1)
     };
     let mut total = 0u64;
     for op in model.operators() {
-        let out_elements: u64 = op.outputs().flatten().map(elements).sum::<u64>().max(1);
+        let out_elements = op
+            .outputs()
+            .flatten()
+            .map(elements)
+            .fold(0u64, u64::saturating_add)
+            .max(1);
         let channels = op
             .outputs()
             .flatten()
