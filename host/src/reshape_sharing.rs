@@ -71,9 +71,8 @@ pub fn measure(model: &Model<'_>, align: u32) -> Result<SharingFigures, PlanErro
     // One request per group: the largest size over the union of lifetimes.
     let mut merged: Vec<BufferRequest> = Vec::new();
     let mut slot_of = vec![usize::MAX; requests.len()];
-    for i in 0..requests.len() {
+    for (i, &request) in requests.iter().enumerate() {
         let r = root(&group, i);
-        let request = requests[i];
         if slot_of[r] == usize::MAX {
             slot_of[r] = merged.len();
             merged.push(request);
