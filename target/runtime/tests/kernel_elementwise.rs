@@ -132,7 +132,7 @@ fn div_refuses_zero_divisors_mixed_types_and_quantised_int32() {
         what: "DIV by zero",
     };
     assert_eq!(
-        kernel_failure(&int32, &[&i32_tensor(&[4, 5]), &i32_tensor(&[2, 0])]),
+        kernel_error(&int32, &[&i32_tensor(&[4, 5]), &i32_tensor(&[2, 0])]),
         zero
     );
     let int8 = single_op(
@@ -141,7 +141,7 @@ fn div_refuses_zero_divisors_mixed_types_and_quantised_int32() {
         (i8q(0.1, 0), &[2]),
         none.clone(),
     );
-    assert_eq!(kernel_failure(&int8, &[&[4, 4], &[5, 3]]), zero);
+    assert_eq!(kernel_error(&int8, &[&[4, 4], &[5, 3]]), zero);
     let mixed = single_op(
         Op::DIV,
         &[(F32, &[2]), (i8q(0.1, 0), &[2])],
@@ -149,7 +149,7 @@ fn div_refuses_zero_divisors_mixed_types_and_quantised_int32() {
         none.clone(),
     );
     assert_eq!(
-        kernel_failure(&mixed, &[&[0; 8], &[1, 1]]),
+        kernel_error(&mixed, &[&[0; 8], &[1, 1]]),
         KernelError::UnsupportedType {
             tensor: 1,
             dtype: T::INT8.0
@@ -162,7 +162,7 @@ fn div_refuses_zero_divisors_mixed_types_and_quantised_int32() {
         none.clone(),
     );
     assert!(matches!(
-        kernel_failure(&quantised, &[&[0; 8], &[1; 8]]),
+        kernel_error(&quantised, &[&[0; 8], &[1; 8]]),
         KernelError::UnsupportedParameter { .. }
     ));
     let int16 = single_op(
@@ -172,7 +172,7 @@ fn div_refuses_zero_divisors_mixed_types_and_quantised_int32() {
         none.clone(),
     );
     assert_eq!(
-        kernel_failure(&int16, &[&[0; 4], &[1; 4]]),
+        kernel_error(&int16, &[&[0; 4], &[1; 4]]),
         KernelError::UnsupportedType {
             tensor: 2,
             dtype: T::INT16.0
@@ -180,7 +180,7 @@ fn div_refuses_zero_divisors_mixed_types_and_quantised_int32() {
     );
     let shapes = single_op(Op::DIV, &[(F32, &[3]), (F32, &[2])], (F32, &[3]), none);
     assert_eq!(
-        kernel_failure(&shapes, &[&[0; 12], &[0; 8]]),
+        kernel_error(&shapes, &[&[0; 12], &[0; 8]]),
         KernelError::ShapeMismatch { tensor: 2 }
     );
 }
@@ -273,7 +273,7 @@ fn abs_int16_takes_zero_points_of_zero_or_no_quantisation() {
         Options::None,
     );
     assert!(matches!(
-        kernel_failure(&offset, &[&data]),
+        kernel_error(&offset, &[&data]),
         KernelError::BadQuantization { tensor: 0, .. }
     ));
 }
@@ -288,7 +288,7 @@ fn unary_ops_refuse_types_tflm_does_not_take() {
             Options::None,
         );
         assert_eq!(
-            kernel_failure(&model, &[&[0; 4]]),
+            kernel_error(&model, &[&[0; 4]]),
             KernelError::UnsupportedType {
                 tensor: 0,
                 dtype: T::INT8.0
@@ -298,7 +298,7 @@ fn unary_ops_refuse_types_tflm_does_not_take() {
     }
     let mixed = single_op(Op::EXP, &[(F32, &[4])], (i8q(0.1, 0), &[4]), Options::None);
     assert_eq!(
-        kernel_failure(&mixed, &[&[0; 16]]),
+        kernel_error(&mixed, &[&[0; 16]]),
         KernelError::UnsupportedType {
             tensor: 1,
             dtype: T::INT8.0
@@ -306,7 +306,7 @@ fn unary_ops_refuse_types_tflm_does_not_take() {
     );
     let sizes = single_op(Op::LOG, &[(F32, &[4])], (F32, &[5]), Options::None);
     assert_eq!(
-        kernel_failure(&sizes, &[&[0; 16]]),
+        kernel_error(&sizes, &[&[0; 16]]),
         KernelError::ShapeMismatch { tensor: 1 }
     );
     let unquantised = single_op(
@@ -316,7 +316,7 @@ fn unary_ops_refuse_types_tflm_does_not_take() {
         Options::None,
     );
     assert_eq!(
-        kernel_failure(&unquantised, &[&[0; 4]]),
+        kernel_error(&unquantised, &[&[0; 4]]),
         KernelError::MissingQuantization { tensor: 0 }
     );
 }
@@ -369,7 +369,7 @@ fn relus_refuse_bad_quantisation() {
         Options::None,
     );
     assert!(matches!(
-        kernel_failure(&relu16, &[&[0; 8]]),
+        kernel_error(&relu16, &[&[0; 8]]),
         KernelError::BadQuantization { tensor: 0, .. }
     ));
     let rescaled = single_op(
@@ -379,13 +379,13 @@ fn relus_refuse_bad_quantisation() {
         Options::None,
     );
     assert!(matches!(
-        kernel_failure(&rescaled, &[&[0; 4]]),
+        kernel_error(&rescaled, &[&[0; 4]]),
         KernelError::UnsupportedParameter { .. }
     ));
     let int32 = q(T::INT32, 0.0, 0);
     let wide = single_op(Op::RELU, &[(int32, &[4])], (int32, &[4]), Options::None);
     assert_eq!(
-        kernel_failure(&wide, &[&[0; 16]]),
+        kernel_error(&wide, &[&[0; 16]]),
         KernelError::UnsupportedType {
             tensor: 0,
             dtype: T::INT32.0
@@ -398,7 +398,7 @@ fn relus_refuse_bad_quantisation() {
         Options::None,
     );
     assert_eq!(
-        kernel_failure(&bare, &[&[0; 4]]),
+        kernel_error(&bare, &[&[0; 4]]),
         KernelError::MissingQuantization { tensor: 0 }
     );
 }
@@ -430,7 +430,7 @@ fn hard_swish_refuses_int16_and_large_scale_ratios() {
         Options::None,
     );
     assert_eq!(
-        kernel_failure(&int16, &[&[0; 8]]),
+        kernel_error(&int16, &[&[0; 8]]),
         KernelError::UnsupportedType {
             tensor: 0,
             dtype: T::INT16.0
@@ -443,7 +443,7 @@ fn hard_swish_refuses_int16_and_large_scale_ratios() {
         Options::None,
     );
     assert!(matches!(
-        kernel_failure(&ratio, &[&[0; 4]]),
+        kernel_error(&ratio, &[&[0; 4]]),
         KernelError::UnsupportedParameter { .. }
     ));
 }
@@ -485,7 +485,7 @@ fn elu_refuses_int16_and_mixed_types() {
         Options::None,
     );
     assert_eq!(
-        kernel_failure(&int16, &[&[0; 8]]),
+        kernel_error(&int16, &[&[0; 8]]),
         KernelError::UnsupportedType {
             tensor: 0,
             dtype: T::INT16.0
@@ -493,7 +493,7 @@ fn elu_refuses_int16_and_mixed_types() {
     );
     let mixed = single_op(Op::ELU, &[(i8q(0.01, 0), &[4])], (F32, &[4]), Options::None);
     assert_eq!(
-        kernel_failure(&mixed, &[&[0; 4]]),
+        kernel_error(&mixed, &[&[0; 4]]),
         KernelError::UnsupportedType {
             tensor: 1,
             dtype: T::FLOAT32.0
@@ -551,7 +551,7 @@ fn log_softmax_refuses_other_output_quantisations() {
         Options::None,
     );
     assert!(matches!(
-        kernel_failure(&bad_scale, &[&[0; 4]]),
+        kernel_error(&bad_scale, &[&[0; 4]]),
         KernelError::UnsupportedParameter { .. }
     ));
     let bad_zero = single_op(
@@ -561,7 +561,7 @@ fn log_softmax_refuses_other_output_quantisations() {
         Options::None,
     );
     assert!(matches!(
-        kernel_failure(&bad_zero, &[&[0; 4]]),
+        kernel_error(&bad_zero, &[&[0; 4]]),
         KernelError::BadQuantization { tensor: 1, .. }
     ));
     let int16 = single_op(
@@ -571,7 +571,7 @@ fn log_softmax_refuses_other_output_quantisations() {
         Options::None,
     );
     assert!(matches!(
-        kernel_failure(&int16, &[&[0; 8]]),
+        kernel_error(&int16, &[&[0; 8]]),
         KernelError::UnsupportedType { tensor: 0, .. }
     ));
     let reshaped = single_op(
@@ -581,7 +581,7 @@ fn log_softmax_refuses_other_output_quantisations() {
         Options::None,
     );
     assert_eq!(
-        kernel_failure(&reshaped, &[&[0; 32]]),
+        kernel_error(&reshaped, &[&[0; 32]]),
         KernelError::ShapeMismatch { tensor: 1 }
     );
 }
@@ -659,7 +659,7 @@ fn comparisons_refuse_bad_types_and_quantisation() {
         Options::None,
     );
     assert_eq!(
-        kernel_failure(&not_bool, &[&[0; 8], &[0; 8]]),
+        kernel_error(&not_bool, &[&[0; 8], &[0; 8]]),
         KernelError::UnsupportedType {
             tensor: 2,
             dtype: T::FLOAT32.0
@@ -672,7 +672,7 @@ fn comparisons_refuse_bad_types_and_quantisation() {
         Options::None,
     );
     assert_eq!(
-        kernel_failure(&mixed, &[&[0; 8], &[0; 8]]),
+        kernel_error(&mixed, &[&[0; 8], &[0; 8]]),
         KernelError::UnsupportedType {
             tensor: 1,
             dtype: T::INT32.0
@@ -685,7 +685,7 @@ fn comparisons_refuse_bad_types_and_quantisation() {
         Options::None,
     );
     assert_eq!(
-        kernel_failure(&ordered_bools, &[&[0; 2], &[1; 2]]),
+        kernel_error(&ordered_bools, &[&[0; 2], &[1; 2]]),
         KernelError::UnsupportedType {
             tensor: 0,
             dtype: T::BOOL.0
@@ -698,7 +698,7 @@ fn comparisons_refuse_bad_types_and_quantisation() {
         Options::None,
     );
     assert!(matches!(
-        kernel_failure(&int16_less, &[&[0; 4], &[0; 4]]),
+        kernel_error(&int16_less, &[&[0; 4], &[0; 4]]),
         KernelError::UnsupportedType { tensor: 0, .. }
     ));
     let int16_scales = single_op(
@@ -708,7 +708,7 @@ fn comparisons_refuse_bad_types_and_quantisation() {
         Options::None,
     );
     assert!(matches!(
-        kernel_failure(&int16_scales, &[&[0; 4], &[0; 4]]),
+        kernel_error(&int16_scales, &[&[0; 4], &[0; 4]]),
         KernelError::UnsupportedParameter { .. }
     ));
     let big_scale = single_op(
@@ -718,7 +718,7 @@ fn comparisons_refuse_bad_types_and_quantisation() {
         Options::None,
     );
     assert!(matches!(
-        kernel_failure(&big_scale, &[&[0; 2], &[0; 2]]),
+        kernel_error(&big_scale, &[&[0; 2], &[0; 2]]),
         KernelError::UnsupportedParameter { .. }
     ));
     let shapes = single_op(
@@ -728,7 +728,7 @@ fn comparisons_refuse_bad_types_and_quantisation() {
         Options::None,
     );
     assert_eq!(
-        kernel_failure(&shapes, &[&[0; 12], &[0; 8]]),
+        kernel_error(&shapes, &[&[0; 12], &[0; 8]]),
         KernelError::ShapeMismatch { tensor: 2 }
     );
 }
@@ -789,7 +789,7 @@ fn select_refuses_bad_types_shapes_and_mixed_quantisation() {
         Options::None,
     );
     assert_eq!(
-        kernel_failure(&float_cond, &[&[0; 8], &[0; 8], &[0; 8]]),
+        kernel_error(&float_cond, &[&[0; 8], &[0; 8], &[0; 8]]),
         KernelError::UnsupportedType {
             tensor: 0,
             dtype: T::FLOAT32.0
@@ -803,7 +803,7 @@ fn select_refuses_bad_types_shapes_and_mixed_quantisation() {
         Options::None,
     );
     assert_eq!(
-        kernel_failure(&wide, &[&[0; 2], &[0; 8], &[0; 8]]),
+        kernel_error(&wide, &[&[0; 2], &[0; 8], &[0; 8]]),
         KernelError::UnsupportedType {
             tensor: 1,
             dtype: T::INT32.0
@@ -816,7 +816,7 @@ fn select_refuses_bad_types_shapes_and_mixed_quantisation() {
         Options::None,
     );
     assert!(matches!(
-        kernel_failure(&mixed, &[&[0; 2], &[0; 2], &[0; 2]]),
+        kernel_error(&mixed, &[&[0; 2], &[0; 2], &[0; 2]]),
         KernelError::UnsupportedParameter { .. }
     ));
     let shapes = single_op(
@@ -826,7 +826,7 @@ fn select_refuses_bad_types_shapes_and_mixed_quantisation() {
         Options::None,
     );
     assert_eq!(
-        kernel_failure(&shapes, &[&[0; 3], &[0; 8], &[0; 8]]),
+        kernel_error(&shapes, &[&[0; 3], &[0; 8], &[0; 8]]),
         KernelError::ShapeMismatch { tensor: 3 }
     );
 }
@@ -869,7 +869,7 @@ fn cast_refuses_types_tflm_does_not_convert() {
             Options::None,
         );
         assert_eq!(
-            kernel_failure(&model, &[&vec![0; 2 * element_size(ty)]]),
+            kernel_error(&model, &[&vec![0; 2 * element_size(ty)]]),
             KernelError::UnsupportedType {
                 tensor: 0,
                 dtype: ty.0
@@ -882,7 +882,7 @@ fn cast_refuses_types_tflm_does_not_convert() {
             Options::None,
         );
         assert_eq!(
-            kernel_failure(&model, &[&[0; 8]]),
+            kernel_error(&model, &[&[0; 8]]),
             KernelError::UnsupportedType {
                 tensor: 1,
                 dtype: ty.0
@@ -896,7 +896,7 @@ fn cast_refuses_types_tflm_does_not_convert() {
         Options::None,
     );
     assert_eq!(
-        kernel_failure(&sizes, &[&[0; 8]]),
+        kernel_error(&sizes, &[&[0; 8]]),
         KernelError::ShapeMismatch { tensor: 1 }
     );
 }
@@ -936,7 +936,7 @@ fn l2_normalization_refuses_activations_ranks_and_output_scales() {
         },
     );
     assert!(matches!(
-        kernel_failure(&relu, &[&[0; 16]]),
+        kernel_error(&relu, &[&[0; 16]]),
         KernelError::UnsupportedParameter { .. }
     ));
     let rank5 = single_op(
@@ -946,7 +946,7 @@ fn l2_normalization_refuses_activations_ranks_and_output_scales() {
         none.clone(),
     );
     assert_eq!(
-        kernel_failure(&rank5, &[&[0; 16]]),
+        kernel_error(&rank5, &[&[0; 16]]),
         KernelError::UnsupportedRank { tensor: 0, rank: 5 }
     );
     let scale = single_op(
@@ -956,7 +956,7 @@ fn l2_normalization_refuses_activations_ranks_and_output_scales() {
         none.clone(),
     );
     assert!(matches!(
-        kernel_failure(&scale, &[&[0; 4]]),
+        kernel_error(&scale, &[&[0; 4]]),
         KernelError::UnsupportedParameter { .. }
     ));
     let zero = single_op(
@@ -966,7 +966,7 @@ fn l2_normalization_refuses_activations_ranks_and_output_scales() {
         none,
     );
     assert!(matches!(
-        kernel_failure(&zero, &[&[0; 4]]),
+        kernel_error(&zero, &[&[0; 4]]),
         KernelError::BadQuantization { tensor: 1, .. }
     ));
 }

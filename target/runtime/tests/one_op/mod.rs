@@ -321,11 +321,3 @@ pub fn act_range_q(act: Act, scale: f32, zp: i32, lo: i32, hi: i32) -> (i32, i32
         _ => (lo, hi),
     }
 }
-
-/// The kernel error a model's set-up or run gave (a panic if it ran).
-pub fn kernel_failure(model: &[u8], inputs: &[&[u8]]) -> hilt_runtime::kernels::KernelError {
-    match run(model, inputs) {
-        Err(InterpreterError::Kernel { error, .. }) => error,
-        other => panic!("expected a kernel error, got {other:?}"),
-    }
-}
