@@ -99,32 +99,48 @@ impl PadPlan {
         }
         let e = self.element as usize;
         let fill = &self.fill[..e];
-        for chunk in output.chunks_exact_mut(e) {
-            chunk.copy_from_slice(fill);
+        if fill.iter().all(|&b| b == fill[0]) {
+            output.fill(fill[0]);
+        } else {
+            for chunk in output.chunks_exact_mut(e) {
+                chunk.copy_from_slice(fill);
+            }
         }
         if input.is_empty() {
             return Ok(());
         }
-        let row = self.input[4] as usize * e;
-        let o = self.output.map(|d| d as usize);
+        // Dimensions inside the innermost padded one are copied whole: each
+        // index over the dimensions outside it is one contiguous run, the
+        // padded dimension's input extent times everything inside it.
+        let k = (0..MAX_PAD_RANK)
+            .rev()
+            .find(|&d| self.output[d] != self.input[d])
+            .unwrap_or(0);
+        let inner: usize = self.input[k + 1..].iter().map(|&d| d as usize).product();
+        let run = self.input[k] as usize * inner * e;
+        let mut index = [0usize; MAX_PAD_RANK];
         let mut at = 0;
-        for b in 0..self.input[0] as usize {
-            for p in 0..self.input[1] as usize {
-                for h in 0..self.input[2] as usize {
-                    for w in 0..self.input[3] as usize {
-                        let index = [b, p, h, w]
-                            .iter()
-                            .zip(&self.left)
-                            .zip(&o[..4])
-                            .fold(0usize, |acc, ((&i, &l), &size)| acc * size + i + l as usize);
-                        let start = (index * o[4] + self.left[4] as usize) * e;
-                        output[start..start + row].copy_from_slice(&input[at..at + row]);
-                        at += row;
-                    }
+        loop {
+            let outer = (0..k).fold(0usize, |acc, d| {
+                acc * self.output[d] as usize + index[d] + self.left[d] as usize
+            });
+            let start = (outer * self.output[k] as usize + self.left[k] as usize) * inner * e;
+            output[start..start + run].copy_from_slice(&input[at..at + run]);
+            at += run;
+            // Next index over dimensions 0..k (odometer, innermost fastest).
+            let mut d = k;
+            loop {
+                if d == 0 {
+                    return Ok(());
                 }
+                d -= 1;
+                index[d] += 1;
+                if index[d] < self.input[d] as usize {
+                    break;
+                }
+                index[d] = 0;
             }
         }
-        Ok(())
     }
 }
 

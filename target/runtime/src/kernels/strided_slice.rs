@@ -172,14 +172,30 @@ impl SlicePlan {
         for d in (0..RANK - 1).rev() {
             pitch[d] = pitch[d + 1] * i64::from(self.size[d + 1]);
         }
+        // One innermost line per outer index: a block copy when its stride
+        // is 1, element by element otherwise.
+        let inner = RANK - 1;
+        let line = self.extent(inner) as usize;
         let mut at = [0i32; RANK];
         at.copy_from_slice(&self.start);
-        for chunk in output.chunks_exact_mut(e) {
-            let index: i64 = (0..RANK).map(|d| i64::from(at[d]) * pitch[d]).sum();
-            let from = usize::try_from(index).map_err(|_| KernelError::Internal)? * e;
-            chunk.copy_from_slice(input.get(from..from + e).ok_or(KernelError::Internal)?);
-            // Odometer over the padded axes, innermost fastest.
-            for d in (0..RANK).rev() {
+        for out_line in output.chunks_exact_mut(line * e) {
+            let base: i64 = (0..inner).map(|d| i64::from(at[d]) * pitch[d]).sum();
+            let first = base + i64::from(self.start[inner]);
+            if self.stride[inner] == 1 {
+                let from = usize::try_from(first).map_err(|_| KernelError::Internal)? * e;
+                let block = input
+                    .get(from..from + line * e)
+                    .ok_or(KernelError::Internal)?;
+                out_line.copy_from_slice(block);
+            } else {
+                for (k, chunk) in out_line.chunks_exact_mut(e).enumerate() {
+                    let index = first + k as i64 * i64::from(self.stride[inner]);
+                    let from = usize::try_from(index).map_err(|_| KernelError::Internal)? * e;
+                    chunk.copy_from_slice(input.get(from..from + e).ok_or(KernelError::Internal)?);
+                }
+            }
+            // Odometer over the outer padded axes, innermost fastest.
+            for d in (0..inner).rev() {
                 at[d] += self.stride[d];
                 let more = if self.stride[d] > 0 {
                     at[d] < self.stop[d]
