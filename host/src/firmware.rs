@@ -435,9 +435,10 @@ fn check_stack_room(elf: &Path, request: &FirmwareRequest<'_>) -> Result<(), Bui
     Ok(())
 }
 
-/// The crate to build and the board feature it takes: hilt's firmware picks
-/// the board by feature; a board's own firmware crate (`firmware = "…"`)
-/// has no board features and reads `HILT_BOARD`.
+/// The crate to build and the features the board gives it: hilt's firmware
+/// picks the board by its `board-NAME` feature and also takes the board's
+/// `features` (such as `core-kernels-only`); a board's own firmware crate
+/// (`firmware = "…"`) has no board features and reads `HILT_BOARD`.
 fn firmware_crate(repo: &Path, board: &Board) -> Result<(PathBuf, Option<String>), BuildError> {
     match &board.firmware {
         Some(dir) => {
@@ -447,10 +448,15 @@ fn firmware_crate(repo: &Path, board: &Board) -> Result<(PathBuf, Option<String>
             })?;
             Ok((dir, None))
         }
-        None => Ok((
-            repo.join("target/firmware"),
-            Some(format!("board-{}", board.name)),
-        )),
+        None => {
+            let mut features = vec![format!("board-{}", board.name)];
+            for f in &board.features {
+                if !features.contains(f) {
+                    features.push(f.clone());
+                }
+            }
+            Ok((repo.join("target/firmware"), Some(features.join(","))))
+        }
     }
 }
 
