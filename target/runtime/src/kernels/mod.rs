@@ -438,9 +438,15 @@ pub const BUILTINS_CAPACITY: usize = 96;
 /// the second set).
 const CORE_KERNELS: &[(BuiltinOperator, Registration)] = &[
     (BuiltinOperator::RESHAPE, reshape::REGISTRATION),
-    (BuiltinOperator::FULLY_CONNECTED, fully_connected::REGISTRATION),
+    (
+        BuiltinOperator::FULLY_CONNECTED,
+        fully_connected::REGISTRATION,
+    ),
     (BuiltinOperator::CONV_2D, conv::REGISTRATION),
-    (BuiltinOperator::DEPTHWISE_CONV_2D, depthwise_conv::REGISTRATION),
+    (
+        BuiltinOperator::DEPTHWISE_CONV_2D,
+        depthwise_conv::REGISTRATION,
+    ),
     (BuiltinOperator::ADD, add::REGISTRATION),
     (BuiltinOperator::AVERAGE_POOL_2D, pooling::AVERAGE_POOL_2D),
     (BuiltinOperator::MAX_POOL_2D, pooling::MAX_POOL_2D),
@@ -449,7 +455,10 @@ const CORE_KERNELS: &[(BuiltinOperator, Registration)] = &[
     (BuiltinOperator::QUANTIZE, quantize::REGISTRATION),
     (BuiltinOperator::DEQUANTIZE, dequantize::REGISTRATION),
     (BuiltinOperator::SVDF, svdf::REGISTRATION),
-    (BuiltinOperator::UNIDIRECTIONAL_SEQUENCE_LSTM, lstm::REGISTRATION),
+    (
+        BuiltinOperator::UNIDIRECTIONAL_SEQUENCE_LSTM,
+        lstm::REGISTRATION,
+    ),
     (BuiltinOperator::SUB, sub::REGISTRATION),
     (BuiltinOperator::MUL, mul::REGISTRATION),
     (BuiltinOperator::MEAN, reduce::MEAN),
@@ -459,11 +468,20 @@ const CORE_KERNELS: &[(BuiltinOperator, Registration)] = &[
     (BuiltinOperator::SPLIT_V, split::SPLIT_V),
     (BuiltinOperator::MAXIMUM, maximum_minimum::MAXIMUM),
     (BuiltinOperator::MINIMUM, maximum_minimum::MINIMUM),
-    (BuiltinOperator::SQUARED_DIFFERENCE, squared_difference::REGISTRATION),
+    (
+        BuiltinOperator::SQUARED_DIFFERENCE,
+        squared_difference::REGISTRATION,
+    ),
     (BuiltinOperator::TANH, tanh::REGISTRATION),
-    (BuiltinOperator::RESIZE_NEAREST_NEIGHBOR, resize_nearest_neighbor::REGISTRATION),
+    (
+        BuiltinOperator::RESIZE_NEAREST_NEIGHBOR,
+        resize_nearest_neighbor::REGISTRATION,
+    ),
     (BuiltinOperator::TRANSPOSE, transpose::REGISTRATION),
-    (BuiltinOperator::TRANSPOSE_CONV, transpose_conv::REGISTRATION),
+    (
+        BuiltinOperator::TRANSPOSE_CONV,
+        transpose_conv::REGISTRATION,
+    ),
     (BuiltinOperator::RSQRT, rsqrt::REGISTRATION),
     (BuiltinOperator::BATCH_MATMUL, batch_matmul::REGISTRATION),
     (BuiltinOperator::LEAKY_RELU, leaky_relu::REGISTRATION),
@@ -492,11 +510,26 @@ const EXTENDED_KERNELS: &[(BuiltinOperator, Registration)] = &[
     (BuiltinOperator::PACK, pack::PACK),
     (BuiltinOperator::UNPACK, pack::UNPACK),
     (BuiltinOperator::GATHER, gather::REGISTRATION),
-    (BuiltinOperator::SPACE_TO_DEPTH, space_to_depth::SPACE_TO_DEPTH),
-    (BuiltinOperator::DEPTH_TO_SPACE, space_to_depth::DEPTH_TO_SPACE),
-    (BuiltinOperator::SPACE_TO_BATCH_ND, space_to_batch::SPACE_TO_BATCH_ND),
-    (BuiltinOperator::BATCH_TO_SPACE_ND, space_to_batch::BATCH_TO_SPACE_ND),
-    (BuiltinOperator::RESIZE_BILINEAR, resize_bilinear::REGISTRATION),
+    (
+        BuiltinOperator::SPACE_TO_DEPTH,
+        space_to_depth::SPACE_TO_DEPTH,
+    ),
+    (
+        BuiltinOperator::DEPTH_TO_SPACE,
+        space_to_depth::DEPTH_TO_SPACE,
+    ),
+    (
+        BuiltinOperator::SPACE_TO_BATCH_ND,
+        space_to_batch::SPACE_TO_BATCH_ND,
+    ),
+    (
+        BuiltinOperator::BATCH_TO_SPACE_ND,
+        space_to_batch::BATCH_TO_SPACE_ND,
+    ),
+    (
+        BuiltinOperator::RESIZE_BILINEAR,
+        resize_bilinear::REGISTRATION,
+    ),
     (BuiltinOperator::L2_POOL_2D, pooling::L2_POOL_2D),
     (BuiltinOperator::DIV, div::REGISTRATION),
     (BuiltinOperator::ABS, unary_math::ABS),
@@ -517,7 +550,10 @@ const EXTENDED_KERNELS: &[(BuiltinOperator, Registration)] = &[
     (BuiltinOperator::GREATER_EQUAL, comparisons::GREATER_EQUAL),
     (BuiltinOperator::SELECT_V2, select::REGISTRATION),
     (BuiltinOperator::CAST, cast::REGISTRATION),
-    (BuiltinOperator::L2_NORMALIZATION, l2_normalization::REGISTRATION),
+    (
+        BuiltinOperator::L2_NORMALIZATION,
+        l2_normalization::REGISTRATION,
+    ),
 ];
 
 /// Every builtin kernel hilt has.
