@@ -2,8 +2,10 @@
 # The test command: set up, then every test suite hilt has.
 # - the workspace's unit, integration, property and doc tests;
 # - the runtime and protocol built no_std for every pinned thumb target;
-# - the firmware built for every board in boards/ (hilt's, or the crate a
-#   board names with `firmware = "..."`, e.g. the bring-your-own example);
+# - the firmware built for every real board in boards/ (hilt's, or the
+#   crate a board names with `firmware = "..."`); the virtual boards' own
+#   builds, the bring-your-own example's included, are the QEMU tests' and
+#   the gate's, which run them;
 # - the fuzz targets (target/runtime/fuzz, a workspace of its own), built
 #   with plain cargo (no cargo-fuzz or sanitizer needed), so they cannot rot;
 # - the QEMU end-to-end tests (qemu-system-arm is installed by setup);
@@ -22,23 +24,29 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export CARGO_TARGET_DIR="$REPO/build"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 cd "$REPO"
+# Each section's header carries the seconds since the start, so that a CI
+# log shows where the time goes.
+start_seconds=$SECONDS
+section() { echo "== $* [$((SECONDS - start_seconds)) s]"; }
 ci/setup.sh
 
-echo "== format"
+section "format"
 cargo fmt --all -- --check
 
-echo "== no_std builds of the target crates"
+section "no_std builds of the target crates"
 for t in $(sed -n 's/^targets *= *\[\(.*\)\]/\1/p' rust-toolchain.toml | tr -d '",'); do
   cargo build --quiet -p hilt-runtime -p hilt-proto -p hilt-agent --features hilt-agent/cortex-m --target "$t"
   echo "hilt-runtime, hilt-proto and hilt-agent build for $t"
 done
 
-echo "== firmware for every board"
+section "firmware for every real board (the virtual ones are built and run by the QEMU tests and the gate below)"
 for board_file in boards/*.toml; do
   board="$(basename "$board_file" .toml)"
   triple="$(sed -n 's/^target *= *"\(.*\)"/\1/p' "$board_file")"
   firmware="$(sed -n 's/^firmware *= *"\(.*\)"/\1/p' "$board_file")"
-  if [ -n "$firmware" ]; then
+  if grep -q '^runner *= *"qemu"' "$board_file"; then
+    continue
+  elif [ -n "$firmware" ]; then
     # The board's own firmware crate (no board features: it reads HILT_BOARD).
     (cd "$firmware" && HILT_BOARD="$board" CARGO_TARGET_DIR="$REPO/build/firmware/check" \
       cargo build --quiet --release --target "$triple")
@@ -50,7 +58,7 @@ for board_file in boards/*.toml; do
   fi
 done
 
-echo "== fuzz targets (target/runtime/fuzz, outside the workspace: built so that none can rot)"
+section "fuzz targets (target/runtime/fuzz, outside the workspace: built so that none can rot)"
 (cd target/runtime/fuzz && CARGO_TARGET_DIR="$REPO/build/fuzz-check" \
   cargo build --quiet --locked --bins)
 echo "fuzz targets build: $(sed -n 's/^name = "\(.*\)"/\1/p' target/runtime/fuzz/Cargo.toml | tail -n +2 | tr '\n' ' ')"
@@ -59,25 +67,25 @@ log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 status=0
 
-echo "== CI workflows (ci/github/*.yml)"
+section "CI workflows (ci/github/*.yml)"
 # Schema (check-jsonschema), security (zizmor --offline) and hilt's own rules
 # (ci/check-workflows.py); installs the pinned tools when missing.
 ci/check-workflows.sh || status=1
 
-echo "== conformance suite"
+section "conformance suite"
 cargo test -p hilt --test conformance -- --nocapture 2>&1 | tee -a "$log" || status=1
 
-echo "== workspace tests"
+section "workspace tests"
 cargo test --workspace --no-fail-fast 2>&1 | tee -a "$log" || status=1
 
-echo "== regression gate: shipped scenarios on the virtual boards vs snapshots/gate"
+section "regression gate: shipped scenarios on the virtual boards vs snapshots/gate"
 cargo build --quiet --release -p hilt
 # The first conformance set (HILT_CONFORMANCE_DIR may name several, `:`-separated).
 first_set="${HILT_CONFORMANCE_DIR:-$REPO/../shared/conformance}"
 first_set="${first_set%%:*}"
 if [ -f "$first_set/manifest.json" ]; then
   build/release/hilt gate || status=1
-  echo "== target benchmark: instructions per inference against TFLM's (hilt bench-target)"
+  section "target benchmark: instructions per inference against TFLM's (hilt bench-target)"
   build/release/hilt bench-target --format markdown | tee build/reports/bench-target.md || status=1
 elif [ "${HILT_CONFORMANCE_REQUIRED:-0}" = 1 ]; then
   echo "conformance set missing: the gate's shipped scenarios need it"; status=1
@@ -85,6 +93,7 @@ else
   build/release/hilt gate scenarios/smoke_reshape.toml scenarios/tiny_convnet_int8.toml || status=1
 fi
 
+section "done"
 # One closing line over every cargo test run above.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      END { printf "hilt: %d passed, %d failed\n", p, f }' "$log"

@@ -185,9 +185,15 @@ fn source_digest(repo: &Path, crate_dir: &Path, board_files: &[&Path]) -> Result
 }
 
 /// The key a model-less ELF is cached under: everything that went into it.
-fn elf_key(request: &FirmwareRequest<'_>, slot: usize, pools: &str, sources: u64) -> String {
+fn elf_key(
+    request: &FirmwareRequest<'_>,
+    slot: usize,
+    pools: &str,
+    sources: u64,
+    cargo_config: &str,
+) -> String {
     let text = format!(
-        "{}:{}:{}:{}:{}:{pools}:{slot}:{sources:016x}",
+        "{}:{}:{}:{}:{}:{pools}:{slot}:{sources:016x}:{cargo_config}",
         request.arena_size,
         request.planner.name(),
         request.features.join(","),
@@ -200,15 +206,17 @@ fn elf_key(request: &FirmwareRequest<'_>, slot: usize, pools: &str, sources: u64
 /// Builds (or reuses) the firmware ELF for the request's model; returns its
 /// path, named after the board and a key over everything in it.
 ///
-/// The model goes into the slot of its size class; on a board whose flash
-/// cannot hold that class beside the code, into a slot of just its size.
+/// The model goes into the board's fixed slot (`model_slot`) when it has one
+/// the model fits, else into the slot of the model's size class; on a board
+/// whose flash cannot hold that slot beside the code, into a slot of just
+/// the model's size.
 pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, BuildError> {
     let model = std::fs::read(request.model).map_err(|source| BuildError::Io {
         path: request.model.into(),
         source,
     })?;
-    let class = model_slot::capacity_for(model.len());
     let least = (model.len() + model_slot::HEADER).next_multiple_of(64);
+    let class = slot_for(request.board.model_slot, model.len());
     let base = match build_base(repo, request, class) {
         Err(BuildError::Failed { output, .. })
             if output.contains("will not fit in region") && least < class =>
@@ -223,6 +231,17 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     write_model(&base, &request.board.name, &model, &name)
+}
+
+/// The slot a model of `model_len` bytes is built into: the board's fixed
+/// slot when the model fits it (one build for every model), else the
+/// model's size class.
+fn slot_for(board_slot: Option<u64>, model_len: usize) -> usize {
+    let least = (model_len + model_slot::HEADER).next_multiple_of(64);
+    match board_slot.and_then(|fixed| usize::try_from(fixed).ok()) {
+        Some(fixed) if least <= fixed => fixed,
+        _ => model_slot::capacity_for(model_len),
+    }
 }
 
 /// A copy of the model-less ELF `base` with `model` in its slot, beside it
@@ -279,6 +298,36 @@ pub(crate) fn slot_range(file: &object::File<'_>) -> Result<(usize, usize), Stri
     Ok(((offset + within) as usize, symbol.size() as usize))
 }
 
+/// A Cargo `--config` value that makes the firmware independent of where
+/// the repository and Cargo's home are: panic messages embed source paths,
+/// so without it a clone at another path links other string lengths, moves
+/// constant data and can change which copy loops run, and the gate's
+/// instruction counts then differ by a few SysTick ticks from the accepted
+/// snapshots (a clean CI clone did exactly that). The paths are renamed to
+/// `/hilt` and `/cargo`; the table joins the firmware crate's own
+/// `rustflags`.
+fn path_remapping(repo: &Path) -> String {
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cargo")));
+    let mut flags = vec![remap_flag(repo, "/hilt")];
+    if let Some(home) = cargo_home {
+        let home = std::fs::canonicalize(&home).unwrap_or(home);
+        flags.push(remap_flag(&home, "/cargo"));
+    }
+    format!(
+        "target.'cfg(target_os = \"none\")'.rustflags = [{}]",
+        flags.join(", ")
+    )
+}
+
+/// `"--remap-path-prefix=FROM=TO"` as a TOML basic string.
+fn remap_flag(from: &Path, to: &str) -> String {
+    let flag = format!("--remap-path-prefix={}={to}", from.display());
+    let escaped = flag.replace('\\', "\\\\").replace('"', "\\\"");
+    format!("\"{escaped}\"")
+}
+
 /// Builds (or reuses) the firmware ELF with a model slot of `slot` bytes
 /// (holding the firmware's seed model: [`write_model`] replaces it).
 fn build_base(
@@ -323,7 +372,8 @@ fn build_base(
     let pools = request.pools.map(|p| p.join(",")).unwrap_or_default();
     let board_toml = boards_dir.join(format!("{}.toml", request.board.name));
     let sources = source_digest(repo, &crate_dir, &[&board_toml, &request.board.memory_x])?;
-    let key = elf_key(request, slot, &pools, sources);
+    let remapping = path_remapping(repo);
+    let key = elf_key(request, slot, &pools, sources, &remapping);
     let elf = repo
         .join("build/firmware/elves/base")
         .join(format!("{}-{key}.elf", request.board.name));
@@ -341,6 +391,7 @@ fn build_base(
     if !features.is_empty() {
         cargo.args(["--features", &features]);
     }
+    cargo.arg("--config").arg(&remapping);
     let output = cargo
         .env("CARGO_TARGET_DIR", &target_dir)
         .env("HILT_BOARD", &request.board.name)
@@ -519,5 +570,38 @@ fn build_failure(board: &str, stderr: &str) -> BuildError {
     BuildError::Failed {
         board: board.to_string(),
         output: tail.join("\n"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fixed_slot_serves_every_model_that_fits_it_and_classes_the_rest() {
+        let mib = 1024 * 1024;
+        // Without a fixed slot: the size classes.
+        assert_eq!(slot_for(None, 10_000), 128 * 1024);
+        assert_eq!(slot_for(None, 300_000), 512 * 1024);
+        // With one: the same slot for small and large models alike.
+        assert_eq!(slot_for(Some(mib as u64), 10_000), mib);
+        assert_eq!(slot_for(Some(mib as u64), 900_000), mib);
+        // A model with its header just fits; one byte more takes its class.
+        let fixed = 64 * 1024;
+        let fits = fixed - model_slot::HEADER;
+        assert_eq!(slot_for(Some(fixed as u64), fits), fixed);
+        assert_eq!(
+            slot_for(Some(fixed as u64), fits + 1),
+            model_slot::capacity_for(fits + 1)
+        );
+    }
+
+    #[test]
+    fn the_path_remapping_names_the_repository_and_escapes_quotes() {
+        let config = path_remapping(Path::new("/tmp/a \"b\" c"));
+        assert!(
+            config.starts_with("target.'cfg(target_os = \"none\")'.rustflags = [\"--remap-path-prefix=/tmp/a \\\"b\\\" c=/hilt\""),
+            "{config}"
+        );
     }
 }

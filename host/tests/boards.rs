@@ -171,6 +171,17 @@ fn mistakes_name_the_field() {
             "field `arena_size`: 40000 bytes does not fit in RAM",
         ),
         (
+            GOOD.replace("arena_size = 1024", "arena_size = 1024\nmodel_slot = 1000"),
+            "field `model_slot`: 1000 bytes: a slot is a multiple of 64 bytes, at least 1024",
+        ),
+        (
+            GOOD.replace(
+                "arena_size = 1024",
+                "arena_size = 1024\nmodel_slot = 0x100000",
+            ),
+            "field `model_slot`: 1048576 bytes leave no room for the code in FLASH",
+        ),
+        (
             GOOD.replace("arena_size = 1024", "arena_size = 1024\ncolour = \"red\""),
             "unknown field `colour`",
         ),

@@ -49,11 +49,12 @@ fn an_arena_that_leaves_too_little_stack_is_refused_with_the_figures() {
     assert!(elf.is_file());
 }
 
-/// The model is written into a copy of one build: two models of one size
-/// class get ELFs that differ only inside the model slot, and each slot
-/// holds its model whole, with its CRC-32.
+/// The model is written into a copy of one build: two models get ELFs that
+/// differ only inside the model slot (the board's fixed `model_slot`, so
+/// every model that fits shares the build), and each slot holds its model
+/// whole, with its CRC-32.
 #[test]
-fn two_models_of_a_size_class_share_one_build_and_differ_only_in_the_slot() {
+fn two_models_share_one_build_and_differ_only_in_the_slot() {
     use object::{Object, ObjectSymbol};
     let boards = load_all(&repo().join("boards")).unwrap();
     let board = boards.iter().find(|b| b.name == "qemu-mps2-an386").unwrap();
@@ -84,6 +85,11 @@ fn two_models_of_a_size_class_share_one_build_and_differ_only_in_the_slot() {
         .find(|s| s.name() == Ok(hilt_proto::model_slot::SYMBOL))
         .expect("the slot symbol");
     let size = symbol.size() as usize;
+    assert_eq!(
+        Some(size as u64),
+        board.model_slot,
+        "the board's fixed slot"
+    );
     // Where the two differ: inside one window of the slot's size.
     let differ: Vec<usize> = (0..elves[0].len())
         .filter(|&i| elves[0][i] != elves[1][i])

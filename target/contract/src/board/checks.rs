@@ -17,7 +17,7 @@ type Check = fn(&Path, &RawBoard) -> Result<(), ConfigError>;
 
 /// Every check a board file passes, in the order their errors are reported
 /// (a file with several mistakes names the first of this list).
-const CHECKS: [(&str, Check); 14] = [
+const CHECKS: [(&str, Check); 15] = [
     ("name matches the file", name_matches_file),
     ("target is known", target_is_known),
     ("chip is not empty", chip_not_empty),
@@ -29,6 +29,7 @@ const CHECKS: [(&str, Check); 14] = [
     ("memory regions are sound", memory_regions_sound),
     ("RAM and FLASH exist", ram_and_flash_exist),
     ("arena fits in RAM", arena_fits_ram),
+    ("model slot fits in FLASH", model_slot_fits_flash),
     ("pools split the arena", pools_split_the_arena),
     ("linker script agrees", linker_script_agrees),
     ("firmware names a crate", firmware_names_a_crate),
@@ -62,6 +63,7 @@ pub(super) fn validate(path: &Path, raw: RawBoard) -> Result<Board, ConfigError>
         latency_tolerance_percent,
         firmware,
         vnpu: raw.vnpu.unwrap_or_default().over(VnpuLatency::default()),
+        model_slot: raw.model_slot,
     })
 }
 
@@ -337,6 +339,28 @@ fn arena_fits_ram(path: &Path, raw: &RawBoard) -> Result<(), ConfigError> {
         ));
     }
     Ok(())
+}
+
+/// A fixed model slot holds at least the slot's header and a little model,
+/// keeps the slot's 64-byte granule, and leaves flash for the code (which
+/// the link then checks to the byte).
+fn model_slot_fits_flash(path: &Path, raw: &RawBoard) -> Result<(), ConfigError> {
+    let Some(slot) = raw.model_slot else {
+        return Ok(());
+    };
+    let flash = region(raw, "FLASH").map_or(0, |r| r.length);
+    let problem = if slot < 1024 || slot % 64 != 0 {
+        Some(format!(
+            "{slot} bytes: a slot is a multiple of 64 bytes, at least 1024"
+        ))
+    } else if slot >= flash {
+        Some(format!(
+            "{slot} bytes leave no room for the code in FLASH ({flash} bytes)"
+        ))
+    } else {
+        None
+    };
+    problem.map_or(Ok(()), |p| Err(invalid(path, "model_slot", p)))
 }
 
 fn pools_split_the_arena(path: &Path, raw: &RawBoard) -> Result<(), ConfigError> {

@@ -46,6 +46,15 @@
 //! firmware = "target/examples/custom-firmware"
 //! ```
 //!
+//! A board may fix its model slot (the flash that holds the model, written
+//! into the built firmware without rebuilding it). Without the key each
+//! model size class (128 KiB, 256 KiB, ... ) is a firmware build of its
+//! own; with it, one build serves every model up to that size:
+//!
+//! ```toml
+//! model_slot = 0x100000      # bytes, a multiple of 64, inside FLASH
+//! ```
+//!
 //! A board describes its virtual NPU's latency model (a scenario may
 //! override it; see `crate::offload`):
 //!
@@ -291,6 +300,8 @@ pub(crate) struct RawBoard {
     pub(super) firmware: Option<String>,
     #[serde(default)]
     pub(super) vnpu: Option<RawVnpu>,
+    #[serde(default)]
+    pub(super) model_slot: Option<u64>,
 }
 
 /// A validated board definition.
@@ -342,6 +353,14 @@ pub struct Board {
     /// The latency model of the board's virtual NPU (`[vnpu]`; default:
     /// the runtime's engine defaults).
     pub vnpu: VnpuLatency,
+    /// The model slot's bytes in every firmware built for this board
+    /// (`model_slot`), or None for a slot sized to each model's class.
+    /// One slot for every model means one firmware build for every model
+    /// (the model is written into the built ELF), so a virtual board, whose
+    /// flash costs nothing to load, needs a build per configuration rather
+    /// than per configuration and model size. On a real board a bigger slot
+    /// is more bytes to flash on every run, which is why it is a choice.
+    pub model_slot: Option<u64>,
 }
 
 /// How far a latency may move before the gate says so. It lives with the

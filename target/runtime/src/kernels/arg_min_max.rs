@@ -13,7 +13,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::concatenation::positive_axis;
-use super::tensor::{Dims, MAX_RANK};
+use super::tensor::{Dims, MAX_RANK, expect_scalar_axis, expect_type};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::schema::TensorType;
 
@@ -57,23 +57,9 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>, is_max: bool) -> Result<(), Ker
     let input = ctx.input(0)?;
     let axis = ctx.input(1)?;
     let output = ctx.output(0)?;
-    if !matches!(input.dtype, TensorType::FLOAT32 | TensorType::INT8) {
-        return Err(KernelError::UnsupportedType {
-            tensor: input.index,
-            dtype: input.dtype.0,
-        });
-    }
-    for t in [&axis, &output] {
-        if t.dtype != TensorType::INT32 {
-            return Err(KernelError::UnsupportedType {
-                tensor: t.index,
-                dtype: t.dtype.0,
-            });
-        }
-    }
-    if Dims::of(&axis)?.elements() != 1 {
-        return Err(KernelError::ShapeMismatch { tensor: axis.index });
-    }
+    expect_type(&input, &[TensorType::FLOAT32, TensorType::INT8])?;
+    expect_scalar_axis(&axis)?;
+    expect_type(&output, &[TensorType::INT32])?;
     let dims = Dims::of(&input)?;
     let mut plan = ArgPlan {
         dtype: i32::from(input.dtype.0),

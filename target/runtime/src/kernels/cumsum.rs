@@ -16,7 +16,9 @@ use super::concatenation::positive_axis;
 use super::fixed_point::{
     multiply_by_quantized_multiplier_smaller_than_one, quantize_multiplier_smaller_than_one_exp,
 };
-use super::tensor::{Dims, MAX_RANK, check_zero_point, require_quant};
+use super::tensor::{
+    Dims, MAX_RANK, check_zero_point, expect_scalar_axis, expect_type, require_quant,
+};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::schema::TensorType;
 
@@ -56,27 +58,9 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
     let input = ctx.input(0)?;
     let axis = ctx.input(1)?;
     let output = ctx.output(0)?;
-    if !matches!(input.dtype, TensorType::FLOAT32 | TensorType::INT8) {
-        return Err(KernelError::UnsupportedType {
-            tensor: input.index,
-            dtype: input.dtype.0,
-        });
-    }
-    if output.dtype != input.dtype {
-        return Err(KernelError::UnsupportedType {
-            tensor: output.index,
-            dtype: output.dtype.0,
-        });
-    }
-    if axis.dtype != TensorType::INT32 {
-        return Err(KernelError::UnsupportedType {
-            tensor: axis.index,
-            dtype: axis.dtype.0,
-        });
-    }
-    if Dims::of(&axis)?.elements() != 1 {
-        return Err(KernelError::ShapeMismatch { tensor: axis.index });
-    }
+    expect_type(&input, &[TensorType::FLOAT32, TensorType::INT8])?;
+    expect_type(&output, &[input.dtype])?;
+    expect_scalar_axis(&axis)?;
     let dims = Dims::of(&input)?;
     if dims.rank() == 0 || dims.as_slice() != Dims::of(&output)?.as_slice() {
         return Err(KernelError::ShapeMismatch {

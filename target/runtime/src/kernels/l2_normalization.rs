@@ -13,7 +13,7 @@ use bytemuck::{Pod, Zeroable};
 
 use super::fixed_point::multiply_by_quantized_multiplier;
 use super::rsqrt::inv_sqrt_quantized_multiplier_exp;
-use super::tensor::{Dims, require_quant, same_type_and_size};
+use super::tensor::{Dims, map_rows, require_quant, same_type_and_size};
 use super::{InvokeContext, KernelError, PrepareContext, QuantProblem, Registration};
 use crate::schema::{ActivationFunctionType, TensorType};
 
@@ -118,25 +118,13 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
     let data: &L2NormData = ctx.op_data()?;
     let (input, output) = (ctx.input(0)?, ctx.output(0)?);
     let depth = data.depth as usize;
-    if depth == 0 {
-        return Ok(());
-    }
     match TensorType(data.dtype as i8) {
-        TensorType::FLOAT32 => {
-            let (x, out) = (input.values::<f32>()?, output.values::<f32>()?);
-            for (row, o) in x.chunks_exact(depth).zip(out.chunks_exact_mut(depth)) {
-                normalize_row_f32(row, o);
-            }
-        }
-        TensorType::INT8 => {
-            let (x, out) = (input.values::<i8>()?, output.values::<i8>()?);
-            for (row, o) in x.chunks_exact(depth).zip(out.chunks_exact_mut(depth)) {
-                normalize_row(row, o, data.input_zero_point);
-            }
-        }
-        _ => return Err(KernelError::Internal),
+        TensorType::FLOAT32 => map_rows(&input, output, depth, normalize_row_f32),
+        TensorType::INT8 => map_rows(&input, output, depth, |row, o| {
+            normalize_row(row, o, data.input_zero_point)
+        }),
+        _ => Err(KernelError::Internal),
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -193,6 +193,17 @@ pub fn expect_type(info: &TensorInfo<'_>, types: &[TensorType]) -> Result<(), Ke
     }
 }
 
+/// Checks an axis operand that holds one int32 (ARG_MAX, ARG_MIN, CUMSUM):
+/// another type is `UnsupportedType`, more or fewer elements
+/// `ShapeMismatch`, both naming the axis tensor.
+pub(crate) fn expect_scalar_axis(axis: &TensorInfo<'_>) -> Result<(), KernelError> {
+    expect_type(axis, &[TensorType::INT32])?;
+    if Dims::of(axis)?.elements() != 1 {
+        return Err(KernelError::ShapeMismatch { tensor: axis.index });
+    }
+    Ok(())
+}
+
 /// The checks of an element-wise unary op: `input` of one of `types`, the
 /// output of the input's type and with as many elements.
 pub(crate) fn same_type_and_size(
@@ -277,6 +288,25 @@ impl<'i, 'm> Tensor<'i, 'm> {
     pub fn info(&self) -> Option<TensorInfo<'m>> {
         self.model.tensor(self.index)
     }
+}
+
+/// Maps each innermost row of `depth` elements of `input` to the same row
+/// of `output` with `row` (the row-wise ops: LOG_SOFTMAX, L2_NORMALIZATION).
+/// A zero depth has no rows.
+pub(crate) fn map_rows<T: Pod>(
+    input: &Tensor<'_, '_>,
+    output: TensorMut<'_, '_>,
+    depth: usize,
+    mut row: impl FnMut(&[T], &mut [T]),
+) -> Result<(), KernelError> {
+    if depth == 0 {
+        return Ok(());
+    }
+    let (x, out) = (input.values::<T>()?, output.values::<T>()?);
+    for (r, o) in x.chunks_exact(depth).zip(out.chunks_exact_mut(depth)) {
+        row(r, o);
+    }
+    Ok(())
 }
 
 /// A writable tensor during invoke.
