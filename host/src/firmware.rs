@@ -127,7 +127,8 @@ fn fnv(bytes: &[u8], seed: u64) -> u64 {
 
 /// A digest of every file a firmware build reads from the repository: the
 /// crates under `target/` (their sources, manifests, lock files, linker
-/// scripts and build scripts; not their tests, benches or fuzzers), the
+/// scripts, build scripts and `.cargo` flags; not their tests, benches or
+/// fuzzers), the
 /// pinned toolchain, the firmware crate built (a board's own may live
 /// elsewhere) and the board's own files. A build whose key (this and
 /// the request) names an ELF already built is not run again: cargo would
@@ -148,7 +149,8 @@ fn source_digest(repo: &Path, crate_dir: &Path, board_files: &[&Path]) -> Result
             let name = entry.file_name();
             let name = name.to_string_lossy();
             if path.is_dir() {
-                let skipped = name.starts_with('.')
+                // `.cargo` holds the crates' build flags (rustflags).
+                let skipped = (name.starts_with('.') && name != ".cargo")
                     || matches!(name.as_ref(), "tests" | "benches" | "fuzz" | "build");
                 if !skipped {
                     walk(&path, files)?;
