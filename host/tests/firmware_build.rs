@@ -110,3 +110,66 @@ fn two_models_share_one_build_and_differ_only_in_the_slot() {
         assert_eq!(slot.name, model.file_name().unwrap().to_str().unwrap());
     }
 }
+
+/// Every crate the firmware workspace builds by path lies below that
+/// workspace's root (`target/`), where Cargo hashes a path dependency's
+/// location relative to the root; one outside it would be hashed as an
+/// absolute path into every symbol, and a clone at another folder would link
+/// other code and move the gate's counts.
+#[test]
+fn the_firmware_workspace_holds_every_crate_it_builds_by_path() {
+    let root = repo().join("target");
+    let workspace: toml::Table =
+        toml::from_str(&std::fs::read_to_string(root.join("Cargo.toml")).unwrap()).unwrap();
+    let members = workspace["workspace"]["members"].as_array().unwrap();
+    assert!(!members.is_empty());
+    // Walk the path dependencies of the members, transitively.
+    let mut todo: Vec<std::path::PathBuf> = members
+        .iter()
+        .map(|m| root.join(m.as_str().unwrap()))
+        .collect();
+    let mut seen = std::collections::BTreeSet::new();
+    while let Some(dir) = todo.pop() {
+        let dir = std::fs::canonicalize(&dir).unwrap();
+        if !seen.insert(dir.clone()) {
+            continue;
+        }
+        let root = std::fs::canonicalize(&root).unwrap();
+        assert!(
+            dir.starts_with(&root),
+            "{} is outside the firmware workspace's root {}",
+            dir.display(),
+            root.display()
+        );
+        let manifest: toml::Table =
+            toml::from_str(&std::fs::read_to_string(dir.join("Cargo.toml")).unwrap()).unwrap();
+        assert!(
+            dir == root || !manifest.contains_key("workspace"),
+            "{} is a workspace root of its own",
+            dir.display()
+        );
+        let mut tables: Vec<&toml::Table> = Vec::new();
+        for key in ["dependencies", "build-dependencies"] {
+            if let Some(t) = manifest.get(key).and_then(|t| t.as_table()) {
+                tables.push(t);
+            }
+        }
+        if let Some(targets) = manifest.get("target").and_then(|t| t.as_table()) {
+            for per_target in targets.values().filter_map(|t| t.as_table()) {
+                for key in ["dependencies", "build-dependencies"] {
+                    if let Some(t) = per_target.get(key).and_then(|t| t.as_table()) {
+                        tables.push(t);
+                    }
+                }
+            }
+        }
+        for dep in tables.iter().flat_map(|t| t.values()) {
+            if let Some(path) = dep.get("path").and_then(|p| p.as_str()) {
+                todo.push(dir.join(path));
+            }
+        }
+    }
+    // The firmware, the example and what they link: agent, runtime, proto,
+    // contract and the build helper at least.
+    assert!(seen.len() >= 6, "{seen:?}");
+}
