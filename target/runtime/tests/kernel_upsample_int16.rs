@@ -675,12 +675,14 @@ proptest! {
 
     #[test]
     fn int16_depthwise_matches_reference(
-        (n, ih, iw, ic, m) in (1i32..=2, 1i32..=7, 1i32..=7, 1i32..=4, 1i32..=3),
+        // Up to 120 output channels: past the kernel's 64-channel blocks,
+        // with and without a channel multiplier.
+        (n, ih, iw, ic, m) in (1i32..=2, 1i32..=7, 1i32..=7, prop_oneof![1i32..=4, 20i32..=40], 1i32..=3),
         (fh, fw, sh, sw) in (1i32..=3, 1i32..=3, 1i32..=2, 1i32..=2),
         same in any::<bool>(),
         activation in prop_oneof![Just(Act::NONE), Just(Act::RELU), Just(Act::RELU6)],
         (si, so) in (0.0001f32..0.01, 0.0001f32..0.05),
-        fscales in proptest::collection::vec(0.001f32..0.05, 12),
+        fscales in proptest::collection::vec(0.001f32..0.05, 120),
         per_channel in any::<bool>(), with_bias in any::<bool>(),
         seed in any::<u64>(),
     ) {

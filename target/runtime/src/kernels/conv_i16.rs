@@ -1,9 +1,13 @@
 //! CONV_2D's int16x8 arithmetic: int16 activations (zero point 0), int8
 //! weights, int64 bias, 64-bit sums requantised per channel with the
 //! 64-bit `MultiplyByQuantizedMultiplier` — TFLM's int16
-//! `reference_integer_ops::ConvPerChannel`. The portable loop only: an
-//! integer sum does not depend on its order, so padded taps are skipped
-//! and the rest summed plainly; the DSP fast paths stay int8.
+//! `reference_integer_ops::ConvPerChannel`. The portable loops only (the
+//! DSP fast paths stay int8), but not TFLM's per-product int64 adds: an
+//! integer sum does not depend on its order or on the width it is summed
+//! in while it cannot overflow, so padded taps are skipped and products are
+//! summed in int32 runs short enough never to overflow
+//! ([`EXACT_I32_TERMS`]), then widened. Int32 sums are what the host
+//! vectorises and what an ARMv6-M core adds without a 64-bit library call.
 
 use super::KernelError;
 use super::conv::Geometry;
@@ -74,6 +78,31 @@ pub(crate) fn bias_at(bytes: &[u8], c: usize) -> i64 {
     i64::from_le_bytes(b)
 }
 
+/// How many int16 × int8 products an int32 sum holds exactly: each is at
+/// most 2^22 in magnitude (-32768 · -128), and 511 · 2^22 < 2^31.
+pub(crate) const EXACT_I32_TERMS: usize = 511;
+
+/// `Σ x[i] · w[i]`, exact: int32 sums of at most [`EXACT_I32_TERMS`]
+/// products, added in int64.
+fn dot_i16_i8(x: &[i16], w: &[i8]) -> i64 {
+    let run = |xs: &[i16], ws: &[i8]| -> i32 {
+        xs.iter()
+            .zip(ws)
+            .map(|(&a, &b)| i32::from(a) * i32::from(b))
+            .sum()
+    };
+    if x.len() <= EXACT_I32_TERMS {
+        return i64::from(run(x, w));
+    }
+    x.chunks(EXACT_I32_TERMS)
+        .zip(w.chunks(EXACT_I32_TERMS))
+        .map(|(xs, ws)| i64::from(run(xs, ws)))
+        .sum()
+}
+
+/// Channels a depthwise pixel sums at once in int32 (a stack block).
+const DEPTHWISE_BLOCK: usize = 64;
+
 /// Requantisation of one int16x8 output.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Wide<'a> {
@@ -130,18 +159,29 @@ pub(crate) fn conv_i16(
         return Err(KernelError::Internal);
     }
     let per_group = out_c / groups;
+    // One group, undilated columns: a filter row's taps are adjacent in the
+    // input as in the filter.
+    let rows_are_runs = groups == 1 && g.x.dilation == 1;
     g.for_each_pixel(|win, o| {
         for c in 0..out_c {
             let base = (c / per_group) * filter_c;
             let wc = &w[c * filter_len..][..filter_len];
             let mut acc = 0i64;
             for fy in win.rows.clone() {
+                if rows_are_runs {
+                    // The row's in-image taps, all their channels: one run
+                    // in the input and one in the filter.
+                    let fx = win.cols.start;
+                    let len = win.cols.len() * filter_c;
+                    let xi = win.input_at(g, fy, fx);
+                    let wi = (fy as usize * fw + fx as usize) * filter_c;
+                    acc += dot_i16_i8(&x[xi..][..len], &wc[wi..][..len]);
+                    continue;
+                }
                 for fx in win.cols.clone() {
                     let xi = win.input_at(g, fy, fx) + base;
                     let wi = (fy as usize * fw + fx as usize) * filter_c;
-                    for (&xv, &wv) in x[xi..][..filter_c].iter().zip(&wc[wi..][..filter_c]) {
-                        acc += i64::from(xv) * i64::from(wv);
-                    }
+                    acc += dot_i16_i8(&x[xi..][..filter_c], &wc[wi..][..filter_c]);
                 }
             }
             acc = acc.wrapping_add(bias.map_or(0, |b| bias_at(b, c)));
@@ -177,6 +217,45 @@ pub(crate) fn depthwise_i16(
     {
         return Err(KernelError::Internal);
     }
+    let finish = |acc: i64, c: usize| {
+        let acc = acc.wrapping_add(bias.map_or(0, |b| bias_at(b, c)));
+        let v = multiply_by_quantized_multiplier_i64(acc, q.multiplier[c], q.shift(c));
+        v.clamp(q.min, q.max) as i16
+    };
+    // A pixel's taps summed in int32 per channel when they cannot overflow
+    // it (any filter up to 511 taps): taps outer, a block of channels inner,
+    // so the inner loop walks input and filter contiguously.
+    let taps = g.y.filter as usize * fw;
+    if taps <= EXACT_I32_TERMS {
+        g.for_each_pixel(|win, o| {
+            for first in (0..out_c).step_by(DEPTHWISE_BLOCK) {
+                let n = DEPTHWISE_BLOCK.min(out_c - first);
+                let mut acc = [0i32; DEPTHWISE_BLOCK];
+                for fy in win.rows.clone() {
+                    for fx in win.cols.clone() {
+                        let xi = win.input_at(g, fy, fx);
+                        let wi = (fy as usize * fw + fx as usize) * out_c + first;
+                        let ws = &w[wi..][..n];
+                        if multiplier == 1 {
+                            let xs = &x[xi + first..][..n];
+                            for ((a, &xv), &wv) in acc.iter_mut().zip(xs).zip(ws) {
+                                *a += i32::from(xv) * i32::from(wv);
+                            }
+                        } else {
+                            for (k, (a, &wv)) in acc.iter_mut().zip(ws).enumerate() {
+                                let xv = x[xi + (first + k) / multiplier];
+                                *a += i32::from(xv) * i32::from(wv);
+                            }
+                        }
+                    }
+                }
+                for (k, &a) in acc[..n].iter().enumerate() {
+                    out[o + first + k] = finish(i64::from(a), first + k);
+                }
+            }
+        });
+        return Ok(());
+    }
     g.for_each_pixel(|win, o| {
         for c in 0..out_c {
             let mut acc = 0i64;
@@ -187,10 +266,31 @@ pub(crate) fn depthwise_i16(
                     acc += i64::from(xv) * i64::from(wv);
                 }
             }
-            acc = acc.wrapping_add(bias.map_or(0, |b| bias_at(b, c)));
-            let v = multiply_by_quantized_multiplier_i64(acc, q.multiplier[c], q.shift(c));
-            out[o + c] = v.clamp(q.min, q.max) as i16;
+            out[o + c] = finish(acc, c);
         }
     });
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn int32_runs_sum_the_extreme_products_exactly() {
+        // Every product at its largest magnitude, over more terms than one
+        // int32 run holds: the int64 sum of the products, exactly.
+        for n in [
+            1,
+            EXACT_I32_TERMS,
+            EXACT_I32_TERMS + 1,
+            3 * EXACT_I32_TERMS + 7,
+        ] {
+            let x = vec![i16::MIN; n];
+            let w = vec![i8::MIN; n];
+            assert_eq!(dot_i16_i8(&x, &w), n as i64 * 32768 * 128, "{n} terms");
+            let w = vec![i8::MAX; n];
+            assert_eq!(dot_i16_i8(&x, &w), -(n as i64) * 32768 * 127, "{n} terms");
+        }
+    }
 }
