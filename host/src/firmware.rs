@@ -217,7 +217,7 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
         path: request.model.into(),
         source,
     })?;
-    let least = (model.len() + model_slot::HEADER).next_multiple_of(64);
+    let least = least_slot(model.len());
     let class = slot_for(request.board.model_slot, model.len());
     let base = match build_base(repo, request, class) {
         Err(BuildError::Failed { output, .. })
@@ -239,11 +239,16 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
 /// slot when the model fits it (one build for every model), else the
 /// model's size class.
 fn slot_for(board_slot: Option<u64>, model_len: usize) -> usize {
-    let least = (model_len + model_slot::HEADER).next_multiple_of(64);
     match board_slot.and_then(|fixed| usize::try_from(fixed).ok()) {
-        Some(fixed) if least <= fixed => fixed,
+        Some(fixed) if least_slot(model_len) <= fixed => fixed,
         _ => model_slot::capacity_for(model_len),
     }
+}
+
+/// The smallest slot a model of `model_len` bytes fits: its header and
+/// bytes, in the slot's 64-byte granule.
+fn least_slot(model_len: usize) -> usize {
+    (model_len + model_slot::HEADER).next_multiple_of(64)
 }
 
 /// A copy of the model-less ELF `base` with `model` in its slot, beside it

@@ -129,12 +129,12 @@ fn the_firmware_workspace_holds_every_crate_it_builds_by_path() {
         .map(|m| root.join(m.as_str().unwrap()))
         .collect();
     let mut seen = std::collections::BTreeSet::new();
+    let root = std::fs::canonicalize(&root).unwrap();
     while let Some(dir) = todo.pop() {
         let dir = std::fs::canonicalize(&dir).unwrap();
         if !seen.insert(dir.clone()) {
             continue;
         }
-        let root = std::fs::canonicalize(&root).unwrap();
         assert!(
             dir.starts_with(&root),
             "{} is outside the firmware workspace's root {}",
