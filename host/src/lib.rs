@@ -25,6 +25,7 @@ pub mod accel;
 pub mod bench;
 pub mod buffer_labels;
 pub mod cancel;
+pub mod children;
 pub mod config;
 pub mod conformance;
 pub mod driver;

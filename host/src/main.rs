@@ -24,6 +24,10 @@ use hilt_runtime::planner::PlannerKind;
 #[derive(Debug, Parser)]
 #[command(name = "hilt", version, about)]
 struct Cli {
+    /// Show cargo's own output while firmware builds (otherwise one line
+    /// when each build starts and one when it ends).
+    #[arg(short, long, global = true)]
+    verbose: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -379,6 +383,9 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    // A cancel (SIGINT, SIGTERM, SIGHUP) ends every QEMU, build and flash
+    // command hilt started before hilt exits.
+    hilt::children::exit_on_signals();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -410,6 +417,7 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
+    hilt::firmware::set_verbose(cli.verbose);
     match cli.command {
         Command::Layout(args) => layout(args),
         Command::Run {

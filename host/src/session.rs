@@ -37,6 +37,13 @@ pub enum RunFailure {
         /// Detail.
         detail: u32,
     },
+    /// The board's process (QEMU) ended during the run: how, and its last
+    /// words.
+    #[error("{0}")]
+    BoardExited(String),
+    /// The run was stopped at its time limit; where the core was.
+    #[error("{0}")]
+    Stopped(String),
     /// The firmware is not the one expected.
     #[error("{0}")]
     WrongFirmware(String),
@@ -177,8 +184,16 @@ fn steps(
             session.reset_state()?;
         }
         for (s, step) in case.steps.iter().enumerate() {
+            // Each iteration is one invoke on the step's own input: the plan
+            // may reuse an input's bytes for later activations (TFLM's does),
+            // so the input is sent again before every invoke rather than
+            // left for the next one to compute on whatever remains there.
             session.load_inputs(step)?;
-            let results = session.invoke(step.expected.len())?;
+            let mut results = session.invoke(step.expected.len())?;
+            for _ in 1..scenario.iterations {
+                session.load_inputs(step)?;
+                results = session.invoke(step.expected.len())?;
+            }
             session.check_guards(&format!("after {} step {s}", case.name))?;
             session.record_step(&case.name, s, step, results);
         }
@@ -425,12 +440,11 @@ impl Session<'_, '_> {
         Ok(())
     }
 
-    /// `Invoke`, then every result message up to its `Done`.
+    /// One `Invoke`, then every result message up to its `Done`.
     fn invoke(&mut self, outputs: usize) -> Result<InvokeResults, RunFailure> {
-        let count = self.scenario.iterations;
         self.link.send(
             &Message::Invoke {
-                count,
+                count: 1,
                 per_op: self.scenario.op_profile,
             },
             self.send_limit(),
