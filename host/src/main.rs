@@ -1196,6 +1196,14 @@ fn print_run(run: &BoardRun, ops: Option<&Vec<String>>, wall: std::time::Duratio
             o.cycles_per_1000_macs,
             o.fault.map_or(String::new(), |f| format!(", fault {f}"))
         );
+        if let (Some(alone), Some(first)) = (run.cpu_alone, run.steps.first()) {
+            let change = first.total_cycles as f64 / alone.max(1) as f64;
+            println!(
+                "    cpu alone: {} cycles (same firmware, offload off); with the engine {:.2}× that",
+                thousands(alone),
+                change
+            );
+        }
     }
     for step in &run.steps {
         println!(

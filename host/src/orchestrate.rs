@@ -199,15 +199,8 @@ pub async fn run_built_timed(
             Ok(timed) => timed,
             Err(e) => (
                 BoardRun {
-                    scenario: String::new(),
-                    board: String::new(),
                     outcome: Outcome::Error(format!("board task failed: {e}")),
-                    steps: Vec::new(),
-                    arena: None,
-                    logs: Vec::new(),
-                    plan: Vec::new(),
-                    offload: None,
-                    pools: None,
+                    ..BoardRun::new("", "")
                 },
                 Duration::ZERO,
             ),
