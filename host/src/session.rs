@@ -465,8 +465,13 @@ impl Session<'_, '_> {
             self.guards = guards;
         }
         done.map_err(|e| target_error(self.link, e))?;
+        // The arena figures the invoke reports are the re-planned, CPU-only
+        // arena's: the run keeps the offloaded one's.
+        let offloaded_arena = self.run.arena;
         self.load_inputs(step)?;
-        let results = self.invoke(step.expected.len())?;
+        let results = self.invoke(step.expected.len());
+        self.run.arena = offloaded_arena;
+        let results = results?;
         self.check_guards("after the run with offload off")?;
         if let Some(problem) = results
             .outputs
