@@ -291,11 +291,12 @@ fn the_timeline_draws_both_lanes_with_bars_placed_by_the_figures() {
     assert!(svg.contains(
         "NPU busy 300, CPU waited 100, overlap 200, 1 jobs, 50 emulation cycles removed"
     ));
-    // Labels where they fit: the 280-px ADD and the 380-px job, not the
-    // 20-px submit.
+    // Labels where they fit: whole on the 280-px ADD and the 380-px job,
+    // the index alone on the 20-px submit.
     assert!(svg.contains(r#"fill="white">2 ADD</text>"#), "{svg}");
     assert!(svg.contains(r#"fill="white">1 CONV_2D</text>"#), "{svg}");
-    assert_eq!(svg.matches(r#"class="op-label""#).count(), 3, "{svg}");
+    assert!(svg.contains(r#"fill="white">1</text>"#), "{svg}");
+    assert_eq!(svg.matches(r#"class="op-label""#).count(), 4, "{svg}");
     // An axis of round ticks (0 to 600 by 100) and a legend of every kind.
     for tick in [0, 100, 300, 600] {
         assert!(svg.contains(&format!(r#"text-anchor="middle">{tick}</text>"#)), "{svg}");

@@ -60,6 +60,8 @@ pub(super) fn timeline_svg(step: &StepResult, op_names: &[String]) -> Option<Str
         CPU_Y + 16.0,
         NPU_Y + 16.0
     );
+    // Drawn last, over every box (a wait's hatch covers part of an op's).
+    let mut labels = Vec::new();
     let mut at = 0u64;
     for (op, &cycles) in step.op_cycles.iter().enumerate() {
         let on_npu = offload.on_npu.get(op).copied().unwrap_or(false);
@@ -78,7 +80,7 @@ pub(super) fn timeline_svg(step: &StepResult, op_names: &[String]) -> Option<Str
             width,
             &format!("op {op} {name} ({what}): {cycles} cycles"),
         );
-        label(&mut s, (x(at), CPU_Y), width, &format!("{op} {name}"));
+        labels.push(((x(at), CPU_Y), width, format!("{op} {name}")));
         at += u64::from(cycles);
     }
     for job in &offload.job_times {
@@ -97,12 +99,7 @@ pub(super) fn timeline_svg(step: &StepResult, op_names: &[String]) -> Option<Str
                 job.op, job.submitted, job.completed
             ),
         );
-        label(
-            &mut s,
-            (x(job.submitted), NPU_Y),
-            width,
-            &format!("{} {name}", job.op),
-        );
+        labels.push(((x(job.submitted), NPU_Y), width, format!("{} {name}", job.op)));
         bar(
             &mut s,
             "wait",
@@ -114,6 +111,9 @@ pub(super) fn timeline_svg(step: &StepResult, op_names: &[String]) -> Option<Str
                 job.op, job.wait_started, job.retired
             ),
         );
+    }
+    for (at, width, text) in &labels {
+        label(&mut s, *at, *width, text);
     }
     axis(&mut s, end, scale);
     legend(&mut s);
@@ -160,12 +160,19 @@ fn bar(s: &mut String, class: &str, fill: &str, (x, y): (f64, f64), width: f64, 
     );
 }
 
-/// An op's label inside its box, when the box is wide enough for it
-/// (the tooltip names every box anyway).
+/// An op's label (`INDEX NAME`) inside its box: whole when the box is
+/// wide enough, else the index alone, else none (the tooltip names every
+/// box anyway).
 fn label(s: &mut String, (x, y): (f64, f64), width: f64, text: &str) {
-    if (text.len() as f64) * CHAR_PX + 4.0 > width {
+    let fits = |t: &str| (t.len() as f64) * CHAR_PX + 4.0 <= width;
+    let index = text.split(' ').next().unwrap_or(text);
+    let text = if fits(text) {
+        text
+    } else if fits(index) {
+        index
+    } else {
         return;
-    }
+    };
     let _ = writeln!(
         s,
         r#"<text class="op-label" x="{:.1}" y="{:.1}" font-size="10" fill="white">{}</text>"#,
