@@ -441,26 +441,26 @@ impl Session<'_, '_> {
         };
         self.link.send(&message, self.send_limit())?;
         let mut moved = None;
-        let done = self
-            .link
-            .recv_matching(self.scenario.timeout, "Done of SetOffload (off)", |m| {
-                match m {
-                    Message::Guards {
-                        mode,
-                        len,
-                        addresses,
-                    } => {
-                        moved = Some((*mode != 0).then_some(Guards {
-                            len: *len,
-                            addresses: *addresses,
-                        }));
-                        None
-                    }
-                    Message::Done { request: 0x06 } => Some(Ok(())),
-                    Message::Error(e) => Some(Err(*e)),
-                    _ => None,
+        let done = self.link.recv_matching(
+            self.scenario.timeout,
+            "Done of SetOffload (off)",
+            |m| match m {
+                Message::Guards {
+                    mode,
+                    len,
+                    addresses,
+                } => {
+                    moved = Some((*mode != 0).then_some(Guards {
+                        len: *len,
+                        addresses: *addresses,
+                    }));
+                    None
                 }
-            })?;
+                Message::Done { request: 0x06 } => Some(Ok(())),
+                Message::Error(e) => Some(Err(*e)),
+                _ => None,
+            },
+        )?;
         if let Some(guards) = moved {
             self.guards = guards;
         }
@@ -478,7 +478,12 @@ impl Session<'_, '_> {
             .iter()
             .zip(&step.expected)
             .enumerate()
-            .find_map(|(o, (got, want))| self.scenario.compare.check(got, want).map(|p| format!("output {o}: {p}")))
+            .find_map(|(o, (got, want))| {
+                self.scenario
+                    .compare
+                    .check(got, want)
+                    .map(|p| format!("output {o}: {p}"))
+            })
         {
             return Err(RunFailure::Start(format!(
                 "with offload off, the first step's outputs differ: {problem}"

@@ -248,7 +248,11 @@ fn the_branch_model_overlaps_cpu_and_engine() {
     assert_eq!(npu.cpu_alone, Some(cpu_total));
     assert_eq!(cpu.cpu_alone, None, "not offloaded: no second run");
     assert!(figures.waited > 0, "{figures:?}");
-    assert!(step.total_cycles < cpu_total, "{} vs {cpu_total}", step.total_cycles);
+    assert!(
+        step.total_cycles < cpu_total,
+        "{} vs {cpu_total}",
+        step.total_cycles
+    );
     // The job's input, last read by the CPU's first depthwise (step 1), is
     // held through step 2: the ADD (step 3) waits for the job first thing.
     let input = npu.plan.iter().find(|b| b.kind == "tensor" && b.index == 0);

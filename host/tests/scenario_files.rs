@@ -65,6 +65,11 @@ fn a_broken_npy_input_is_named() {
         ),
     )
     .unwrap();
-    let error = hilt::config::scenario::load(&path, &[]).unwrap_err().to_string();
-    assert!(error.contains("in.npy: not a .npy file (bad magic)"), "{error}");
+    let error = hilt::config::scenario::load(&path, &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("in.npy: not a .npy file (bad magic)"),
+        "{error}"
+    );
 }

@@ -299,9 +299,17 @@ fn the_timeline_draws_both_lanes_with_bars_placed_by_the_figures() {
     assert_eq!(svg.matches(r#"class="op-label""#).count(), 4, "{svg}");
     // An axis of round ticks (0 to 600 by 100) and a legend of every kind.
     for tick in [0, 100, 300, 600] {
-        assert!(svg.contains(&format!(r#"text-anchor="middle">{tick}</text>"#)), "{svg}");
+        assert!(
+            svg.contains(&format!(r#"text-anchor="middle">{tick}</text>"#)),
+            "{svg}"
+        );
     }
-    for meaning in ["op on the CPU", "CPU submits a job", "job on the NPU", "CPU waits for a job"] {
+    for meaning in [
+        "op on the CPU",
+        "CPU submits a job",
+        "job on the NPU",
+        "CPU waits for a job",
+    ] {
         assert!(svg.contains(&format!(">{meaning}</text>")), "{svg}");
     }
     // No offload, no timeline.

@@ -99,7 +99,11 @@ pub(super) fn timeline_svg(step: &StepResult, op_names: &[String]) -> Option<Str
                 job.op, job.submitted, job.completed
             ),
         );
-        labels.push(((x(job.submitted), NPU_Y), width, format!("{} {name}", job.op)));
+        labels.push((
+            (x(job.submitted), NPU_Y),
+            width,
+            format!("{} {name}", job.op),
+        ));
         bar(
             &mut s,
             "wait",

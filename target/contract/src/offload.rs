@@ -8,8 +8,8 @@
 //! offload = ["CONV_2D", "ADD"]            # default: the runtime's DEFAULT_OFFLOAD
 //! coherent = false                        # default true
 //! [vnpu]                                  # also allowed in a board file
-//! job_cycles = 2000
-//! cycles_per_1000_macs = 4
+//! job_cycles = 10000
+//! cycles_per_1000_macs = 64
 //! ```
 //!
 //! Op names are the schema's builtin names; the virtual NPU's own custom

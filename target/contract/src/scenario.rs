@@ -17,8 +17,8 @@
 //! coherent = true                         # false: vnpu behind a modelled cache
 //! pools = ["fast", "sram"]                # the board pools buffers may use (default: one memory)
 //! [vnpu]                                  # overrides the board's latency model
-//! job_cycles = 2000
-//! cycles_per_1000_macs = 4
+//! job_cycles = 10000
+//! cycles_per_1000_macs = 64
 //! ```
 //!
 //! or, instead of `conformance`, a model of the repository with explicit

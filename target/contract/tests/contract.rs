@@ -187,11 +187,12 @@ fn bad_offload_keys_name_the_file_the_key_and_the_value() {
 fn a_board_describes_its_engine_or_gets_the_runtime_defaults() {
     let shipped = board::load_named(&repo().join("boards"), "qemu-mps2-an386").unwrap();
     assert_eq!(shipped.vnpu, VnpuLatency::default());
+    // The runtime's small-NPU model (LatencyModel::MICRO_NPU).
     assert_eq!(
         VnpuLatency::default(),
         VnpuLatency {
-            job_cycles: 2000,
-            cycles_per_1000_macs: 4
+            job_cycles: 10_000,
+            cycles_per_1000_macs: 64
         }
     );
     let dir = scratch("board-vnpu").join("boards");
@@ -210,7 +211,7 @@ fn a_board_describes_its_engine_or_gets_the_runtime_defaults() {
     assert_eq!(
         b.vnpu,
         VnpuLatency {
-            job_cycles: 2000,
+            job_cycles: 10_000,
             cycles_per_1000_macs: 16
         }
     );

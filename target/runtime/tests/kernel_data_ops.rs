@@ -683,8 +683,8 @@ fn mul_refuses_int16_zero_points_and_bad_scales() {
 
 /// TFLM's integer MEAN, SUM or REDUCE_MAX (`op`) of `x` (shape `shape`)
 /// over the axes flagged in `reduced`: per output (kept axes row-major), the
-/// raw sum then plain division or the requantising formula (SUM: without
-/// the count folded in), or the largest value.
+/// raw sum then the requantising formula (SUM: without the count folded
+/// in), or the largest value.
 fn reference_reduce(
     op: Op,
     x: &[i32],
@@ -732,9 +732,8 @@ fn reference_reduce(
             if op == Op::SUM {
                 return (multiply_by_quantized_multiplier(shifted, m, shift) + qo.1).clamp(lo, hi);
             }
-            if qi == qo {
-                return s / n as i32;
-            }
+            // MEAN requantises whatever the two quantisations (TFLM's
+            // build does; the one-op vectors `mean_*_same_*` hold it).
             let log2 = 63 - (n as u64).leading_zeros() as i32;
             let up = log2.min(32).min(31 + shift);
             let m = ((i64::from(m) << up) / n) as i32;

@@ -329,7 +329,7 @@ fn arg_and_cumsum_cases(out: &mut Vec<Case>) {
     }
 }
 
-/// SUM and REDUCE_MAX over constant axes (an RNG of their own, so that
+/// SUM, REDUCE_MAX and MEAN over constant axes (an RNG of their own, so that
 /// cases added elsewhere leave their inputs alone).
 fn reduce_cases(out: &mut Vec<Case>) {
     let mut rng = Rng(0x5eed_0ed5);
@@ -345,6 +345,15 @@ fn reduce_cases(out: &mut Vec<Case>) {
         ("rmax_f32", Op::REDUCE_MAX, F32, &[2, 3, 4], &[1], F32, &[2, 4], false),
         ("rmax_f32_dup_axes", Op::REDUCE_MAX, F32, &[2, 3, 4], &[0, -3, 2], F32, &[1, 3, 1], true),
         ("rmax_i8", Op::REDUCE_MAX, i8q(0.05, -7), &[1, 5, 5, 6], &[1, 2], i8q(0.05, -7), &[1, 6], false),
+        // MEAN int8 over height and width: TFLM has a path of its own for a
+        // 4-D input with axes {1, 2} and keep_dims, whatever the two
+        // quantisations (the first is a held-out model's global pool).
+        ("mean_i8_hw_same_keep", Op::MEAN, i8q(0.0705, -9), &[1, 7, 7, 1280], &[1, 2], i8q(0.0705, -9), &[1, 1, 1, 1280], true),
+        ("mean_i8_hw_same_nokeep", Op::MEAN, i8q(0.0705, -9), &[1, 7, 7, 64], &[1, 2], i8q(0.0705, -9), &[1, 64], false),
+        ("mean_i8_wh_same_keep", Op::MEAN, i8q(0.05, 3), &[2, 5, 3, 16], &[2, 1], i8q(0.05, 3), &[2, 1, 1, 16], true),
+        ("mean_i8_hw_requant_keep", Op::MEAN, i8q(0.05, -3), &[1, 6, 6, 32], &[1, 2], i8q(0.02, 4), &[1, 1, 1, 32], true),
+        ("mean_i8_w_same", Op::MEAN, i8q(0.0705, -9), &[1, 4, 7, 8], &[2], i8q(0.0705, -9), &[1, 4, 1, 8], true),
+        ("mean_i16_hw_same_keep", Op::MEAN, i16q(0.001, 0), &[1, 5, 5, 24], &[1, 2], i16q(0.001, 0), &[1, 1, 1, 24], true),
     ];
     for &(name, op, ty, shape, axes, oty, oshape, keep_dims) in specs {
         let mut w = ModelWriter::new();

@@ -60,8 +60,8 @@
 //!
 //! ```toml
 //! [vnpu]
-//! job_cycles = 2000
-//! cycles_per_1000_macs = 4
+//! job_cycles = 10000
+//! cycles_per_1000_macs = 64
 //! ```
 
 use std::fmt;

@@ -860,10 +860,11 @@ mod tests {
             Err(AccelError::TooManyRegions { count: 2 })
         );
         // A job with no kernel to run completes with `Unsupported`, and only
-        // after its cycles: fixed cost 2000.
+        // after its cycles: the default's fixed cost.
+        let fixed = LatencyModel::MICRO_NPU.job_cycles;
         let id = windowed.submit(&job(&[input, output])).unwrap();
         assert_eq!(windowed.submit(&job(&[input])), Err(AccelError::Busy));
-        assert!(!windowed.step(1_999));
+        assert!(!windowed.step(fixed - 1));
         assert_eq!(windowed.poll(id), Ok(false));
         assert!(windowed.step(1));
         assert_eq!(windowed.retire(id), Err(AccelError::Unsupported));
@@ -932,7 +933,14 @@ mod tests {
         assert_eq!(ticket.poll(), Ok(true));
         assert_eq!(ticket.wait(NEVER), Err(AccelError::Unsupported));
         // 2000 cycles at 500 per tick: done at the fourth tick.
-        let late = SteppedVnpu::new(VnpuConfig::default(), Slices(500));
+        let slow = VnpuConfig {
+            latency: LatencyModel {
+                job_cycles: 2_000,
+                cycles_per_1000_macs: 4,
+            },
+            ..VnpuConfig::default()
+        };
+        let late = SteppedVnpu::new(slow, Slices(500));
         let ticket = Ticket::submit(&late, &job(&[input])).unwrap();
         assert_eq!(ticket.poll(), Ok(false));
         assert_eq!(late.now(), 1);

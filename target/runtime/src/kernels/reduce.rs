@@ -4,14 +4,15 @@
 //!
 //! The axes are a constant int32 tensor (negative values count from the
 //! end, duplicates count once). MEAN takes float32, int8 and int16, and one
-//! of two integer paths, as TFLM does:
-//! - input and output share scale and zero point: the raw sum divided by
-//!   the element count in C integer division (toward zero);
-//! - otherwise the requantising mean, `QuantizedMeanOrSum`: the sum less
-//!   `count · zero_point`, scaled by `in_scale / out_scale` with `1/count`
-//!   folded into the multiplier (shifted up by `⌊log2 count⌋`, at most 32
-//!   and keeping the final shift ≥ -31, then divided by the count), offset
-//!   by the output zero point and clamped.
+//! for the integer types always the requantising mean, `QuantizedMeanOrSum`:
+//! the sum less `count · zero_point`, scaled by `in_scale / out_scale` with
+//! `1/count` folded into the multiplier (shifted up by `⌊log2 count⌋`, at
+//! most 32 and keeping the final shift ≥ -31, then divided by the count),
+//! offset by the output zero point and clamped. That holds when input and
+//! output share scale and zero point too: the TFLM build that made the
+//! conformance set rounds there as well, where a raw sum divided by the
+//! count (C's division toward zero) differed on about half the channels
+//! of a 7×7×1280 global pool (the one-op vectors `mean_*_same_*` hold it).
 //!
 //! SUM (float32, int8, int16) is that requantisation without the count
 //! folded in, whatever the two quantisations. REDUCE_MAX takes float32
@@ -53,9 +54,9 @@ pub const REDUCE_MAX: Registration = Registration {
     invoke,
 };
 
-/// What invoke computes (`MeanPlan::path`): MEAN's plain division (float
-/// MEAN too) or its requantisation, SUM, or REDUCE_MAX.
-const PLAIN: u32 = 0;
+/// What invoke computes (`MeanPlan::path`): float MEAN's plain division,
+/// integer MEAN's requantisation, SUM, or REDUCE_MAX.
+const FLOAT_MEAN: u32 = 0;
 const REQUANTIZE: u32 = 1;
 const SUM_PATH: u32 = 2;
 const MAX_PATH: u32 = 3;
@@ -268,10 +269,6 @@ fn quantized(
             (plan.multiplier, plan.shift) = (multiplier, shift);
             Ok(())
         }
-        Reduction::Mean if qi == qo => {
-            plan.path = PLAIN;
-            Ok(())
-        }
         Reduction::Mean => {
             plan.path = REQUANTIZE;
             plan.fold_count(multiplier, shift)
@@ -320,7 +317,7 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>, reduction: Reduction) -> Result
     plan.dtype = i32::from(output.dtype.0);
     // TFLM's types: MEAN and SUM float32, int8, int16; REDUCE_MAX float32, int8.
     match (output.dtype, reduction) {
-        (TensorType::FLOAT32, Reduction::Mean) => plan.path = PLAIN,
+        (TensorType::FLOAT32, Reduction::Mean) => plan.path = FLOAT_MEAN,
         (TensorType::FLOAT32, Reduction::Sum) => plan.path = SUM_PATH,
         (TensorType::FLOAT32, Reduction::Max) => plan.path = MAX_PATH,
         (TensorType::INT8, _) | (TensorType::INT16, Reduction::Mean | Reduction::Sum) => {
@@ -371,8 +368,6 @@ fn mean_integer<T: QuantizedInt>(plan: &MeanPlan, input: &[T], output: &mut [T])
     let finish = |o: usize, sum: i32, output: &mut [T]| {
         output[o] = if plan.count == 0 {
             T::from_i32(0)
-        } else if plan.path == PLAIN {
-            T::from_i32(sum / plan.count as i32)
         } else {
             // REQUANTIZE and SUM_PATH: the multiplier holds the difference.
             let n = i64::from(plan.count);
@@ -422,16 +417,27 @@ mod tests {
 
     #[test]
     fn averages_over_the_named_axes() {
-        // [2,3] over axis 1: rows [1,2,3] and [4,5,6] → 2 and 5; plain path
-        // truncates toward zero: [-1,-2] → -1.
+        // [2,3] over axis 1: rows [1,2,3] and [4,5,6] → 2 and 5. One scale
+        // and zero point on both sides is a multiplier of 1 with the count
+        // folded in, and the mean rounds as TFLM's does (half up): [2,3]
+        // → 3, where C's division would give 2, and [-1,-2] → -1.
+        let one = |plan: &mut MeanPlan| {
+            plan.dtype = i32::from(TensorType::INT8.0);
+            plan.path = REQUANTIZE;
+            let (multiplier, shift) = quantize_multiplier(1.0);
+            plan.fold_count(multiplier, shift).unwrap();
+        };
         let mut plan = MeanPlan::new(&[2, 3], &[1]).unwrap();
-        plan.dtype = i32::from(TensorType::INT8.0);
+        one(&mut plan);
         let mut out = [0i8; 2];
         mean_integer(&plan, &[1i8, 2, 3, 4, 5, 6], &mut out);
         assert_eq!(out, [2, 5]);
-        let plan = MeanPlan::new(&[2], &[-1, 0]).unwrap();
+        let mut plan = MeanPlan::new(&[2], &[-1, 0]).unwrap();
         assert_eq!(plan.count, 2);
+        one(&mut plan);
         let mut out = [0i8; 1];
+        mean_integer(&plan, &[2i8, 3], &mut out);
+        assert_eq!(out, [3]);
         mean_integer(&plan, &[-1i8, -2], &mut out);
         assert_eq!(out, [-1]);
     }
