@@ -1,0 +1,94 @@
+//! The `hilt` command's errors as a user meets them in the first hour:
+//! each names the flag, file, key or board at fault and, where it can,
+//! what would have been right (issue 20).
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use hilt_runtime::schema::{BuiltinOperator, TensorType};
+use hilt_runtime::writer::{ModelWriter, Options};
+
+/// Runs `hilt` from the repository root (so `boards/` and `scenarios/` are
+/// found as a user's clone finds them).
+fn hilt(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hilt"))
+        .current_dir(common::repo())
+        .args(args)
+        .output()
+        .expect("run hilt")
+}
+
+/// A file in this test run's own temporary folder.
+fn temp_file(name: &str, bytes: &[u8]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hilt-cli-errors-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+/// x → relu → a → relu → y, 64 floats each: one input, one output.
+fn small_model() -> Vec<u8> {
+    let mut w = ModelWriter::new();
+    let x = w.input("x", TensorType::FLOAT32, &[64]);
+    let a = w.tensor("a", TensorType::FLOAT32, &[64]);
+    let y = w.output("y", TensorType::FLOAT32, &[64]);
+    w.op(BuiltinOperator::RELU, &[Some(x)], &[a], Options::None);
+    w.op(BuiltinOperator::RELU, &[Some(a)], &[y], Options::None);
+    w.finish()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The stderr of a run that must have failed with `code`.
+fn failed(out: &Output, code: i32) -> String {
+    let err = stderr(out);
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "stdout: {}\nstderr: {err}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    err
+}
+
+fn path_str(path: &std::path::Path) -> &str {
+    path.to_str().expect("utf-8 temp path")
+}
+
+#[test]
+fn an_arena_too_large_for_the_host_is_an_error_not_an_abort() {
+    let model = temp_file("huge_arena.tflite", &small_model());
+    let input = temp_file("huge_arena.bin", &[0u8; 256]);
+    let (model, input) = (path_str(&model), path_str(&input));
+    // The issue's size, and one no allocator can give whatever the host's
+    // overcommit policy.
+    for size in ["999999999999", "18446744073709551615"] {
+        for args in [
+            vec!["infer", model, "--input", input, "--arena", size],
+            vec!["layout", model, "--arena", size],
+            vec!["bench", model, "--arena", size, "--iterations", "1"],
+            vec![
+                "infer",
+                model,
+                "--input",
+                input,
+                "--arena",
+                size,
+                "--accelerator",
+                "vnpu",
+                "--coherent",
+                "false",
+            ],
+        ] {
+            let err = failed(&hilt(&args), 1);
+            let want = format!("cannot allocate an arena of {size} bytes");
+            assert!(err.contains(&want), "{args:?}: {err}");
+            assert!(!err.contains("memory allocation of"), "{args:?}: {err}");
+        }
+    }
+}
