@@ -124,7 +124,7 @@ enum Command {
         #[arg(long, default_value_t = hilt::host_run::DEFAULT_ARENA)]
         arena: usize,
         /// Memory planner: linear, greedy, offline or optimal.
-        #[arg(long, default_value = "greedy")]
+        #[arg(long, default_value = "greedy", value_parser = planner_parser())]
         planner: PlannerKind,
         /// Invocations on one interpreter (state carries over).
         #[arg(long, default_value_t = 1)]
@@ -152,7 +152,7 @@ enum Command {
         #[arg(long, default_value_t = hilt::host_run::DEFAULT_ARENA)]
         arena: usize,
         /// Memory planner: linear, greedy, offline or optimal.
-        #[arg(long, default_value = "greedy")]
+        #[arg(long, default_value = "greedy", value_parser = planner_parser())]
         planner: PlannerKind,
         /// Print JSON instead of the table.
         #[arg(long)]
@@ -209,14 +209,14 @@ struct LayoutArgs {
     #[arg(long)]
     boards_dir: Option<PathBuf>,
     /// Memory planner: linear, greedy, offline or optimal.
-    #[arg(long, default_value = "greedy")]
+    #[arg(long, default_value = "greedy", value_parser = planner_parser())]
     planner: PlannerKind,
     /// Alignment of every activation buffer (power of two, up to 1 MiB).
     #[arg(long, default_value_t = 16)]
     align: u32,
     /// Guard bands, as a scenario's `canary` (off, bounds, buffers): they
     /// take arena space, and `buffers` makes every buffer 16 bytes longer.
-    #[arg(long, default_value = "off")]
+    #[arg(long, default_value = "off", value_parser = canary_parser())]
     canary: CanaryMode,
     /// Plan into an arena of exactly this many bytes (fails if too
     /// small); with --board, default: the board's arena_size.
@@ -255,7 +255,7 @@ struct PlanArgs {
     #[arg(long)]
     capacity: Option<u64>,
     /// Memory planner: linear, greedy or optimal.
-    #[arg(long, default_value = "optimal")]
+    #[arg(long, default_value = "optimal", value_parser = planner_parser())]
     planner: PlannerKind,
     /// Write the buffers with their offsets (the input columns plus
     /// `offset`) to this CSV.
@@ -268,7 +268,7 @@ struct PlanArgs {
 struct AccelArgs {
     /// Run claimed ops on an accelerator: none or vnpu (the virtual NPU,
     /// on its own thread).
-    #[arg(long, default_value = "none")]
+    #[arg(long, default_value = "none", value_parser = accelerator_parser())]
     accelerator: hilt::accel::AcceleratorKind,
     /// Ops the accelerator may claim, comma-separated builtin names
     /// [default: CONV_2D,DEPTHWISE_CONV_2D,FULLY_CONNECTED,ADD,AVERAGE_POOL_2D,MAX_POOL_2D].
@@ -301,7 +301,7 @@ impl AccelArgs {
 struct OffloadArgs {
     /// Offload claimed ops to the firmware's virtual NPU (vnpu) or not
     /// (none) [default: each scenario's `accelerator`].
-    #[arg(long)]
+    #[arg(long, value_parser = accelerator_parser())]
     accelerator: Option<hilt::accel::AcceleratorKind>,
     /// Whether the engine sees memory coherently [default: each
     /// scenario's `coherent`].
@@ -311,6 +311,32 @@ struct OffloadArgs {
     /// hilt itself; needs a firmware built with the `fault-accel` feature).
     #[arg(long, value_name = "NAME", value_parser = parse_accel_fault, hide_short_help = true)]
     accel_fault: Option<hilt_proto::AccelFault>,
+}
+
+/// `--planner`: the runtime's planner names, listed by clap when one is
+/// wrong (the runtime's type has only `FromStr`, no clap).
+fn planner_parser() -> impl clap::builder::TypedValueParser<Value = PlannerKind> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(PlannerKind::NAMES)
+        .try_map(|name| name.parse::<PlannerKind>())
+}
+
+/// `--canary`: the runtime's guard-band modes, listed when one is wrong.
+fn canary_parser() -> impl clap::builder::TypedValueParser<Value = CanaryMode> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(CanaryMode::NAMES)
+        .try_map(|name| name.parse::<CanaryMode>())
+}
+
+/// `--accelerator`: none (alias cpu) or vnpu, listed when one is wrong.
+fn accelerator_parser() -> impl clap::builder::TypedValueParser<Value = hilt::accel::AcceleratorKind>
+{
+    use clap::builder::{PossibleValue, TypedValueParser as _};
+    clap::builder::PossibleValuesParser::new([
+        PossibleValue::new("none").alias("cpu"),
+        PossibleValue::new("vnpu"),
+    ])
+    .try_map(|name| name.parse::<hilt::accel::AcceleratorKind>())
 }
 
 /// An [`AccelFault`](hilt_proto::AccelFault) by its name.
@@ -382,22 +408,12 @@ fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
-            use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                let _ = e.print();
-                return ExitCode::SUCCESS;
-            }
-            if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-                let _ = e.print();
-                return ExitCode::from(2);
-            }
-            // One line: clap's first line says what is wrong.
-            let text = e.to_string();
-            eprintln!(
-                "{} (see hilt --help)",
-                text.lines().next().unwrap_or("invalid arguments")
-            );
-            return ExitCode::from(2);
+            // clap's whole message (as `e.exit()`, but returning so the
+            // streams are flushed): the missing argument's name, a "did you
+            // mean" tip, the possible values; help and version exit 0,
+            // usage errors 2.
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
         }
     };
     match run(cli) {

@@ -92,3 +92,61 @@ fn an_arena_too_large_for_the_host_is_an_error_not_an_abort() {
         }
     }
 }
+
+#[test]
+fn a_missing_argument_is_named() {
+    let err = failed(&hilt(&["layout"]), 2);
+    assert!(
+        err.contains("the following required arguments were not provided"),
+        "{err}"
+    );
+    assert!(err.contains("<MODEL>"), "{err}");
+    assert!(err.contains("Usage: hilt layout"), "{err}");
+}
+
+#[test]
+fn a_misspelt_flag_gets_a_did_you_mean() {
+    let err = failed(&hilt(&["layout", "m.tflite", "--planer", "greedy"]), 2);
+    assert!(err.contains("unexpected argument '--planer'"), "{err}");
+    assert!(
+        err.contains("a similar argument exists: '--planner'"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_wrong_choice_lists_the_possible_values() {
+    for (args, values) in [
+        (
+            vec!["layout", "m.tflite", "--format", "yaml"],
+            "[possible values: table, json, svg]",
+        ),
+        (
+            vec!["layout", "m.tflite", "--planner", "gready"],
+            "[possible values: linear, greedy, offline, optimal]",
+        ),
+        (
+            vec!["layout", "m.tflite", "--canary", "on"],
+            "[possible values: off, bounds, buffers]",
+        ),
+        (
+            vec![
+                "infer",
+                "m.tflite",
+                "--input",
+                "i.bin",
+                "--accelerator",
+                "npu",
+            ],
+            "[possible values: none, vnpu]",
+        ),
+        (
+            vec!["plan", "--buffers", "b.csv", "--planner", "best"],
+            "[possible values: linear, greedy, offline, optimal]",
+        ),
+    ] {
+        let err = failed(&hilt(&args), 2);
+        assert!(err.contains(values), "{args:?}: {err}");
+        assert!(err.contains("invalid value"), "{args:?}: {err}");
+    }
+}
