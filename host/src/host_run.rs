@@ -148,14 +148,39 @@ pub enum RunError {
     /// The arena could not be allocated.
     #[error(transparent)]
     Arena(#[from] ArenaAllocError),
-    /// Wrong number of input files.
-    #[error("the model has {expected} inputs, {given} input files were given")]
+    /// Wrong number of input files: one per model input per step.
+    #[error("{}", input_count_message(*inputs, *steps, *given))]
     InputCount {
         /// Inputs the model has.
-        expected: usize,
+        inputs: usize,
+        /// Steps asked for (`--steps`).
+        steps: usize,
         /// Files given.
         given: usize,
     },
+}
+
+/// `1 input file` / `2 input files`.
+fn count(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
+/// What [`RunError::InputCount`] says: the files a model needs, per step
+/// when there are several, against the files given.
+fn input_count_message(inputs: usize, steps: usize, given: usize) -> String {
+    let was = if given == 1 { "was" } else { "were" };
+    if steps <= 1 {
+        return format!(
+            "the model has {}, {} {was} given (one --input per model input)",
+            count(inputs, "input"),
+            count(given, "input file"),
+        );
+    }
+    format!(
+        "--steps {steps} needs {} ({} × {steps} steps), {given} {was} given",
+        count(inputs * steps, "input file"),
+        count(inputs, "model input"),
+    )
 }
 
 /// The operators of a model hilt has no kernel for: every one, each with

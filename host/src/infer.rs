@@ -58,7 +58,8 @@ pub fn infer(request: &InferRequest) -> Result<(Vec<OutputValue>, usize), RunErr
     let steps = request.steps.max(1);
     if request.inputs.len() != n_inputs * steps {
         return Err(RunError::InputCount {
-            expected: n_inputs * steps,
+            inputs: n_inputs,
+            steps,
             given: request.inputs.len(),
         });
     }

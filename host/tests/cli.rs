@@ -302,7 +302,7 @@ fn infer_input_errors_name_the_input() {
         short.to_str().unwrap(),
     ]);
     assert!(
-        stderr(&out).contains("the model has 1 inputs, 2 input files were given"),
+        stderr(&out).contains("the model has 1 input, 2 input files were given"),
         "{}",
         stderr(&out)
     );

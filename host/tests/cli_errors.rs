@@ -150,3 +150,27 @@ fn a_wrong_choice_lists_the_possible_values() {
         assert!(err.contains("invalid value"), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn too_few_input_files_for_the_steps_says_what_steps_need() {
+    let model = temp_file("steps.tflite", &small_model());
+    let input = temp_file("steps.bin", &[0u8; 256]);
+    let (model, input) = (path_str(&model), path_str(&input));
+    let err = failed(
+        &hilt(&["infer", model, "--input", input, "--steps", "2"]),
+        1,
+    );
+    assert!(
+        err.contains("--steps 2 needs 2 input files (1 model input × 2 steps), 1 was given"),
+        "{err}"
+    );
+    assert!(!err.contains("the model has 2 inputs"), "{err}");
+    let err = failed(&hilt(&["infer", model, "--input", input, input]), 1);
+    assert!(
+        err.contains("the model has 1 input, 2 input files were given"),
+        "{err}"
+    );
+    // The right count runs.
+    let out = hilt(&["infer", model, "--input", input, input, "--steps", "2"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
