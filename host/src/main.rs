@@ -8,6 +8,7 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand, ValueEnum};
 use hilt::bench::{bench, render as render_bench};
 use hilt::config::board::{Board, Transport, load_all};
+use hilt::config::scenario::Scenario;
 use hilt::gate::{Tolerance, Verdict, gate_run};
 use hilt::infer::{InferRequest, infer, output_bytes, output_path, render as render_value};
 use hilt::layout::{
@@ -43,7 +44,9 @@ enum Command {
         /// Scenario files (scenarios/NAME.toml).
         #[arg(required = true)]
         scenarios: Vec<PathBuf>,
-        /// Only these boards (a name or a glob such as 'qemu-*').
+        /// Only these boards (a name or a glob such as 'qemu-*'); a name
+        /// runs each scenario on that board even if its `boards` do not
+        /// list it.
         #[arg(long)]
         board: Option<String>,
         /// Boards to run at once (default: the number of CPUs).
@@ -73,7 +76,8 @@ enum Command {
     Gate {
         /// Scenario files (default: every scenarios/*.toml).
         scenarios: Vec<PathBuf>,
-        /// Only these boards (a name or a glob).
+        /// Only these boards (a name or a glob); a name gates each
+        /// scenario on that board even if its `boards` do not list it.
         #[arg(long)]
         board: Option<String>,
         /// Boards to run at once.
@@ -786,24 +790,89 @@ impl Workspace {
     }
 
     /// Every (scenario, board) pair of `paths`, with each scenario's model
-    /// names for readable output.
+    /// names for readable output. An explicit `--board NAME` (not a glob)
+    /// runs every scenario there, listed or not (with a note).
     fn jobs(&self, paths: &[PathBuf], board_filter: Option<&str>) -> anyhow::Result<Work> {
         let mut scenarios = Vec::new();
         let mut names = HashMap::new();
         for path in paths {
             let mut scenario = hilt::config::scenario::load(path, &self.conformance)?;
             self.offload.apply(&mut scenario)?;
+            for pattern in &scenario.boards {
+                hilt::config::board::select(&self.boards, pattern)
+                    .map_err(|e| anyhow::anyhow!("{}: `boards`: {e}", path.display()))?;
+            }
             names.insert(scenario.name.clone(), model_names(&scenario.model));
             scenarios.push(Arc::new(scenario));
         }
-        let work = hilt::orchestrate::jobs_for(&scenarios, &self.boards, board_filter)?;
+        if let Some(filter) = board_filter {
+            check_board_filter(&self.boards, filter)?;
+        }
+        let mut work = hilt::orchestrate::jobs_for(&scenarios, &self.boards, board_filter)?;
+        if let Some(name) = board_filter.filter(|f| !is_glob(f)) {
+            add_unlisted(&mut work, &scenarios, &self.boards, name);
+        }
         if work.is_empty() {
-            anyhow::bail!(
-                "no (scenario, board) pair to run: check the scenarios' `boards` and --board"
-            );
+            anyhow::bail!("{}", no_pairs(&scenarios, board_filter));
         }
         Ok((work, names))
     }
+}
+
+/// Whether a `--board` value is a glob rather than one board's name.
+fn is_glob(filter: &str) -> bool {
+    filter.contains(['*', '?'])
+}
+
+/// `--board` names a defined board or matches one: else the error says
+/// which it did not, with the closest names or the defined boards.
+fn check_board_filter(boards: &[Board], filter: &str) -> anyhow::Result<()> {
+    match hilt::config::board::select(boards, filter) {
+        Ok(_) => Ok(()),
+        // `--board "qemu-stm32*" matches no board; …`
+        Err(e) if is_glob(filter) => Err(anyhow::anyhow!("--board {e}")),
+        // `--board: unknown board "…" (did you mean …?); …`
+        Err(e) => Err(anyhow::anyhow!("--board: {e}")),
+    }
+}
+
+/// Adds the pairs of scenarios that do not list board `name` (an explicit
+/// `--board`, so the user asked for it), each with a note.
+fn add_unlisted(work: &mut Vec<Job>, scenarios: &[Arc<Scenario>], boards: &[Board], name: &str) {
+    let Some(board) = boards.iter().find(|b| b.name == name) else {
+        return;
+    };
+    for scenario in scenarios {
+        if work
+            .iter()
+            .any(|j| j.board.name == name && j.scenario.name == scenario.name)
+        {
+            continue;
+        }
+        eprintln!(
+            "note: scenario {} does not list board {name} (its boards: {}); running it there as --board asks",
+            scenario.name,
+            scenario.boards.join(", ")
+        );
+        work.push(Job {
+            scenario: scenario.clone(),
+            board: board.clone(),
+        });
+    }
+}
+
+/// Why there is nothing to run: a `--board` glob that matches boards none
+/// of the scenarios list, said with what each scenario does list.
+fn no_pairs(scenarios: &[Arc<Scenario>], board_filter: Option<&str>) -> String {
+    let listed: Vec<String> = scenarios
+        .iter()
+        .map(|s| format!("{} lists {}", s.name, s.boards.join(", ")))
+        .collect();
+    let filter = board_filter.map_or(String::new(), |f| format!("--board {f:?} matches "));
+    format!(
+        "no (scenario, board) pair to run: {filter}no board the scenarios list ({})",
+        listed.join("; ")
+    )
 }
 
 /// `hilt gate`: run the scenarios (default: every one of the repository)

@@ -595,8 +595,8 @@ fn outside(name: &str) -> PathBuf {
 fn run_from_outside_the_repository_finds_its_boards() {
     let dir = outside("run");
     let scenario = repo().join("scenarios/smoke_reshape.toml");
-    // No board matches: the command gets as far as pairing scenarios with
-    // boards, which needs the boards folder found from the scenario file.
+    // No board matches: the command gets as far as checking --board against
+    // the boards, which needs the boards folder found from the scenario file.
     let out = hilt_in(
         &dir,
         &[
@@ -609,7 +609,10 @@ fn run_from_outside_the_repository_finds_its_boards() {
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(!err.contains("No such file"), "{err}");
-    assert!(err.contains("no (scenario, board) pair to run"), "{err}");
+    assert!(
+        err.contains("--board: unknown board \"no-such-board\""),
+        "{err}"
+    );
 }
 
 #[test]
@@ -628,7 +631,10 @@ fn a_scenario_outside_the_repository_uses_the_repository_of_hilt() {
     let out = hilt_in(&dir, &["run", "mine.toml", "--board", "no-such-board"]);
     let err = stderr(&out);
     assert!(!err.contains("No such file"), "{err}");
-    assert!(err.contains("no (scenario, board) pair to run"), "{err}");
+    assert!(
+        err.contains("--board: unknown board \"no-such-board\""),
+        "{err}"
+    );
 }
 
 #[test]

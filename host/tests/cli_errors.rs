@@ -174,3 +174,125 @@ fn too_few_input_files_for_the_steps_says_what_steps_need() {
     let out = hilt(&["infer", model, "--input", input, input, "--steps", "2"]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+/// A fresh report folder for a `hilt run` that runs nothing.
+fn report_dir(name: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("hilt-cli-errors-{}-{name}", std::process::id()));
+    dir.to_string_lossy().into_owned()
+}
+
+#[test]
+fn a_misspelt_board_gets_the_closest_name() {
+    let err = failed(
+        &hilt(&[
+            "run",
+            "scenarios/smoke_reshape.toml",
+            "--board",
+            "qemu-mps2-an368",
+        ]),
+        1,
+    );
+    assert!(
+        err.contains("--board: unknown board \"qemu-mps2-an368\" (did you mean qemu-mps2-an386?)"),
+        "{err}"
+    );
+    assert!(!err.contains("no (scenario, board) pair"), "{err}");
+    // `layout --board` goes through the same lookup.
+    let model = temp_file("board_typo.tflite", &small_model());
+    let err = failed(
+        &hilt(&["layout", path_str(&model), "--board", "stm32f746g-discoo"]),
+        1,
+    );
+    assert!(
+        err.contains("unknown board \"stm32f746g-discoo\" (did you mean stm32f746g-disco?)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_board_glob_that_matches_nothing_says_so() {
+    let err = failed(
+        &hilt(&[
+            "run",
+            "scenarios/smoke_reshape.toml",
+            "--board",
+            "qemu-stm32*",
+        ]),
+        1,
+    );
+    assert!(
+        err.contains("--board \"qemu-stm32*\" matches no board; defined boards: "),
+        "{err}"
+    );
+    assert!(err.contains("qemu-mps2-an386"), "{err}");
+    assert!(!err.contains("unknown board"), "{err}");
+    // A glob that matches boards, none of which the scenario lists.
+    let err = failed(
+        &hilt(&["run", "scenarios/smoke_reshape.toml", "--board", "nrf*"]),
+        1,
+    );
+    assert!(
+        err.contains(
+            "--board \"nrf*\" matches no board the scenarios list (smoke_reshape lists qemu-*)"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_scenario_board_pattern_that_matches_nothing_names_the_file() {
+    let dir = std::env::temp_dir().join(format!("hilt-cli-errors-{}-pattern", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("m.tflite"), small_model()).unwrap();
+    std::fs::write(dir.join("in.bin"), [0u8; 256]).unwrap();
+    let scenario = dir.join("s.toml");
+    std::fs::write(
+        &scenario,
+        "model = \"m.tflite\"\nboards = [\"qemu-stm32*\"]\nexpected_from_host = true\n\
+         [[steps]]\ninputs = [\"in.bin\"]\n",
+    )
+    .unwrap();
+    let err = failed(
+        &hilt(&[
+            "run",
+            path_str(&scenario),
+            "--repo",
+            path_str(&common::repo()),
+        ]),
+        1,
+    );
+    assert!(
+        err.contains("s.toml: `boards`: \"qemu-stm32*\" matches no board"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_explicit_board_the_scenario_does_not_list_runs_there_with_a_note() {
+    // Shard 2/2 of the one pair: the pair is made (and counted), nothing
+    // is built or run.
+    let reports = report_dir("unlisted");
+    let out = hilt(&[
+        "run",
+        "scenarios/smoke_reshape.toml",
+        "--board",
+        "nrf52840-dk",
+        "--shard",
+        "2/2",
+        "--report-dir",
+        &reports,
+    ]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(
+            "note: scenario smoke_reshape does not list board nrf52840-dk (its boards: qemu-*)"
+        ),
+        "{err}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("shard 2/2: 0 of 1 (scenario, board) pairs"),
+        "{stdout}"
+    );
+}

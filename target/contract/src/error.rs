@@ -33,14 +33,26 @@ pub enum ConfigError {
         /// Why.
         problem: String,
     },
-    /// No board of that name.
-    #[error("unknown board {name:?}; defined boards: {known}")]
+    /// No board of that name, or none matching that glob.
+    #[error("{}", unknown_board(name, known))]
     Unknown {
-        /// Name asked for.
+        /// Name (or glob) asked for.
         name: String,
-        /// The defined ones.
-        known: String,
+        /// The defined boards' names.
+        known: Vec<String>,
     },
+}
+
+/// [`ConfigError::Unknown`]'s text: a glob that matches nothing says so; a
+/// name gets the closest defined names (a typo's likely meaning); both list
+/// the defined boards.
+fn unknown_board(name: &str, known: &[String]) -> String {
+    let defined = known.join(", ");
+    if name.contains(['*', '?']) {
+        return format!("{name:?} matches no board; defined boards: {defined}");
+    }
+    let tip = crate::suggest::did_you_mean(name, known.iter().map(String::as_str));
+    format!("unknown board {name:?}{tip}; defined boards: {defined}")
 }
 
 impl ConfigError {
