@@ -296,3 +296,92 @@ fn an_explicit_board_the_scenario_does_not_list_runs_there_with_a_note() {
         "{stdout}"
     );
 }
+
+/// A folder holding `files` (name, text), fresh for this test run.
+fn temp_dir_with(name: &str, files: &[(&str, &str)]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hilt-cli-errors-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (file, text) in files {
+        std::fs::write(dir.join(file), text).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn a_misspelt_scenario_key_is_named_with_the_closest_and_the_known_keys() {
+    let dir = temp_dir_with(
+        "scenario-keys",
+        &[
+            (
+                "top.toml",
+                "model = \"m.tflite\"\nboards = [\"qemu-*\"]\ntimout_s = 10\n",
+            ),
+            (
+                "value.toml",
+                "model = \"m.tflite\"\nboards = [\"qemu-*\"]\ncoherent = \"yes\"\n",
+            ),
+            (
+                "step.toml",
+                "model = \"m.tflite\"\nboards = [\"qemu-*\"]\n\n[[steps]]\ninptus = [\"in.bin\"]\n",
+            ),
+        ],
+    );
+    let repo = common::repo();
+    let run = |file: &str| {
+        let path = dir.join(file);
+        failed(
+            &hilt(&["run", path_str(&path), "--repo", path_str(&repo)]),
+            1,
+        )
+    };
+    let err = run("top.toml");
+    assert!(
+        err.contains(
+            "top.toml: line 3, column 1: unknown key `timout_s` (did you mean timeout_s?); \
+             the keys are: description, conformance, cases, model,"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("TOML parse error"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    let err = run("value.toml");
+    assert!(
+        err.contains("value.toml: line 3, column 12: key `coherent`: invalid type: string \"yes\", expected a boolean"),
+        "{err}"
+    );
+    let err = run("step.toml");
+    assert!(
+        err.contains(
+            "step.toml: line 5, column 1 in [[steps]]: unknown key `inptus` \
+             (did you mean inputs?); the keys are: inputs, expected"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_misspelt_board_key_is_named_with_the_closest_and_the_known_keys() {
+    let board = std::fs::read_to_string(common::repo().join("boards/qemu-mps2-an386.toml"))
+        .unwrap()
+        .replace("core_clock_hz", "core_clock_hertz");
+    let dir = temp_dir_with("board-keys", &[("qemu-mps2-an386.toml", &board)]);
+    let model = temp_file("board_keys.tflite", &small_model());
+    let err = failed(
+        &hilt(&[
+            "layout",
+            path_str(&model),
+            "--board",
+            "qemu-mps2-an386",
+            "--boards-dir",
+            path_str(&dir),
+        ]),
+        1,
+    );
+    assert!(err.contains("qemu-mps2-an386.toml: line "), "{err}");
+    assert!(
+        err.contains(
+            "unknown key `core_clock_hertz` (did you mean core_clock_hz?); the keys are: name,"
+        ),
+        "{err}"
+    );
+}
