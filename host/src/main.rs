@@ -109,8 +109,9 @@ enum Command {
     /// List the defined boards.
     Boards {
         /// The board definitions folder [default: the repository's boards/].
-        #[arg(long)]
-        dir: Option<PathBuf>,
+        // `--dir`, its old name, still works (hidden).
+        #[arg(long, alias = "dir")]
+        boards_dir: Option<PathBuf>,
     },
     /// Run a model once (or --steps N times) on the host.
     Infer {
@@ -475,7 +476,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 &reporting,
             )
         }
-        Command::Boards { dir } => list_boards(dir),
+        Command::Boards { boards_dir } => list_boards(boards_dir),
         Command::BenchTarget(args) => bench_target(args),
         Command::Plan(args) => plan_command(&args),
         Command::Infer {
@@ -711,33 +712,9 @@ fn list_boards(dir: Option<PathBuf>) -> anyhow::Result<()> {
         Some(dir) => dir,
         None => hilt::paths::find_repo(&[])?.join("boards"),
     };
-    let dir = hilt::paths::folder("the boards folder", dir, "--dir")?;
+    let dir = hilt::paths::folder("the boards folder", dir, "--boards-dir")?;
     let boards = load_all(&dir)?;
-    let width = boards
-        .iter()
-        .map(|b| b.name.len())
-        .max()
-        .unwrap_or(5)
-        .max(5);
-    println!(
-        "{:<width$} {:<9} {:<5} {:<26} {:>10} {:>10}  description",
-        "board", "runner", "link", "target", "arena", "RAM"
-    );
-    for b in &boards {
-        let ram = b
-            .memory
-            .iter()
-            .find(|m| m.name == "RAM")
-            .map_or(0, |m| m.length);
-        let link = match b.transport {
-            Transport::Rtt => "rtt",
-            Transport::Uart => "uart",
-        };
-        println!(
-            "{:<width$} {:<9} {:<5} {:<26} {:>10} {:>10}  {}",
-            b.name, b.runner, link, b.target, b.arena_size, ram, b.description
-        );
-    }
+    print!("{}", boards_table(&boards));
     for b in &boards {
         if let Some(port) = &b.serial_port {
             let state = if Path::new(port).exists() {
@@ -750,6 +727,66 @@ fn list_boards(dir: Option<PathBuf>) -> anyhow::Result<()> {
     }
     print_probes(&boards);
     Ok(())
+}
+
+/// `hilt boards`'s table, every column as wide as its widest cell. RAM is
+/// every memory but flash (an `ARENA` region and the `RAM` beside it
+/// together), the memory the arena is a part of.
+fn boards_table(boards: &[Board]) -> String {
+    let header = ["board", "runner", "link", "target", "arena", "RAM"];
+    let rows: Vec<[String; 6]> = boards
+        .iter()
+        .map(|b| {
+            let ram: u64 = b
+                .memory
+                .iter()
+                .filter(|m| m.name != "FLASH")
+                .map(|m| m.length)
+                .sum();
+            let link = match b.transport {
+                Transport::Rtt => "rtt",
+                Transport::Uart => "uart",
+            };
+            [
+                b.name.clone(),
+                b.runner.to_string(),
+                link.to_string(),
+                b.target.clone(),
+                thousands(u64::from(b.arena_size)),
+                thousands(ram),
+            ]
+        })
+        .collect();
+    let width = |i: usize| {
+        rows.iter()
+            .map(|r| r[i].len())
+            .chain([header[i].len()])
+            .max()
+            .unwrap_or(0)
+    };
+    let widths: Vec<usize> = (0..header.len()).map(width).collect();
+    let line = |cells: [&str; 6], description: &str| {
+        let mut out = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            let w = widths[i];
+            // Names left, byte counts right.
+            match i {
+                4 | 5 => out.push_str(&format!("{cell:>w$}  ")),
+                _ => out.push_str(&format!("{cell:<w$}  ")),
+            }
+        }
+        out.push_str(description);
+        out.push('\n');
+        out
+    };
+    let mut table = line(header, "description");
+    for (b, r) in boards.iter().zip(&rows) {
+        table.push_str(&line(
+            [&r[0], &r[1], &r[2], &r[3], &r[4], &r[5]],
+            &b.description,
+        ));
+    }
+    table
 }
 
 /// Where `hilt run` and `hilt gate` work: the repository (firmware sources,

@@ -385,3 +385,34 @@ fn a_misspelt_board_key_is_named_with_the_closest_and_the_known_keys() {
         "{err}"
     );
 }
+
+#[test]
+fn boards_takes_boards_dir_and_aligns_its_table() {
+    let out = hilt(&["boards", "--boards-dir", "boards"]);
+    let table = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: Vec<&str> = table.lines().take_while(|l| !l.is_empty()).collect();
+    assert!(rows.len() > 5, "{table}");
+    // Every column starts where its header does, whatever a cell holds
+    // (the runner's name used to ignore its width).
+    for header in ["runner", "link", "target", "description"] {
+        let at = rows[0].find(header).unwrap();
+        for row in &rows[1..] {
+            assert_eq!(&row[at - 2..at], "  ", "{header}: {row}\n{table}");
+            assert_ne!(&row[at..=at], " ", "{header}: {row}\n{table}");
+        }
+    }
+    // The F746's arena spans DTCM and SRAM1 (its ARENA region): RAM counts
+    // it, not only the 64 KiB left for data and stack.
+    let f746 = rows
+        .iter()
+        .find(|r| r.starts_with("stm32f746g-disco "))
+        .unwrap();
+    assert!(f746.contains("262,144    327,680"), "{f746}");
+    // `--dir`, the old name, still works but is not shown.
+    let old = hilt(&["boards", "--dir", "boards"]);
+    assert_eq!(String::from_utf8_lossy(&old.stdout), table);
+    let help = String::from_utf8_lossy(&hilt(&["boards", "--help"]).stdout).into_owned();
+    assert!(help.contains("--boards-dir"), "{help}");
+    assert!(!help.contains("--dir"), "{help}");
+}
