@@ -752,7 +752,7 @@ fn boards_table(boards: &[Board]) -> String {
                 b.runner.to_string(),
                 link.to_string(),
                 b.target.clone(),
-                thousands(u64::from(b.arena_size)),
+                thousands(b.arena_size),
                 thousands(ram),
             ]
         })
