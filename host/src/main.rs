@@ -159,8 +159,11 @@ enum Command {
         /// Memory planner: linear, greedy, offline or optimal.
         #[arg(long, default_value = "greedy", value_parser = planner_parser())]
         planner: PlannerKind,
-        /// Print JSON instead of the table.
-        #[arg(long)]
+        /// Output format.
+        #[arg(long, value_enum, default_value = "table")]
+        format: BenchFormat,
+        /// `--format json` by its old name (hidden).
+        #[arg(long, hide = true)]
         json: bool,
         #[command(flatten)]
         accel: AccelArgs,
@@ -392,6 +395,13 @@ impl OffloadArgs {
     }
 }
 
+/// How `hilt bench` prints its report.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum BenchFormat {
+    Table,
+    Json,
+}
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum Format {
     Table,
@@ -502,21 +512,26 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             warmup,
             arena,
             planner,
+            format,
             json,
             accel,
         } => {
             let report = bench(&model, planner, arena, iterations, warmup, &accel.choice()?)?;
-            print_bench(&report, &model, json)
+            let format = if json { BenchFormat::Json } else { format };
+            print_bench(&report, &model, format)
         }
     }
 }
 
 /// `hilt bench`'s report, as JSON or as the table.
-fn print_bench(report: &hilt::bench::BenchReport, model: &Path, json: bool) -> anyhow::Result<()> {
-    if json {
-        println!("{}", serde_json::to_string_pretty(report)?);
-    } else {
-        print!("{}", render_bench(report, &file_name(model), 10));
+fn print_bench(
+    report: &hilt::bench::BenchReport,
+    model: &Path,
+    format: BenchFormat,
+) -> anyhow::Result<()> {
+    match format {
+        BenchFormat::Json => println!("{}", serde_json::to_string_pretty(report)?),
+        BenchFormat::Table => print!("{}", render_bench(report, &file_name(model), 10)),
     }
     Ok(())
 }

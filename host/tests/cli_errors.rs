@@ -416,3 +416,31 @@ fn boards_takes_boards_dir_and_aligns_its_table() {
     assert!(help.contains("--boards-dir"), "{help}");
     assert!(!help.contains("--dir"), "{help}");
 }
+
+#[test]
+fn bench_takes_format_json_as_layout_does_and_keeps_json() {
+    let model = temp_file("bench_format.tflite", &small_model());
+    let model = path_str(&model);
+    let json = |args: &[&str]| -> serde_json::Value {
+        let mut all = vec!["bench", model, "--iterations", "2", "--warmup", "0"];
+        all.extend_from_slice(args);
+        let out = hilt(&all);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    assert_eq!(json(&["--format", "json"])["iterations"], 2);
+    assert_eq!(json(&["--json"])["iterations"], 2);
+    let out = hilt(&["bench", model, "--iterations", "2", "--format", "table"]);
+    let table = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        serde_json::from_str::<serde_json::Value>(&table).is_err(),
+        "{table}"
+    );
+    assert!(table.contains("bench_format.tflite"), "{table}");
+    let err = failed(&hilt(&["bench", model, "--format", "csv"]), 2);
+    assert!(err.contains("[possible values: table, json]"), "{err}");
+    let help = String::from_utf8_lossy(&hilt(&["bench", "--help"]).stdout).into_owned();
+    assert!(help.contains("--format <FORMAT>"), "{help}");
+    assert!(!help.contains("--json"), "{help}");
+}
