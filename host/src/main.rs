@@ -125,8 +125,8 @@ enum Command {
         /// printed when omitted.
         #[arg(long = "output", num_args = 1..)]
         outputs: Vec<PathBuf>,
-        /// Arena bytes.
-        #[arg(long, default_value_t = hilt::host_run::DEFAULT_ARENA)]
+        /// Arena bytes (32768, 0x8000, 32K or 32KiB).
+        #[arg(long, default_value_t = hilt::host_run::DEFAULT_ARENA, value_name = "BYTES", value_parser = hilt::byte_size::parse_usize)]
         arena: usize,
         /// Memory planner: linear, greedy, offline or optimal.
         #[arg(long, default_value = "greedy", value_parser = planner_parser())]
@@ -153,8 +153,8 @@ enum Command {
         /// Untimed invocations first.
         #[arg(long, default_value_t = 10)]
         warmup: usize,
-        /// Arena bytes.
-        #[arg(long, default_value_t = hilt::host_run::DEFAULT_ARENA)]
+        /// Arena bytes (32768, 0x8000, 32K or 32KiB).
+        #[arg(long, default_value_t = hilt::host_run::DEFAULT_ARENA, value_name = "BYTES", value_parser = hilt::byte_size::parse_usize)]
         arena: usize,
         /// Memory planner: linear, greedy, offline or optimal.
         #[arg(long, default_value = "greedy", value_parser = planner_parser())]
@@ -227,8 +227,9 @@ struct LayoutArgs {
     #[arg(long, default_value = "off", value_parser = canary_parser())]
     canary: CanaryMode,
     /// Plan into an arena of exactly this many bytes (fails if too
-    /// small); with --board, default: the board's arena_size.
-    #[arg(long)]
+    /// small; 32768, 0x8000, 32K or 32KiB); with --board, default: the
+    /// board's arena_size.
+    #[arg(long, value_name = "BYTES", value_parser = hilt::byte_size::parse_usize)]
     arena: Option<usize>,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
@@ -259,8 +260,9 @@ struct PlanArgs {
     /// The buffer list.
     #[arg(long)]
     buffers: PathBuf,
-    /// Fail (after printing) when the peak exceeds this many bytes.
-    #[arg(long)]
+    /// Fail (after printing) when the peak exceeds this many bytes
+    /// (32768, 0x8000, 32K or 32KiB).
+    #[arg(long, value_name = "BYTES", value_parser = hilt::byte_size::parse_u64)]
     capacity: Option<u64>,
     /// Memory planner: linear, greedy or optimal.
     #[arg(long, default_value = "optimal", value_parser = planner_parser())]

@@ -444,3 +444,47 @@ fn bench_takes_format_json_as_layout_does_and_keeps_json() {
     assert!(help.contains("--format <FORMAT>"), "{help}");
     assert!(!help.contains("--json"), "{help}");
 }
+
+#[test]
+fn byte_sizes_take_hex_separators_and_suffixes_as_toml_does() {
+    let model = temp_file("sizes.tflite", &small_model());
+    let model = path_str(&model);
+    // Too small an arena says the size it read.
+    for arena in ["256", "2_56", "0x100", "0x1_00"] {
+        let err = failed(&hilt(&["layout", model, "--arena", arena]), 1);
+        assert!(
+            err.contains("arena too small: 256 bytes given"),
+            "{arena}: {err}"
+        );
+    }
+    let out = hilt(&["layout", model, "--arena", "1K"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let input = temp_file("sizes.bin", &[0u8; 256]);
+    let out = hilt(&[
+        "infer",
+        model,
+        "--input",
+        path_str(&input),
+        "--arena",
+        "0x8000",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = hilt(&["bench", model, "--iterations", "1", "--arena", "16KiB"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = failed(&hilt(&["layout", model, "--arena", "0x80zz"]), 2);
+    assert!(
+        err.contains(
+            "invalid value '0x80zz' for '--arena <BYTES>': \"0x80zz\" is not a byte count"
+        ),
+        "{err}"
+    );
+    let csv = temp_file("sizes.csv", b"id,lower,upper,size\na,0,1,2048\n");
+    let plan =
+        |capacity: &str| hilt(&["plan", "--buffers", path_str(&csv), "--capacity", capacity]);
+    for fits in ["2048", "0x800", "2K", "2KiB", "2k"] {
+        let out = plan(fits);
+        assert!(out.status.success(), "{fits}: {}", stderr(&out));
+    }
+    let err = failed(&plan("1K"), 1);
+    assert!(err.contains("capacity of 1024 bytes"), "{err}");
+}
