@@ -319,7 +319,7 @@ struct OffloadArgs {
     coherent: Option<bool>,
     /// Fault for the firmware to inject into its offload path (tests of
     /// hilt itself; needs a firmware built with the `fault-accel` feature).
-    #[arg(long, value_name = "NAME", value_parser = parse_accel_fault, hide_short_help = true)]
+    #[arg(long, value_name = "NAME", value_parser = parse_accel_fault, hide = true)]
     accel_fault: Option<hilt_proto::AccelFault>,
 }
 

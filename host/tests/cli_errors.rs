@@ -488,3 +488,27 @@ fn byte_sizes_take_hex_separators_and_suffixes_as_toml_does() {
     let err = failed(&plan("1K"), 1);
     assert!(err.contains("capacity of 1024 bytes"), "{err}");
 }
+
+#[test]
+fn the_test_only_accel_fault_flag_is_hidden_but_works() {
+    for command in ["run", "gate"] {
+        for help in ["-h", "--help"] {
+            let out = hilt(&[command, help]);
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            assert!(out.status.success(), "{}", stderr(&out));
+            assert!(text.contains("--accelerator"), "{command} {help}: {text}");
+            assert!(!text.contains("accel-fault"), "{command} {help}: {text}");
+        }
+    }
+    // Still parsed (hilt's own fault tests use it).
+    let err = failed(
+        &hilt(&[
+            "run",
+            "scenarios/smoke_reshape.toml",
+            "--accel-fault",
+            "nope",
+        ]),
+        2,
+    );
+    assert!(err.contains("unknown accelerator fault \"nope\""), "{err}");
+}
