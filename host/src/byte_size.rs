@@ -1,7 +1,7 @@
-//! Byte sizes as the command line takes them (`--arena`, `--capacity`):
-//! written as the board and scenario files write them, so a figure copied
-//! from a TOML file works: decimal or `0x` hex, `_` between digits, and an
-//! optional binary suffix (`K`/`KiB`, `M`/`MiB`).
+//! Byte sizes as the command line takes them (`--arena`, `--capacity`,
+//! `--align`): written as the board and scenario files write them, so a
+//! figure copied from a TOML file works: decimal or `0x` hex, `_` between
+//! digits, and an optional binary suffix (`K`/`KiB`, `M`/`MiB`).
 
 use std::str::FromStr;
 
@@ -73,6 +73,12 @@ impl FromStr for ByteSize {
 pub fn parse_usize(text: &str) -> Result<usize, ByteSizeError> {
     let ByteSize(n) = text.parse()?;
     usize::try_from(n).map_err(|_| ByteSizeError::Overflow(text.to_string()))
+}
+
+/// `--align` as a `u32` (clap's `value_parser`).
+pub fn parse_u32(text: &str) -> Result<u32, ByteSizeError> {
+    let ByteSize(n) = text.parse()?;
+    u32::try_from(n).map_err(|_| ByteSizeError::Overflow(text.to_string()))
 }
 
 /// `--capacity` and the like as a `u64` (clap's `value_parser`).

@@ -219,8 +219,9 @@ struct LayoutArgs {
     /// Memory planner: linear, greedy, offline or optimal.
     #[arg(long, default_value = "greedy", value_parser = planner_parser())]
     planner: PlannerKind,
-    /// Alignment of every activation buffer (power of two, up to 1 MiB).
-    #[arg(long, default_value_t = 16)]
+    /// Alignment of every activation buffer (power of two, up to 1 MiB;
+    /// 64, 0x40 or 1K).
+    #[arg(long, default_value_t = 16, value_name = "BYTES", value_parser = hilt::byte_size::parse_u32)]
     align: u32,
     /// Guard bands, as a scenario's `canary` (off, bounds, buffers): they
     /// take arena space, and `buffers` makes every buffer 16 bytes longer.

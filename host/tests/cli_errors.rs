@@ -459,6 +459,10 @@ fn byte_sizes_take_hex_separators_and_suffixes_as_toml_does() {
     }
     let out = hilt(&["layout", model, "--arena", "1K"]);
     assert!(out.status.success(), "{}", stderr(&out));
+    let out = hilt(&["layout", model, "--align", "0x400", "--format", "json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(plan["buffers"][0]["align"], 1024);
     let input = temp_file("sizes.bin", &[0u8; 256]);
     let out = hilt(&[
         "infer",
