@@ -11,7 +11,8 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export CARGO_TARGET_DIR="$REPO/build"
 cd "$REPO"
 ci/setup.sh
-cargo build --quiet --release -p hilt
+# Cargo shows its own progress: a first build takes minutes on a fresh machine.
+cargo build --release -p hilt
 scenario="${1:-scenarios/tiny_convnet_int8.toml}"
 shift || true
 if [ "$#" -eq 0 ]; then

@@ -465,11 +465,14 @@ mod tests {
                 role: RegionRole::Output(9)
             })
         );
-        // No kernel attached: it runs its 2000 cycles, then reports so.
+        // No kernel attached: it runs its fixed job cost, then reports so.
         let ticket = Ticket::submit(&engine, &job(0)).unwrap();
         let deadline = engine.now() + WAIT_TIMEOUT_NS;
         assert_eq!(ticket.wait(deadline), Err(AccelError::Unsupported));
-        assert_eq!(engine.stats().busy_cycles, 2000);
+        assert_eq!(
+            engine.stats().busy_cycles,
+            hilt_runtime::accel::vnpu::LatencyModel::MICRO_NPU.job_cycles
+        );
         assert_eq!(engine.violation(), None);
     }
 

@@ -54,6 +54,8 @@ pub struct BenchReport {
 pub struct OffloadFigures {
     /// The accelerator.
     pub accelerator: String,
+    /// How the engine ran here ([`EMULATED`]).
+    pub note: &'static str,
     /// Ops it ran (operator indices).
     pub offloaded_ops: Vec<u32>,
     /// Jobs per invoke.
@@ -128,6 +130,7 @@ pub fn bench(
         let invokes = (warmup + iterations + profiled).max(1) as f64;
         OffloadFigures {
             accelerator: "vnpu".into(),
+            note: EMULATED,
             offloaded_ops: (0..n_ops as u32).filter(|&i| claimed[i as usize]).collect(),
             jobs_per_invoke: stats.jobs,
             cpu_ops_overlapped: stats.cpu_ops_overlapped,
@@ -162,6 +165,9 @@ pub fn bench(
     })
 }
 
+/// What the host's timings with an accelerator are: not an NPU's speed.
+pub const EMULATED: &str = "vnpu is emulated on a host thread (hilt's own kernels, paced by its latency model at one engine cycle per ns): these times are the emulation's, not an NPU's; `hilt run` on a virtual board reports cycles net of the emulation";
+
 /// The report as text, with the `top` slowest ops.
 pub fn render(report: &BenchReport, name: &str, top: usize) -> String {
     let mut s = format!(
@@ -178,8 +184,8 @@ pub fn render(report: &BenchReport, name: &str, top: usize) -> String {
         s.insert_str(
             s.find("\n\n  slowest").unwrap_or(s.len()),
             &format!(
-                "\n  offload      {}: {} jobs per invoke (ops {:?}), {} CPU ops overlapped, engine busy {:.1} µs",
-                o.accelerator, o.jobs_per_invoke, o.offloaded_ops, o.cpu_ops_overlapped, o.npu_busy_us
+                "\n  offload      {}: {} jobs per invoke (ops {:?}), {} CPU ops overlapped, engine busy {:.1} µs\n  note         {}",
+                o.accelerator, o.jobs_per_invoke, o.offloaded_ops, o.cpu_ops_overlapped, o.npu_busy_us, EMULATED
             ),
         );
     }

@@ -23,6 +23,16 @@ impl KillSwitch {
         }
     }
 
+    /// Asks the run to stop without killing anything yet: its next wait
+    /// fails with a cancellation, and the run can still look at the board
+    /// (where a hung core is) before it ends it itself. [`fire`](Self::fire)
+    /// follows if the run does not end soon.
+    pub fn stop(&self) {
+        if let Ok(mut g) = self.inner.lock() {
+            g.1 = true;
+        }
+    }
+
     /// Kills the process, if one is running.
     pub fn fire(&self) {
         if let Ok(mut g) = self.inner.lock() {
@@ -41,7 +51,7 @@ impl KillSwitch {
         self.inner.lock().ok().and_then(|g| g.0)
     }
 
-    /// Whether [`fire`](Self::fire) was called.
+    /// Whether [`stop`](Self::stop) or [`fire`](Self::fire) was called.
     pub fn fired(&self) -> bool {
         self.inner.lock().map(|g| g.1).unwrap_or(false)
     }

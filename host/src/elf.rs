@@ -56,6 +56,26 @@ impl FirmwareImage {
     }
 }
 
+/// The function of the ELF at `path` that holds `address` (Thumb bit
+/// ignored), demangled, with the offset into it: `name+0x1c`. `None` when
+/// the file cannot be read or no function symbol covers the address.
+pub fn function_at(path: &Path, address: u32) -> Option<String> {
+    let data = std::fs::read(path).ok()?;
+    let file = object::File::parse(&*data).ok()?;
+    let address = u64::from(address & !1);
+    file.symbols()
+        .filter(|s| s.kind() == object::SymbolKind::Text)
+        .find(|s| {
+            let start = s.address() & !1;
+            start <= address && address < start + s.size().max(1)
+        })
+        .and_then(|s| {
+            let name = s.name().ok()?;
+            let offset = address - (s.address() & !1);
+            Some(format!("{:#}+{offset:#x}", rustc_demangle::demangle(name)))
+        })
+}
+
 /// Reads the facts from `path`.
 pub fn inspect(path: &Path) -> Result<FirmwareImage, ElfError> {
     let data = std::fs::read(path).map_err(|source| ElfError::Read {

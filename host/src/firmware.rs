@@ -10,9 +10,19 @@
 //! that ELF. A fat-LTO link costs ~10 s; writing a slot, milliseconds.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::sync::atomic::AtomicBool;
 
 use crate::config::board::Board;
+
+/// Whether firmware builds show cargo's own output (`hilt -v`).
+static VERBOSE: AtomicBool = AtomicBool::new(false);
+
+/// Shows cargo's own output for every firmware build from now on (`-v`);
+/// otherwise each build is one line when it starts and one when it ends.
+pub fn set_verbose(verbose: bool) {
+    VERBOSE.store(verbose, std::sync::atomic::Ordering::Relaxed);
+}
 use hilt_proto::model_slot;
 use hilt_runtime::canary::CanaryMode;
 use hilt_runtime::planner::PlannerKind;
@@ -357,10 +367,6 @@ fn build_base(
     // firmware crate's build script (it declares those inputs), and each
     // result is copied out under its key before the next build.
     let target_dir = repo.join("build/firmware/cache");
-    // Builds share one output folder: hold a lock from the build until the
-    // ELF is copied out, so a concurrent build (another thread or process)
-    // cannot replace it in between.
-    let _lock = lock_build_folder(&target_dir)?;
     // The board's own folder (`NAME.toml` beside `NAME/memory.x`): boards
     // may be defined outside the repo (`--boards-dir`).
     let boards_dir = request
@@ -384,22 +390,34 @@ fn build_base(
     let elf = repo
         .join("build/firmware/elves/base")
         .join(format!("{}-{key}.elf", request.board.name));
+    // A cached ELF needs no lock: ELFs appear under their key whole (a
+    // rename), so a run that finds one never waits behind another's build.
     if elf.is_file() {
+        return Ok(elf);
+    }
+    // Builds share one output folder: hold a lock from the build until the
+    // ELF is copied out, so a concurrent build (another thread or process)
+    // cannot replace it in between.
+    let _lock = lock_build_folder(&target_dir)?;
+    if elf.is_file() {
+        // Built by whoever held the lock while this run waited for it.
         return Ok(elf);
     }
     let manifest = crate_dir.join("Cargo.toml");
     let binary = package_name(&manifest)?;
+    let verbose = VERBOSE.load(std::sync::atomic::Ordering::Relaxed);
     let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     cargo
         .current_dir(&crate_dir)
-        .args(["build", "--release", "--quiet", "--manifest-path"])
+        .args(["build", "--release", "--manifest-path"])
         .arg(&manifest)
+        .arg(if verbose { "--verbose" } else { "--quiet" })
         .args(["--target", &request.board.target]);
     if !features.is_empty() {
         cargo.args(["--features", &features]);
     }
     cargo.arg("--config").arg(&remapping);
-    let output = cargo
+    cargo
         .env("CARGO_TARGET_DIR", &target_dir)
         .env("HILT_BOARD", &request.board.name)
         .env_remove("HILT_MODEL")
@@ -410,14 +428,47 @@ fn build_base(
         .env("HILT_ALIGN", request.align.to_string())
         .env("HILT_POOLS", &pools)
         .env("HILT_BOARDS_DIR", &boards_dir)
-        .output()
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped());
+    // With -v cargo's own output goes straight to the terminal as it
+    // builds; without, it is kept for the error and a line per build says
+    // what is being built and how long it took.
+    cargo.stderr(if verbose {
+        Stdio::inherit()
+    } else {
+        Stdio::piped()
+    });
+    let what = format!(
+        "firmware for {} ({}{}{})",
+        request.board.name,
+        request.board.target,
+        if features.is_empty() {
+            ""
+        } else {
+            ", features "
+        },
+        features
+    );
+    eprintln!("hilt: building {what} ...");
+    let started = std::time::Instant::now();
+    let output = crate::children::spawn(&mut cargo)
+        .and_then(crate::children::Registered::wait_with_output)
         .map_err(BuildError::Spawn)?;
     if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
         return Err(build_failure(
             &request.board.name,
-            &String::from_utf8_lossy(&output.stderr),
+            if verbose {
+                "(cargo's output is above)"
+            } else {
+                &stderr
+            },
         ));
     }
+    eprintln!(
+        "hilt: built {what} in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
     let built = target_dir
         .join(&request.board.target)
         .join("release")

@@ -26,6 +26,7 @@ pub mod bench;
 pub mod buffer_labels;
 pub mod byte_size;
 pub mod cancel;
+pub mod children;
 pub mod config;
 pub mod conformance;
 pub mod driver;

@@ -25,6 +25,10 @@ use hilt_runtime::planner::PlannerKind;
 #[derive(Debug, Parser)]
 #[command(name = "hilt", version, about)]
 struct Cli {
+    /// Show cargo's own output while firmware builds (otherwise one line
+    /// when each build starts and one when it ends).
+    #[arg(short, long, global = true)]
+    verbose: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -423,6 +427,9 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    // A cancel (SIGINT, SIGTERM, SIGHUP) ends every QEMU, build and flash
+    // command hilt started before hilt exits.
+    hilt::children::exit_on_signals();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -444,6 +451,7 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
+    hilt::firmware::set_verbose(cli.verbose);
     match cli.command {
         Command::Layout(args) => layout(args),
         Command::Run {
@@ -1328,6 +1336,14 @@ fn print_run(run: &BoardRun, ops: Option<&Vec<String>>, wall: std::time::Duratio
             o.cycles_per_1000_macs,
             o.fault.map_or(String::new(), |f| format!(", fault {f}"))
         );
+        if let (Some(alone), Some(first)) = (run.cpu_alone, run.steps.first()) {
+            let change = first.total_cycles as f64 / alone.max(1) as f64;
+            println!(
+                "    cpu alone: {} cycles (same firmware, offload off); with the engine {:.2}× that",
+                thousands(alone),
+                change
+            );
+        }
     }
     for step in &run.steps {
         println!(

@@ -33,6 +33,11 @@ pub const FLASH_LIMIT: Duration = Duration::from_secs(300);
 /// had.
 const GRACE: Duration = Duration::from_secs(30);
 
+/// How long a virtual board's run has, once asked to stop at its time
+/// limit, to say where its core was and end QEMU itself before QEMU is
+/// killed from outside.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
 /// One (scenario, board) pair to run.
 #[derive(Debug, Clone)]
 pub struct Job {
@@ -194,15 +199,8 @@ pub async fn run_built_timed(
             Ok(timed) => timed,
             Err(e) => (
                 BoardRun {
-                    scenario: String::new(),
-                    board: String::new(),
                     outcome: Outcome::Error(format!("board task failed: {e}")),
-                    steps: Vec::new(),
-                    arena: None,
-                    logs: Vec::new(),
-                    plan: Vec::new(),
-                    offload: None,
-                    pools: None,
+                    ..BoardRun::new("", "")
                 },
                 Duration::ZERO,
             ),
@@ -243,9 +241,18 @@ async fn run_one(job: Job, elf: PathBuf, board: Option<OwnedMutexGuard<()>>) -> 
         Ok(Ok(run)) => run,
         Ok(Err(e)) => error_run(&job, format!("board thread failed: {e}")),
         Err(_) => {
-            // Kill QEMU; the blocked thread then fails fast and keeps what it had.
-            kill.fire();
-            match tokio::time::timeout(Duration::from_secs(30), handle).await {
+            // Ask the run to stop first: it notices within a poll, reads
+            // where the core is through the gdbstub and ends QEMU itself.
+            // A thread blocked elsewhere is unblocked by killing QEMU.
+            kill.stop();
+            let stopped = match tokio::time::timeout(STOP_GRACE, &mut handle).await {
+                Ok(joined) => Ok(joined),
+                Err(_) => {
+                    kill.fire();
+                    tokio::time::timeout(Duration::from_secs(30), handle).await
+                }
+            };
+            match stopped {
                 Ok(Ok(mut run)) => {
                     if run.outcome == Outcome::Passed {
                         run.outcome = Outcome::Error(format!("timed out after {limit:?}"));

@@ -117,6 +117,11 @@ pub struct BoardRun {
     pub outcome: Outcome,
     /// Per-step results (kept even when a later step failed).
     pub steps: Vec<StepResult>,
+    /// Offloaded runs: the first step's cycles on the same firmware with
+    /// offload off (every op on the CPU), the yardstick for what the
+    /// engine saves.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_alone: Option<u64>,
     /// Arena figures reported by the firmware: capacity, head, tail, used.
     pub arena: Option<[u32; 4]>,
     /// Firmware log lines.
@@ -232,6 +237,7 @@ impl BoardRun {
             board: board.to_string(),
             outcome: Outcome::Passed,
             steps: Vec::new(),
+            cpu_alone: None,
             arena: None,
             logs: Vec::new(),
             plan: Vec::new(),

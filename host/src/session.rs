@@ -37,6 +37,13 @@ pub enum RunFailure {
         /// Detail.
         detail: u32,
     },
+    /// The board's process (QEMU) ended during the run: how, and its last
+    /// words.
+    #[error("{0}")]
+    BoardExited(String),
+    /// The run was stopped at its time limit; where the core was.
+    #[error("{0}")]
+    Stopped(String),
     /// The firmware is not the one expected.
     #[error("{0}")]
     WrongFirmware(String),
@@ -177,13 +184,22 @@ fn steps(
             session.reset_state()?;
         }
         for (s, step) in case.steps.iter().enumerate() {
+            // Each iteration is one invoke on the step's own input: the plan
+            // may reuse an input's bytes for later activations (TFLM's does),
+            // so the input is sent again before every invoke rather than
+            // left for the next one to compute on whatever remains there.
             session.load_inputs(step)?;
-            let results = session.invoke(step.expected.len())?;
+            let mut results = session.invoke(step.expected.len())?;
+            for _ in 1..scenario.iterations {
+                session.load_inputs(step)?;
+                results = session.invoke(step.expected.len())?;
+            }
             session.check_guards(&format!("after {} step {s}", case.name))?;
             session.record_step(&case.name, s, step, results);
         }
     }
-    session.read_plan()
+    session.read_plan()?;
+    session.cpu_alone()
 }
 
 /// A session after its handshake: one method per exchange.
@@ -396,6 +412,78 @@ impl Session<'_, '_> {
         done.map_err(|e| offload_refused(self.link, e, fault))
     }
 
+    /// An offloaded run's yardstick: with offload turned off on the same
+    /// firmware (the arena re-planned, the state fresh), the first step's
+    /// cycles with every op on the CPU, in [`BoardRun::cpu_alone`]. Its
+    /// outputs must match too. Skipped for runs that did not pass or that
+    /// inject a fault. Runs after the plan is read, so the layout a gate
+    /// snapshots is the offloaded one.
+    fn cpu_alone(&mut self) -> Result<(), RunFailure> {
+        let offloaded = self.scenario.offload.accelerator != Accelerator::None
+            && self.scenario.accel_fault == AccelFault::None;
+        let passed = self.run.steps.iter().all(|s| s.mismatch.is_none());
+        let Some(step) = self
+            .scenario
+            .cases
+            .first()
+            .and_then(|c| c.steps.first())
+            .filter(|_| offloaded && passed)
+        else {
+            return Ok(());
+        };
+        let message = Message::SetOffload {
+            mode: OffloadMode::Off,
+            fault: AccelFault::None as u8,
+            job_cycles: 0,
+            cycles_per_1000_macs: 0,
+            cycles_per_count_milli: (self.board.cycle_scale() * 1000.0).round() as u32,
+            ops: &[],
+        };
+        self.link.send(&message, self.send_limit())?;
+        let mut moved = None;
+        let done = self
+            .link
+            .recv_matching(self.scenario.timeout, "Done of SetOffload (off)", |m| {
+                match m {
+                    Message::Guards {
+                        mode,
+                        len,
+                        addresses,
+                    } => {
+                        moved = Some((*mode != 0).then_some(Guards {
+                            len: *len,
+                            addresses: *addresses,
+                        }));
+                        None
+                    }
+                    Message::Done { request: 0x06 } => Some(Ok(())),
+                    Message::Error(e) => Some(Err(*e)),
+                    _ => None,
+                }
+            })?;
+        if let Some(guards) = moved {
+            self.guards = guards;
+        }
+        done.map_err(|e| target_error(self.link, e))?;
+        self.load_inputs(step)?;
+        let results = self.invoke(step.expected.len())?;
+        self.check_guards("after the run with offload off")?;
+        if let Some(problem) = results
+            .outputs
+            .iter()
+            .zip(&step.expected)
+            .enumerate()
+            .find_map(|(o, (got, want))| self.scenario.compare.check(got, want).map(|p| format!("output {o}: {p}")))
+        {
+            return Err(RunFailure::Start(format!(
+                "with offload off, the first step's outputs differ: {problem}"
+            )));
+        }
+        self.run.cpu_alone =
+            Some((results.total_cycles as f64 * self.board.cycle_scale()).round() as u64);
+        Ok(())
+    }
+
     /// `ResetState` between cases: a fresh interpreter state.
     fn reset_state(&mut self) -> Result<(), RunFailure> {
         self.link.send(&Message::ResetState, self.send_limit())?;
@@ -425,12 +513,11 @@ impl Session<'_, '_> {
         Ok(())
     }
 
-    /// `Invoke`, then every result message up to its `Done`.
+    /// One `Invoke`, then every result message up to its `Done`.
     fn invoke(&mut self, outputs: usize) -> Result<InvokeResults, RunFailure> {
-        let count = self.scenario.iterations;
         self.link.send(
             &Message::Invoke {
-                count,
+                count: 1,
                 per_op: self.scenario.op_profile,
             },
             self.send_limit(),

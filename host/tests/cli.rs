@@ -538,6 +538,12 @@ fn infer_and_bench_offload_to_vnpu_with_the_same_outputs() {
         "{}",
         stdout(&out)
     );
+    // Host times with vnpu are an emulation's, and the output says so.
+    assert!(
+        stdout(&out).contains("  note         vnpu is emulated on a host thread"),
+        "{}",
+        stdout(&out)
+    );
     // Unknown names are one clear error each.
     let out = hilt(&[
         "infer",

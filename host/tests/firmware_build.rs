@@ -173,3 +173,57 @@ fn the_firmware_workspace_holds_every_crate_it_builds_by_path() {
     // contract and the build helper at least.
     assert!(seen.len() >= 6, "{seen:?}");
 }
+
+/// A firmware already built is found without the build lock: a run that
+/// needs no build never waits behind another's (cached one-board runs took
+/// 40 s while another build held the lock). The lock is held here for the
+/// whole check, so a build that took it first would never return.
+#[test]
+fn a_cached_firmware_is_used_while_another_build_holds_the_lock() {
+    let boards = load_all(&repo().join("boards")).unwrap();
+    let board = boards
+        .iter()
+        .find(|b| b.name == "qemu-mps2-an386")
+        .unwrap()
+        .clone();
+    let model = repo().join("scenarios/models/reshape_int8.tflite");
+    let request = |board| FirmwareRequest {
+        board,
+        model: &model,
+        arena_size: board.arena_size,
+        planner: PlannerKind::Greedy,
+        features: &[],
+        canary: CanaryMode::Off,
+        align: 16,
+        pools: None,
+    };
+    let first = build(&repo(), &request(&board)).unwrap();
+    let lock_path = repo().join("build/firmware/cache/hilt-build.lock");
+    let lock = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .unwrap();
+    lock.lock().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let model2 = model.clone();
+    std::thread::spawn(move || {
+        let request = FirmwareRequest {
+            board: &board,
+            model: &model2,
+            arena_size: board.arena_size,
+            planner: PlannerKind::Greedy,
+            features: &[],
+            canary: CanaryMode::Off,
+            align: 16,
+            pools: None,
+        };
+        let _ = tx.send(build(&repo(), &request).map_err(|e| e.to_string()));
+    });
+    let again = rx
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the cached build waited for the lock");
+    lock.unlock().unwrap();
+    assert_eq!(again.unwrap(), first);
+}

@@ -463,7 +463,7 @@ fn offload_is_set_after_the_barrier_and_its_figures_are_kept_per_step() {
     let (mode, fault, job_cycles, per_macs, ops) = &firmware.offloads[0];
     assert_eq!(*mode, OffloadMode::NonCoherent);
     assert_eq!(*fault, 0);
-    assert_eq!((*job_cycles, *per_macs), (2000, 4), "the board's engine");
+    assert_eq!((*job_cycles, *per_macs), (10_000, 64), "the board's engine");
     assert_eq!(ops, &[3, 4, 9, 0, 1, 17]);
     let setting = run.offload.as_ref().unwrap();
     assert_eq!(setting.mode, "non-coherent");

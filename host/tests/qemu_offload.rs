@@ -241,6 +241,14 @@ fn the_branch_model_overlaps_cpu_and_engine() {
     );
     assert!(figures.overlapped >= 2, "{figures:?}");
     assert!(figures.waited < figures.busy, "{figures:?}");
+    // The run's own yardstick, measured with offload turned off on the
+    // same firmware, is the CPU-only run's figure; and with this engine
+    // (about as slow as the CPU's other branch) the ADD waits a little,
+    // and the whole still takes less than the CPU alone.
+    assert_eq!(npu.cpu_alone, Some(cpu_total));
+    assert_eq!(cpu.cpu_alone, None, "not offloaded: no second run");
+    assert!(figures.waited > 0, "{figures:?}");
+    assert!(step.total_cycles < cpu_total, "{} vs {cpu_total}", step.total_cycles);
     // The job's input, last read by the CPU's first depthwise (step 1), is
     // held through step 2: the ADD (step 3) waits for the job first thing.
     let input = npu.plan.iter().find(|b| b.kind == "tensor" && b.index == 0);

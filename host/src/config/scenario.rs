@@ -101,8 +101,12 @@ fn invalid(path: &Path, field: &'static str, problem: impl Into<String>) -> Conf
     ConfigError::invalid(path, field, problem)
 }
 
+/// A tensor file's data bytes: raw little-endian, or a `.npy` file's data
+/// (as `hilt infer` reads them).
 fn read_file(path: &Path, field: &'static str, file: &Path) -> Result<Vec<u8>, ConfigError> {
-    std::fs::read(file).map_err(|e| invalid(path, field, format!("{}: {e}", file.display())))
+    crate::tensor_file::read(file)
+        .map(|t| t.data)
+        .map_err(|e| invalid(path, field, e.to_string()))
 }
 
 /// Loads `path`; `conformance_sets` are the conformance sets, searched in

@@ -63,17 +63,18 @@ pub fn run_flash_command(
         status: "empty command".into(),
         output: String::new(),
     })?;
-    let child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|source| FlashError::Spawn {
-            program: program.clone(),
-            source,
-        })?;
-    kill.arm(child.id());
+    let mut child = crate::children::spawn(
+        Command::new(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .map_err(|source| FlashError::Spawn {
+        program: program.clone(),
+        source,
+    })?;
+    kill.arm(child.child().id());
     let output = child.wait_with_output();
     kill.disarm();
     let output = output.map_err(|source| FlashError::Spawn {

@@ -374,6 +374,15 @@ fn run_card(run: &TimedRun, context: Option<&ScenarioContext>) -> String {
     {
         s.push_str("<h3>CPU and NPU over the first step</h3>\n");
         s.push_str(&svg);
+        if let (Some(alone), Some(first)) = (r.cpu_alone, r.steps.first()) {
+            let _ = writeln!(
+                s,
+                "<p>The CPU alone (the same firmware with offload off): {} cycles; with the engine {} cycles ({:.2}×).</p>",
+                thousands(alone),
+                thousands(first.total_cycles),
+                first.total_cycles as f64 / alone.max(1) as f64
+            );
+        }
     }
     s.push_str(&arena_picture(r, context));
     s.push_str("</div>\n");

@@ -17,6 +17,7 @@ fn run(scenario: &str, board: &str, outcome: Outcome) -> BoardRun {
             mismatch: None,
             offload: None,
         }],
+        cpu_alone: None,
         arena: Some([4096, 1024, 64, 1088]),
         logs: vec!["booted".into()],
         plan: Vec::new(),
@@ -321,6 +322,18 @@ fn the_timeline_draws_both_lanes_with_bars_placed_by_the_figures() {
     assert!(svg.contains(
         "NPU busy 300, CPU waited 100, overlap 200, 1 jobs, 50 emulation cycles removed"
     ));
+    // Labels where they fit: the 280-px ADD and the 380-px job, not the
+    // 20-px submit.
+    assert!(svg.contains(r#"fill="white">2 ADD</text>"#), "{svg}");
+    assert!(svg.contains(r#"fill="white">1 CONV_2D</text>"#), "{svg}");
+    assert_eq!(svg.matches(r#"class="op-label""#).count(), 3, "{svg}");
+    // An axis of round ticks (0 to 600 by 100) and a legend of every kind.
+    for tick in [0, 100, 300, 600] {
+        assert!(svg.contains(&format!(r#"text-anchor="middle">{tick}</text>"#)), "{svg}");
+    }
+    for meaning in ["op on the CPU", "CPU submits a job", "job on the NPU", "CPU waits for a job"] {
+        assert!(svg.contains(&format!(">{meaning}</text>")), "{svg}");
+    }
     // No offload, no timeline.
     let plain = StepResult {
         offload: None,
@@ -330,11 +343,26 @@ fn the_timeline_draws_both_lanes_with_bars_placed_by_the_figures() {
 }
 
 #[test]
+fn timeline_ticks_are_round_and_few() {
+    use super::timeline::tick_step;
+    assert_eq!(tick_step(600), 100);
+    assert_eq!(tick_step(314_960), 50_000);
+    assert_eq!(tick_step(1_000_000), 100_000);
+    assert_eq!(tick_step(7), 1);
+    assert_eq!(tick_step(0), 1);
+}
+
+#[test]
 fn the_page_shows_the_timeline_only_for_offload_runs() {
     let mut offloaded = run("s", "b", Outcome::Passed);
     offloaded.steps = vec![offload_step()];
+    offloaded.cpu_alone = Some(1_200);
     let page = html::html(&report(vec![offloaded], Vec::new()));
     assert!(page.contains("CPU and NPU over the first step"));
+    assert!(
+        page.contains("offload off): 1,200 cycles; with the engine 600 cycles (0.50×)"),
+        "{page}"
+    );
     assert!(page.contains(r#"class="timeline""#));
     let page = html::html(&report(vec![run("s", "b", Outcome::Passed)], Vec::new()));
     assert!(!page.contains("timeline"));

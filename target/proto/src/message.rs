@@ -364,7 +364,11 @@ pub enum Message<'a> {
     },
     /// Host: run the model `count` times, then send results.
     Invoke {
-        /// Invocations.
+        /// Invocations, one after another on what the input tensors hold:
+        /// a plan may reuse an input's bytes for later activations, so only
+        /// the first of them is sure to compute on the loaded input. The
+        /// hilt host sends 1 and loads the inputs again before each
+        /// iteration of a scenario.
         count: u32,
         /// Whether each operator is timed (its counts come in `OpCycles`).
         /// Without, each `Timing` total is a plain invoke's, timed from

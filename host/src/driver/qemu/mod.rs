@@ -12,6 +12,7 @@ use crate::cancel::KillSwitch;
 use crate::config::board::{Board, Transport};
 use crate::config::scenario::Scenario;
 use crate::elf::FirmwareImage;
+use crate::link::gdbstub::GdbClient;
 use crate::link::rtt::Rtt;
 use crate::link::serial::SerialWire;
 use crate::link::{Link, LinkError, RttWire};
@@ -95,10 +96,86 @@ pub fn run_on_qemu(
         let session = run_session(&mut link, board, scenario, model_crc, &mut run);
         run.logs.append(&mut link.logs);
         drop(link);
+        let session = session.map_err(|e| explain_failure(e, &mut qemu, &mut gdb, image, kill));
         drop(gdb);
         drop(qemu);
         kill.disarm();
         session
     })();
     conclude(run, result, kill, scenario)
+}
+
+/// A failed session with what only the driver knows added: that QEMU
+/// itself exited (and how) when the connection dropped, or, when the run
+/// was stopped at its time limit, where the core was.
+fn explain_failure(
+    failure: RunFailure,
+    qemu: &mut Qemu,
+    gdb: &mut GdbClient,
+    image: &FirmwareImage,
+    kill: &KillSwitch,
+) -> RunFailure {
+    // A killed QEMU's sockets close as it dies: give the kernel a moment
+    // to turn it into an exit status the driver can read.
+    let mut exited = qemu.exit_status();
+    for _ in 0..20 {
+        if exited.is_some() || !matches!(failure, RunFailure::Link(_)) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+        exited = qemu.exit_status();
+    }
+    if let Some(status) = exited {
+        // Killed from outside (a user, the OOM killer) or crashed: the
+        // link's own error ("broken pipe") only echoes that.
+        return RunFailure::BoardExited(format!(
+            "qemu-system-arm exited during the run ({}){}",
+            describe_exit(status),
+            qemu.last_words()
+                .map_or_else(String::new, |w| format!(": {w}"))
+        ));
+    }
+    if !kill.fired() {
+        return failure;
+    }
+    match gdb.read_register(15) {
+        Ok(pc) => {
+            let place = crate::elf::function_at(&image.path, pc)
+                .map_or_else(String::new, |f| format!(" in {f}"));
+            RunFailure::Stopped(format!("{failure}; the core was at pc {pc:#010x}{place}"))
+        }
+        Err(e) => RunFailure::Stopped(format!(
+            "{failure}; where the core was could not be read: {e}"
+        )),
+    }
+}
+
+/// How a process ended, in words: its exit code, or the signal that
+/// killed it by name.
+pub fn describe_exit(status: std::process::ExitStatus) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            let name = match signal {
+                libc::SIGKILL => "SIGKILL",
+                libc::SIGTERM => "SIGTERM",
+                libc::SIGINT => "SIGINT",
+                libc::SIGHUP => "SIGHUP",
+                libc::SIGSEGV => "SIGSEGV",
+                libc::SIGABRT => "SIGABRT",
+                libc::SIGBUS => "SIGBUS",
+                _ => "",
+            };
+            return if name.is_empty() {
+                format!("killed by signal {signal}")
+            } else {
+                format!("killed by signal {signal}, {name}")
+            };
+        }
+    }
+    match status.code() {
+        Some(code) => format!("exit status {code}"),
+        None => status.to_string(),
+    }
 }

@@ -6,10 +6,11 @@
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
+use crate::children::Registered;
 use crate::config::board::QemuSettings;
 use crate::link::gdbstub::GdbClient;
 use crate::memory::MemoryError;
@@ -51,20 +52,14 @@ pub enum QemuSerial {
 /// A running QEMU; killed on drop.
 #[derive(Debug)]
 pub struct Qemu {
-    child: Child,
+    /// Killed (with its process group) on drop and when hilt is signalled.
+    child: Registered,
     /// The gdbstub's address.
     pub gdb: SocketAddr,
     /// What QEMU printed on stderr so far.
     stderr: Arc<Mutex<String>>,
     /// The pty path, once QEMU names it.
     pty: mpsc::Receiver<String>,
-}
-
-impl Drop for Qemu {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// Reads `stream` to its end: a "char device redirected to /dev/pts/N
@@ -149,15 +144,17 @@ impl Qemu {
         let listener = TcpListener::bind("127.0.0.1:0").map_err(QemuError::Port)?;
         let port = listener.local_addr().map_err(QemuError::Port)?.port();
         let mut child = Self::spawn(settings, elf, listener, serial)?;
+        let stdout = child.child().stdout.take();
+        let stderr_pipe = child.child().stderr.take();
         // Read QEMU's output as it comes: stdout names the pty, stderr says
         // why QEMU stopped if it does.
         let stderr = Arc::new(Mutex::new(String::new()));
         let (pty_tx, pty) = mpsc::channel();
-        if let Some(out) = child.stdout.take() {
+        if let Some(out) = stdout {
             let tx = pty_tx.clone();
             std::thread::spawn(move || read_lines(out, &tx, None));
         }
-        if let Some(err) = child.stderr.take() {
+        if let Some(err) = stderr_pipe {
             let text = stderr.clone();
             std::thread::spawn(move || read_lines(err, &pty_tx, Some(&text)));
         }
@@ -179,7 +176,7 @@ impl Qemu {
         elf: &Path,
         listener: TcpListener,
         serial: QemuSerial,
-    ) -> Result<Child, QemuError> {
+    ) -> Result<Registered, QemuError> {
         use std::os::fd::AsRawFd;
         use std::os::unix::process::CommandExt;
         let fd = listener.as_raw_fd();
@@ -195,7 +192,7 @@ impl Qemu {
             });
         }
         // QEMU has its own copy of the socket once spawned; ours closes here.
-        cmd.spawn().map_err(QemuError::Spawn)
+        crate::children::spawn(&mut cmd).map_err(QemuError::Spawn)
     }
 
     /// Spawns QEMU binding the port `listener` holds (released first).
@@ -205,12 +202,16 @@ impl Qemu {
         elf: &Path,
         listener: TcpListener,
         serial: QemuSerial,
-    ) -> Result<Child, QemuError> {
+    ) -> Result<Registered, QemuError> {
         let port = listener.local_addr().map_err(QemuError::Port)?.port();
         drop(listener);
-        Self::command(settings, elf, GdbEndpoint::Port(port), serial)
-            .spawn()
-            .map_err(QemuError::Spawn)
+        crate::children::spawn(&mut Self::command(
+            settings,
+            elf,
+            GdbEndpoint::Port(port),
+            serial,
+        ))
+        .map_err(QemuError::Spawn)
     }
 
     /// The pty QEMU put the board's first serial port on (started with
@@ -227,7 +228,7 @@ impl Qemu {
 
     /// Why QEMU is gone, if it is.
     fn exited(&mut self) -> Option<QemuError> {
-        let status = self.child.try_wait().ok().flatten()?;
+        let status = self.child.child().try_wait().ok().flatten()?;
         // Give the stderr reader a moment to take QEMU's last words.
         std::thread::sleep(Duration::from_millis(50));
         let stderr = self
@@ -249,13 +250,30 @@ impl Qemu {
         }
     }
 
+    /// How QEMU ended, if it has (not waiting for it).
+    pub fn exit_status(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.child().try_wait().ok().flatten()
+    }
+
+    /// The last line QEMU printed on stderr, if any.
+    pub fn last_words(&self) -> Option<String> {
+        // Give the stderr reader a moment to take QEMU's last words.
+        std::thread::sleep(Duration::from_millis(50));
+        let text = self.stderr.lock().ok()?;
+        text.lines()
+            .rev()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .map(str::to_string)
+    }
+
     /// Kills QEMU now (a test of mid-run failure, or a timeout).
     pub fn kill(&mut self) {
-        let _ = self.child.kill();
+        let _ = self.child.child().kill();
     }
 
     /// The process id, for tests that kill it from outside.
-    pub fn pid(&self) -> u32 {
-        self.child.id()
+    pub fn pid(&mut self) -> u32 {
+        self.child.child().id()
     }
 }
