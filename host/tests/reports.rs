@@ -107,6 +107,7 @@ fn runs() -> Vec<BoardRun> {
             plan: Vec::new(),
             offload: None,
             pools: None,
+            cpu_alone: None,
         },
         BoardRun {
             scenario: "smoke_reshape".into(),
@@ -121,6 +122,7 @@ fn runs() -> Vec<BoardRun> {
             plan: Vec::new(),
             offload: None,
             pools: None,
+            cpu_alone: None,
         },
         BoardRun {
             scenario: "other & <odd> name".into(),
@@ -132,6 +134,7 @@ fn runs() -> Vec<BoardRun> {
             plan: Vec::new(),
             offload: None,
             pools: None,
+            cpu_alone: None,
         },
     ]
 }
