@@ -270,7 +270,7 @@ struct PlanArgs {
     #[arg(long, value_name = "BYTES", value_parser = hilt::byte_size::parse_u64)]
     capacity: Option<u64>,
     /// Memory planner: linear, greedy or optimal.
-    #[arg(long, default_value = "optimal", value_parser = planner_parser())]
+    #[arg(long, default_value = "optimal", value_parser = planners_parser(&BUFFER_LIST_PLANNERS))]
     planner: PlannerKind,
     /// Write the buffers with their offsets (the input columns plus
     /// `offset`) to this CSV.
@@ -331,9 +331,19 @@ struct OffloadArgs {
 /// `--planner`: the runtime's planner names, listed by clap when one is
 /// wrong (the runtime's type has only `FromStr`, no clap).
 fn planner_parser() -> impl clap::builder::TypedValueParser<Value = PlannerKind> {
+    planners_parser(PlannerKind::NAMES)
+}
+
+/// `hilt plan --planner`: a buffer list has no model metadata, so no
+/// offline plan to follow.
+const BUFFER_LIST_PLANNERS: [&str; 3] = ["linear", "greedy", "optimal"];
+
+/// A `--planner` parser offering `names` only.
+fn planners_parser(
+    names: &'static [&'static str],
+) -> impl clap::builder::TypedValueParser<Value = PlannerKind> {
     use clap::builder::TypedValueParser as _;
-    clap::builder::PossibleValuesParser::new(PlannerKind::NAMES)
-        .try_map(|name| name.parse::<PlannerKind>())
+    clap::builder::PossibleValuesParser::new(names).try_map(|name| name.parse::<PlannerKind>())
 }
 
 /// `--canary`: the runtime's guard-band modes, listed when one is wrong.
