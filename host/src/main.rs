@@ -721,9 +721,13 @@ fn infer_command(request: &InferRequest) -> anyhow::Result<()> {
     let outputs = &request.outputs;
     let per_step = values.iter().filter(|v| v.step == 0).count();
     if !outputs.is_empty() && outputs.len() != per_step {
+        let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
         anyhow::bail!(
-            "{} output files given, the model has {per_step} outputs",
-            outputs.len()
+            "the model has {}, {} {} given (one --output per model output; each step's \
+             files are numbered from it)",
+            plural(per_step, "output"),
+            plural(outputs.len(), "output file"),
+            if outputs.len() == 1 { "was" } else { "were" }
         );
     }
     for value in &values {

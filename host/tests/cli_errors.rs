@@ -173,6 +173,27 @@ fn too_few_input_files_for_the_steps_says_what_steps_need() {
     // The right count runs.
     let out = hilt(&["infer", model, "--input", input, input, "--steps", "2"]);
     assert!(out.status.success(), "{}", stderr(&out));
+    // Output files: one per model output, whatever the steps.
+    let out_a = temp_file("steps_a.bin", b"");
+    let out_b = temp_file("steps_b.bin", b"");
+    let err = failed(
+        &hilt(&[
+            "infer",
+            model,
+            "--input",
+            input,
+            "--output",
+            path_str(&out_a),
+            path_str(&out_b),
+        ]),
+        1,
+    );
+    assert!(
+        err.contains(
+            "the model has 1 output, 2 output files were given (one --output per model output"
+        ),
+        "{err}"
+    );
 }
 
 /// A fresh report folder for a `hilt run` that runs nothing.
