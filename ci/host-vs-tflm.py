@@ -15,7 +15,7 @@ doing weighs on both alike.
   That figure includes the Python call overhead of one `invoke()` call per
   inference, which the script measures on the smallest selected model and
   reports (wrapper method, pybind11 dispatch, clock reads).
-- hilt: `hilt bench MODEL --json` (the release build), whose `median_us` is
+- hilt: `hilt bench MODEL --format json` (the release build), whose `median_us` is
   the median per-invoke time of the same kind of loop in Rust. hilt bench
   fills the inputs with its fixed pattern (`host/src/bench.rs`), not the
   case's; `--tflm-inputs pattern` gives TFLM that pattern too, to check
@@ -233,7 +233,7 @@ def tflm_round(name, interpreter, iterations, warmup):
 def hilt_round(hilt, path, name, iterations, warmup):
     """Median µs of one `hilt bench` round, and its report."""
     cmd = [
-        hilt, "bench", path, "--json",
+        hilt, "bench", path, "--format", "json",
         "--iterations", str(iterations), "--warmup", str(warmup),
     ]
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)

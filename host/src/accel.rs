@@ -119,16 +119,19 @@ impl AccelChoice {
     /// # Safety
     /// In non-coherent mode the engine mirrors `arena`'s bytes: `arena`
     /// must outlive the engine (declare it first).
-    pub unsafe fn engine(&self, arena: &mut [u8]) -> Option<ThreadedVnpu> {
+    pub unsafe fn engine(
+        &self,
+        arena: &mut [u8],
+    ) -> Result<Option<ThreadedVnpu>, crate::host_run::ArenaAllocError> {
         if self.kind != AcceleratorKind::Vnpu {
-            return None;
+            return Ok(None);
         }
-        Some(if self.coherent {
+        Ok(Some(if self.coherent {
             ThreadedVnpu::start(VnpuConfig::default())
         } else {
             // SAFETY: the caller keeps `arena` alive for the engine's life.
-            unsafe { ThreadedVnpu::start_non_coherent(VnpuConfig::default(), arena) }
-        })
+            unsafe { ThreadedVnpu::start_non_coherent(VnpuConfig::default(), arena)? }
+        }))
     }
 }
 
@@ -250,12 +253,17 @@ impl ThreadedVnpu {
     ///
     /// # Safety
     /// `arena` must stay valid for reads and writes for the engine's life.
-    pub unsafe fn start_non_coherent(config: VnpuConfig<'static>, arena: &mut [u8]) -> Self {
-        let raw = Box::into_raw(vec![0u8; arena.len()].into_boxed_slice());
+    /// Fails when the shadow copy of `arena` cannot be allocated.
+    pub unsafe fn start_non_coherent(
+        config: VnpuConfig<'static>,
+        arena: &mut [u8],
+    ) -> Result<Self, crate::host_run::ArenaAllocError> {
+        let shadow = crate::host_run::try_zeroed_vec::<u8>(arena.len(), arena.len())?;
+        let raw = Box::into_raw(shadow.into_boxed_slice());
         // SAFETY: the shadow lives in `Shadow` until the engine is dropped,
         // after its core; `arena` outlives the engine by the contract.
         let core = unsafe { VnpuCore::non_coherent(config, &mut *raw, arena.as_ptr() as usize) };
-        Self::with_core(config, core, Some(Shadow(raw)))
+        Ok(Self::with_core(config, core, Some(Shadow(raw))))
     }
 
     fn with_core(

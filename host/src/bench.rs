@@ -84,9 +84,9 @@ pub fn bench(
     let bytes = read_model(path)?;
     let model = verify(path, &bytes)?;
     let planner = planner_for(planner, &model)?;
-    let mut memory = AlignedBytes::zeroed(arena);
+    let mut memory = AlignedBytes::try_zeroed(arena)?;
     // SAFETY: `memory` is declared first, so it outlives the engine.
-    let engine = unsafe { accelerator.engine(memory.as_mut_slice()) };
+    let engine = unsafe { accelerator.engine(memory.as_mut_slice()) }?;
     let offload = engine.as_ref().map(|e| e.offload(&accelerator.offload));
     let mut interp = interpreter_offloaded(model, &planner, &mut memory, offload)?;
     for position in 0..interp.input_count() {

@@ -30,12 +30,23 @@ impl AlignedBytes {
         }
     }
 
-    /// A zeroed buffer of `len` bytes.
+    /// A zeroed buffer of `len` bytes (fixed sizes, such as
+    /// [`DEFAULT_ARENA`]; a user's size goes through [`Self::try_zeroed`]).
     pub fn zeroed(len: usize) -> Self {
         AlignedBytes {
             words: vec![0u128; len.div_ceil(16)],
             len,
         }
+    }
+
+    /// A zeroed arena of `len` bytes, or an error naming the size when the
+    /// system cannot give it (`--arena 999999999999` is refused, not an
+    /// abort).
+    pub fn try_zeroed(len: usize) -> Result<Self, ArenaAllocError> {
+        Ok(AlignedBytes {
+            words: try_zeroed_vec(len.div_ceil(16), len)?,
+            len,
+        })
     }
 
     /// The bytes.
@@ -48,6 +59,42 @@ impl AlignedBytes {
         let len = self.len;
         &mut bytemuck_bytes_mut(&mut self.words)[..len]
     }
+}
+
+/// An arena the system could not allocate: `--arena` (or a board's
+/// arena) asks for more memory than this machine gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("cannot allocate an arena of {bytes} bytes on this host (--arena {bytes}): out of memory")]
+pub struct ArenaAllocError {
+    /// The arena's size asked for.
+    pub bytes: usize,
+}
+
+/// Element types for which all-zero bytes are a valid value.
+pub(crate) trait Zeroable: Copy {}
+impl Zeroable for u8 {}
+impl Zeroable for u128 {}
+
+/// `n` zeroed elements, allocated fallibly and lazily zeroed (the system's
+/// zero pages, as `vec![0; n]` does), so a large arena costs nothing until
+/// used and one too large is an error naming `bytes`, not an abort.
+pub(crate) fn try_zeroed_vec<T: Zeroable>(
+    n: usize,
+    bytes: usize,
+) -> Result<Vec<T>, ArenaAllocError> {
+    let error = ArenaAllocError { bytes };
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<T>(n).map_err(|_| error)?;
+    // SAFETY: `layout` has a non-zero size (n > 0 and T is not zero-sized).
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<T>();
+    if ptr.is_null() {
+        return Err(error);
+    }
+    // SAFETY: allocated by the global allocator with `T`'s alignment and
+    // `n` elements' size; all-zero bytes are valid `T`s (`Zeroable`).
+    Ok(unsafe { Vec::from_raw_parts(ptr, n, n) })
 }
 
 fn bytemuck_bytes(words: &[u128]) -> &[u8] {
@@ -98,14 +145,42 @@ pub enum RunError {
         /// What is wrong.
         problem: String,
     },
-    /// Wrong number of input files.
-    #[error("the model has {expected} inputs, {given} input files were given")]
+    /// The arena could not be allocated.
+    #[error(transparent)]
+    Arena(#[from] ArenaAllocError),
+    /// Wrong number of input files: one per model input per step.
+    #[error("{}", input_count_message(*inputs, *steps, *given))]
     InputCount {
         /// Inputs the model has.
-        expected: usize,
+        inputs: usize,
+        /// Steps asked for (`--steps`).
+        steps: usize,
         /// Files given.
         given: usize,
     },
+}
+
+/// `1 input file` / `2 input files`.
+fn count(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
+/// What [`RunError::InputCount`] says: the files a model needs, per step
+/// when there are several, against the files given.
+fn input_count_message(inputs: usize, steps: usize, given: usize) -> String {
+    let was = if given == 1 { "was" } else { "were" };
+    if steps <= 1 {
+        return format!(
+            "the model has {}, {} {was} given (one --input per model input)",
+            count(inputs, "input"),
+            count(given, "input file"),
+        );
+    }
+    format!(
+        "--steps {steps} needs {} ({} × {steps} steps), {given} {was} given",
+        count(inputs * steps, "input file"),
+        count(inputs, "model input"),
+    )
 }
 
 /// The operators of a model hilt has no kernel for: every one, each with

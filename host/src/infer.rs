@@ -58,14 +58,15 @@ pub fn infer(request: &InferRequest) -> Result<(Vec<OutputValue>, usize), RunErr
     let steps = request.steps.max(1);
     if request.inputs.len() != n_inputs * steps {
         return Err(RunError::InputCount {
-            expected: n_inputs * steps,
+            inputs: n_inputs,
+            steps,
             given: request.inputs.len(),
         });
     }
     let planner = planner_for(request.planner, &model)?;
-    let mut arena = AlignedBytes::zeroed(request.arena);
+    let mut arena = AlignedBytes::try_zeroed(request.arena)?;
     // SAFETY: `arena` is declared first, so it outlives the engine.
-    let engine = unsafe { request.accelerator.engine(arena.as_mut_slice()) };
+    let engine = unsafe { request.accelerator.engine(arena.as_mut_slice()) }?;
     let offload = engine
         .as_ref()
         .map(|e| e.offload(&request.accelerator.offload));

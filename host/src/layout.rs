@@ -35,6 +35,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use crate::host_run::ArenaAllocError;
 use hilt_runtime::accel::OpKind;
 use hilt_runtime::accel::vnpu::VnpuConfig;
 use hilt_runtime::allocation::{AllocError, AllocOptions, ArenaPlan, allocate};
@@ -144,6 +145,9 @@ pub enum LayoutError {
         /// What the interpreter said (it names the operator).
         source: InterpreterError,
     },
+    /// The arena could not be allocated on this host.
+    #[error(transparent)]
+    Arena(#[from] ArenaAllocError),
     /// `--align` is not a power of two up to 1 MiB.
     #[error("--align {0}: must be a power of two from 1 to 1048576")]
     Align(u32),
@@ -397,6 +401,8 @@ pub enum BytesError {
     Align(u32),
     /// See [`LayoutError::Unsupported`].
     Unsupported(crate::host_run::UnsupportedOps),
+    /// See [`LayoutError::Arena`].
+    Arena(ArenaAllocError),
 }
 
 impl BytesError {
@@ -413,6 +419,7 @@ impl BytesError {
             BytesError::Interpreter(source) => LayoutError::Interpreter { path, source },
             BytesError::Align(a) => LayoutError::Align(a),
             BytesError::Unsupported(source) => LayoutError::Unsupported { path, source },
+            BytesError::Arena(source) => LayoutError::Arena(source),
         }
     }
 
@@ -492,14 +499,17 @@ struct HostArena {
 }
 
 impl HostArena {
-    fn new(size: usize) -> Self {
-        let backing = vec![0u8; size + MAX_ALIGN as usize];
+    /// Fails, naming `size`, when the system cannot give that much.
+    fn new(size: usize) -> Result<Self, BytesError> {
+        let error = BytesError::Arena(ArenaAllocError { bytes: size });
+        let total = size.checked_add(MAX_ALIGN as usize).ok_or(error.clone())?;
+        let backing = crate::host_run::try_zeroed_vec::<u8>(total, size).map_err(|_| error)?;
         let skip = backing.as_ptr().align_offset(MAX_ALIGN as usize);
-        HostArena {
+        Ok(HostArena {
             backing,
             skip,
             size,
-        }
+        })
     }
 
     fn bytes(&mut self) -> &mut [u8] {
@@ -578,7 +588,7 @@ fn plan_activations(
     options: &LayoutOptions,
     size: usize,
 ) -> Result<LayoutReport, BytesError> {
-    let mut memory = HostArena::new(size);
+    let mut memory = HostArena::new(size)?;
     let mut arena = Arena::new(memory.bytes());
     let mut report = None;
     let allocation = allocate(
@@ -623,7 +633,7 @@ fn plan_interpreter(
     options: &LayoutOptions,
     size: usize,
 ) -> Result<LayoutReport, BytesError> {
-    let mut memory = HostArena::new(size);
+    let mut memory = HostArena::new(size)?;
     // Declared before the interpreter, which borrows it.
     let engine = options.offload.as_ref().map(|ops| {
         (

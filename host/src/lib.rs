@@ -24,6 +24,7 @@
 pub mod accel;
 pub mod bench;
 pub mod buffer_labels;
+pub mod byte_size;
 pub mod cancel;
 pub mod children;
 pub mod config;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand, ValueEnum};
 use hilt::bench::{bench, render as render_bench};
 use hilt::config::board::{Board, Transport, load_all};
+use hilt::config::scenario::Scenario;
 use hilt::gate::{Tolerance, Verdict, gate_run};
 use hilt::infer::{InferRequest, infer, output_bytes, output_path, render as render_value};
 use hilt::layout::{
@@ -47,7 +48,9 @@ enum Command {
         /// Scenario files (scenarios/NAME.toml).
         #[arg(required = true)]
         scenarios: Vec<PathBuf>,
-        /// Only these boards (a name or a glob such as 'qemu-*').
+        /// Only these boards (a name or a glob such as 'qemu-*'); a name
+        /// runs each scenario on that board even if its `boards` do not
+        /// list it.
         #[arg(long)]
         board: Option<String>,
         /// Boards to run at once (default: the number of CPUs).
@@ -77,7 +80,8 @@ enum Command {
     Gate {
         /// Scenario files (default: every scenarios/*.toml).
         scenarios: Vec<PathBuf>,
-        /// Only these boards (a name or a glob).
+        /// Only these boards (a name or a glob); a name gates each
+        /// scenario on that board even if its `boards` do not list it.
         #[arg(long)]
         board: Option<String>,
         /// Boards to run at once.
@@ -109,8 +113,9 @@ enum Command {
     /// List the defined boards.
     Boards {
         /// The board definitions folder [default: the repository's boards/].
-        #[arg(long)]
-        dir: Option<PathBuf>,
+        // `--dir`, its old name, still works (hidden).
+        #[arg(long, alias = "dir")]
+        boards_dir: Option<PathBuf>,
     },
     /// Run a model once (or --steps N times) on the host.
     Infer {
@@ -124,11 +129,11 @@ enum Command {
         /// printed when omitted.
         #[arg(long = "output", num_args = 1..)]
         outputs: Vec<PathBuf>,
-        /// Arena bytes.
-        #[arg(long, default_value_t = hilt::host_run::DEFAULT_ARENA)]
+        /// Arena bytes (32768, 0x8000, 32K or 32KiB).
+        #[arg(long, default_value_t = hilt::host_run::DEFAULT_ARENA, value_name = "BYTES", value_parser = hilt::byte_size::parse_usize)]
         arena: usize,
         /// Memory planner: linear, greedy, offline or optimal.
-        #[arg(long, default_value = "greedy")]
+        #[arg(long, default_value = "greedy", value_parser = planner_parser())]
         planner: PlannerKind,
         /// Invocations on one interpreter (state carries over).
         #[arg(long, default_value_t = 1)]
@@ -152,14 +157,17 @@ enum Command {
         /// Untimed invocations first.
         #[arg(long, default_value_t = 10)]
         warmup: usize,
-        /// Arena bytes.
-        #[arg(long, default_value_t = hilt::host_run::DEFAULT_ARENA)]
+        /// Arena bytes (32768, 0x8000, 32K or 32KiB).
+        #[arg(long, default_value_t = hilt::host_run::DEFAULT_ARENA, value_name = "BYTES", value_parser = hilt::byte_size::parse_usize)]
         arena: usize,
         /// Memory planner: linear, greedy, offline or optimal.
-        #[arg(long, default_value = "greedy")]
+        #[arg(long, default_value = "greedy", value_parser = planner_parser())]
         planner: PlannerKind,
-        /// Print JSON instead of the table.
-        #[arg(long)]
+        /// Output format.
+        #[arg(long, value_enum, default_value = "table")]
+        format: BenchFormat,
+        /// `--format json` by its old name (hidden).
+        #[arg(long, hide = true)]
         json: bool,
         #[command(flatten)]
         accel: AccelArgs,
@@ -213,18 +221,20 @@ struct LayoutArgs {
     #[arg(long)]
     boards_dir: Option<PathBuf>,
     /// Memory planner: linear, greedy, offline or optimal.
-    #[arg(long, default_value = "greedy")]
+    #[arg(long, default_value = "greedy", value_parser = planner_parser())]
     planner: PlannerKind,
-    /// Alignment of every activation buffer (power of two, up to 1 MiB).
-    #[arg(long, default_value_t = 16)]
+    /// Alignment of every activation buffer (power of two, up to 1 MiB;
+    /// 64, 0x40 or 1K).
+    #[arg(long, default_value_t = 16, value_name = "BYTES", value_parser = hilt::byte_size::parse_u32)]
     align: u32,
     /// Guard bands, as a scenario's `canary` (off, bounds, buffers): they
     /// take arena space, and `buffers` makes every buffer 16 bytes longer.
-    #[arg(long, default_value = "off")]
+    #[arg(long, default_value = "off", value_parser = canary_parser())]
     canary: CanaryMode,
     /// Plan into an arena of exactly this many bytes (fails if too
-    /// small); with --board, default: the board's arena_size.
-    #[arg(long)]
+    /// small; 32768, 0x8000, 32K or 32KiB); with --board, default: the
+    /// board's arena_size.
+    #[arg(long, value_name = "BYTES", value_parser = hilt::byte_size::parse_usize)]
     arena: Option<usize>,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
@@ -255,11 +265,12 @@ struct PlanArgs {
     /// The buffer list.
     #[arg(long)]
     buffers: PathBuf,
-    /// Fail (after printing) when the peak exceeds this many bytes.
-    #[arg(long)]
+    /// Fail (after printing) when the peak exceeds this many bytes
+    /// (32768, 0x8000, 32K or 32KiB).
+    #[arg(long, value_name = "BYTES", value_parser = hilt::byte_size::parse_u64)]
     capacity: Option<u64>,
     /// Memory planner: linear, greedy or optimal.
-    #[arg(long, default_value = "optimal")]
+    #[arg(long, default_value = "optimal", value_parser = planners_parser(&BUFFER_LIST_PLANNERS))]
     planner: PlannerKind,
     /// Write the buffers with their offsets (the input columns plus
     /// `offset`) to this CSV.
@@ -272,7 +283,7 @@ struct PlanArgs {
 struct AccelArgs {
     /// Run claimed ops on an accelerator: none or vnpu (the virtual NPU,
     /// on its own thread).
-    #[arg(long, default_value = "none")]
+    #[arg(long, default_value = "none", value_parser = accelerator_parser())]
     accelerator: hilt::accel::AcceleratorKind,
     /// Ops the accelerator may claim, comma-separated builtin names
     /// [default: CONV_2D,DEPTHWISE_CONV_2D,FULLY_CONNECTED,ADD,AVERAGE_POOL_2D,MAX_POOL_2D].
@@ -305,7 +316,7 @@ impl AccelArgs {
 struct OffloadArgs {
     /// Offload claimed ops to the firmware's virtual NPU (vnpu) or not
     /// (none) [default: each scenario's `accelerator`].
-    #[arg(long)]
+    #[arg(long, value_parser = accelerator_parser())]
     accelerator: Option<hilt::accel::AcceleratorKind>,
     /// Whether the engine sees memory coherently [default: each
     /// scenario's `coherent`].
@@ -313,8 +324,44 @@ struct OffloadArgs {
     coherent: Option<bool>,
     /// Fault for the firmware to inject into its offload path (tests of
     /// hilt itself; needs a firmware built with the `fault-accel` feature).
-    #[arg(long, value_name = "NAME", value_parser = parse_accel_fault, hide_short_help = true)]
+    #[arg(long, value_name = "NAME", value_parser = parse_accel_fault, hide = true)]
     accel_fault: Option<hilt_proto::AccelFault>,
+}
+
+/// `--planner`: the runtime's planner names, listed by clap when one is
+/// wrong (the runtime's type has only `FromStr`, no clap).
+fn planner_parser() -> impl clap::builder::TypedValueParser<Value = PlannerKind> {
+    planners_parser(PlannerKind::NAMES)
+}
+
+/// `hilt plan --planner`: a buffer list has no model metadata, so no
+/// offline plan to follow.
+const BUFFER_LIST_PLANNERS: [&str; 3] = ["linear", "greedy", "optimal"];
+
+/// A `--planner` parser offering `names` only.
+fn planners_parser(
+    names: &'static [&'static str],
+) -> impl clap::builder::TypedValueParser<Value = PlannerKind> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(names).try_map(|name| name.parse::<PlannerKind>())
+}
+
+/// `--canary`: the runtime's guard-band modes, listed when one is wrong.
+fn canary_parser() -> impl clap::builder::TypedValueParser<Value = CanaryMode> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(CanaryMode::NAMES)
+        .try_map(|name| name.parse::<CanaryMode>())
+}
+
+/// `--accelerator`: none (alias cpu) or vnpu, listed when one is wrong.
+fn accelerator_parser() -> impl clap::builder::TypedValueParser<Value = hilt::accel::AcceleratorKind>
+{
+    use clap::builder::{PossibleValue, TypedValueParser as _};
+    clap::builder::PossibleValuesParser::new([
+        PossibleValue::new("none").alias("cpu"),
+        PossibleValue::new("vnpu"),
+    ])
+    .try_map(|name| name.parse::<hilt::accel::AcceleratorKind>())
 }
 
 /// An [`AccelFault`](hilt_proto::AccelFault) by its name.
@@ -365,6 +412,13 @@ impl OffloadArgs {
     }
 }
 
+/// How `hilt bench` prints its report.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum BenchFormat {
+    Table,
+    Json,
+}
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum Format {
     Table,
@@ -389,22 +443,12 @@ fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
-            use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                let _ = e.print();
-                return ExitCode::SUCCESS;
-            }
-            if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-                let _ = e.print();
-                return ExitCode::from(2);
-            }
-            // One line: clap's first line says what is wrong.
-            let text = e.to_string();
-            eprintln!(
-                "{} (see hilt --help)",
-                text.lines().next().unwrap_or("invalid arguments")
-            );
-            return ExitCode::from(2);
+            // clap's whole message (as `e.exit()`, but returning so the
+            // streams are flushed): the missing argument's name, a "did you
+            // mean" tip, the possible values; help and version exit 0,
+            // usage errors 2.
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
         }
     };
     match run(cli) {
@@ -463,7 +507,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 &reporting,
             )
         }
-        Command::Boards { dir } => list_boards(dir),
+        Command::Boards { boards_dir } => list_boards(boards_dir),
         Command::BenchTarget(args) => bench_target(args),
         Command::Plan(args) => plan_command(&args),
         Command::Infer {
@@ -489,21 +533,26 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             warmup,
             arena,
             planner,
+            format,
             json,
             accel,
         } => {
             let report = bench(&model, planner, arena, iterations, warmup, &accel.choice()?)?;
-            print_bench(&report, &model, json)
+            let format = if json { BenchFormat::Json } else { format };
+            print_bench(&report, &model, format)
         }
     }
 }
 
 /// `hilt bench`'s report, as JSON or as the table.
-fn print_bench(report: &hilt::bench::BenchReport, model: &Path, json: bool) -> anyhow::Result<()> {
-    if json {
-        println!("{}", serde_json::to_string_pretty(report)?);
-    } else {
-        print!("{}", render_bench(report, &file_name(model), 10));
+fn print_bench(
+    report: &hilt::bench::BenchReport,
+    model: &Path,
+    format: BenchFormat,
+) -> anyhow::Result<()> {
+    match format {
+        BenchFormat::Json => println!("{}", serde_json::to_string_pretty(report)?),
+        BenchFormat::Table => print!("{}", render_bench(report, &file_name(model), 10)),
     }
     Ok(())
 }
@@ -672,9 +721,13 @@ fn infer_command(request: &InferRequest) -> anyhow::Result<()> {
     let outputs = &request.outputs;
     let per_step = values.iter().filter(|v| v.step == 0).count();
     if !outputs.is_empty() && outputs.len() != per_step {
+        let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
         anyhow::bail!(
-            "{} output files given, the model has {per_step} outputs",
-            outputs.len()
+            "the model has {}, {} {} given (one --output per model output; each step's \
+             files are numbered from it)",
+            plural(per_step, "output"),
+            plural(outputs.len(), "output file"),
+            if outputs.len() == 1 { "was" } else { "were" }
         );
     }
     for value in &values {
@@ -699,33 +752,9 @@ fn list_boards(dir: Option<PathBuf>) -> anyhow::Result<()> {
         Some(dir) => dir,
         None => hilt::paths::find_repo(&[])?.join("boards"),
     };
-    let dir = hilt::paths::folder("the boards folder", dir, "--dir")?;
+    let dir = hilt::paths::folder("the boards folder", dir, "--boards-dir")?;
     let boards = load_all(&dir)?;
-    let width = boards
-        .iter()
-        .map(|b| b.name.len())
-        .max()
-        .unwrap_or(5)
-        .max(5);
-    println!(
-        "{:<width$} {:<9} {:<5} {:<26} {:>10} {:>10}  description",
-        "board", "runner", "link", "target", "arena", "RAM"
-    );
-    for b in &boards {
-        let ram = b
-            .memory
-            .iter()
-            .find(|m| m.name == "RAM")
-            .map_or(0, |m| m.length);
-        let link = match b.transport {
-            Transport::Rtt => "rtt",
-            Transport::Uart => "uart",
-        };
-        println!(
-            "{:<width$} {:<9} {:<5} {:<26} {:>10} {:>10}  {}",
-            b.name, b.runner, link, b.target, b.arena_size, ram, b.description
-        );
-    }
+    print!("{}", boards_table(&boards));
     for b in &boards {
         if let Some(port) = &b.serial_port {
             let state = if Path::new(port).exists() {
@@ -738,6 +767,66 @@ fn list_boards(dir: Option<PathBuf>) -> anyhow::Result<()> {
     }
     print_probes(&boards);
     Ok(())
+}
+
+/// `hilt boards`'s table, every column as wide as its widest cell. RAM is
+/// every memory but flash (an `ARENA` region and the `RAM` beside it
+/// together), the memory the arena is a part of.
+fn boards_table(boards: &[Board]) -> String {
+    let header = ["board", "runner", "link", "target", "arena", "RAM"];
+    let rows: Vec<[String; 6]> = boards
+        .iter()
+        .map(|b| {
+            let ram: u64 = b
+                .memory
+                .iter()
+                .filter(|m| m.name != "FLASH")
+                .map(|m| m.length)
+                .sum();
+            let link = match b.transport {
+                Transport::Rtt => "rtt",
+                Transport::Uart => "uart",
+            };
+            [
+                b.name.clone(),
+                b.runner.to_string(),
+                link.to_string(),
+                b.target.clone(),
+                thousands(b.arena_size),
+                thousands(ram),
+            ]
+        })
+        .collect();
+    let width = |i: usize| {
+        rows.iter()
+            .map(|r| r[i].len())
+            .chain([header[i].len()])
+            .max()
+            .unwrap_or(0)
+    };
+    let widths: Vec<usize> = (0..header.len()).map(width).collect();
+    let line = |cells: [&str; 6], description: &str| {
+        let mut out = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            let w = widths[i];
+            // Names left, byte counts right.
+            match i {
+                4 | 5 => out.push_str(&format!("{cell:>w$}  ")),
+                _ => out.push_str(&format!("{cell:<w$}  ")),
+            }
+        }
+        out.push_str(description);
+        out.push('\n');
+        out
+    };
+    let mut table = line(header, "description");
+    for (b, r) in boards.iter().zip(&rows) {
+        table.push_str(&line(
+            [&r[0], &r[1], &r[2], &r[3], &r[4], &r[5]],
+            &b.description,
+        ));
+    }
+    table
 }
 
 /// Where `hilt run` and `hilt gate` work: the repository (firmware sources,
@@ -778,24 +867,89 @@ impl Workspace {
     }
 
     /// Every (scenario, board) pair of `paths`, with each scenario's model
-    /// names for readable output.
+    /// names for readable output. An explicit `--board NAME` (not a glob)
+    /// runs every scenario there, listed or not (with a note).
     fn jobs(&self, paths: &[PathBuf], board_filter: Option<&str>) -> anyhow::Result<Work> {
         let mut scenarios = Vec::new();
         let mut names = HashMap::new();
         for path in paths {
             let mut scenario = hilt::config::scenario::load(path, &self.conformance)?;
             self.offload.apply(&mut scenario)?;
+            for pattern in &scenario.boards {
+                hilt::config::board::select(&self.boards, pattern)
+                    .map_err(|e| anyhow::anyhow!("{}: `boards`: {e}", path.display()))?;
+            }
             names.insert(scenario.name.clone(), model_names(&scenario.model));
             scenarios.push(Arc::new(scenario));
         }
-        let work = hilt::orchestrate::jobs_for(&scenarios, &self.boards, board_filter)?;
+        if let Some(filter) = board_filter {
+            check_board_filter(&self.boards, filter)?;
+        }
+        let mut work = hilt::orchestrate::jobs_for(&scenarios, &self.boards, board_filter)?;
+        if let Some(name) = board_filter.filter(|f| !is_glob(f)) {
+            add_unlisted(&mut work, &scenarios, &self.boards, name);
+        }
         if work.is_empty() {
-            anyhow::bail!(
-                "no (scenario, board) pair to run: check the scenarios' `boards` and --board"
-            );
+            anyhow::bail!("{}", no_pairs(&scenarios, board_filter));
         }
         Ok((work, names))
     }
+}
+
+/// Whether a `--board` value is a glob rather than one board's name.
+fn is_glob(filter: &str) -> bool {
+    filter.contains(['*', '?'])
+}
+
+/// `--board` names a defined board or matches one: else the error says
+/// which it did not, with the closest names or the defined boards.
+fn check_board_filter(boards: &[Board], filter: &str) -> anyhow::Result<()> {
+    match hilt::config::board::select(boards, filter) {
+        Ok(_) => Ok(()),
+        // `--board "qemu-stm32*" matches no board; …`
+        Err(e) if is_glob(filter) => Err(anyhow::anyhow!("--board {e}")),
+        // `--board: unknown board "…" (did you mean …?); …`
+        Err(e) => Err(anyhow::anyhow!("--board: {e}")),
+    }
+}
+
+/// Adds the pairs of scenarios that do not list board `name` (an explicit
+/// `--board`, so the user asked for it), each with a note.
+fn add_unlisted(work: &mut Vec<Job>, scenarios: &[Arc<Scenario>], boards: &[Board], name: &str) {
+    let Some(board) = boards.iter().find(|b| b.name == name) else {
+        return;
+    };
+    for scenario in scenarios {
+        if work
+            .iter()
+            .any(|j| j.board.name == name && j.scenario.name == scenario.name)
+        {
+            continue;
+        }
+        eprintln!(
+            "note: scenario {} does not list board {name} (its boards: {}); running it there as --board asks",
+            scenario.name,
+            scenario.boards.join(", ")
+        );
+        work.push(Job {
+            scenario: scenario.clone(),
+            board: board.clone(),
+        });
+    }
+}
+
+/// Why there is nothing to run: a `--board` glob that matches boards none
+/// of the scenarios list, said with what each scenario does list.
+fn no_pairs(scenarios: &[Arc<Scenario>], board_filter: Option<&str>) -> String {
+    let listed: Vec<String> = scenarios
+        .iter()
+        .map(|s| format!("{} lists {}", s.name, s.boards.join(", ")))
+        .collect();
+    let filter = board_filter.map_or(String::new(), |f| format!("--board {f:?} matches "));
+    format!(
+        "no (scenario, board) pair to run: {filter}no board the scenarios list ({})",
+        listed.join("; ")
+    )
 }
 
 /// `hilt gate`: run the scenarios (default: every one of the repository)

@@ -183,7 +183,7 @@ fn mistakes_name_the_field() {
         ),
         (
             GOOD.replace("arena_size = 1024", "arena_size = 1024\ncolour = \"red\""),
-            "unknown field `colour`",
+            "unknown key `colour`",
         ),
         (
             GOOD.replace("origin = 0x20000000", "origin = 0x8000"),

@@ -107,6 +107,7 @@ fn runs() -> Vec<BoardRun> {
             plan: Vec::new(),
             offload: None,
             pools: None,
+            cpu_alone: None,
         },
         BoardRun {
             scenario: "smoke_reshape".into(),
@@ -121,6 +122,7 @@ fn runs() -> Vec<BoardRun> {
             plan: Vec::new(),
             offload: None,
             pools: None,
+            cpu_alone: None,
         },
         BoardRun {
             scenario: "other & <odd> name".into(),
@@ -132,6 +134,7 @@ fn runs() -> Vec<BoardRun> {
             plan: Vec::new(),
             offload: None,
             pools: None,
+            cpu_alone: None,
         },
     ]
 }
@@ -239,6 +242,27 @@ fn every_file_is_rewritten_whole_after_each_board() {
     assert_eq!(s["totals"]["errors"], 1);
     assert_eq!(s["pending"][0]["board"], "nrf52840-dk");
     assert_eq!(s["runs"][0]["wall_seconds"], 2.0);
+    // Named figures: the arena's four and every op's, its name from the
+    // scenario's model (smoke_reshape: one RESHAPE; the step's two more
+    // ops have none).
+    let smoke = s["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["board"] == "qemu-mps2-an386")
+        .unwrap();
+    assert_eq!(
+        smoke["arena"],
+        serde_json::json!({"capacity": 2_097_152, "head": 128, "tail": 44, "used": 172})
+    );
+    assert_eq!(
+        smoke["steps"][0]["op_cycles"][0],
+        serde_json::json!({"index": 0, "name": "RESHAPE", "cycles": 100_000})
+    );
+    assert_eq!(
+        smoke["steps"][0]["op_cycles"][2]["name"],
+        serde_json::Value::Null
+    );
     // Only the three reports: no temporary file left behind.
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()

@@ -29,7 +29,9 @@
 //!   had not reported yet, and the cycle figures and firmware log in
 //!   `<system-out>`. `host/tests/data/junit-10-strict.xsd` pins the shape.
 //! - `summary.json`: `{title, started_at, elapsed_seconds, hostname, totals,
-//!   runs: [BoardRun + wall_seconds], pending: [{scenario, board}]}`.
+//!   runs: [BoardRun + wall_seconds], pending: [{scenario, board}]}`, each
+//!   run's `arena` as `{capacity, head, tail, used}` and each step's
+//!   `op_cycles` as `[{index, name, cycles}]` (see [`summary`]).
 //! - `report.html`: failures first, one card per scenario × board with its
 //!   status, arena figures, the host's arena plan drawn over time
 //!   ([`crate::svg::render_svg`]) and per-op cycle bars; no external assets.

@@ -231,6 +231,37 @@ fn the_summary_has_every_run_and_the_totals() {
     assert_eq!(v["started_at"], "2023-11-14T22:13:20Z");
 }
 
+#[test]
+fn the_summary_names_the_arena_figures_and_each_op() {
+    let mut r = report(vec![run("s", "a", Outcome::Passed)], Vec::new());
+    r.scenarios.insert(
+        "s".into(),
+        ScenarioContext {
+            name: "s".into(),
+            description: String::new(),
+            model: "m.tflite".into(),
+            // One name short: the second op's is unknown.
+            op_names: vec!["CONV_2D".into()],
+            tensor_names: Vec::new(),
+            layout: Err("not planned".into()),
+        },
+    );
+    let v: serde_json::Value = serde_json::from_str(&summary_json(&r).unwrap()).unwrap();
+    assert_eq!(
+        v["runs"][0]["arena"],
+        serde_json::json!({"capacity": 4096, "head": 1024, "tail": 64, "used": 1088})
+    );
+    assert_eq!(
+        v["runs"][0]["steps"][0]["op_cycles"],
+        serde_json::json!([
+            {"index": 0, "name": "CONV_2D", "cycles": 1000},
+            {"index": 1, "name": null, "cycles": 250},
+        ])
+    );
+    // The step's other figures stay as they were.
+    assert_eq!(v["runs"][0]["steps"][0]["total_cycles"], 1500);
+}
+
 /// A step of three ops (op 1 offloaded) whose figures make one cycle one
 /// pixel: 600 cycles in all.
 fn offload_step() -> StepResult {

@@ -33,14 +33,26 @@ pub enum ConfigError {
         /// Why.
         problem: String,
     },
-    /// No board of that name.
-    #[error("unknown board {name:?}; defined boards: {known}")]
+    /// No board of that name, or none matching that glob.
+    #[error("{}", unknown_board(name, known))]
     Unknown {
-        /// Name asked for.
+        /// Name (or glob) asked for.
         name: String,
-        /// The defined ones.
-        known: String,
+        /// The defined boards' names.
+        known: Vec<String>,
     },
+}
+
+/// [`ConfigError::Unknown`]'s text: a glob that matches nothing says so; a
+/// name gets the closest defined names (a typo's likely meaning); both list
+/// the defined boards.
+fn unknown_board(name: &str, known: &[String]) -> String {
+    let defined = known.join(", ");
+    if name.contains(['*', '?']) {
+        return format!("{name:?} matches no board; defined boards: {defined}");
+    }
+    let tip = crate::suggest::did_you_mean(name, known.iter().map(String::as_str));
+    format!("unknown board {name:?}{tip}; defined boards: {defined}")
 }
 
 impl ConfigError {
@@ -63,6 +75,79 @@ pub(crate) fn read_toml<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T
     })?;
     toml::from_str(&text).map_err(|e| ConfigError::Parse {
         path: path.into(),
-        message: e.to_string().lines().collect::<Vec<_>>().join(" "),
+        message: parse_message(&text, &e),
     })
+}
+
+/// One line for a TOML or field error: where (line, column and the table
+/// it is in), then what; an unknown key is named with the closest known
+/// ones and every key the table takes (serde's own text lists them
+/// flattened behind the parser's source excerpt).
+fn parse_message(text: &str, error: &toml::de::Error) -> String {
+    let what = error.message().trim();
+    let what = match unknown_key(what) {
+        Some((key, known)) if known.is_empty() => {
+            format!("unknown key `{key}`: this table takes no keys")
+        }
+        Some((key, known)) => format!(
+            "unknown key `{key}`{}; the keys are: {}",
+            crate::suggest::did_you_mean(key, known.iter().copied()),
+            known.join(", ")
+        ),
+        // A wrong value: name its key, which the excerpt dropped showed.
+        None => {
+            let what = what.lines().collect::<Vec<_>>().join(" ");
+            match error.span().and_then(|span| key_at(text, span.start)) {
+                Some(key) => format!("key `{key}`: {what}"),
+                None => what,
+            }
+        }
+    };
+    match error.span() {
+        Some(span) => format!("{}: {what}", location(text, span.start)),
+        None => what,
+    }
+}
+
+/// The key of the `key = value` line holding byte `at` of `text`, if it is
+/// one.
+fn key_at(text: &str, at: usize) -> Option<&str> {
+    let start = text.get(..at)?.rfind('\n').map_or(0, |i| i + 1);
+    let line = text[start..].lines().next()?;
+    let key = line.split_once('=')?.0.trim();
+    let bare = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '"'));
+    bare.then_some(key)
+}
+
+/// `line 5, column 1` (in `[[steps]]` when under a table header) for byte
+/// offset `at` of `text`.
+fn location(text: &str, at: usize) -> String {
+    let before = text.get(..at).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+    // The header above: among the lines before this one.
+    let complete = &before[..before.rfind('\n').unwrap_or(0)];
+    let table = complete
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('['))
+        .map(|header| format!(" in {}", header.split('#').next().unwrap_or(header).trim()))
+        .unwrap_or_default();
+    format!("line {line}, column {column}{table}")
+}
+
+/// The key and the known keys of serde's ``unknown field `k`, expected one
+/// of `a`, `b` `` (or `` expected `a` or `b` ``, or `there are no fields`).
+fn unknown_key(message: &str) -> Option<(&str, Vec<&str>)> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (key, rest) = rest.split_once('`')?;
+    let known = match rest.split_once("expected") {
+        Some((_, list)) => list.split('`').skip(1).step_by(2).collect(),
+        None => Vec::new(),
+    };
+    Some((key, known))
 }

@@ -6,6 +6,7 @@ mod error;
 pub mod offload;
 pub mod pools;
 pub mod scenario;
+pub mod suggest;
 
 pub use error::ConfigError;
 /// The one CRC-32 of the project (the model hash the firmware reports and

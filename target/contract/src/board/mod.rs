@@ -468,7 +468,7 @@ pub fn load_named(boards_dir: &Path, name: &str) -> Result<Board, ConfigError> {
     known.sort();
     Err(ConfigError::Unknown {
         name: name.to_string(),
-        known: known.join(", "),
+        known,
     })
 }
 
@@ -501,11 +501,7 @@ pub fn select<'b>(boards: &'b [Board], pattern: &str) -> Result<Vec<&'b Board>, 
     if chosen.is_empty() {
         return Err(ConfigError::Unknown {
             name: pattern.to_string(),
-            known: boards
-                .iter()
-                .map(|b| b.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
+            known: boards.iter().map(|b| b.name.clone()).collect(),
         });
     }
     Ok(chosen)
