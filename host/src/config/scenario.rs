@@ -285,10 +285,20 @@ fn model_case(
             "a `model` scenario needs at least one [[steps]]",
         ));
     }
+    check_model_files(path, model, files, &steps)?;
     if expected_from_host {
         // The host runs the same runtime on the same inputs: the
         // firmware must agree with it byte for byte.
-        expected_on_host(model, &mut steps).map_err(|e| invalid(path, "expected_from_host", e))?;
+        // What fails here is the model's (it parsed, and its inputs
+        // fit): name it, and why the host ran it.
+        expected_on_host(model, &mut steps).map_err(|problem| ConfigError::Content {
+            path: path.to_path_buf(),
+            part: format!(
+                "model {}, run on the host for expected_from_host",
+                model.display()
+            ),
+            problem,
+        })?;
     } else if steps.iter().any(|s| s.expected.is_empty()) {
         return Err(invalid(
             path,
@@ -301,6 +311,97 @@ fn model_case(
         steps,
     };
     Ok((model.to_path_buf(), compare, vec![case]))
+}
+
+/// `model m.tflite`, `steps[0].inputs[1] (data/in.bin)`: a file by its
+/// place in the scenario, its path relative to the scenario's folder when
+/// it lies there.
+fn part(scenario: &Path, what: &str, file: &Path) -> String {
+    let dir = scenario.parent().unwrap_or(Path::new(""));
+    let shown = file.strip_prefix(dir).unwrap_or(file);
+    format!("{what} ({})", shown.display())
+}
+
+/// `1×16×16×3 int8 = 768 bytes`: what a tensor takes.
+fn tensor_size(t: &hilt_runtime::model::TensorInfo<'_>) -> String {
+    let dims: Vec<String> = t.shape().map(|d| d.to_string()).collect();
+    let dims = if dims.is_empty() {
+        "scalar".to_string()
+    } else {
+        dims.join("×")
+    };
+    let dtype = crate::host_run::tensor_type_name(t.dtype);
+    format!("{dims} {dtype} = {} bytes", t.bytes)
+}
+
+/// Checks a `model` scenario's files against each other before anything
+/// is built: the model parses and has a kernel for every operator, and
+/// every step gives one file per model input (and output, when expected
+/// files are given) of exactly the tensor's size. Each error names the
+/// file at fault by its place in the scenario, not the field that made
+/// the host look.
+fn check_model_files(
+    path: &Path,
+    model_path: &Path,
+    files: &[StepFiles],
+    steps: &[StepData],
+) -> Result<(), ConfigError> {
+    use crate::host_run::{check_supported, read_model, verify};
+    let content = |part: String, problem: String| ConfigError::Content {
+        path: path.to_path_buf(),
+        part,
+        problem,
+    };
+    let model_part = || format!("model {}", model_path.display());
+    if !model_path.is_file() {
+        return Err(content(model_part(), "does not exist".into()));
+    }
+    let bytes = read_model(model_path).map_err(|e| content(model_part(), e.to_string()))?;
+    let model = verify(model_path, &bytes).map_err(|e| content(model_part(), e.to_string()))?;
+    check_supported(&model).map_err(|e| content(model_part(), e.to_string()))?;
+    let inputs: Vec<_> = model.inputs().filter_map(|t| model.tensor(t)).collect();
+    let outputs: Vec<_> = model.outputs().filter_map(|t| model.tensor(t)).collect();
+    for (s, (step, data)) in files.iter().zip(steps).enumerate() {
+        let sides = [
+            ("inputs", "input", &step.inputs, &data.inputs, &inputs),
+            (
+                "expected",
+                "output",
+                &step.expected,
+                &data.expected,
+                &outputs,
+            ),
+        ];
+        for (field, side, names, contents, tensors) in sides {
+            if field == "expected" && names.is_empty() {
+                continue;
+            }
+            if names.len() != tensors.len() {
+                return Err(content(
+                    format!("steps[{s}].{field}"),
+                    format!(
+                        "{} files given, the model has {} {side}s",
+                        names.len(),
+                        tensors.len()
+                    ),
+                ));
+            }
+            for (i, ((name, bytes), t)) in names.iter().zip(contents).zip(tensors).enumerate() {
+                if bytes.len() != t.bytes as usize {
+                    return Err(content(
+                        part(path, &format!("steps[{s}].{field}[{i}]"), name),
+                        format!(
+                            "{} bytes, the model's {side} {i} ({}) takes {}",
+                            bytes.len(),
+                            t.name,
+                            tensor_size(t)
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Fills every step's expected outputs by running the model on the host

@@ -33,6 +33,19 @@ pub enum ConfigError {
         /// Why.
         problem: String,
     },
+    /// A file a scenario points at (its model, an input) that cannot
+    /// work with the rest: named by where it sits in the scenario
+    /// (`model m.tflite`, `steps[0].inputs[1] (in.bin)`), since the field
+    /// alone would not say which of several files is at fault.
+    #[error("{path}: {part}: {problem}")]
+    Content {
+        /// The scenario file.
+        path: PathBuf,
+        /// The file at fault, by its place in the scenario.
+        part: String,
+        /// Why.
+        problem: String,
+    },
     /// No board of that name.
     #[error("unknown board {name:?}; defined boards: {known}")]
     Unknown {

@@ -1,0 +1,146 @@
+//! `hilt run`, `gate` and `layout` as a user's first scenarios meet them:
+//! errors that name the file or figure at fault, checked before anything
+//! is built.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use hilt_runtime::schema::{BuiltinOperator, TensorType};
+use hilt_runtime::writer::{ModelWriter, Options};
+
+/// A fresh folder of the temp dir, for one test's files.
+fn temp_dir(test: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("hilt-cli-scenarios-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs `hilt` in folder `dir`.
+fn hilt_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hilt"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("run hilt")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The repository's tiny convnet: one int8 input of 1×16×16×3.
+fn tiny_convnet() -> String {
+    common::repo()
+        .join("scenarios/models/tiny_convnet_int8.tflite")
+        .display()
+        .to_string()
+}
+
+/// x → RELU → a → `op` → y, 4×4 float32 tensors.
+fn relu_then(op: BuiltinOperator) -> Vec<u8> {
+    let mut w = ModelWriter::new();
+    let x = w.input("x", TensorType::FLOAT32, &[4, 4]);
+    let a = w.tensor("a", TensorType::FLOAT32, &[4, 4]);
+    let y = w.output("y", TensorType::FLOAT32, &[4, 4]);
+    w.op(BuiltinOperator::RELU, &[Some(x)], &[a], Options::None);
+    w.op(op, &[Some(a)], &[y], Options::None);
+    w.finish()
+}
+
+/// A `model` scenario in `dir`: `model`, one step of `inputs`.
+fn model_scenario(dir: &Path, model: &str, inputs: &[&str], from_host: bool) -> PathBuf {
+    let inputs: Vec<String> = inputs.iter().map(|i| format!("{i:?}")).collect();
+    let text = format!(
+        "model = {model:?}\nexpected_from_host = {from_host}\nboards = [\"qemu-mps2-an386\"]\n\
+         [[steps]]\ninputs = [{}]\n{}",
+        inputs.join(", "),
+        if from_host {
+            ""
+        } else {
+            "expected = [\"out.bin\"]\n"
+        }
+    );
+    let path = dir.join("first.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn a_wrong_sized_input_is_named_by_its_step_and_file_not_expected_from_host() {
+    let dir = temp_dir("input-size");
+    std::fs::write(dir.join("in.bin"), [0u8; 100]).unwrap();
+    std::fs::write(dir.join("out.bin"), [0u8; 10]).unwrap();
+    for from_host in [true, false] {
+        let scenario = model_scenario(&dir, &tiny_convnet(), &["in.bin"], from_host);
+        let out = hilt_in(&dir, &["run", scenario.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains(
+                "first.toml: steps[0].inputs[0] (in.bin): 100 bytes, the model's input 0 \
+                 (image) takes 1×16×16×3 int8 = 768 bytes"
+            ) && !err.contains("expected_from_host")
+                && !err.contains("Compiling"),
+            "from_host {from_host}: {err}"
+        );
+    }
+    // Two files for a model of one input.
+    let scenario = model_scenario(&dir, &tiny_convnet(), &["in.bin", "in.bin"], true);
+    let err = stderr(&hilt_in(&dir, &["run", scenario.to_str().unwrap()]));
+    assert!(
+        err.contains("first.toml: steps[0].inputs: 2 files given, the model has 1 inputs"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_unsupported_op_is_blamed_on_the_model_file() {
+    let dir = temp_dir("unsupported");
+    // LSH_PROJECTION: no kernel in TFLM Micro either, so hilt never has one.
+    std::fs::write(
+        dir.join("m.tflite"),
+        relu_then(BuiltinOperator::LSH_PROJECTION),
+    )
+    .unwrap();
+    std::fs::write(dir.join("in.bin"), [0u8; 64]).unwrap();
+    std::fs::write(dir.join("out.bin"), [0u8; 64]).unwrap();
+    for from_host in [true, false] {
+        let scenario = model_scenario(&dir, "m.tflite", &["in.bin"], from_host);
+        let out = hilt_in(&dir, &["run", scenario.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        let err = stderr(&out);
+        let model = dir.join("m.tflite");
+        assert!(
+            err.contains(&format!(
+                "first.toml: model {}: 1 of the model's 2 operators has no kernel in hilt: \
+                 LSH_PROJECTION (1)\n  op 1 LSH_PROJECTION (float32 -> float32)",
+                model.display()
+            )) && !err.contains("expected_from_host"),
+            "from_host {from_host}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_model_the_host_cannot_run_for_expected_outputs_is_named() {
+    let dir = temp_dir("host-run");
+    // TRANSPOSE without its permutation input: set-up fails on the host.
+    std::fs::write(dir.join("m.tflite"), relu_then(BuiltinOperator::TRANSPOSE)).unwrap();
+    std::fs::write(dir.join("in.bin"), [0u8; 64]).unwrap();
+    let scenario = model_scenario(&dir, "m.tflite", &["in.bin"], true);
+    let out = hilt_in(&dir, &["run", scenario.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "first.toml: model {}, run on the host for expected_from_host: \
+             operator 1 (TRANSPOSE): input 1 is missing",
+            dir.join("m.tflite").display()
+        )) && !err.contains("field `expected_from_host`"),
+        "{err}"
+    );
+}
