@@ -103,6 +103,15 @@ fn natural_liveness(model: &Model<'_>, bytes: &[u8]) -> Liveness {
 /// Everything that can go wrong making a layout.
 #[derive(Debug, thiserror::Error)]
 pub enum LayoutError {
+    /// The arena (or the model's slot) cannot fit the board's memories:
+    /// refused before planning, as a firmware build would fail to link.
+    #[error("board {board}: {shortfall}")]
+    Budget {
+        /// The board.
+        board: String,
+        /// What does not fit, by how much.
+        shortfall: hilt_contract::board::MemoryShortfall,
+    },
     /// The model file could not be read.
     #[error("cannot read {path}: {source}")]
     Read {
@@ -377,6 +386,14 @@ pub fn layout_for_board(
     board: &Board,
     options: &LayoutOptions,
 ) -> Result<LayoutReport, LayoutError> {
+    let arena = options.arena.map_or(board.arena_size, |a| a as u64);
+    let model_len = std::fs::metadata(path).ok().map(|m| m.len());
+    board
+        .check_budget(arena, model_len)
+        .map_err(|shortfall| LayoutError::Budget {
+            board: board.name.clone(),
+            shortfall,
+        })?;
     let mut report = layout_file(path, options)?;
     report.board = Some(board.name.clone());
     Ok(report)

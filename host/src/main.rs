@@ -781,6 +781,10 @@ impl Workspace {
             scenarios.push(Arc::new(scenario));
         }
         let work = hilt::orchestrate::jobs_for(&scenarios, &self.boards, board_filter)?;
+        // Before any build: an arena that cannot fit fails only at the link.
+        for job in &work {
+            job.scenario.check_budget(&job.board)?;
+        }
         if work.is_empty() {
             anyhow::bail!(
                 "no (scenario, board) pair to run: check the scenarios' `boards` and --board"

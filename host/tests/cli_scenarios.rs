@@ -144,3 +144,100 @@ fn a_model_the_host_cannot_run_for_expected_outputs_is_named() {
         "{err}"
     );
 }
+
+#[test]
+fn an_arena_too_big_for_the_board_is_refused_by_layout_with_the_figures() {
+    let out = common::hilt([
+        "layout",
+        &tiny_convnet(),
+        "--board",
+        "qemu-netduinoplus2",
+        "--arena",
+        "1000000",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "board qemu-netduinoplus2: arena 1,000,000 B + stack 16,384 B do not fit \
+             RAM 131,072 B (by 885,312 B)"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    // The board's own arena still plans.
+    common::succeeded(&common::hilt([
+        "layout",
+        &tiny_convnet(),
+        "--board",
+        "qemu-netduinoplus2",
+    ]));
+}
+
+#[test]
+fn a_scenario_arena_too_big_for_a_board_is_refused_before_any_build() {
+    let dir = temp_dir("arena");
+    std::fs::write(dir.join("in.bin"), [0u8; 768]).unwrap();
+    let text = format!(
+        "model = {:?}\nexpected_from_host = true\narena_size = 1000000\n\
+         boards = [\"qemu-netduinoplus2\"]\n[[steps]]\ninputs = [\"in.bin\"]\n",
+        tiny_convnet()
+    );
+    std::fs::write(dir.join("big.toml"), text).unwrap();
+    let started = std::time::Instant::now();
+    let out = common::hilt([
+        "run",
+        dir.join("big.toml").to_str().unwrap(),
+        "--report-dir",
+        dir.join("reports").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "scenario big on board qemu-netduinoplus2: arena 1,000,000 B + stack 16,384 B \
+             do not fit RAM 131,072 B (by 885,312 B) (lower the scenario's arena_size)"
+        ) && !err.contains("rust-lld"),
+        "{err}"
+    );
+    // Refused up front, not after a firmware build.
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+}
+
+/// The budget refuses nothing that works today: every board's own arena
+/// with the least stack, and every repository scenario on every board it
+/// names (those whose conformance model is absent here are passed over).
+#[test]
+fn every_board_and_repository_scenario_fits_its_memory_budget() {
+    let repo = common::repo();
+    let boards = hilt::config::board::load_all(&repo.join("boards")).unwrap();
+    assert!(boards.len() >= 10, "{} boards", boards.len());
+    for board in &boards {
+        board
+            .check_budget(board.arena_size, None)
+            .unwrap_or_else(|e| panic!("{}: {e}", board.name));
+    }
+    let sets = hilt::conformance::locate_all(&repo);
+    let mut checked = 0;
+    for entry in std::fs::read_dir(repo.join("scenarios")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        let Ok(scenario) = hilt::config::scenario::load(&path, &sets) else {
+            eprintln!(
+                "{}: not loadable here (conformance set absent?)",
+                path.display()
+            );
+            continue;
+        };
+        let scenario = std::sync::Arc::new(scenario);
+        for job in hilt::orchestrate::jobs_for(&[scenario], &boards, None).unwrap() {
+            job.scenario
+                .check_budget(&job.board)
+                .unwrap_or_else(|e| panic!("{e}"));
+            checked += 1;
+        }
+    }
+    eprintln!("{checked} (scenario, board) pairs fit");
+    assert!(checked > 0);
+}

@@ -82,6 +82,31 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// Whether this scenario's arena (its own, else the board's) and model
+    /// can fit `board`'s memories ([`Board::check_budget`]): checked for
+    /// every pair before anything is built, since a link that does not
+    /// fit fails only after a minute of building.
+    ///
+    /// [`Board::check_budget`]: crate::config::board::Board::check_budget
+    pub fn check_budget(&self, board: &crate::config::board::Board) -> Result<(), ConfigError> {
+        use hilt_contract::board::MemoryShortfall;
+        let arena = self.arena_size.unwrap_or(board.arena_size);
+        let model_len = std::fs::metadata(&self.model).ok().map(|m| m.len());
+        board.check_budget(arena, model_len).map_err(|shortfall| {
+            let remedy = match shortfall {
+                MemoryShortfall::ModelSlot { .. } => "the model is too big for this board",
+                _ if self.arena_size.is_some() => "lower the scenario's arena_size",
+                _ => "lower arena_size in the board file",
+            };
+            ConfigError::Budget {
+                scenario: self.name.clone(),
+                board: board.name.clone(),
+                shortfall,
+                remedy,
+            }
+        })
+    }
+
     /// The runtime's pool layout for this scenario on `board` (checked by
     /// the contract: every pool named must be the board's).
     pub fn pool_layout(

@@ -46,6 +46,19 @@ pub enum ConfigError {
         /// Why.
         problem: String,
     },
+    /// A scenario's arena or model cannot fit a board it names: refused
+    /// before the firmware is built.
+    #[error("scenario {scenario} on board {board}: {shortfall} ({remedy})")]
+    Budget {
+        /// The scenario.
+        scenario: String,
+        /// The board.
+        board: String,
+        /// What does not fit, by how much.
+        shortfall: crate::board::MemoryShortfall,
+        /// What to change.
+        remedy: &'static str,
+    },
     /// No board of that name.
     #[error("unknown board {name:?}; defined boards: {known}")]
     Unknown {
