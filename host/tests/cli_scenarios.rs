@@ -241,3 +241,65 @@ fn every_board_and_repository_scenario_fits_its_memory_budget() {
     eprintln!("{checked} (scenario, board) pairs fit");
     assert!(checked > 0);
 }
+
+/// A snapshot file as the gate writes it (insta's header, then the body).
+fn snap(head: u32) -> String {
+    format!(
+        "---\nsource: host/src/gate.rs\nexpression: s\n---\nscenario: s\nboard: b\nlayout:\n  \
+         head: {head}\n  buffers:\n    - 'tensor 0 x: steps 0..1, size 16, align 16, offset 0'\n"
+    )
+}
+
+#[test]
+fn gate_accept_moves_the_pending_snapshot_over_the_accepted_one_without_cargo_insta() {
+    let dir = temp_dir("accept");
+    let snapshots = dir.join("snapshots");
+    std::fs::create_dir_all(&snapshots).unwrap();
+    for board in ["qemu-mps2-an386", "qemu-netduinoplus2"] {
+        std::fs::write(snapshots.join(format!("tiny@{board}.snap")), snap(16000)).unwrap();
+        std::fs::write(
+            snapshots.join(format!("tiny@{board}.snap.new")),
+            snap(72736),
+        )
+        .unwrap();
+    }
+    let snaps = snapshots.to_str().unwrap();
+    let out = common::hilt([
+        "gate",
+        "--accept",
+        "scenarios/tiny.toml",
+        "--board",
+        "qemu-mps2-an386",
+        "--snapshots",
+        snaps,
+    ]);
+    let text = common::succeeded(&out);
+    assert!(
+        text.contains("accepted tiny @ qemu-mps2-an386: layout head: 16000 → 72736\n")
+            && text.contains("1 snapshot(s) accepted in "),
+        "{text}"
+    );
+    let accepted = std::fs::read_to_string(snapshots.join("tiny@qemu-mps2-an386.snap")).unwrap();
+    assert_eq!(accepted, snap(72736));
+    assert!(!snapshots.join("tiny@qemu-mps2-an386.snap.new").exists());
+    // The other board's change waits for its own accept.
+    assert!(snapshots.join("tiny@qemu-netduinoplus2.snap.new").exists());
+    // Asking again for the same pair: nothing is pending, and it says where it looked.
+    let out = common::hilt([
+        "gate",
+        "--accept",
+        "tiny",
+        "--board",
+        "qemu-mps2-an386",
+        "--snapshots",
+        snaps,
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains(&format!(
+            "nothing to accept: no pending snapshot (.snap.new) in {snaps} for tiny on qemu-mps2-an386"
+        )),
+        "{}",
+        stderr(&out)
+    );
+}
