@@ -57,7 +57,8 @@ enum Command {
         #[arg(long)]
         repo: Option<PathBuf>,
         /// Write junit.xml, summary.json and report.html here, updated as
-        /// each board finishes [default: the repository's build/reports].
+        /// each board finishes [default: the repository's build/reports;
+        /// ./hilt-reports when every scenario lies outside the repository].
         #[arg(long)]
         report_dir: Option<PathBuf>,
         /// Run only this host's share, I of N (1-based), of the sorted
@@ -92,7 +93,8 @@ enum Command {
         repo: Option<PathBuf>,
         /// Write junit.xml, summary.json and report.html here (a changed
         /// snapshot is a failed test case), updated as each board finishes
-        /// [default: the repository's build/reports/gate].
+        /// [default: the repository's build/reports/gate; ./hilt-reports/gate
+        /// when every scenario lies outside the repository].
         #[arg(long)]
         report_dir: Option<PathBuf>,
         /// Gate only this host's share, I of N (1-based), of the sorted
@@ -430,7 +432,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         } => {
             let place = Workspace::find(&scenarios, repo, boards_dir, offload)?;
             let reporting = RunReporting {
-                report_dir: report_dir.unwrap_or_else(|| place.repo.join("build/reports")),
+                report_dir: report_dir.unwrap_or_else(|| {
+                    hilt::paths::default_report_dir(&place.repo, &scenarios, None)
+                }),
                 shard,
             };
             run_scenarios(&place, &scenarios, board.as_deref(), jobs, &reporting)
@@ -452,7 +456,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             let place = Workspace::find(&scenarios, repo, boards_dir, offload)?;
             let reporting = RunReporting {
-                report_dir: report_dir.unwrap_or_else(|| place.repo.join("build/reports/gate")),
+                report_dir: report_dir.unwrap_or_else(|| {
+                    hilt::paths::default_report_dir(&place.repo, &scenarios, Some("gate"))
+                }),
                 shard,
             };
             let snapshots = snapshots.unwrap_or_else(|| place.repo.join("snapshots/gate"));

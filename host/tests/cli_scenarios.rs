@@ -88,6 +88,26 @@ fn a_wrong_sized_input_is_named_by_its_step_and_file_not_expected_from_host() {
             "from_host {from_host}: {err}"
         );
     }
+    // A right input and a wrong expected output.
+    std::fs::write(dir.join("ok.bin"), [0u8; 768]).unwrap();
+    let scenario = model_scenario(&dir, &tiny_convnet(), &["ok.bin"], false);
+    let err = stderr(&hilt_in(&dir, &["run", scenario.to_str().unwrap()]));
+    assert!(
+        err.contains(
+            "first.toml: steps[0].expected[0] (out.bin): 10 bytes, the model's output 0 \
+             (probabilities) takes 1×4 int8 = 4 bytes"
+        ),
+        "{err}"
+    );
+    // Expected files the host's outputs replace are not checked (nor read
+    // for their size): such a scenario loads.
+    let text = format!(
+        "model = {:?}\nexpected_from_host = true\nboards = [\"qemu-mps2-an386\"]\n\
+         [[steps]]\ninputs = [\"ok.bin\"]\nexpected = [\"out.bin\"]\n",
+        tiny_convnet()
+    );
+    std::fs::write(dir.join("first.toml"), text).unwrap();
+    hilt::config::scenario::load(&dir.join("first.toml"), &[]).unwrap();
     // Two files for a model of one input.
     let scenario = model_scenario(&dir, &tiny_convnet(), &["in.bin", "in.bin"], true);
     let err = stderr(&hilt_in(&dir, &["run", scenario.to_str().unwrap()]));
@@ -301,5 +321,81 @@ fn gate_accept_moves_the_pending_snapshot_over_the_accepted_one_without_cargo_in
         )),
         "{}",
         stderr(&out)
+    );
+}
+
+/// `hilt ARGS` in `dir` on a scenario of one pair, as shard 9 of 9: the
+/// shard is empty, so nothing is built or run, but the reports are written
+/// where they would be.
+fn empty_shard(dir: &Path, command: &str, scenario: &Path, extra: &[&str]) -> String {
+    let mut args = vec![command, scenario.to_str().unwrap(), "--shard", "9/9"];
+    args.extend_from_slice(extra);
+    let out = hilt_in(dir, &args);
+    common::succeeded(&out)
+}
+
+#[test]
+fn a_scenario_outside_the_repository_reports_into_hilt_reports_where_hilt_ran() {
+    let dir = temp_dir("reports");
+    std::fs::write(dir.join("in.bin"), [0u8; 768]).unwrap();
+    let scenario = model_scenario(&dir, &tiny_convnet(), &["in.bin"], true);
+    let text = empty_shard(&dir, "run", &scenario, &[]);
+    let reports = dir.join("hilt-reports");
+    assert!(
+        text.contains(&format!(
+            "reports: {}\n",
+            reports.join("report.html").display()
+        )),
+        "{text}"
+    );
+    assert!(reports.join("summary.json").is_file());
+    let snapshots = dir.join("snapshots");
+    let snaps = snapshots.to_str().unwrap();
+    let text = empty_shard(&dir, "gate", &scenario, &["--snapshots", snaps]);
+    assert!(
+        text.contains(&format!(
+            "reports: {}\n",
+            reports.join("gate/report.html").display()
+        )),
+        "{text}"
+    );
+    assert!(reports.join("gate/summary.json").is_file());
+    // --report-dir still wins.
+    let own = dir.join("mine");
+    let text = empty_shard(
+        &dir,
+        "run",
+        &scenario,
+        &["--report-dir", own.to_str().unwrap()],
+    );
+    assert!(
+        text.contains(&format!("reports: {}\n", own.join("report.html").display())),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_repository_scenario_reports_into_the_repositorys_build_reports() {
+    let repo = common::repo();
+    let inside = [repo.join("scenarios/smoke_reshape.toml")];
+    assert_eq!(
+        hilt::paths::default_report_dir(&repo, &inside, None),
+        std::fs::canonicalize(&repo).unwrap().join("build/reports")
+    );
+    assert_eq!(
+        hilt::paths::default_report_dir(&repo, &[], Some("gate")),
+        std::fs::canonicalize(&repo)
+            .unwrap()
+            .join("build/reports/gate")
+    );
+    // One scenario inside is enough to keep the repository's folder.
+    let outside = std::env::temp_dir().join("elsewhere.toml");
+    assert_eq!(
+        hilt::paths::default_report_dir(&repo, &[outside.clone(), inside[0].clone()], None),
+        std::fs::canonicalize(&repo).unwrap().join("build/reports")
+    );
+    assert_eq!(
+        hilt::paths::default_report_dir(&repo, &[outside], Some("gate")),
+        std::env::current_dir().unwrap().join("hilt-reports/gate")
     );
 }
