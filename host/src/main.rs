@@ -58,7 +58,8 @@ enum Command {
         repo: Option<PathBuf>,
         /// Write junit.xml, summary.json and report.html here, updated as
         /// each board finishes [default: the repository's build/reports;
-        /// ./hilt-reports when every scenario lies outside the repository].
+        /// ./hilt-reports when hilt runs outside the repository on
+        /// scenarios that all lie outside it].
         #[arg(long)]
         report_dir: Option<PathBuf>,
         /// Run only this host's share, I of N (1-based), of the sorted
@@ -94,7 +95,8 @@ enum Command {
         /// Write junit.xml, summary.json and report.html here (a changed
         /// snapshot is a failed test case), updated as each board finishes
         /// [default: the repository's build/reports/gate; ./hilt-reports/gate
-        /// when every scenario lies outside the repository].
+        /// when hilt runs outside the repository on scenarios that all lie
+        /// outside it].
         #[arg(long)]
         report_dir: Option<PathBuf>,
         /// Gate only this host's share, I of N (1-based), of the sorted

@@ -394,8 +394,142 @@ fn a_repository_scenario_reports_into_the_repositorys_build_reports() {
         hilt::paths::default_report_dir(&repo, &[outside.clone(), inside[0].clone()], None),
         std::fs::canonicalize(&repo).unwrap().join("build/reports")
     );
+    // So is running hilt inside it (as the repository's own tests do, on
+    // scenarios they write to the temp folder): nothing lands in the tree.
+    // (cargo runs this test in host/, inside the repository.)
+    assert!(
+        std::env::current_dir()
+            .unwrap()
+            .starts_with(std::fs::canonicalize(&repo).unwrap())
+    );
     assert_eq!(
         hilt::paths::default_report_dir(&repo, &[outside], Some("gate")),
-        std::env::current_dir().unwrap().join("hilt-reports/gate")
+        std::fs::canonicalize(&repo)
+            .unwrap()
+            .join("build/reports/gate")
     );
+}
+
+/// A chain of `n` RELUs over 16 floats: every plan's head is two tensors,
+/// while the optimal search's workspace grows with the request count.
+fn relu_chain(n: usize) -> Vec<u8> {
+    let mut w = ModelWriter::new();
+    let mut x = w.input("x", TensorType::FLOAT32, &[16]);
+    for i in 0..n {
+        let y = if i + 1 == n {
+            w.output("y", TensorType::FLOAT32, &[16])
+        } else {
+            w.tensor(&format!("t{i}"), TensorType::FLOAT32, &[16])
+        };
+        w.op(BuiltinOperator::RELU, &[Some(x)], &[y], Options::None);
+        x = y;
+    }
+    w.finish()
+}
+
+fn layout_with(
+    path: &Path,
+    board: Option<&hilt::config::board::Board>,
+    planner: hilt_runtime::planner::PlannerKind,
+) -> Result<hilt::layout::LayoutReport, hilt::layout::LayoutError> {
+    use hilt::layout::{LayoutOptions, layout_file, layout_for_board};
+    match board {
+        None => layout_file(
+            path,
+            &LayoutOptions {
+                planner,
+                ..LayoutOptions::default()
+            },
+        ),
+        Some(board) => layout_for_board(
+            path,
+            board,
+            &LayoutOptions {
+                planner,
+                ..LayoutOptions::for_board(board)
+            },
+        ),
+    }
+}
+
+#[test]
+fn optimal_keeps_greedys_plan_when_its_search_would_commit_more_and_says_so() {
+    use hilt_runtime::planner::PlannerKind::{Greedy, Optimal};
+    let dir = temp_dir("optimal");
+    let model = dir.join("chain.tflite");
+    std::fs::write(&model, relu_chain(24)).unwrap();
+    let greedy = layout_with(&model, None, Greedy).unwrap();
+    let optimal = layout_with(&model, None, Optimal).unwrap();
+    // The search's workspace (11 words a request) dwarfs a 128-byte head.
+    assert!(greedy.setup > greedy.head, "{greedy:?}");
+    assert_eq!(optimal.kept, Some("greedy"));
+    assert_eq!((optimal.head, optimal.total), (greedy.head, greedy.total));
+    let table = hilt::layout::render_table(&optimal, "chain.tflite");
+    assert!(
+        table.contains(
+            "(greedy plan kept: optimal's search needs more set-up memory than greedy's whole \
+             plan commits, so its total would be larger)"
+        ) && table.contains(&format!(
+            "(total: the arena's peak, the tail plus the higher of the head and the set-up \
+             memory planning used below it: {} B of requests and planner workspace; guards and \
+             alignment included)",
+            greedy.setup
+        )),
+        "{table}"
+    );
+    // The CLI prints the same.
+    let out = common::succeeded(&common::hilt([
+        "layout",
+        model.to_str().unwrap(),
+        "--planner",
+        "optimal",
+    ]));
+    assert!(out.contains("(greedy plan kept: "), "{out}");
+    // Greedy's own table explains total too, and keeps no other plan.
+    let table = hilt::layout::render_table(&greedy, "chain.tflite");
+    assert!(table.contains("(total: the arena's peak") && !table.contains("plan kept"));
+}
+
+/// The property behind it, on every conformance model a board plans:
+/// optimal never commits more than greedy (`--board qemu-mps2-an386`).
+#[test]
+fn optimal_never_commits_more_than_greedy_on_any_conformance_model() {
+    use hilt_runtime::planner::PlannerKind::{Greedy, Optimal};
+    let board =
+        hilt::config::board::load_named(&common::repo().join("boards"), "qemu-mps2-an386").unwrap();
+    let mut checked = 0;
+    for (dir, models) in common::conformance_sets() {
+        for entry in models {
+            let path = dir.join(&entry.model);
+            let greedy = match layout_with(&path, Some(&board), Greedy) {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("{}: not planned on the board ({e})", entry.name);
+                    continue;
+                }
+            };
+            let optimal = layout_with(&path, Some(&board), Optimal)
+                .unwrap_or_else(|e| panic!("{}: {e}", entry.name));
+            eprintln!(
+                "{:<36} greedy {:>8} optimal {:>8}{}",
+                entry.name,
+                greedy.total,
+                optimal.total,
+                optimal
+                    .kept
+                    .map_or(String::new(), |k| format!(" ({k}'s plan kept)"))
+            );
+            assert!(
+                optimal.total <= greedy.total && optimal.head <= greedy.head,
+                "{}: optimal total {} head {} against greedy total {} head {}",
+                entry.name,
+                optimal.total,
+                optimal.head,
+                greedy.total,
+                greedy.head
+            );
+            checked += 1;
+        }
+    }
+    eprintln!("{checked} conformance models checked");
 }

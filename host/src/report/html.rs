@@ -237,6 +237,8 @@ pub(super) fn board_layout(
         head,
         tail,
         total: head.saturating_add(tail),
+        setup: 0,
+        kept: None,
         lower_bound,
         pools: run
             .pools
