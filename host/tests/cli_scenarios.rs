@@ -533,3 +533,29 @@ fn optimal_never_commits_more_than_greedy_on_any_conformance_model() {
     }
     eprintln!("{checked} conformance models checked");
 }
+
+/// Each memory the budget checks, on the board whose layout has it: the
+/// arena's own region, and a model slot too big for the flash.
+#[test]
+fn the_budget_names_the_arena_region_and_the_model_slot_that_do_not_fit() {
+    let boards = common::repo().join("boards");
+    let disco = hilt::config::board::load_named(&boards, "stm32f746g-disco").unwrap();
+    assert_eq!(
+        disco.check_budget(300_000, None).unwrap_err().to_string(),
+        "arena 300,000 B does not fit the ARENA region 262,144 B (by 37,856 B)"
+    );
+    disco.check_budget(disco.arena_size, None).unwrap();
+    let netduino = hilt::config::board::load_named(&boards, "qemu-netduinoplus2").unwrap();
+    assert_eq!(
+        netduino
+            .check_budget(netduino.arena_size, Some(1_067_648))
+            .unwrap_err()
+            .to_string(),
+        "model slot 1,067,712 B (the model and its 64-byte header) leaves no room for the code \
+         in FLASH 1,048,576 B (over by at least 19,137 B)"
+    );
+    // person_detect (294 KiB) fits, as the gate runs it there.
+    netduino
+        .check_budget(netduino.arena_size, Some(300_568))
+        .unwrap();
+}
