@@ -492,10 +492,9 @@ fn build_base(
     Ok(elf)
 }
 
-/// The least stack a firmware is given: the agent's session, a kernel's
-/// prepare and the deepest invoke together need about 10 KiB on Cortex-M
-/// (seen: 9.4 KiB was not enough); the rest is margin.
-pub const MIN_STACK_BYTES: u64 = 16 * 1024;
+/// The least stack a firmware is given (the board's memory budget, checked
+/// before a build, counts the same).
+pub const MIN_STACK_BYTES: u64 = hilt_contract::board::MIN_STACK_BYTES;
 
 /// The stack grows down from the top of RAM towards the arena, which sits
 /// after the firmware's data: a stack that reaches the arena corrupts the

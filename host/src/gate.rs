@@ -15,8 +15,9 @@
 //! `.snap.new` so that the improvement can be accepted (ratcheted).
 //!
 //! Snapshots are insta YAML files (`SCENARIO@BOARD.snap`). A difference
-//! leaves `SCENARIO@BOARD.snap.new` beside the old one, which
-//! `cargo insta review` shows and accepts like any insta snapshot.
+//! leaves `SCENARIO@BOARD.snap.new` beside the old one, which `hilt gate
+//! --accept` moves over it (see [`accept`]), or `cargo insta review` shows
+//! and accepts like any insta snapshot (cargo-insta is not needed).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -341,6 +342,193 @@ impl Verdict {
     }
 }
 
+/// The difference to read first among a run's `diffs`: the arena's own
+/// figures (`layout head: 16000 → 72736`; head, then tail, used and
+/// capacity), which every buffer move follows from, else any layout
+/// entry, else the first difference (a slower op).
+pub fn headline(diffs: &[String]) -> Option<&str> {
+    [
+        "layout head:",
+        "layout tail:",
+        "layout used:",
+        "layout capacity:",
+        "layout",
+    ]
+    .iter()
+    .find_map(|prefix| diffs.iter().find(|d| d.starts_with(prefix)))
+    .or_else(|| diffs.first())
+    .map(String::as_str)
+}
+
+/// `accept with: hilt gate --accept SCENARIO --board BOARD (or cargo insta
+/// review)`: how to accept one run's pending snapshot, with `--snapshots`
+/// when the gate ran against another folder than the repository's.
+pub fn accept_hint(scenario: &str, board: &str, snapshots: Option<&Path>) -> String {
+    let folder = snapshots.map_or(String::new(), |d| format!(" --snapshots {}", d.display()));
+    format!(
+        "accept with: hilt gate --accept {scenario} --board {board}{folder} (or cargo insta review)"
+    )
+}
+
+/// How a gated run's report message starts when its snapshot changed,
+/// and when it has none yet: the report calls such a run CHANGED or NEW,
+/// not a MISMATCH of its outputs (its outputs matched).
+pub const SNAPSHOT_CHANGED: &str = "snapshot changed: ";
+/// See [`SNAPSHOT_CHANGED`].
+pub const SNAPSHOT_NEW: &str = "no accepted snapshot";
+
+/// What a changed run's report says: the headline first, every other
+/// difference once below it, then how to accept (one line each).
+pub fn changed_message(scenario: &str, board: &str, diffs: &[String]) -> String {
+    let first = headline(diffs).unwrap_or("");
+    let mut lines = vec![format!("{SNAPSHOT_CHANGED}{first}")];
+    lines.extend(diffs.iter().filter(|d| d.as_str() != first).cloned());
+    lines.push(accept_hint(scenario, board, None));
+    lines.join("\n")
+}
+
+/// One verdict as `hilt gate` prints it: a line naming the run and, for a
+/// change, its headline; with `full`, every other difference once below
+/// it (the gate prints them as the run finishes, and only the headline in
+/// its closing list); and, for anything pending, how to accept it.
+/// `snapshots`: the `--snapshots` folder, when one was given.
+pub fn verdict_text(
+    scenario: &str,
+    board: &str,
+    verdict: &Verdict,
+    snapshots: Option<&Path>,
+    full: bool,
+) -> String {
+    let key = format!("{scenario} @ {board}");
+    let accept = format!("           {}", accept_hint(scenario, board, snapshots));
+    let mut lines = Vec::new();
+    match verdict {
+        Verdict::Unchanged => lines.push(format!("ok       {key}")),
+        Verdict::Faster(diffs) => {
+            lines.push(format!("ok       {key} (faster; accept to keep the gain):"));
+            lines.extend(diffs.iter().map(|d| format!("           {d}")));
+            lines.push(accept);
+        }
+        Verdict::New => {
+            lines.push(format!("NEW      {key}: no accepted snapshot"));
+            lines.push(accept);
+        }
+        Verdict::Changed(diffs) => {
+            let first = headline(diffs).unwrap_or("");
+            let more = diffs.len().saturating_sub(1);
+            if full {
+                lines.push(format!("CHANGED  {key}: {first}"));
+                lines.extend(
+                    diffs
+                        .iter()
+                        .filter(|d| d.as_str() != first)
+                        .map(|d| format!("           {d}")),
+                );
+            } else if more > 0 {
+                lines.push(format!("CHANGED  {key}: {first} (and {more} more, above)"));
+            } else {
+                lines.push(format!("CHANGED  {key}: {first}"));
+            }
+            lines.push(accept);
+        }
+        Verdict::RunFailed(m) => lines.push(format!("FAILED   {key}: {m}")),
+    }
+    lines.join("\n")
+}
+
+/// Why accepting pending snapshots failed, naming the file.
+#[derive(Debug, thiserror::Error)]
+pub enum AcceptError {
+    /// The snapshots folder could not be listed.
+    #[error("cannot list the snapshots folder {path}: {source}")]
+    List {
+        /// The folder.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A pending snapshot could not replace the accepted one.
+    #[error("cannot accept {path}: {source}")]
+    Rename {
+        /// The `.snap.new`.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// One pending snapshot accepted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Accepted {
+    /// Scenario name.
+    pub scenario: String,
+    /// Board name.
+    pub board: String,
+    /// What changed, as the gate said it (`new snapshot` when there was
+    /// none): its headline and how many differences in all.
+    pub change: String,
+}
+
+/// `hilt gate --accept`: every pending snapshot of `dir`
+/// (`SCENARIO@BOARD.snap.new`) of the scenarios named (by name or file:
+/// the stem counts; all when none) on the boards `board` matches (a name
+/// or glob; all when None) replaces its accepted snapshot, as `cargo insta
+/// review` does on accept. Nothing is run: the gate wrote them.
+pub fn accept(
+    dir: &Path,
+    scenarios: &[String],
+    board: Option<&str>,
+) -> Result<Vec<Accepted>, AcceptError> {
+    let entries = std::fs::read_dir(dir).map_err(|source| AcceptError::List {
+        path: dir.into(),
+        source,
+    })?;
+    let mut pending: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".snap.new"))
+        .collect();
+    pending.sort();
+    let mut accepted = Vec::new();
+    for new in pending {
+        let file = new.file_name().unwrap_or_default().to_string_lossy();
+        let Some((scenario, board_name)) = file.trim_end_matches(".snap.new").split_once('@')
+        else {
+            continue;
+        };
+        let wanted = scenarios.is_empty() || scenarios.iter().any(|s| s == scenario);
+        if !wanted || board.is_some_and(|b| !hilt_contract::board::glob_match(b, board_name)) {
+            continue;
+        }
+        let old = new.with_extension("");
+        let change = match (read_snapshot(&old), read_snapshot(&new)) {
+            (Some(before), Some(after)) => {
+                let moved = compare(&before, &after, Tolerance::EXACT);
+                let all: Vec<String> = moved
+                    .regressions
+                    .into_iter()
+                    .chain(moved.improvements)
+                    .collect();
+                match headline(&all) {
+                    Some(h) if all.len() > 1 => format!("{h} (and {} more)", all.len() - 1),
+                    Some(h) => h.to_string(),
+                    None => "no difference".into(),
+                }
+            }
+            _ => "new snapshot".into(),
+        };
+        std::fs::rename(&new, &old).map_err(|source| AcceptError::Rename {
+            path: new.clone(),
+            source,
+        })?;
+        accepted.push(Accepted {
+            scenario: scenario.to_string(),
+            board: board_name.to_string(),
+            change,
+        });
+    }
+    Ok(accepted)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -615,6 +803,116 @@ mod tests {
                     && d.ends_with("to step 2 (job of op 1)")),
             "{moved:?}"
         );
+    }
+
+    #[test]
+    fn the_headline_is_the_arena_figure_then_any_layout_change() {
+        let diffs: Vec<String> = vec![
+            "op 2 CONV_2D: 10 → 12 cycles (+20.0%, slower)".into(),
+            "buffer tensor 3 x: offset 0 → 64".into(),
+            "layout used: 7384 → 7448".into(),
+            "layout head: 16000 → 72736".into(),
+        ];
+        assert_eq!(headline(&diffs), Some("layout head: 16000 → 72736"));
+        assert_eq!(headline(&diffs[..3]), Some("layout used: 7384 → 7448"));
+        assert_eq!(headline(&diffs[..1]), Some(diffs[0].as_str()));
+        assert_eq!(headline(&[]), None);
+    }
+
+    #[test]
+    fn a_change_prints_its_headline_first_its_diff_once_and_how_to_accept() {
+        let diffs: Vec<String> = vec![
+            "buffer tensor 3 x: offset 0 → 64".into(),
+            "layout head: 16000 → 72736".into(),
+        ];
+        let verdict = Verdict::Changed(diffs);
+        assert_eq!(
+            verdict_text("tiny", "qemu-mps2-an386", &verdict, None, true),
+            "CHANGED  tiny @ qemu-mps2-an386: layout head: 16000 → 72736\n\
+             \x20          buffer tensor 3 x: offset 0 → 64\n\
+             \x20          accept with: hilt gate --accept tiny --board qemu-mps2-an386 \
+             (or cargo insta review)"
+        );
+        // The closing list: the headline alone, pointing at the diff above.
+        let dir = Path::new("/tmp/snaps");
+        assert_eq!(
+            verdict_text("tiny", "b", &verdict, Some(dir), false),
+            "CHANGED  tiny @ b: layout head: 16000 → 72736 (and 1 more, above)\n\
+             \x20          accept with: hilt gate --accept tiny --board b --snapshots /tmp/snaps \
+             (or cargo insta review)"
+        );
+        let new = verdict_text("tiny", "b", &Verdict::New, None, true);
+        assert!(
+            new.starts_with("NEW      tiny @ b: no accepted snapshot\n"),
+            "{new}"
+        );
+        assert!(
+            new.ends_with("accept with: hilt gate --accept tiny --board b (or cargo insta review)")
+        );
+        let faster = verdict_text(
+            "t",
+            "b",
+            &Verdict::Faster(vec!["op 1: faster".into()]),
+            None,
+            true,
+        );
+        assert!(
+            faster.contains("op 1: faster\n") && faster.contains("hilt gate --accept t --board b")
+        );
+        assert_eq!(
+            verdict_text("t", "b", &Verdict::Unchanged, None, true),
+            "ok       t @ b"
+        );
+    }
+
+    #[test]
+    fn accepting_moves_the_chosen_pending_snapshots_over_the_accepted_ones() {
+        let dir = std::env::temp_dir().join(format!("hilt-gate-accept-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let old = snapshot(16000, &[100]);
+        let new = snapshot(72736, &[120]);
+        for board in ["qemu-a", "qemu-b"] {
+            write_snapshot(&snapshot_path(&dir, "s", board), &old, "s").unwrap();
+            write_snapshot(
+                &snapshot_path(&dir, "s", board).with_extension("snap.new"),
+                &new,
+                "s",
+            )
+            .unwrap();
+        }
+        write_snapshot(&dir.join("fresh@qemu-a.snap.new"), &new, "fresh").unwrap();
+        let accepted = accept(&dir, &["s".into()], Some("qemu-a")).unwrap();
+        assert_eq!(
+            accepted,
+            vec![Accepted {
+                scenario: "s".into(),
+                board: "qemu-a".into(),
+                change: "layout head: 16000 → 72736 (and 2 more)".into(),
+            }]
+        );
+        assert_eq!(
+            read_snapshot(&dir.join("s@qemu-a.snap")).as_deref(),
+            Some(new.as_str())
+        );
+        assert!(!dir.join("s@qemu-a.snap.new").exists());
+        // Other boards and scenarios keep theirs until asked.
+        assert!(
+            dir.join("s@qemu-b.snap.new").exists() && dir.join("fresh@qemu-a.snap.new").exists()
+        );
+        let rest = accept(&dir, &[], None).unwrap();
+        let changes: Vec<&str> = rest.iter().map(|a| a.change.as_str()).collect();
+        assert_eq!(
+            changes,
+            ["new snapshot", "layout head: 16000 → 72736 (and 2 more)"]
+        );
+        assert!(accept(&dir, &[], None).unwrap().is_empty());
+        let missing = accept(&dir.join("nope"), &[], None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            missing.starts_with("cannot list the snapshots folder ") && missing.contains("nope")
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -104,6 +104,15 @@ fn natural_liveness(model: &Model<'_>, bytes: &[u8]) -> Liveness {
 /// Everything that can go wrong making a layout.
 #[derive(Debug, thiserror::Error)]
 pub enum LayoutError {
+    /// The arena (or the model's slot) cannot fit the board's memories:
+    /// refused before planning, as a firmware build would fail to link.
+    #[error("board {board}: {shortfall}")]
+    Budget {
+        /// The board.
+        board: String,
+        /// What does not fit, by how much.
+        shortfall: hilt_contract::board::MemoryShortfall,
+    },
     /// The model file could not be read.
     #[error("cannot read {path}: {source}")]
     Read {
@@ -260,6 +269,16 @@ pub struct LayoutReport {
     pub tail: u32,
     /// The arena's true peak (head or set-up memory, plus tail).
     pub total: u32,
+    /// Set-up memory in the head's place while planning: the buffer
+    /// requests and the planner's workspace (why `total` can exceed
+    /// `head + tail`). Not in the JSON, whose figures stay as accepted.
+    #[serde(skip)]
+    pub setup: u32,
+    /// The planner whose plan set-up kept instead of `planner`'s, when
+    /// `planner`'s own would have committed a larger total (optimal's
+    /// search workspace above greedy's whole plan).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept: Option<&'static str>,
     /// Liveness lower bound for the head.
     pub lower_bound: u32,
     /// The arena's memory pools (split arenas only).
@@ -381,6 +400,14 @@ pub fn layout_for_board(
     board: &Board,
     options: &LayoutOptions,
 ) -> Result<LayoutReport, LayoutError> {
+    let arena = options.arena.map_or(board.arena_size, |a| a as u64);
+    let model_len = std::fs::metadata(path).ok().map(|m| m.len());
+    board
+        .check_budget(arena, model_len)
+        .map_err(|shortfall| LayoutError::Budget {
+            board: board.name.clone(),
+            shortfall,
+        })?;
     let mut report = layout_file(path, options)?;
     report.board = Some(board.name.clone());
     Ok(report)
@@ -598,11 +625,11 @@ fn plan_activations(
         &alloc_options(options),
         &[],
         |plan| {
-            report = Some((rows(model, plan), plan.head_start));
+            report = Some((rows(model, plan), plan.head_start, plan.planner));
         },
     )
     .map_err(BytesError::Alloc)?;
-    let ((mut buffers, head, tail, lower_bound), head_start) =
+    let ((mut buffers, head, tail, lower_bound), head_start, used) =
         report.expect("allocate calls the report callback before it commits");
     let pools = mark_pools(
         options,
@@ -619,6 +646,8 @@ fn plan_activations(
         head,
         tail,
         total: allocation.used_bytes,
+        setup: allocation.temp_bytes,
+        kept: (used != planner.name()).then_some(used),
         lower_bound,
         pools,
         buffers,
@@ -649,10 +678,10 @@ fn plan_interpreter(
     let mut report = None;
     let allocation = *interpreter
         .allocate_with_report(planner, &alloc_options(options), |plan| {
-            report = Some((rows(model, plan), plan.head_start));
+            report = Some((rows(model, plan), plan.head_start, plan.planner));
         })
         .map_err(BytesError::Interpreter)?;
-    let ((mut buffers, _, _, lower_bound), head_start) =
+    let ((mut buffers, _, _, lower_bound), head_start, used) =
         report.expect("allocate calls the report callback before it commits");
     let pools = mark_pools(
         options,
@@ -679,6 +708,8 @@ fn plan_interpreter(
         head: allocation.head.len,
         tail: allocation.tail_bytes,
         total: interpreter.arena_used_bytes() as u32,
+        setup: allocation.temp_bytes,
+        kept: (used != planner.name()).then_some(used),
         lower_bound,
         pools,
         buffers,
@@ -749,6 +780,34 @@ fn kib(bytes: u32) -> String {
     format!("{:.2} KiB", f64::from(bytes) / 1024.0)
 }
 
+/// What `total` counts, under the figures: the arena's peak is its tail
+/// plus the higher of the head and the set-up memory planning used in the
+/// head's place (requests and planner workspace; with kernels, their
+/// prepare's temp memory too), so it can exceed `head + tail`. And, when
+/// set-up kept another planner's plan for a smaller total, which and why.
+fn render_total_note(out: &mut String, report: &LayoutReport) {
+    let _ = writeln!(
+        out,
+        "  (total: the arena's peak, the tail plus the higher of the head and the set-up \
+         memory planning used below it: {} B of requests and planner workspace{}; \
+         guards and alignment included)",
+        report.setup,
+        if report.covers == Coverage::Interpreter {
+            ", and kernels' prepare"
+        } else {
+            ""
+        }
+    );
+    if let Some(kept) = report.kept {
+        let _ = writeln!(
+            out,
+            "  ({} plan kept: {}'s search needs more set-up memory than {kept}'s whole plan \
+             commits, so its total would be larger)",
+            kept, report.planner
+        );
+    }
+}
+
 /// The plain-text table a person reads first.
 pub fn render_table(report: &LayoutReport, model_name: &str) -> String {
     let mut out = String::new();
@@ -789,6 +848,7 @@ pub fn render_table(report: &LayoutReport, model_name: &str) -> String {
     ] {
         let _ = writeln!(out, "  {label:<12}{value:>10} B  {:>12}", kib(value));
     }
+    render_total_note(&mut out, report);
     for p in &report.pools {
         let _ = writeln!(
             out,

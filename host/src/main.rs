@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use hilt::bench::{bench, render as render_bench};
 use hilt::config::board::{Board, Transport, load_all};
 use hilt::config::scenario::Scenario;
-use hilt::gate::{Tolerance, Verdict, gate_run};
+use hilt::gate::{Tolerance, Verdict, gate_run, verdict_text};
 use hilt::infer::{InferRequest, infer, output_bytes, output_path, render as render_value};
 use hilt::layout::{
     LayoutOptions, ModelNames, layout_file, layout_for_board, model_names, render_table,
@@ -64,7 +64,9 @@ enum Command {
         #[arg(long)]
         repo: Option<PathBuf>,
         /// Write junit.xml, summary.json and report.html here, updated as
-        /// each board finishes [default: the repository's build/reports].
+        /// each board finishes [default: the repository's build/reports;
+        /// ./hilt-reports when hilt runs outside the repository on
+        /// scenarios that all lie outside it].
         #[arg(long)]
         report_dir: Option<PathBuf>,
         /// Run only this host's share, I of N (1-based), of the sorted
@@ -75,8 +77,8 @@ enum Command {
         offload: OffloadArgs,
     },
     /// Run scenarios and compare layouts and latencies with the accepted
-    /// snapshots (snapshots/gate); differences leave .snap.new files for
-    /// `cargo insta review`.
+    /// snapshots (snapshots/gate); differences leave .snap.new files, which
+    /// `hilt gate --accept` (or `cargo insta review`) accepts.
     Gate {
         /// Scenario files (default: every scenarios/*.toml).
         scenarios: Vec<PathBuf>,
@@ -100,13 +102,21 @@ enum Command {
         repo: Option<PathBuf>,
         /// Write junit.xml, summary.json and report.html here (a changed
         /// snapshot is a failed test case), updated as each board finishes
-        /// [default: the repository's build/reports/gate].
+        /// [default: the repository's build/reports/gate; ./hilt-reports/gate
+        /// when hilt runs outside the repository on scenarios that all lie
+        /// outside it].
         #[arg(long)]
         report_dir: Option<PathBuf>,
         /// Gate only this host's share, I of N (1-based), of the sorted
         /// (scenario, board) pairs.
         #[arg(long, value_name = "I/N")]
         shard: Option<hilt::shard::Shard>,
+        /// Accept the pending snapshots (.snap.new, written by an earlier
+        /// gate) of these scenarios (files or names; default: all) on
+        /// --board (default: all): each replaces its accepted snapshot.
+        /// Runs nothing; `cargo insta review` does the same, one by one.
+        #[arg(long)]
+        accept: bool,
         #[command(flatten)]
         offload: OffloadArgs,
     },
@@ -476,7 +486,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         } => {
             let place = Workspace::find(&scenarios, repo, boards_dir, offload)?;
             let reporting = RunReporting {
-                report_dir: report_dir.unwrap_or_else(|| place.repo.join("build/reports")),
+                report_dir: report_dir.unwrap_or_else(|| {
+                    hilt::paths::default_report_dir(&place.repo, &scenarios, None)
+                }),
                 shard,
             };
             run_scenarios(&place, &scenarios, board.as_deref(), jobs, &reporting)
@@ -490,11 +502,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             repo,
             report_dir,
             shard,
+            accept,
             offload,
         } => {
+            if accept {
+                return accept_snapshots(&scenarios, board.as_deref(), snapshots, repo);
+            }
             let place = Workspace::find(&scenarios, repo, boards_dir, offload)?;
             let reporting = RunReporting {
-                report_dir: report_dir.unwrap_or_else(|| place.repo.join("build/reports/gate")),
+                report_dir: report_dir.unwrap_or_else(|| {
+                    hilt::paths::default_report_dir(&place.repo, &scenarios, Some("gate"))
+                }),
                 shard,
             };
             let snapshots = snapshots.unwrap_or_else(|| place.repo.join("snapshots/gate"));
@@ -889,6 +907,10 @@ impl Workspace {
         if let Some(name) = board_filter.filter(|f| !is_glob(f)) {
             add_unlisted(&mut work, &scenarios, &self.boards, name);
         }
+        // Before any build: an arena that cannot fit fails only at the link.
+        for job in &work {
+            job.scenario.check_budget(&job.board)?;
+        }
         if work.is_empty() {
             anyhow::bail!("{}", no_pairs(&scenarios, board_filter));
         }
@@ -969,6 +991,8 @@ fn gate_scenarios(
     };
     let (work, names) = place.jobs(&paths, board_filter)?;
     let (work, mut reports) = reporting.start("hilt gate", work, &names)?;
+    // How to accept names the folder only when it is not the default.
+    let hint_snapshots = (snapshots != place.repo.join("snapshots/gate")).then_some(snapshots);
     let tolerance: HashMap<String, Tolerance> = work
         .iter()
         .map(|j| (j.board.name.clone(), j.board.latency_tolerance()))
@@ -983,8 +1007,9 @@ fn gate_scenarios(
             .unwrap_or(Tolerance::EXACT);
         let verdict = gate_run(snapshots, run, &names, tol)
             .unwrap_or_else(|e| Verdict::RunFailed(format!("cannot write snapshot: {e}")));
-        let key = format!("{} @ {}", run.scenario, run.board);
-        print_verdict(&key, &verdict);
+        let key = (run.scenario.clone(), run.board.clone());
+        let text = verdict_text(&run.scenario, &run.board, &verdict, hint_snapshots, true);
+        println!("{text}");
         if let Err(e) = reports.record(&hilt::report::gated(run, &verdict), wall) {
             eprintln!("warning: {e}");
         }
@@ -994,11 +1019,15 @@ fn gate_scenarios(
     runtime.block_on(run_jobs_timed(&place.repo, work, parallel, on_result));
     println!("reports: {}", reports.finish()?.display());
     // The runs to look at again, last, where a log's tail shows them.
-    let failing: Vec<&(String, Verdict)> = verdicts.iter().filter(|(_, v)| !v.passes()).collect();
+    let failing: Vec<&((String, String), Verdict)> =
+        verdicts.iter().filter(|(_, v)| !v.passes()).collect();
     if !failing.is_empty() {
         println!("to review or fix:");
-        for (key, verdict) in &failing {
-            print_verdict(key, verdict);
+        for ((scenario, board), verdict) in &failing {
+            println!(
+                "{}",
+                verdict_text(scenario, board, verdict, hint_snapshots, false)
+            );
         }
     }
     let bad = failing.len();
@@ -1031,27 +1060,53 @@ fn every_scenario(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     Ok(paths)
 }
 
-/// One gate verdict as a line (and its differences below it).
-fn print_verdict(key: &str, verdict: &Verdict) {
-    match verdict {
-        Verdict::Unchanged => println!("ok       {key}"),
-        Verdict::Faster(diffs) => {
-            println!("ok       {key} (faster; accept the .snap.new to keep the gain):");
-            for d in diffs {
-                println!("           {d}");
-            }
+/// `hilt gate --accept`: the pending snapshots of the scenarios named (by
+/// file or name; all when none) on the boards `board` matches replace the
+/// accepted ones. Nothing runs; the repository (for its snapshots/gate) is
+/// found as for a gate run.
+fn accept_snapshots(
+    scenarios: &[PathBuf],
+    board: Option<&str>,
+    snapshots: Option<PathBuf>,
+    repo: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    let snapshots = match snapshots {
+        Some(dir) => dir,
+        None => {
+            let files: Vec<PathBuf> = scenarios.iter().filter(|p| p.is_file()).cloned().collect();
+            let repo = match repo {
+                Some(dir) => hilt::paths::repo_at(dir)?,
+                None => hilt::paths::find_repo(&files)?,
+            };
+            repo.join("snapshots/gate")
         }
-        Verdict::New => println!(
-            "NEW      {key}: no accepted snapshot; review the .snap.new (cargo insta review)"
-        ),
-        Verdict::Changed(diffs) => {
-            println!("CHANGED  {key}:");
-            for d in diffs {
-                println!("           {d}");
-            }
-        }
-        Verdict::RunFailed(m) => println!("FAILED   {key}: {m}"),
+    };
+    let names: Vec<String> = scenarios
+        .iter()
+        .filter_map(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .collect();
+    let accepted = hilt::gate::accept(&snapshots, &names, board)?;
+    if accepted.is_empty() {
+        anyhow::bail!(
+            "nothing to accept: no pending snapshot (.snap.new) in {}{}{}",
+            snapshots.display(),
+            if names.is_empty() {
+                String::new()
+            } else {
+                format!(" for {}", names.join(", "))
+            },
+            board.map_or(String::new(), |b| format!(" on {b}"))
+        );
     }
+    for a in &accepted {
+        println!("accepted {} @ {}: {}", a.scenario, a.board, a.change);
+    }
+    println!(
+        "{} snapshot(s) accepted in {}",
+        accepted.len(),
+        snapshots.display()
+    );
+    Ok(())
 }
 
 /// The jobs of a command and each scenario's model names.

@@ -105,6 +105,36 @@ pub fn folder(what: &'static str, path: PathBuf, flag: &'static str) -> Result<P
     }
 }
 
+/// The folder a user's own reports go to when their scenarios all lie
+/// outside the repository: in the current folder, where they ran hilt.
+pub const OWN_REPORTS: &str = "hilt-reports";
+
+/// Where `hilt run` (`sub` None) or `hilt gate` (`sub` `gate`) writes its
+/// reports without `--report-dir`: `./hilt-reports[/sub]` in the current
+/// folder when it and every scenario named lie outside `repo` — a user's
+/// first run of their own scenario should not write into a hilt checkout
+/// they may not even know they are using — else, as for the repository's
+/// own scenarios (or none named: the gate then runs those), the
+/// repository's `build/reports[/sub]`.
+pub fn default_report_dir(repo: &Path, scenarios: &[PathBuf], sub: Option<&str>) -> PathBuf {
+    let repo = std::fs::canonicalize(repo).unwrap_or_else(|_| repo.to_path_buf());
+    let inside = |file: &Path| {
+        std::fs::canonicalize(file)
+            .or_else(|_| std::path::absolute(file))
+            .is_ok_and(|f| f.starts_with(&repo))
+    };
+    let here = std::env::current_dir().unwrap_or_default();
+    let base = if scenarios.is_empty() || inside(&here) || scenarios.iter().any(|s| inside(s)) {
+        repo.join("build/reports")
+    } else {
+        here.join(OWN_REPORTS)
+    };
+    match sub {
+        Some(sub) => base.join(sub),
+        None => base,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

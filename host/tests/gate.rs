@@ -37,14 +37,23 @@ fn gate(scenario: &Path, snapshots: &Path) -> (bool, String) {
     )
 }
 
-/// What `cargo insta review` does on "accept": the pending file replaces the snapshot.
+/// `hilt gate --accept` (what `cargo insta review` does on "accept"): the
+/// pending file replaces the snapshot.
 fn accept(snapshots: &Path) {
-    for entry in std::fs::read_dir(snapshots).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "new") {
-            std::fs::rename(&path, path.with_extension("")).unwrap();
-        }
-    }
+    let out = Command::new(env!("CARGO_BIN_EXE_hilt"))
+        .current_dir(repo())
+        .args(["gate", "--accept", "gated", "--board", "qemu-mps2-an386"])
+        .arg("--snapshots")
+        .arg(snapshots)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("accepted gated @ qemu-mps2-an386: "),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!snapshots.join("gated@qemu-mps2-an386.snap.new").exists());
 }
 
 #[test]
@@ -73,6 +82,21 @@ fn gate_passes_unchanged_fails_on_moved_buffers_and_passes_after_accepting() {
         out.contains("CHANGED") && out.contains("buffer tensor") && out.contains("align 16 → 64"),
         "{out}"
     );
+    // Every pending run says how to accept it, and the diff is printed once.
+    assert!(
+        out.contains(&format!(
+            "accept with: hilt gate --accept gated --board qemu-mps2-an386 --snapshots {} \
+             (or cargo insta review)",
+            snapshots.display()
+        )),
+        "{out}"
+    );
+    let moved = out.lines().filter(|l| l.contains("buffer tensor")).count();
+    let distinct: std::collections::BTreeSet<&str> = out
+        .lines()
+        .filter(|l| l.contains("buffer tensor"))
+        .collect();
+    assert_eq!(moved, distinct.len(), "a difference printed twice:\n{out}");
     accept(&snapshots);
     let (ok, out) = gate(&path, &snapshots);
     assert!(ok, "accepted snapshot must pass:\n{out}");

@@ -425,12 +425,18 @@ fn hilt_gate_reports_a_missing_snapshot_as_a_failed_test_case() {
     assert_eq!(s["totals"]["mismatched"], 1, "{s}");
     let xml = std::fs::read_to_string(reports.join(JUNIT_FILE)).unwrap();
     assert!(
-        xml.contains(r#"<failure message="no accepted snapshot: review the .snap.new"#),
+        xml.contains(
+            r#"<failure message="no accepted snapshot; accept with: hilt gate --accept gated --board qemu-mps2-an386 (or cargo insta review)"#
+        ),
         "{xml}"
     );
     // The page draws the plan the board committed.
     let html = std::fs::read_to_string(reports.join(HTML_FILE)).unwrap();
     assert!(html.contains("as the board committed it"), "no board plan");
+    assert!(
+        html.contains(r#"<span class="badge">NEW</span>"#),
+        "not called NEW"
+    );
     if xmllint_available() {
         validate(&reports.join(JUNIT_FILE)).unwrap_or_else(|e| panic!("{e}"));
     }

@@ -82,6 +82,31 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// Whether this scenario's arena (its own, else the board's) and model
+    /// can fit `board`'s memories ([`Board::check_budget`]): checked for
+    /// every pair before anything is built, since a link that does not
+    /// fit fails only after a minute of building.
+    ///
+    /// [`Board::check_budget`]: crate::config::board::Board::check_budget
+    pub fn check_budget(&self, board: &crate::config::board::Board) -> Result<(), ConfigError> {
+        use hilt_contract::board::MemoryShortfall;
+        let arena = self.arena_size.unwrap_or(board.arena_size);
+        let model_len = std::fs::metadata(&self.model).ok().map(|m| m.len());
+        board.check_budget(arena, model_len).map_err(|shortfall| {
+            let remedy = match shortfall {
+                MemoryShortfall::ModelSlot { .. } => "the model is too big for this board",
+                _ if self.arena_size.is_some() => "lower the scenario's arena_size",
+                _ => "lower arena_size in the board file",
+            };
+            ConfigError::Budget {
+                scenario: self.name.clone(),
+                board: board.name.clone(),
+                shortfall,
+                remedy,
+            }
+        })
+    }
+
     /// The runtime's pool layout for this scenario on `board` (checked by
     /// the contract: every pool named must be the board's).
     pub fn pool_layout(
@@ -289,10 +314,20 @@ fn model_case(
             "a `model` scenario needs at least one [[steps]]",
         ));
     }
+    check_model_files(path, model, files, &steps, expected_from_host)?;
     if expected_from_host {
         // The host runs the same runtime on the same inputs: the
         // firmware must agree with it byte for byte.
-        expected_on_host(model, &mut steps).map_err(|e| invalid(path, "expected_from_host", e))?;
+        // What fails here is the model's (it parsed, and its inputs
+        // fit): name it, and why the host ran it.
+        expected_on_host(model, &mut steps).map_err(|problem| ConfigError::Content {
+            path: path.to_path_buf(),
+            part: format!(
+                "model {}, run on the host for expected_from_host",
+                model.display()
+            ),
+            problem,
+        })?;
     } else if steps.iter().any(|s| s.expected.is_empty()) {
         return Err(invalid(
             path,
@@ -305,6 +340,100 @@ fn model_case(
         steps,
     };
     Ok((model.to_path_buf(), compare, vec![case]))
+}
+
+/// `model m.tflite`, `steps[0].inputs[1] (data/in.bin)`: a file by its
+/// place in the scenario, its path relative to the scenario's folder when
+/// it lies there.
+fn part(scenario: &Path, what: &str, file: &Path) -> String {
+    let dir = scenario.parent().unwrap_or(Path::new(""));
+    let shown = file.strip_prefix(dir).unwrap_or(file);
+    format!("{what} ({})", shown.display())
+}
+
+/// `1×16×16×3 int8 = 768 bytes`: what a tensor takes.
+fn tensor_size(t: &hilt_runtime::model::TensorInfo<'_>) -> String {
+    let dims: Vec<String> = t.shape().map(|d| d.to_string()).collect();
+    let dims = if dims.is_empty() {
+        "scalar".to_string()
+    } else {
+        dims.join("×")
+    };
+    let dtype = crate::host_run::tensor_type_name(t.dtype);
+    format!("{dims} {dtype} = {} bytes", t.bytes)
+}
+
+/// Checks a `model` scenario's files against each other before anything
+/// is built: the model parses and has a kernel for every operator, and
+/// every step gives one file per model input (and output, when expected
+/// files are given and not replaced by the host's outputs) of exactly the
+/// tensor's size. Each error names the
+/// file at fault by its place in the scenario, not the field that made
+/// the host look.
+fn check_model_files(
+    path: &Path,
+    model_path: &Path,
+    files: &[StepFiles],
+    steps: &[StepData],
+    expected_from_host: bool,
+) -> Result<(), ConfigError> {
+    use crate::host_run::{check_supported, read_model, verify};
+    let content = |part: String, problem: String| ConfigError::Content {
+        path: path.to_path_buf(),
+        part,
+        problem,
+    };
+    let model_part = || format!("model {}", model_path.display());
+    if !model_path.is_file() {
+        return Err(content(model_part(), "does not exist".into()));
+    }
+    let bytes = read_model(model_path).map_err(|e| content(model_part(), e.to_string()))?;
+    let model = verify(model_path, &bytes).map_err(|e| content(model_part(), e.to_string()))?;
+    check_supported(&model).map_err(|e| content(model_part(), e.to_string()))?;
+    let inputs: Vec<_> = model.inputs().filter_map(|t| model.tensor(t)).collect();
+    let outputs: Vec<_> = model.outputs().filter_map(|t| model.tensor(t)).collect();
+    for (s, (step, data)) in files.iter().zip(steps).enumerate() {
+        let sides = [
+            ("inputs", "input", &step.inputs, &data.inputs, &inputs),
+            (
+                "expected",
+                "output",
+                &step.expected,
+                &data.expected,
+                &outputs,
+            ),
+        ];
+        for (field, side, names, contents, tensors) in sides {
+            // Expected files the host's outputs replace are not read.
+            if field == "expected" && (names.is_empty() || expected_from_host) {
+                continue;
+            }
+            if names.len() != tensors.len() {
+                return Err(content(
+                    format!("steps[{s}].{field}"),
+                    format!(
+                        "{} files given, the model has {} {side}s",
+                        names.len(),
+                        tensors.len()
+                    ),
+                ));
+            }
+            for (i, ((name, bytes), t)) in names.iter().zip(contents).zip(tensors).enumerate() {
+                if bytes.len() != t.bytes as usize {
+                    return Err(content(
+                        part(path, &format!("steps[{s}].{field}[{i}]"), name),
+                        format!(
+                            "{} bytes, the model's {side} {i} ({}) takes {}",
+                            bytes.len(),
+                            t.name,
+                            tensor_size(t)
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Fills every step's expected outputs by running the model on the host

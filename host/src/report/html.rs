@@ -33,7 +33,7 @@ main { padding: 16px 24px; }
 .card h2 { font-size: 17px; margin: 0 0 6px; }
 .badge { color: #fff; border-radius: 4px; padding: 1px 8px; font-size: 13px; margin-right: 8px; vertical-align: 2px; }
 .on { color: #57606a; font-weight: normal; }
-.message { background: #fff8f8; border: 1px solid #ffcecb; border-radius: 4px; padding: 6px 10px; white-space: pre-wrap; font-family: ui-monospace, monospace; font-size: 12.5px; }
+.message { background: #fff8f8; border: 1px solid #ffcecb; border-radius: 4px; padding: 6px 10px; white-space: pre-wrap; overflow-wrap: anywhere; max-height: 24em; overflow: auto; font-family: ui-monospace, monospace; font-size: 12.5px; }
 .error .message { background: #fff8f0; border-color: #ffd8b5; }
 .panels { display: grid; grid-template-columns: repeat(auto-fit, minmax(420px, 1fr)); gap: 16px; margin-top: 8px; }
 .panel h3 { font-size: 14px; margin: 4px 0 6px; }
@@ -237,6 +237,8 @@ pub(super) fn board_layout(
         head,
         tail,
         total: head.saturating_add(tail),
+        setup: 0,
+        kept: None,
         lower_bound,
         pools: run
             .pools

@@ -315,13 +315,18 @@ pub fn gated(run: &BoardRun, verdict: &Verdict) -> BoardRun {
         match verdict {
             Verdict::Unchanged | Verdict::Faster(_) => {}
             Verdict::New => {
-                judged.outcome = Outcome::Mismatch(
-                    "no accepted snapshot: review the .snap.new (cargo insta review)".into(),
-                );
+                judged.outcome = Outcome::Mismatch(format!(
+                    "{}; {}",
+                    crate::gate::SNAPSHOT_NEW,
+                    crate::gate::accept_hint(&run.scenario, &run.board, None)
+                ));
             }
             Verdict::Changed(diffs) => {
-                judged.outcome =
-                    Outcome::Mismatch(format!("snapshot changed: {}", diffs.join("; ")));
+                judged.outcome = Outcome::Mismatch(crate::gate::changed_message(
+                    &run.scenario,
+                    &run.board,
+                    diffs,
+                ));
             }
             Verdict::RunFailed(message) => judged.outcome = Outcome::Error(message.clone()),
         }
@@ -420,6 +425,9 @@ fn op_name(context: Option<&ScenarioContext>, op: usize) -> &str {
 fn status_word(outcome: &Outcome) -> &'static str {
     match outcome {
         Outcome::Passed => "PASS",
+        // A gated run whose outputs matched but whose snapshot moved.
+        Outcome::Mismatch(m) if m.starts_with(crate::gate::SNAPSHOT_CHANGED) => "CHANGED",
+        Outcome::Mismatch(m) if m.starts_with(crate::gate::SNAPSHOT_NEW) => "NEW",
         Outcome::Mismatch(_) => "MISMATCH",
         Outcome::Error(_) => "ERROR",
     }

@@ -200,13 +200,23 @@ fn a_gate_verdict_other_than_unchanged_fails_the_test_case() {
         gated(&passed, &Verdict::New).outcome,
         Outcome::Mismatch(m) if m.starts_with("no accepted snapshot")
     ));
+    // The headline (the arena's head) first, every other difference once,
+    // then how to accept.
     assert_eq!(
         gated(
             &passed,
-            &Verdict::Changed(vec!["op 3: +12%".into(), "head".into()])
+            &Verdict::Changed(vec![
+                "op 3: 10 → 12 cycles (+20.0%, slower)".into(),
+                "layout head: 16000 → 72736".into()
+            ])
         )
         .outcome,
-        Outcome::Mismatch("snapshot changed: op 3: +12%; head".into())
+        Outcome::Mismatch(
+            "snapshot changed: layout head: 16000 → 72736\n\
+             op 3: 10 → 12 cycles (+20.0%, slower)\n\
+             accept with: hilt gate --accept s --board a (or cargo insta review)"
+                .into()
+        )
     );
     assert_eq!(
         gated(&passed, &Verdict::RunFailed("cannot write".into())).outcome,
@@ -218,6 +228,31 @@ fn a_gate_verdict_other_than_unchanged_fails_the_test_case() {
         gated(&failed, &Verdict::RunFailed("timed out".into())).outcome,
         Outcome::Error("timed out".into())
     );
+}
+
+#[test]
+fn the_html_report_calls_a_changed_snapshot_changed_and_wraps_its_diff() {
+    let passed = run("s", "a", Outcome::Passed);
+    let changed = gated(
+        &passed,
+        &Verdict::Changed(vec!["layout head: 16000 → 72736".into()]),
+    );
+    let new = gated(&run("t", "a", Outcome::Passed), &Verdict::New);
+    let page = super::html::html(&report(vec![changed, new], Vec::new()));
+    assert!(
+        page.contains(r#"<span class="badge">CHANGED</span>s"#),
+        "{page}"
+    );
+    assert!(
+        page.contains(r#"<span class="badge">NEW</span>t"#),
+        "{page}"
+    );
+    assert!(!page.contains(">MISMATCH<"), "{page}");
+    assert!(
+        page.contains("snapshot changed: layout head: 16000 → 72736\naccept with: hilt gate --accept s --board a"),
+        "{page}"
+    );
+    assert!(page.contains("white-space: pre-wrap; overflow-wrap: anywhere"));
 }
 
 #[test]

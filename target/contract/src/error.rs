@@ -33,6 +33,32 @@ pub enum ConfigError {
         /// Why.
         problem: String,
     },
+    /// A file a scenario points at (its model, an input) that cannot
+    /// work with the rest: named by where it sits in the scenario
+    /// (`model m.tflite`, `steps[0].inputs[1] (in.bin)`), since the field
+    /// alone would not say which of several files is at fault.
+    #[error("{path}: {part}: {problem}")]
+    Content {
+        /// The scenario file.
+        path: PathBuf,
+        /// The file at fault, by its place in the scenario.
+        part: String,
+        /// Why.
+        problem: String,
+    },
+    /// A scenario's arena or model cannot fit a board it names: refused
+    /// before the firmware is built.
+    #[error("scenario {scenario} on board {board}: {shortfall} ({remedy})")]
+    Budget {
+        /// The scenario.
+        scenario: String,
+        /// The board.
+        board: String,
+        /// What does not fit, by how much.
+        shortfall: crate::board::MemoryShortfall,
+        /// What to change.
+        remedy: &'static str,
+    },
     /// No board of that name, or none matching that glob.
     #[error("{}", unknown_board(name, known))]
     Unknown {

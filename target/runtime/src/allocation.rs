@@ -457,6 +457,46 @@ impl Staging {
         }
     }
 
+    /// `planner`'s seed ([`MemoryPlanner::seed`]) when its plan commits a
+    /// smaller total than `planner`'s would: the seed is run in temp memory
+    /// first, and kept when `planner`'s workspace alone would reach past
+    /// the seed's whole plan (its head and end guard, or its own set-up
+    /// memory). Its head being no larger, `planner` is never worse
+    /// otherwise. Not for split arenas, whose pools plan each window.
+    fn seed_if_better<'p>(
+        &self,
+        model: &Model<'_>,
+        planner: &'p dyn MemoryPlanner,
+        arena: &mut Arena<'_>,
+        count: usize,
+        guard: u32,
+    ) -> Result<Option<&'p dyn MemoryPlanner>, AllocError> {
+        let Some(seed) = planner.seed() else {
+            return Ok(None);
+        };
+        let (own_words, seed_words) = (self.workspace_words(count), seed.workspace_words(count));
+        if self.pools.is_split() || own_words <= seed_words {
+            return Ok(None);
+        }
+        let words = arena
+            .alloc_temp(4 * (seed_words + count), 4)
+            .map_err(|_| self.too_small(model, arena, None, &[]))?;
+        let head_start = arena
+            .aligned_offset(guard, self.head_align)
+            .map_err(AllocError::Arena)?;
+        let [request_bytes, word_bytes] = arena
+            .regions_mut([self.requests, words])
+            .ok_or(AllocError::Arena(ArenaError::TempInUse))?;
+        let word_slice: &mut [u32] = cast_mut(word_bytes);
+        let (workspace, offsets) = word_slice.split_at_mut(seed_words);
+        let seed_head = seed.plan(cast_mut(request_bytes), workspace, offsets)?;
+        arena.release_temp_from(words);
+        let seed_end = (u64::from(head_start) + u64::from(seed_head) + u64::from(guard))
+            .max(u64::from(words.end()));
+        let own_end = u64::from(words.offset) + 4 * (own_words + count) as u64;
+        Ok((own_end > seed_end).then_some(seed))
+    }
+
     /// Plans every request, reports the plan, records the tensors' and
     /// scratch buffers' locations, releases temp memory and commits the head.
     pub fn finish(
@@ -498,6 +538,11 @@ impl Staging {
         } else {
             Region::default()
         };
+        let (planner, workspace_words) =
+            match self.seed_if_better(model, planner, arena, count, guard)? {
+                Some(seed) => (seed, seed.workspace_words(count)),
+                None => (planner, workspace_words),
+            };
         let words = arena
             .alloc_temp(4 * (workspace_words + count), 4)
             .map_err(|_| self.too_small(model, arena, None, &[]))?;

@@ -255,6 +255,16 @@ impl<'a> Arena<'a> {
         self.low = self.head.end() as usize;
     }
 
+    /// Releases the temp allocations from `region` on (the last ones made),
+    /// keeping those below it: set-up's trial of a seed plan, whose memory
+    /// the plan it then makes reuses (the high-water mark stays).
+    pub fn release_temp_from(&mut self, region: Region) {
+        let from = (region.offset as usize).max(self.head.end() as usize);
+        if from <= self.low {
+            self.low = from;
+        }
+    }
+
     /// Where a head committed now with alignment `align` would start.
     pub fn head_start(&self, align: u32) -> Result<u32, ArenaError> {
         Ok(self.aligned_from(0, check_align(align)?) as u32)

@@ -69,8 +69,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+mod budget;
 mod checks;
 mod memory_x;
+
+pub use budget::{MIN_STACK_BYTES, MemoryShortfall, grouped, least_slot};
 
 use crate::error::{ConfigError, read_toml};
 use crate::offload::{RawVnpu, VnpuLatency};

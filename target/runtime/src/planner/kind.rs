@@ -133,6 +133,10 @@ impl MemoryPlanner for AnyPlanner<'_> {
         self.inner().workspace_words(count)
     }
 
+    fn seed(&self) -> Option<&dyn MemoryPlanner> {
+        self.inner().seed()
+    }
+
     fn plan(
         &self,
         requests: &[BufferRequest],

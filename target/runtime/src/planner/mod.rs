@@ -132,6 +132,16 @@ pub trait MemoryPlanner {
     /// `u32` words of working memory [`plan`](Self::plan) needs for `count` requests.
     fn workspace_words(&self, count: usize) -> usize;
 
+    /// A cheaper planner whose plan this one only improves on (its head is
+    /// never above the seed's), which set-up runs first: the workspace is
+    /// temp memory in the head's place, so a planner with a larger one can
+    /// raise the arena's peak above the seed's whole plan even with a
+    /// smaller head. Set-up then keeps the seed's plan, whose total is the
+    /// smaller ([`Optimal`]'s seed is [`Greedy`]). `None`: no seed.
+    fn seed(&self) -> Option<&dyn MemoryPlanner> {
+        None
+    }
+
     /// Writes `offsets[i]` (bytes from the start of the head, a multiple of
     /// `requests[i].align`) for every request and returns the head size: the
     /// highest end of any buffer.

@@ -39,7 +39,7 @@
 
 use core::cmp::Reverse;
 
-use super::{MemoryPlanner, PlanError, check_requests, greedy, head_size, lower_bound};
+use super::{Greedy, MemoryPlanner, PlanError, check_requests, greedy, head_size, lower_bound};
 use crate::request::{BufferRequest, align_up};
 
 /// Marks an unplaced buffer (an offset no valid plan uses: every buffer
@@ -91,6 +91,12 @@ impl MemoryPlanner for Optimal {
 
     fn workspace_words(&self, count: usize) -> usize {
         11 * count
+    }
+
+    /// Greedy: this search starts from its plan, in 5.5 times its
+    /// workspace.
+    fn seed(&self) -> Option<&dyn MemoryPlanner> {
+        Some(&Greedy)
     }
 
     fn plan(
