@@ -1232,7 +1232,12 @@ fn bench_target(args: BenchTargetArgs) -> anyhow::Result<()> {
         let elf = hilt::firmware::build(&place.repo, &request)?;
         let model = file_stem(&job.scenario.model);
         let mut instructions: Vec<u64> = run.steps.iter().map(|s| s.total_cycles).collect();
+        // TFLM's figures were measured on the AN386's Cortex-M4 running M4
+        // code: rows of that core (not its ARMv6-M build) are judged.
+        let m4 = job.board.qemu.as_ref().is_some_and(|q| q.cpu == "cortex-m4")
+            && job.board.target.starts_with("thumbv7em");
         rows.push(TargetRow {
+            m4_tick: m4.then(|| job.board.cycle_scale().round() as u64),
             tflm: figures.get(&model).copied(),
             model,
             board: run.board.clone(),
@@ -1243,10 +1248,14 @@ fn bench_target(args: BenchTargetArgs) -> anyhow::Result<()> {
         });
     }
     rows.sort_by(|a, b| (&a.model, &a.board).cmp(&(&b.model, &b.board)));
+    let above = hilt::target_bench::above_cmsis(&rows);
     match args.format {
         TableFormat::Table => print!("{}", hilt::target_bench::render_table(&rows)),
         TableFormat::Markdown => print!("{}", hilt::target_bench::render_markdown(&rows)),
-        TableFormat::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
+        TableFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&hilt::target_bench::judged(&rows))?
+        ),
     }
     if figures.is_empty() {
         eprintln!(
@@ -1262,6 +1271,14 @@ fn bench_target(args: BenchTargetArgs) -> anyhow::Result<()> {
     }
     if !failed.is_empty() {
         anyhow::bail!("{} run(s) failed:\n  {}", failed.len(), failed.join("\n  "));
+    }
+    if !above.is_empty() {
+        anyhow::bail!(
+            "{} model(s) need more instructions than TFLM + CMSIS-NN on the Cortex-M4 (by more than {} ticks):\n  {}",
+            above.len(),
+            hilt::target_bench::PARITY_TICKS,
+            above.join("\n  ")
+        );
     }
     Ok(())
 }

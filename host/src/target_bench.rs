@@ -304,6 +304,26 @@ impl TargetRow {
     }
 }
 
+/// A row with its standing, as `--format json` prints it.
+#[derive(Debug, Serialize)]
+pub struct JudgedRow<'r> {
+    /// The row's figures.
+    #[serde(flatten)]
+    pub row: &'r TargetRow,
+    /// [`TargetRow::standing`] (`null`: not judged).
+    pub standing: Option<Standing>,
+}
+
+/// Every row with its standing.
+pub fn judged(rows: &[TargetRow]) -> Vec<JudgedRow<'_>> {
+    rows.iter()
+        .map(|row| JudgedRow {
+            row,
+            standing: row.standing(),
+        })
+        .collect()
+}
+
 /// The rows that need more instructions than TFLM + CMSIS-NN on the M4
 /// (by more than [`PARITY_TICKS`] ticks), as lines for the error.
 pub fn above_cmsis(rows: &[TargetRow]) -> Vec<String> {
