@@ -93,9 +93,12 @@ fn out_extent(size: i32, kernel: i32, stride: i32, dilation: i32, padding: Paddi
     }
 }
 
+/// (height, width) of a kernel, stride or dilation.
+type Pair = (i32, i32);
+
 /// A window (kernel, stride, dilation, padding) that gives at least one
 /// output on an `h`×`w` input.
-fn window(rng: &mut Rng, h: i32, w: i32) -> ((i32, i32), (i32, i32), (i32, i32), Padding) {
+fn window(rng: &mut Rng, h: i32, w: i32) -> (Pair, Pair, Pair, Padding) {
     loop {
         let kernel = (rng.pick(&[1, 2, 3, 3, 5]), rng.pick(&[1, 2, 3, 3, 5]));
         let stride = (rng.range(1, 2), rng.range(1, 2));
@@ -118,7 +121,11 @@ fn weights_and_bias(
     channels: i32,
     axis: i32,
     in_scale: f32,
-) -> (hilt_runtime::writer::TensorId, hilt_runtime::writer::TensorId, f32) {
+) -> (
+    hilt_runtime::writer::TensorId,
+    hilt_runtime::writer::TensorId,
+    f32,
+) {
     let count: i32 = shape.iter().product();
     let filter = w.constant("filter", T::INT8, shape, &rng.bytes(count as usize));
     let scales: Vec<f32> = (0..channels).map(|_| rng.float(0.002, 0.05)).collect();
@@ -199,7 +206,10 @@ fn depthwise(rng: &mut Rng, n: usize) -> Case {
         },
     );
     Case {
-        name: format!("dw{n}_{h}x{wd}x{c}_k{}x{}_m{multiplier}", kernel.0, kernel.1),
+        name: format!(
+            "dw{n}_{h}x{wd}x{c}_k{}x{}_m{multiplier}",
+            kernel.0, kernel.1
+        ),
         model: w.finish(),
         input: rng.bytes((h * wd * c) as usize),
     }
@@ -326,9 +336,11 @@ fn random_shapes_of_every_kernel_with_an_arm_path_match_the_host_on_every_core()
     let mut jobs = Vec::new();
     for case in &cases {
         let path = write_scenario(&dir, case);
-        let scenario = Arc::new(hilt::config::scenario::load(&path, &[]).unwrap_or_else(|e| {
-            panic!("{}: {e}", case.name);
-        }));
+        let scenario = Arc::new(
+            hilt::config::scenario::load(&path, &[]).unwrap_or_else(|e| {
+                panic!("{}: {e}", case.name);
+            }),
+        );
         for name in BOARDS {
             jobs.push(Job {
                 scenario: scenario.clone(),
