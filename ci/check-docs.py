@@ -153,7 +153,9 @@ def main():
         name = page.relative_to(REPO)
         text = page.read_text(encoding="utf-8")
         for number, command in shown_commands(text):
-            for sub in re.findall(r"(?:^|[\s;&|(/])hilt((?:\s+-[-\w]+)*)\s+([a-z][\w-]*)", command):
+            # `cargo test -p hilt --test probe` names a package, not the CLI.
+            cli = re.sub(r"(?:-p|--package)[\s=]+[\w-]+", "", command)
+            for sub in re.findall(r"(?:^|[\s;&|(/])hilt((?:\s+-[-\w]+)*)\s+([a-z][\w-]*)", cli):
                 shown += 1
                 if sub[1] not in subcommands:
                     faults.append(
