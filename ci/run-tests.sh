@@ -16,6 +16,9 @@
 #   build/reports/bench-target.md);
 # - the CI workflows in ci/github/: GitHub's schema, no zizmor finding, and
 #   hilt's rules for them (ci/check-workflows.sh);
+# - the book (docs/): built with `mkdocs build --strict`, every link and
+#   anchor, the README's links into it, the commands it shows
+#   (ci/check-docs.sh);
 # - the conformance suites against ../shared/conformance and
 #   ../shared/conformance-ops (or the `:`-separated folders of
 #   HILT_CONFORMANCE_DIR), every model of every set; they fail when a set
@@ -76,6 +79,12 @@ section "CI workflows (ci/github/*.yml)"
 # Schema (check-jsonschema), security (zizmor --offline) and hilt's own rules
 # (ci/check-workflows.py); installs the pinned tools when missing.
 ci/check-workflows.sh || status=1
+
+section "the book (docs/, mkdocs.yml)"
+# mkdocs build --strict into build/book (every broken link or anchor fails),
+# the README's links into docs/, and the commands the docs show
+# (ci/check-docs.sh; installs the pinned MkDocs when missing).
+ci/check-docs.sh || status=1
 
 section "conformance suite"
 cargo test -p hilt --test conformance -- --nocapture 2>&1 | tee -a "$log" || status=1

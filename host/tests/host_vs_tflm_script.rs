@@ -1,7 +1,7 @@
 //! `ci/host-vs-tflm.py`'s arguments and set-up errors: each missing piece is
 //! named with its remedy, and the script stops before timing anything. Its
 //! figures are not checked here (a test that times is a flaky test); the
-//! README's host table is its output.
+//! book's host table (`docs/performance.md`) is its output.
 //!
 //! Runs the script with TFLM's Python (`HILT_TFLM_PYTHON`, else
 //! `build/tflm-venv/bin/python`) or, for the errors found before TFLM is

@@ -1,6 +1,7 @@
-//! The README's operator tables say what the resolver holds: every
-//! operator in hilt's table has a kernel in `all_builtins()`, every one in
-//! the TFLM-only list has none, and no kernel is missing from the table.
+//! The book's operator tables (`docs/models-and-operators.md`, once the
+//! README's) say what the resolver holds: every operator in hilt's table
+//! has a kernel in `all_builtins()`, every one in the TFLM-only list has
+//! none, and no kernel is missing from the table.
 
 mod common;
 
@@ -8,19 +9,22 @@ use hilt_runtime::kernels::{Resolver, all_builtins};
 use hilt_runtime::model::OpCode;
 use hilt_runtime::schema::BuiltinOperator;
 
+/// The book's page that holds the operator tables.
+const OPS_PAGE: &str = "docs/models-and-operators.md";
+
 /// The text between `<!-- ops-coverage: NAME -->` and its closing marker.
-fn section(readme: &str, name: &str) -> String {
+fn section(page: &str, name: &str) -> String {
     let open = format!("<!-- ops-coverage: {name} -->");
     let close = format!("<!-- /ops-coverage: {name} -->");
-    let start = readme
+    let start = page
         .find(&open)
-        .unwrap_or_else(|| panic!("README lacks {open}"))
+        .unwrap_or_else(|| panic!("{OPS_PAGE} lacks {open}"))
         + open.len();
-    let end = readme[start..]
+    let end = page[start..]
         .find(&close)
-        .unwrap_or_else(|| panic!("README lacks {close}"))
+        .unwrap_or_else(|| panic!("{OPS_PAGE} lacks {close}"))
         + start;
-    readme[start..end].to_string()
+    page[start..end].to_string()
 }
 
 fn code(name: &str) -> BuiltinOperator {
@@ -31,9 +35,10 @@ fn code(name: &str) -> BuiltinOperator {
 }
 
 #[test]
-fn the_readmes_operator_tables_match_the_resolver() {
-    let readme = std::fs::read_to_string(common::repo().join("README.md")).unwrap();
-    let hilt_ops: Vec<String> = section(&readme, "hilt")
+fn the_books_operator_tables_match_the_resolver() {
+    let page = std::fs::read_to_string(common::repo().join(OPS_PAGE))
+        .unwrap_or_else(|e| panic!("{OPS_PAGE}: {e}"));
+    let hilt_ops: Vec<String> = section(&page, "hilt")
         .lines()
         .filter_map(|l| l.strip_prefix("| "))
         .filter_map(|l| l.split(" |").next())
@@ -41,7 +46,7 @@ fn the_readmes_operator_tables_match_the_resolver() {
         .map(|name| name.trim().to_string())
         .filter(|name| !name.starts_with('-'))
         .collect();
-    let tflm_only: Vec<String> = section(&readme, "tflm-only")
+    let tflm_only: Vec<String> = section(&page, "tflm-only")
         .split(|c: char| c == ',' || c.is_whitespace())
         .filter(|w| !w.is_empty())
         .map(str::to_string)
@@ -55,14 +60,14 @@ fn the_readmes_operator_tables_match_the_resolver() {
     for op in &hilt_ops {
         assert!(
             has(op),
-            "README says hilt runs {op}, but all_builtins has no kernel for it"
+            "{OPS_PAGE} says hilt runs {op}, but all_builtins has no kernel for it"
         );
         assert!(!tflm_only.contains(op), "{op} is in both tables");
     }
     for op in &tflm_only {
         assert!(
             !has(op),
-            "README lists {op} as TFLM-only, but hilt has a kernel: move it"
+            "{OPS_PAGE} lists {op} as TFLM-only, but hilt has a kernel: move it"
         );
     }
     for op in BuiltinOperator::ENUM_VALUES {
@@ -70,7 +75,7 @@ fn the_readmes_operator_tables_match_the_resolver() {
             let name = op.variant_name().unwrap();
             assert!(
                 hilt_ops.iter().any(|o| o == name),
-                "all_builtins runs {name}: add it to the README's operator table"
+                "all_builtins runs {name}: add it to the operator table of {OPS_PAGE}"
             );
         }
     }
