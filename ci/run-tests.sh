@@ -13,7 +13,8 @@
 # - the QEMU end-to-end tests (qemu-system-arm is installed by setup);
 # - `hilt gate` over the shipped scenarios on the virtual boards, then
 #   `hilt bench-target` (hilt's instructions beside TFLM's, in
-#   build/reports/bench-target.md);
+#   build/reports/bench-target.md; it fails when hilt needs more than TFLM +
+#   CMSIS-NN on the M4, and ci/check-figures.py holds the book's table to it);
 # - the CI workflows in ci/github/: GitHub's schema, no zizmor finding, and
 #   hilt's rules for them (ci/check-workflows.sh);
 # - the book (docs/): built with `mkdocs build --strict`, every link and
@@ -101,6 +102,8 @@ if [ -f "$first_set/manifest.json" ]; then
   build/release/hilt gate || status=1
   section "target benchmark: instructions per inference against TFLM's (hilt bench-target)"
   build/release/hilt bench-target --format markdown | tee build/reports/bench-target.md || status=1
+  # The book's table (docs/performance.md) is this run's, figure for figure.
+  ci/check-figures.py build/reports/bench-target.md || status=1
 elif [ "${HILT_CONFORMANCE_REQUIRED:-0}" = 1 ]; then
   echo "conformance set missing: the gate's shipped scenarios need it"; status=1
 else

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Holds the book's bench-target table to a run: every row of the table in
+docs/performance.md ("On Cortex-M") must match, model and board alike, the
+row `hilt bench-target --format markdown` printed in this run
+(ci/run-tests.sh writes build/reports/bench-target.md):
+
+- hilt's instructions per inference and its arena bytes exactly (QEMU's
+  -icount makes them the same on every machine);
+- the firmware's flash bytes within 1 % (they move with any change of code
+  or panic message, which is not a figure the book claims to the byte);
+- TFLM's columns exactly (the external figures, from the conformance set).
+
+Usage: ci/check-figures.py RUN.md [BOOK.md]. Exit 1 naming each row that
+differs, or a row of the book the run does not have."""
+
+import pathlib
+import sys
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+
+
+def rows(text: str) -> dict:
+    """(model, board) -> {column: cell} of the first table with those columns."""
+    lines = [l.strip() for l in text.splitlines()]
+    out = {}
+    for i, line in enumerate(lines):
+        if not (line.startswith("| model | board |") and i + 1 < len(lines)):
+            continue
+        header = [c.strip() for c in line.strip("|").split("|")]
+        for row in lines[i + 2 :]:
+            if not row.startswith("|"):
+                break
+            cells = [c.strip() for c in row.strip("|").split("|")]
+            record = dict(zip(header, cells))
+            out[(record["model"], record["board"])] = record
+        break
+    return out
+
+
+def number(cell: str) -> int:
+    return int(cell.split("/")[0].strip().replace(",", ""))
+
+
+def column(record: dict, prefix: str) -> str:
+    for name, cell in record.items():
+        if name.startswith(prefix):
+            return cell
+    raise KeyError(prefix)
+
+
+def main() -> int:
+    run_path = pathlib.Path(sys.argv[1])
+    book_path = pathlib.Path(sys.argv[2]) if len(sys.argv) > 2 else REPO / "docs/performance.md"
+    run, book = rows(run_path.read_text()), rows(book_path.read_text())
+    if not book:
+        print(f"{book_path}: no bench-target table found", file=sys.stderr)
+        return 1
+    faults = []
+    for key, want in book.items():
+        got = run.get(key)
+        where = f"{book_path.name}: {key[0]} on {key[1]}"
+        if got is None:
+            faults.append(f"{where}: not in this run's table ({run_path})")
+            continue
+        for prefix in ["hilt instructions", "arena hilt", "TFLM reference", "TFLM + CMSIS-NN"]:
+            a, b = column(want, prefix), column(got, prefix)
+            if a.split("/")[0].strip() != b.split("/")[0].strip():
+                faults.append(f"{where}: {prefix}: the book says {a}, this run {b}")
+        a, b = number(column(want, "flash")), number(column(got, "flash"))
+        if abs(a - b) > a / 100:
+            faults.append(f"{where}: flash: the book says {a:,}, this run {b:,} (more than 1 % apart)")
+    for fault in faults:
+        print(fault, file=sys.stderr)
+    print(f"check-figures: {len(book)} rows of {book_path.name} against {run_path.name}: {len(faults)} fault(s)")
+    return 1 if faults else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
