@@ -17,6 +17,7 @@ pub mod liveness;
 pub mod model;
 pub mod planner;
 pub mod pool;
+pub mod reach;
 pub mod port;
 pub mod request;
 pub mod schema;
