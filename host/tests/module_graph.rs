@@ -193,8 +193,9 @@ fn raw_string_start(chars: &[char]) -> Option<(usize, usize)> {
 fn char_literal_len(chars: &[char]) -> Option<usize> {
     match chars.get(1)? {
         '\\' => {
-            let close = chars.iter().skip(2).position(|&c| c == '\'')?;
-            Some(close + 3)
+            // The escaped char, then up to the closing quote (`'\u{…}'`).
+            let close = chars.iter().skip(3).position(|&c| c == '\'')?;
+            Some(close + 4)
         }
         _ => (chars.get(2) == Some(&'\'')).then_some(3),
     }
@@ -303,7 +304,12 @@ fn tokens(code: &str) -> Vec<(Token, usize, Vec<String>)> {
 /// The paths of the use tree at `toks[*i]`, appended to `prefix`: `a`,
 /// `a::b`, `a::{b, c::{d, e}}`, `a::*`, `a as b`. Each leaf path is
 /// pushed to `out` with `line`.
-fn use_tree(toks: &[(Token, usize, Vec<String>)], i: &mut usize, prefix: &[String], out: &mut Vec<Vec<String>>) {
+fn use_tree(
+    toks: &[(Token, usize, Vec<String>)],
+    i: &mut usize,
+    prefix: &[String],
+    out: &mut Vec<Vec<String>>,
+) {
     let mut path = prefix.to_vec();
     while let Some((tok, _, _)) = toks.get(*i) {
         match tok {
@@ -419,7 +425,12 @@ fn crate_graph(repo: &Path, src: &Path) -> CrateGraph {
     for (module, file) in &files {
         let deps = graph.entry(module.clone()).or_default();
         let text = std::fs::read_to_string(repo.join(file)).unwrap();
-        if text.chars().take(400).collect::<String>().contains("automatically generated") {
+        if text
+            .chars()
+            .take(400)
+            .collect::<String>()
+            .contains("automatically generated")
+        {
             continue;
         }
         for (path, line) in crate_paths(&code_of(&text), module) {
@@ -530,7 +541,13 @@ fn loop_through_first(graph: &Graph, set: &[ModPath]) -> Vec<ModPath> {
 /// import inside the set with the line doing it.
 fn describe(krate: &CrateGraph, set: &[ModPath]) -> String {
     let file = |m: &ModPath| krate.files[m].display().to_string();
-    let name = |m: &ModPath| if m.is_empty() { "lib".to_string() } else { m.join("/") };
+    let name = |m: &ModPath| {
+        if m.is_empty() {
+            "lib".to_string()
+        } else {
+            m.join("/")
+        }
+    };
     let mut text = format!(
         "{}: cycle of {}: {}\n  e.g. {}\n",
         krate.src.display(),
@@ -557,7 +574,12 @@ fn describe(krate: &CrateGraph, set: &[ModPath]) -> String {
 fn repo() -> PathBuf {
     std::env::var_os("HILT_MODULE_GRAPH_REPO")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf())
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .parent()
+                .unwrap()
+                .to_path_buf()
+        })
 }
 
 fn all_crates(repo: &Path) -> Vec<CrateGraph> {
@@ -568,7 +590,10 @@ fn all_crates(repo: &Path) -> Vec<CrateGraph> {
 }
 
 fn module(path: &str) -> ModPath {
-    path.split('/').filter(|s| !s.is_empty()).map(String::from).collect()
+    path.split('/')
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
 }
 
 #[test]
@@ -598,8 +623,16 @@ fn no_crate_has_an_import_cycle() {
         for (src, from, to) in [
             ("host/src", "driver", "session"),
             ("target/runtime/src", "pool", "planner"),
-            ("target/runtime/src", "kernels/conv", "kernels/conv_geometry"),
-            ("target/runtime/src", "kernels/lstm/integer", "kernels/lstm/luts"),
+            (
+                "target/runtime/src",
+                "kernels/conv",
+                "kernels/conv_geometry",
+            ),
+            (
+                "target/runtime/src",
+                "kernels/lstm/integer",
+                "kernels/lstm/luts",
+            ),
             ("target/contract/src", "board", "error"),
         ] {
             let krate = crates.iter().find(|c| c.src == Path::new(src)).unwrap();
@@ -614,7 +647,11 @@ fn no_crate_has_an_import_cycle() {
     }
     let report: Vec<String> = crates
         .iter()
-        .flat_map(|krate| cycles(&krate.graph).into_iter().map(move |set| describe(krate, &set)))
+        .flat_map(|krate| {
+            cycles(&krate.graph)
+                .into_iter()
+                .map(move |set| describe(krate, &set))
+        })
         .collect();
     assert!(
         report.is_empty(),
@@ -657,7 +694,7 @@ use hilt_crate::x;
 /* use crate::blocked::Out; */
 const S: &str = "crate::quoted::Out";
 const R: &str = r#"crate::raw::Out"#;
-fn g<'a>(c: char) -> &'a str { if c == '"' { "" } else { "" } }
+fn g<'a>(c: char) -> &'a str { if c == '"' || c == '\'' { "" } else { "" } }
 macro_rules! m { () => { $crate::model::Model::new() } }
 mod inner { use super::sibling_of_inner; }
 #[cfg(test)]
@@ -693,7 +730,10 @@ use crate::after_tests::Kept;
         ]
     );
     // `super::` in a folder's `mod.rs` is the folder's parent.
-    let found = crate_paths(&code_of("use super::tensor::Dims;"), &module("kernels/lstm"));
+    let found = crate_paths(
+        &code_of("use super::tensor::Dims;"),
+        &module("kernels/lstm"),
+    );
     assert_eq!(found, [(module("kernels/tensor/Dims"), 1)]);
 }
 

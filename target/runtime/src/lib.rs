@@ -17,8 +17,8 @@ pub mod liveness;
 pub mod model;
 pub mod planner;
 pub mod pool;
-pub mod reach;
 pub mod port;
+pub mod reach;
 pub mod request;
 pub mod schema;
 #[cfg(any(test, feature = "writer"))]
