@@ -35,8 +35,7 @@ use super::fully_connected::{ROWS, accumulate_f32, accumulate_rows_f32, activate
 use super::quantized::{self, ChannelParams, ChannelSetup, Requant, ScaleRule};
 use super::tensor::{Dims, expect_type};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
-use crate::model::TensorInfo;
-use crate::schema::{Padding, TensorType};
+use crate::schema::TensorType;
 
 /// The CONV_2D kernel.
 pub const REGISTRATION: Registration = Registration {

@@ -4,7 +4,7 @@
 //! four cells) at a time.
 
 use super::super::KernelError;
-use super::super::fixed_point::{logistic_int16, multiply_by_quantized_multiplier, tanh_int16};
+use super::super::fixed_point::multiply_by_quantized_multiplier;
 use super::luts::Luts;
 use super::params::{LstmQuantParams, LstmShape};
 use super::{GATE_CELL, GATE_FORGET, GATE_INPUT, GATE_OUTPUT, GATES, LstmWeights};
