@@ -15,6 +15,10 @@ persisted credentials, permissions, injection, triggers):
   (zizmor checks the hash, not the comment).
 - Every ci/ script a step runs exists and is executable.
 - Every `needs` names a job of the workflow.
+- A workflow that runs hilt's test or scenario scripts requires the
+  conformance sets (top-level `env: HILT_CONFORMANCE_REQUIRED: "1"`):
+  without it a runner that lacks them prints "skipped" and passes, so the
+  figures the sets hold would go unchecked unnoticed.
 
 Exit 1, naming each fault, when one does not hold. Needs PyYAML (pinned in
 ci/requirements-ci.txt)."""
@@ -65,6 +69,14 @@ def check(file: pathlib.Path) -> list[str]:
         return [f"{path}: no jobs"]  # check-jsonschema says more
     jobs = doc["jobs"]
     on = triggers(doc)
+    env = doc.get("env") if isinstance(doc.get("env"), dict) else {}
+    if re.search(r"\bci/run-(tests|scenarios)\.sh\b", text) and str(
+        env.get("HILT_CONFORMANCE_REQUIRED", "")
+    ) != "1":
+        faults.append(
+            f'{path}: runs ci/run-tests.sh or ci/run-scenarios.sh without env HILT_CONFORMANCE_REQUIRED: "1" '
+            "(a runner without the conformance sets would skip their suites and pass)"
+        )
 
     for n, line in enumerate(text.splitlines(), 1):
         m = USES.match(line)

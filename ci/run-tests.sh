@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The test command: set up, then every test suite hilt has.
+# - rustfmt, and clippy over every target with warnings as errors;
 # - the workspace's unit, integration, property and doc tests;
 # - the runtime and protocol built no_std for every pinned thumb target;
 # - the firmware built for every real board in boards/ (hilt's, or the
 #   crate a board names with `firmware = "..."`); the virtual boards' own
 #   builds, the bring-your-own example's included, are the QEMU tests' and
 #   the gate's, which run them;
-# - the fuzz targets (target/runtime/fuzz, a workspace of its own), built
-#   with plain cargo (no cargo-fuzz or sanitizer needed), so they cannot rot;
+# - the fuzz targets (target/runtime/fuzz, a workspace of its own), each
+#   fuzzed for 60 s (plan_requests 20 s) on its committed seeds with plain
+#   cargo (ci/fuzz-bounded.sh; no cargo-fuzz or nightly needed);
 # - the QEMU end-to-end tests (qemu-system-arm is installed by setup);
 # - `hilt gate` over the shipped scenarios on the virtual boards, then
 #   `hilt bench-target` (hilt's instructions beside TFLM's, in
@@ -32,6 +34,9 @@ ci/setup.sh
 
 section "format"
 cargo fmt --all -- --check
+
+section "clippy (every target of the workspace, warnings are errors)"
+cargo clippy --quiet --workspace --all-targets -- -D warnings
 
 section "no_std builds of the target crates"
 for t in $(sed -n 's/^targets *= *\[\(.*\)\]/\1/p' rust-toolchain.toml | tr -d '",'); do
@@ -58,14 +63,14 @@ for board_file in boards/*.toml; do
   fi
 done
 
-section "fuzz targets (target/runtime/fuzz, outside the workspace: built so that none can rot)"
-(cd target/runtime/fuzz && CARGO_TARGET_DIR="$REPO/build/fuzz-check" \
-  cargo build --quiet --locked --bins)
-echo "fuzz targets build: $(sed -n 's/^name = "\(.*\)"/\1/p' target/runtime/fuzz/Cargo.toml | tail -n +2 | tr '\n' ' ')"
-
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 status=0
+
+section "fuzz targets (target/runtime/fuzz): each for a bounded time on its seeds"
+# Coverage-guided, with debug assertions, on stable cargo (ci/fuzz-bounded.sh
+# says how); new inputs stay in build/. The nightly workflow fuzzes an hour.
+ci/fuzz-bounded.sh 60 20 || status=1
 
 section "CI workflows (ci/github/*.yml)"
 # Schema (check-jsonschema), security (zizmor --offline) and hilt's own rules

@@ -286,12 +286,24 @@ fn write_model(base: &Path, board: &str, model: &[u8], name: &str) -> Result<Pat
     };
     model_slot::write(&mut bytes[start..start + len], model, name)
         .map_err(|e| slot_error(e.to_string()))?;
-    // Written under a temporary name, then renamed: an ELF under its key is
-    // always whole (a later run reuses it without looking inside).
-    let partial = elf.with_extension("elf.partial");
+    // Written under a temporary name of its own, then renamed: an ELF under
+    // its key is always whole (a later run reuses it without looking
+    // inside), and two runs writing the same one at once (two tests, two
+    // hilt processes) each rename their own copy, the same bytes.
+    let partial = unique_partial(&elf);
     std::fs::write(&partial, &bytes).map_err(io(&partial))?;
     std::fs::rename(&partial, &elf).map_err(io(&elf))?;
     Ok(elf)
+}
+
+/// `ELF.partial.PID.N`: a temporary name no other writer of `elf`, in this
+/// process or another, uses at the same time.
+fn unique_partial(elf: &Path) -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut name = elf.as_os_str().to_owned();
+    name.push(format!(".partial.{}.{n}", std::process::id()));
+    PathBuf::from(name)
 }
 
 /// Where an ELF's model slot lies in the file: (offset, bytes).
@@ -480,7 +492,7 @@ fn build_base(
     })?;
     // Copied under a temporary name, then renamed: an ELF under its key is
     // always whole (a later build reuses it without looking inside).
-    let partial = elf.with_extension("elf.partial");
+    let partial = unique_partial(&elf);
     std::fs::copy(&built, &partial).map_err(|source| BuildError::Io {
         path: built.clone(),
         source,

@@ -241,6 +241,40 @@ pub struct TargetRow {
     pub flash: u64,
     /// TFLM's figures on the Cortex-M4, when the set has them.
     pub tflm: Option<TflmM4>,
+    /// Instructions per counter tick on the board, when its core is the
+    /// Cortex-M4 TFLM's figures were measured on (40 on the AN386 at
+    /// 25 MHz under `-icount shift=0`); `None` on other cores, where the
+    /// M4's figures are shown but not judged.
+    pub m4_tick: Option<u64>,
+}
+
+/// Within this many counter ticks of TFLM + CMSIS-NN a model is at
+/// parity: a figure read through SysTick moves in whole ticks, so a
+/// difference of one or two is not a win or a loss.
+pub const PARITY_TICKS: u64 = 2;
+
+/// Where hilt stands against TFLM + CMSIS-NN on the M4, in instructions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Standing {
+    /// Fewer instructions by more than [`PARITY_TICKS`] ticks.
+    Below,
+    /// Within [`PARITY_TICKS`] ticks either way.
+    Parity,
+    /// More instructions by more than [`PARITY_TICKS`] ticks: a regression
+    /// `hilt bench-target` fails on.
+    Above,
+}
+
+impl Standing {
+    /// How the tables print it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Standing::Below => "below",
+            Standing::Parity => "parity",
+            Standing::Above => "ABOVE",
+        }
+    }
 }
 
 impl TargetRow {
@@ -254,6 +288,59 @@ impl TargetRow {
     pub fn per_mac(&self) -> Option<f64> {
         (self.macs > 0).then(|| self.instructions as f64 / self.macs as f64)
     }
+
+    /// Where this row stands against TFLM + CMSIS-NN: judged only on the
+    /// M4 and where the set has TFLM's figure.
+    pub fn standing(&self) -> Option<Standing> {
+        let (tflm, tick) = (self.tflm?, self.m4_tick?);
+        let margin = PARITY_TICKS * tick;
+        Some(if self.instructions + margin < tflm.cmsis_nn {
+            Standing::Below
+        } else if self.instructions > tflm.cmsis_nn + margin {
+            Standing::Above
+        } else {
+            Standing::Parity
+        })
+    }
+}
+
+/// A row with its standing, as `--format json` prints it.
+#[derive(Debug, Serialize)]
+pub struct JudgedRow<'r> {
+    /// The row's figures.
+    #[serde(flatten)]
+    pub row: &'r TargetRow,
+    /// [`TargetRow::standing`] (`null`: not judged).
+    pub standing: Option<Standing>,
+}
+
+/// Every row with its standing.
+pub fn judged(rows: &[TargetRow]) -> Vec<JudgedRow<'_>> {
+    rows.iter()
+        .map(|row| JudgedRow {
+            row,
+            standing: row.standing(),
+        })
+        .collect()
+}
+
+/// The rows that need more instructions than TFLM + CMSIS-NN on the M4
+/// (by more than [`PARITY_TICKS`] ticks), as lines for the error.
+pub fn above_cmsis(rows: &[TargetRow]) -> Vec<String> {
+    rows.iter()
+        .filter(|r| r.standing() == Some(Standing::Above))
+        .filter_map(|r| {
+            let t = r.tflm?;
+            Some(format!(
+                "{} on {}: {} instructions, TFLM + CMSIS-NN {} (+{})",
+                r.model,
+                r.board,
+                thousands(r.instructions),
+                thousands(t.cmsis_nn),
+                thousands(r.instructions - t.cmsis_nn)
+            ))
+        })
+        .collect()
 }
 
 /// The median of `figures` (the lower middle one of an even count).
@@ -270,8 +357,8 @@ pub fn median(figures: &mut [u64]) -> u64 {
 /// measured core to compare against.
 pub fn render_markdown(rows: &[TargetRow]) -> String {
     let mut s = String::from(
-        "| model | board | hilt instructions | TFLM reference (M4) | TFLM + CMSIS-NN (M4) | hilt ÷ CMSIS-NN | instructions / MAC | arena hilt / TFLM | flash |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| model | board | hilt instructions | TFLM reference (M4, external) | TFLM + CMSIS-NN (M4, external) | hilt ÷ CMSIS-NN | vs CMSIS-NN | instructions / MAC | arena hilt / TFLM | flash |\n\
+         |---|---|---:|---:|---:|---:|:---:|---:|---:|---:|\n",
     );
     let dash = || "–".to_string();
     for r in rows {
@@ -284,11 +371,12 @@ pub fn render_markdown(rows: &[TargetRow]) -> String {
             None => (dash(), dash(), dash()),
         };
         s.push_str(&format!(
-            "| {} | {} | {} | {reference} | {cmsis} | {} | {} | {} / {tflm_arena} | {} |\n",
+            "| {} | {} | {} | {reference} | {cmsis} | {} | {} | {} | {} / {tflm_arena} | {} |\n",
             r.model,
             r.board,
             thousands(r.instructions),
             r.ratio_cmsis().map_or_else(dash, |x| format!("{x:.2}")),
+            r.standing().map_or_else(dash, |v| v.word().to_string()),
             r.per_mac().map_or_else(dash, |x| format!("{x:.2}")),
             thousands(r.arena_used),
             thousands(r.flash),
@@ -300,13 +388,14 @@ pub fn render_markdown(rows: &[TargetRow]) -> String {
 /// The report as a plain table for a terminal.
 pub fn render_table(rows: &[TargetRow]) -> String {
     let mut s = format!(
-        "{:<34} {:<17} {:>12} {:>12} {:>12} {:>8} {:>7} {:>8} {:>8} {:>9}\n",
+        "{:<34} {:<17} {:>12} {:>12} {:>12} {:>8} {:>7} {:>7} {:>8} {:>8} {:>9}\n",
         "model",
         "board",
         "hilt",
         "TFLM ref",
         "CMSIS-NN",
         "÷CMSIS",
+        "vs",
         "/MAC",
         "arena",
         "TFLM",
@@ -316,13 +405,14 @@ pub fn render_table(rows: &[TargetRow]) -> String {
     for r in rows {
         let t = r.tflm;
         s.push_str(&format!(
-            "{:<34} {:<17} {:>12} {:>12} {:>12} {:>8} {:>7} {:>8} {:>8} {:>9}\n",
+            "{:<34} {:<17} {:>12} {:>12} {:>12} {:>8} {:>7} {:>7} {:>8} {:>8} {:>9}\n",
             r.model,
             r.board,
             thousands(r.instructions),
             t.map_or_else(dash, |t| thousands(t.reference)),
             t.map_or_else(dash, |t| thousands(t.cmsis_nn)),
             r.ratio_cmsis().map_or_else(dash, |x| format!("{x:.2}")),
+            r.standing().map_or_else(dash, |v| v.word().to_string()),
             r.per_mac().map_or_else(dash, |x| format!("{x:.2}")),
             thousands(r.arena_used),
             t.map_or_else(dash, |t| thousands(t.arena_used)),
@@ -375,6 +465,7 @@ mod tests {
                 cmsis_nn: 7_697_920,
                 arena_used: 22_772,
             }),
+            m4_tick: Some(40),
         };
         let md = render_markdown(&[
             row.clone(),
@@ -385,17 +476,56 @@ mod tests {
             },
         ]);
         assert!(
-            md.contains("| kws | qemu-mps2-an386 | 3,849,000 | 43,039,880 | 7,697,920 | 0.50 | 1.45 | 22,448 / 22,772 | 123,456 |"),
+            md.contains("| kws | qemu-mps2-an386 | 3,849,000 | 43,039,880 | 7,697,920 | 0.50 | below | 1.45 | 22,448 / 22,772 | 123,456 |"),
             "{md}"
         );
         assert!(
             md.contains(
-                "| kws | qemu-mps2-an386 | 3,849,000 | – | – | – | – | 22,448 / – | 123,456 |"
+                "| kws | qemu-mps2-an386 | 3,849,000 | – | – | – | – | – | 22,448 / – | 123,456 |"
             ),
             "{md}"
         );
         assert_eq!(median(&mut [5, 1, 3]), 3);
         assert_eq!(median(&mut [4, 1]), 1);
         assert_eq!(median(&mut []), 0);
+    }
+
+    #[test]
+    fn judges_against_cmsis_nn_in_ticks_and_only_on_the_m4() {
+        let tflm = TflmM4 {
+            reference: 10_000,
+            cmsis_nn: 3_520,
+            arena_used: 0,
+        };
+        let row = |instructions, m4_tick| TargetRow {
+            model: "m".into(),
+            board: "b".into(),
+            instructions,
+            macs: 0,
+            arena_used: 0,
+            flash: 0,
+            tflm: Some(tflm),
+            m4_tick,
+        };
+        // hello_world's 3,480 against 3,520 is one tick of 40: parity.
+        assert_eq!(row(3_480, Some(40)).standing(), Some(Standing::Parity));
+        assert_eq!(row(3_440, Some(40)).standing(), Some(Standing::Parity));
+        assert_eq!(row(3_439, Some(40)).standing(), Some(Standing::Below));
+        assert_eq!(row(3_600, Some(40)).standing(), Some(Standing::Parity));
+        assert_eq!(row(3_601, Some(40)).standing(), Some(Standing::Above));
+        // Not the M4, or no TFLM figure: not judged.
+        assert_eq!(row(9_999, None).standing(), None);
+        assert_eq!(
+            TargetRow {
+                tflm: None,
+                ..row(9_999, Some(40))
+            }
+            .standing(),
+            None
+        );
+        assert_eq!(
+            above_cmsis(&[row(3_480, Some(40)), row(3_641, Some(40)), row(9_999, None)]),
+            ["m on b: 3,641 instructions, TFLM + CMSIS-NN 3,520 (+121)"]
+        );
     }
 }

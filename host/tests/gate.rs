@@ -115,7 +115,8 @@ fn gate_passes_unchanged_fails_on_moved_buffers_and_passes_after_accepting() {
 /// every address after it moved) leaves the gate green; a kernel made 1%
 /// slower in one op (`fault-slow-op`: op 2, a 107 K-instruction CONV_2D,
 /// runs 1% longer) fails it, naming that op (with its change: 1%, give or
-/// take the clock's 40-instruction tick).
+/// take the clock's 40-instruction tick), and so does one only 3 ticks
+/// slower (`fault-slow-op-3-ticks`).
 #[test]
 fn gate_is_quiet_on_an_unrelated_edit_and_fails_on_a_one_percent_slower_op() {
     if !common::qemu_available("gate latency test") {
@@ -166,6 +167,20 @@ fn gate_is_quiet_on_an_unrelated_edit_and_fails_on_a_one_percent_slower_op() {
             .iter()
             .all(|l| l.contains("op 2 CONV_2D:") || l.contains(" step ")),
         "{out}"
+    );
+
+    // The smallest slowdown the gate must catch: 3 ticks (120 instructions)
+    // on the same 107 K-instruction op, 0.1%.
+    let path = scenario(
+        &dir,
+        &format!("{base}\nfirmware_features = [\"fault-slow-op-3-ticks\"]"),
+    );
+    let (ok, out) = gate(&path, &snapshots);
+    assert!(!ok, "an op 3 ticks slower must fail the gate:\n{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.contains("op 2 CONV_2D:") && l.contains("slower")),
+        "the op 3 ticks slower is named:\n{out}"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -56,8 +56,19 @@ fn a_virtual_board_row_has_hilts_and_tflms_figures() {
     assert!(instructions > 288, "{row}");
     // The firmware holds at least the model (2.7 KB) and the runtime.
     assert!(row["flash"].as_u64().unwrap() > 20_000, "{row}");
+    assert_eq!(row["m4_tick"], 40, "{row}");
     if let Some((dir, _)) = common::conformance_models() {
         assert_eq!(row["tflm"]["cmsis_nn"], 3_520);
+        // Within two ticks of TFLM + CMSIS-NN either way: parity, not a win.
+        let margin = instructions.abs_diff(3_520);
+        let expected = if margin <= 80 {
+            "parity"
+        } else if instructions < 3_520 {
+            "below"
+        } else {
+            "above"
+        };
+        assert_eq!(row["standing"], expected, "{row}");
         // The same arena `hilt layout --board` plans for it.
         let model = dir.join("models/tflm_hello_world_int8.tflite");
         let model = model.to_str().unwrap();

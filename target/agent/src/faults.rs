@@ -1,6 +1,8 @@
 //! Fault injection for hilt's failure tests (cargo features `fault-*`,
 //! never in a release build): each fault must be caught by the host or by
-//! the canaries, and reported as the right fault.
+//! the canaries, and reported as the right fault. Also the calibration
+//! loop (`calibration-loop`), which is not a fault but, like them, exists
+//! only for hilt's own tests.
 
 #[cfg(feature = "fault-corrupt-frame")]
 use hilt_proto::Message;
@@ -60,5 +62,34 @@ fn dig(arena_end: usize) -> u32 {
         // inside the arena this session owns.
         unsafe { core::ptr::write_volatile((arena_end - 8) as *mut u64, 0x5A5A_5A5A_5A5A_5A5A) };
         u32::from(frame[0])
+    }
+}
+
+/// Passes of [`calibration_loop`]: two instructions each.
+#[cfg(feature = "calibration-loop")]
+pub(crate) const CALIBRATION_PASSES: u32 = 50_000;
+
+/// Runs exactly `2 × CALIBRATION_PASSES` instructions (a `subs` and a
+/// taken `bne` per pass, the last `bne` falling through), plus the one
+/// that loads the count: under QEMU's `-icount` that many nanoseconds of
+/// virtual time, so the figures the host reads for it say how many
+/// instructions one count of the board's counter is.
+#[cfg(feature = "calibration-loop")]
+#[inline(never)]
+pub(crate) fn calibration_loop() {
+    #[cfg(target_arch = "arm")]
+    // SAFETY: touches only r0 (declared), no memory, no stack.
+    unsafe {
+        core::arch::asm!(
+            "2:",
+            "subs r0, #1",
+            "bne 2b",
+            inout("r0") CALIBRATION_PASSES => _,
+            options(nomem, nostack),
+        );
+    }
+    #[cfg(not(target_arch = "arm"))]
+    for pass in 0..CALIBRATION_PASSES {
+        core::hint::black_box(pass);
     }
 }

@@ -9,6 +9,7 @@ mod counter;
     feature = "fault-stack-overflow",
     feature = "fault-hang-on-invoke",
     feature = "fault-blind-checker",
+    feature = "calibration-loop",
 ))]
 mod faults;
 mod link;

@@ -256,6 +256,8 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
                 interpreter.inject_overrun(0, 8);
                 #[cfg(feature = "fault-slow-op")]
                 interpreter.inject_slowdown(2, 10);
+                #[cfg(feature = "fault-slow-op-3-ticks")]
+                interpreter.inject_delay(2, 3);
                 Ok(())
             }
             Some(Err(e)) => interpreter_error(&mut self.link, e),
@@ -560,6 +562,13 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
             engine,
         };
         let start = clock.now();
+        #[cfg(feature = "calibration-loop")]
+        let result = {
+            let _ = (&interpreter, &per_op, profile_ops);
+            crate::faults::calibration_loop();
+            Ok(())
+        };
+        #[cfg(not(feature = "calibration-loop"))]
         let result = if profile_ops {
             interpreter.invoke_traced(&clock, per_op, &mut self.jobs[..], start)
         } else {

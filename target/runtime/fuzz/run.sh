@@ -15,6 +15,8 @@
 #   FUZZ_TARGETS         which targets to run (default: all three, in order)
 #   FUZZ_RUNS            stop each target after this many executions instead
 #                        of (or before) its time (libFuzzer -runs)
+#   FUZZ_LOG_SECONDS     a target that ran at least this long gets a row in
+#                        runs.md (default 600; the log of long runs)
 set -euo pipefail
 
 seconds="${1:-1200}"
@@ -68,15 +70,37 @@ runs=()
 if [ -n "${FUZZ_RUNS:-}" ]; then
     runs=(-runs="$FUZZ_RUNS")
 fi
+log_seconds="${FUZZ_LOG_SECONDS:-600}"
+commit="$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+if [ -n "$(git -C "$repo" status --porcelain -- target/runtime/src 2>/dev/null)" ]; then
+    commit="$commit + uncommitted runtime changes"
+fi
+# One row of runs.md: what ran, on which code, how much, with what result.
+record() {
+    local target="$1" output="$2" seconds="$3" crashes="$4" limit="$5"
+    local executions
+    executions="$(sed -n 's/^stat::number_of_executed_units: *//p' "$output" | tail -1)"
+    printf '| %s | %s | %s | %s | %s | %s | %s | run.sh, %s |\n' \
+        "$(date -u +%Y-%m-%d)" "$commit" "$target" "$sanitizer" "${executions:-?}" \
+        "$seconds" "$crashes" "${FUZZ_RUNS:+-runs=$FUZZ_RUNS, }-max_total_time=$limit" >>"$here/runs.md"
+}
 run() {
-    local target="$1" time="$2"
+    local target="$1" time="$2" started output crashes=0
     mkdir -p "corpus/$target" "seeds/$target"
     echo "run.sh: fuzzing $target for ${time}s (sanitizer: $sanitizer)" >&2
+    started=$SECONDS
+    output="$(mktemp)"
     cargo fuzz run --debug-assertions -s "$sanitizer" "$target" \
         "corpus/$target" "seeds/$target" -- \
         -max_total_time="$time" "${runs[@]}" -rss_limit_mb="$rss" -timeout=30 \
-        -print_final_stats=1 \
-        || { echo "run.sh: $target failed (exit $?); see artifacts/$target/" >&2; status=1; }
+        -print_final_stats=1 2> >(tee "$output" >&2) \
+        || { echo "run.sh: $target failed (exit $?); see artifacts/$target/" >&2; status=1; crashes=1; }
+    local took=$((SECONDS - started))
+    if [ "$took" -ge "$log_seconds" ]; then
+        record "$target" "$output" "$took" "$crashes" "$time"
+        echo "run.sh: recorded the run in $here/runs.md" >&2
+    fi
+    rm -f "$output"
 }
 for target in ${FUZZ_TARGETS:-load_and_plan plan_requests invoke}; do
     case "$target" in

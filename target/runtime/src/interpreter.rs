@@ -300,7 +300,7 @@ pub struct Interpreter<'m, 'a, 'r> {
     #[cfg(feature = "fault-injection")]
     overrun: Option<(u32, u32)>,
     #[cfg(feature = "fault-injection")]
-    slowdown: Option<(u32, u32)>,
+    slowdown: Option<(u32, u32, u64)>,
     #[cfg(feature = "fault-injection")]
     offload_fault: Option<OffloadFault>,
     #[cfg(feature = "fault-injection")]
@@ -900,14 +900,15 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                 error,
             })?;
             #[cfg(feature = "fault-injection")]
-            if let (Some((fault_op, permille)), Some(clock), Some(start)) =
+            if let (Some((fault_op, permille, extra)), Some(clock), Some(start)) =
                 (self.slowdown, profile.as_ref().map(|p| p.clock), start)
                 && fault_op == index
             {
-                // The kernel's own time, stretched by `permille`: as if its
-                // code did that much more work, inside the op's timing.
+                // The kernel's own time, stretched by `permille` and `extra`
+                // counts: as if its code did that much more work, inside
+                // the op's timing.
                 let took = clock.now().saturating_sub(start);
-                let until = took + took * u64::from(permille) / 1000;
+                let until = took + took * u64::from(permille) / 1000 + extra;
                 while clock.now().saturating_sub(start) < until {
                     core::hint::spin_loop();
                 }
@@ -1038,7 +1039,15 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
     /// tests use it to show that a slower kernel fails the gate by name.
     #[cfg(feature = "fault-injection")]
     pub fn inject_slowdown(&mut self, op: u32, permille: u32) {
-        self.slowdown = Some((op, permille));
+        self.slowdown = Some((op, permille, 0));
+    }
+
+    /// Test builds only: op `op` takes `counts` more of the profiling
+    /// clock's counts than its kernel does (on a virtual board, ticks of
+    /// 40 instructions): the smallest slowdown the gate must still catch.
+    #[cfg(feature = "fault-injection")]
+    pub fn inject_delay(&mut self, op: u32, counts: u64) {
+        self.slowdown = Some((op, 0, counts));
     }
 
     /// Checks the section guards (arena start and end, head end, tail

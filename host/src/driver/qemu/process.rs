@@ -111,7 +111,14 @@ impl Qemu {
         cmd.args(["-M", &settings.machine, "-cpu", &settings.cpu])
             .args(["-nographic", "-monitor", "none", "-serial", serial])
             .args(["-semihosting-config", "enable=on,target=native"])
-            .args(["-icount", &format!("shift={}", settings.icount_shift)])
+            // sleep=off: an idle core (WFE, WFI) jumps to the next timer
+            // deadline in virtual time instead of sleeping through it in
+            // host time, so a wait costs the same instructions whatever
+            // the host is doing.
+            .args([
+                "-icount",
+                &format!("shift={},sleep=off", settings.icount_shift),
+            ])
             .arg("-S")
             .arg("-kernel")
             .arg(elf)

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Every fuzz target of target/runtime/fuzz, each for a bounded time on its
+# committed seeds (CI: ci/run-tests.sh runs it with 60 s; the nightly
+# workflow runs target/runtime/fuzz/run.sh for an hour instead).
+#
+#   ci/fuzz-bounded.sh [SECONDS [PLAN_SECONDS]]   # default 60, and 20 for plan_requests
+#
+# Plain cargo on the pinned stable toolchain, no cargo-fuzz: libfuzzer-sys
+# builds libFuzzer itself, and the coverage instrumentation libFuzzer needs
+# (SanitizerCoverage) is the LLVM pass `sancov-module`, which stable rustc
+# runs through -C passes / -C llvm-args (what cargo-fuzz passes too, less
+# AddressSanitizer, which needs a nightly flag). Debug assertions stay on,
+# so an integer overflow is a crash. New inputs go to build/, never into
+# seeds/. Exit 1 on the first target that crashes, naming its reproducer.
+set -euo pipefail
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+seconds="${1:-60}"
+plan_seconds="${2:-20}"
+fuzz="$REPO/target/runtime/fuzz"
+out="$REPO/build/fuzz-bounded"
+export CARGO_TARGET_DIR="$out/cargo"
+export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
+-Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
+-Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing -Cdebug-assertions -Coverflow-checks"
+(cd "$fuzz" && cargo build --quiet --locked --release --bins)
+status=0
+for target in load_and_plan plan_requests invoke; do
+  time="$seconds"
+  [ "$target" = plan_requests ] && time="$plan_seconds"
+  corpus="$out/corpus/$target"
+  artifacts="$out/artifacts/$target/"
+  mkdir -p "$corpus" "$artifacts" "$fuzz/seeds/$target"
+  log="$out/$target.log"
+  if "$CARGO_TARGET_DIR/release/$target" "$corpus" "$fuzz/seeds/$target" \
+    -max_total_time="$time" -rss_limit_mb=2048 -timeout=30 -print_final_stats=1 \
+    -artifact_prefix="$artifacts" >"$log" 2>&1; then
+    runs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)"
+    edges="$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)"
+    echo "fuzz $target: ${runs:-?} executions in ${time} s, ${edges:-?} coverage edges, no crash"
+  else
+    echo "fuzz $target: FAILED after $(grep -c . "$log") log lines; reproducer under $artifacts:"
+    tail -n 30 "$log"
+    status=1
+  fi
+done
+exit "$status"

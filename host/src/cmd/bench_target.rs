@@ -1,0 +1,193 @@
+//! `hilt bench-target`: run the MLPerf Tiny scenarios (and person_detect,
+//! hello_world) on the virtual Cortex-M boards and print one row per model
+//! and board: hilt's instructions per inference beside TFLM's, per MAC, the
+//! arena and the firmware's flash bytes. A failed run is listed after the
+//! table and fails the command, so a table is never silently short.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+
+use hilt::orchestrate::{Job, run_jobs_timed};
+use hilt::outcome::{BoardRun, Outcome};
+use hilt::target_bench::{TargetRow, TflmM4, flash_bytes, median, model_macs, read_tflm_figures};
+
+use crate::cmd::args::{OffloadArgs, TableFormat, WorkspaceArgs};
+use crate::cmd::print::file_stem;
+use crate::cmd::workspace::{Workspace, parallel, runtime};
+
+/// The scenarios `hilt bench-target` runs by default (`scenarios/NAME.toml`).
+const BENCH_TARGET_SCENARIOS: [&str; 6] = [
+    "kws_dscnn_int8",
+    "vww_mobilenetv1_int8",
+    "ic_resnet8_int8",
+    "ad_autoencoder_int8",
+    "person_detect_int8",
+    "hello_world_int8",
+];
+
+/// The boards `hilt bench-target` runs on by default: the three virtual
+/// Cortex-M cores (M4, M7, M33).
+const BENCH_TARGET_BOARDS: [&str; 3] = ["qemu-mps2-an386", "qemu-mps2-an500", "qemu-mps2-an505"];
+
+/// `hilt bench-target`'s arguments. `--repo` is reworded: the benchmark
+/// needs no more of the repository than its firmware and scenarios.
+#[derive(Debug, clap::Args)]
+#[command(mut_arg("repo", |a| a.help(
+    "The hilt repository [default: found above the scenario files, the current folder or \
+     this executable]",
+)))]
+pub(crate) struct BenchTargetArgs {
+    /// Scenario files [default: the repository's MLPerf Tiny scenarios
+    /// (KWS, VWW, IC, AD), person_detect and hello_world].
+    scenarios: Vec<PathBuf>,
+    /// Boards (names or globs; repeatable) [default: qemu-mps2-an386,
+    /// qemu-mps2-an500, qemu-mps2-an505].
+    #[arg(long)]
+    board: Vec<String>,
+    /// Boards to run at once.
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    format: TableFormat,
+    #[command(flatten)]
+    workspace: WorkspaceArgs,
+}
+
+/// `hilt bench-target`: run, then one row per passed (model, board); a
+/// failed run is listed after the table and fails the command.
+pub(crate) fn run(args: BenchTargetArgs) -> anyhow::Result<()> {
+    let no_offload = OffloadArgs::default();
+    let place = Workspace::find(&args.scenarios, args.workspace, no_offload)?;
+    let scenarios = if args.scenarios.is_empty() {
+        BENCH_TARGET_SCENARIOS
+            .iter()
+            .map(|n| place.repo.join("scenarios").join(format!("{n}.toml")))
+            .collect()
+    } else {
+        args.scenarios
+    };
+    let boards = if args.board.is_empty() {
+        BENCH_TARGET_BOARDS.iter().map(|b| b.to_string()).collect()
+    } else {
+        args.board
+    };
+    let work = select_jobs(&place, &scenarios, &boards)?;
+    let figures = read_tflm_figures(&place.conformance)?;
+    let jobs_by_pair: HashMap<(String, String), Job> = work
+        .iter()
+        .map(|j| ((j.scenario.name.clone(), j.board.name.clone()), j.clone()))
+        .collect();
+    let results = runtime()?.block_on(run_jobs_timed(
+        &place.repo,
+        work,
+        parallel(args.jobs),
+        |run, _| {
+            eprintln!("{} on {}: {}", run.scenario, run.board, run.outcome);
+        },
+    ));
+    let (mut rows, failed) = target_rows(&place, &results, &jobs_by_pair, &figures)?;
+    rows.sort_by(|a, b| (&a.model, &a.board).cmp(&(&b.model, &b.board)));
+    match args.format {
+        TableFormat::Table => print!("{}", hilt::target_bench::render_table(&rows)),
+        TableFormat::Markdown => print!("{}", hilt::target_bench::render_markdown(&rows)),
+        TableFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&hilt::target_bench::judged(&rows))?
+        ),
+    }
+    if figures.is_empty() {
+        eprintln!(
+            "note: no {} in {}: TFLM's columns are empty",
+            hilt::target_bench::TFLM_FIGURES_FILE,
+            place
+                .conformance
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if !failed.is_empty() {
+        anyhow::bail!("{} run(s) failed:\n  {}", failed.len(), failed.join("\n  "));
+    }
+    let above = hilt::target_bench::above_cmsis(&rows);
+    if !above.is_empty() {
+        anyhow::bail!(
+            "{} model(s) need more instructions than TFLM + CMSIS-NN on the Cortex-M4 (by more than {} ticks):\n  {}",
+            above.len(),
+            hilt::target_bench::PARITY_TICKS,
+            above.join("\n  ")
+        );
+    }
+    Ok(())
+}
+
+/// Every (scenario, board) pair of `boards` (names or globs), each once
+/// however many globs match it, with the per-op profile off: a plain
+/// invoke, as TFLM's figures are (see `Scenario::op_profile`).
+fn select_jobs(
+    place: &Workspace,
+    scenarios: &[PathBuf],
+    boards: &[String],
+) -> anyhow::Result<Vec<Job>> {
+    let mut work: Vec<Job> = Vec::new();
+    for glob in boards {
+        for mut job in place.jobs(scenarios, Some(glob))?.0 {
+            std::sync::Arc::make_mut(&mut job.scenario).op_profile = false;
+            let seen = work
+                .iter()
+                .any(|j| j.board.name == job.board.name && j.scenario.name == job.scenario.name);
+            if !seen {
+                work.push(job);
+            }
+        }
+    }
+    Ok(work)
+}
+
+/// One row per passed run (its ELF read back from the firmware cache for
+/// the flash bytes), and a line per failed one.
+fn target_rows(
+    place: &Workspace,
+    results: &[BoardRun],
+    jobs_by_pair: &HashMap<(String, String), Job>,
+    figures: &BTreeMap<String, TflmM4>,
+) -> anyhow::Result<(Vec<TargetRow>, Vec<String>)> {
+    let mut rows = Vec::new();
+    let mut failed = Vec::new();
+    for run in results {
+        let job = &jobs_by_pair[&(run.scenario.clone(), run.board.clone())];
+        if run.outcome != Outcome::Passed {
+            failed.push(format!(
+                "{} on {}: {}",
+                run.scenario, run.board, run.outcome
+            ));
+            continue;
+        }
+        let request = hilt::firmware::FirmwareRequest::for_scenario(&job.board, &job.scenario);
+        // The ELF the run used, from the firmware cache (built already).
+        let elf = hilt::firmware::build(&place.repo, &request)?;
+        let model = file_stem(&job.scenario.model);
+        let mut instructions: Vec<u64> = run.steps.iter().map(|s| s.total_cycles).collect();
+        // TFLM's figures were measured on the AN386's Cortex-M4 running M4
+        // code: rows of that core (not its ARMv6-M build) are judged.
+        let m4 = job
+            .board
+            .qemu
+            .as_ref()
+            .is_some_and(|q| q.cpu == "cortex-m4")
+            && job.board.target.starts_with("thumbv7em");
+        rows.push(TargetRow {
+            m4_tick: m4.then(|| job.board.cycle_scale().round() as u64),
+            tflm: figures.get(&model).copied(),
+            model,
+            board: run.board.clone(),
+            instructions: median(&mut instructions),
+            macs: model_macs(&job.scenario.model)?,
+            arena_used: run.arena.map_or(0, |[_, _, _, used]| u64::from(used)),
+            flash: flash_bytes(&elf)?,
+        });
+    }
+    Ok((rows, failed))
+}

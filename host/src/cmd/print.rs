@@ -1,0 +1,117 @@
+//! Text the commands print that is not a library report: a finished board
+//! run as `hilt run` shows it (status, arena, offload, steps, costliest
+//! ops), and the short model names used in headings and rows. Kept out of
+//! the command modules so each of those reads as flags plus what it does.
+
+use std::path::Path;
+
+use hilt::outcome::BoardRun;
+use hilt::report::thousands;
+
+/// A path's file name for headings (the whole path when it has none).
+pub(crate) fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+/// A path's file name without its extension.
+pub(crate) fn file_stem(path: &Path) -> String {
+    path.file_stem().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+/// One finished board run, as `hilt run` prints it when the board ends:
+/// a status line, then the arena, offload and per-step figures, then the
+/// first step's costliest ops (`ops` names them when the model was read).
+pub(crate) fn print_run(run: &BoardRun, ops: Option<&Vec<String>>, wall: std::time::Duration) {
+    let status = &run.outcome;
+    let cycles = run.steps.first().map_or(String::new(), |s| {
+        format!("   {} cycles", thousands(s.total_cycles))
+    });
+    // Wide enough for every shipped board name ("qemu-netduinoplus2-uart").
+    // The wall time is the board's own (start-up, transfers, invokes), not
+    // its firmware build or its wait for a free slot.
+    println!(
+        "{:<23} {:<28} {} ({} steps){cycles}   {:.2} s wall",
+        run.board,
+        run.scenario,
+        status,
+        run.steps.len(),
+        wall.as_secs_f64()
+    );
+    if let Some([capacity, head, tail, used]) = run.arena {
+        println!("    arena: {used} of {capacity} bytes used (head {head}, tail {tail})");
+    }
+    print_offload(run);
+    for step in &run.steps {
+        println!(
+            "    {} step {}: {} cycles",
+            step.case,
+            step.step,
+            thousands(step.total_cycles)
+        );
+        if let Some(o) = &step.offload {
+            println!(
+                "      npu busy {}, cpu waited {}, overlap {}, {} jobs, {} emulation cycles removed",
+                thousands(o.busy),
+                thousands(o.waited),
+                thousands(o.overlap()),
+                o.jobs,
+                thousands(o.emulation)
+            );
+        }
+    }
+    print_costliest_ops(run, ops);
+}
+
+/// The run's offload set-up and, when the firmware also ran with offload
+/// off, how the engine changed the first step's cycles.
+fn print_offload(run: &BoardRun) {
+    let Some(o) = &run.offload else {
+        return;
+    };
+    println!(
+        "    offload: vnpu, {}, {} cycles per job + {} per 1000 MACs{}",
+        o.mode,
+        o.job_cycles,
+        o.cycles_per_1000_macs,
+        o.fault.map_or(String::new(), |f| format!(", fault {f}"))
+    );
+    if let (Some(alone), Some(first)) = (run.cpu_alone, run.steps.first()) {
+        let change = first.total_cycles as f64 / alone.max(1) as f64;
+        println!(
+            "    cpu alone: {} cycles (same firmware, offload off); with the engine {:.2}× that",
+            thousands(alone),
+            change
+        );
+    }
+}
+
+/// The first step's eight costliest ops, most cycles first; in an offload
+/// run each says whether it ran on the NPU or the CPU.
+fn print_costliest_ops(run: &BoardRun, ops: Option<&Vec<String>>) {
+    let Some(step) = run.steps.first() else {
+        return;
+    };
+    let mut by_cost: Vec<(usize, u32)> = step.op_cycles.iter().copied().enumerate().collect();
+    by_cost.sort_by_key(|&(_, c)| std::cmp::Reverse(c));
+    for (op, c) in by_cost.iter().take(8) {
+        let name = ops.and_then(|o| o.get(*op)).map_or("?", String::as_str);
+        // Offload runs say where each op ran; others print as before.
+        let place = step.offload.as_ref().map_or("", |o| {
+            if o.on_npu.get(*op).copied().unwrap_or(false) {
+                "  NPU"
+            } else {
+                "  CPU"
+            }
+        });
+        println!(
+            "      op {op:>3} {name:<30} {:>14} cycles{place}",
+            thousands(u64::from(*c))
+        );
+    }
+}
