@@ -55,7 +55,7 @@ pub enum ConfigError {
         /// The board.
         board: String,
         /// What does not fit, by how much.
-        shortfall: crate::board::MemoryShortfall,
+        shortfall: crate::shortfall::MemoryShortfall,
         /// What to change.
         remedy: &'static str,
     },

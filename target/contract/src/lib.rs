@@ -6,6 +6,7 @@ mod error;
 pub mod offload;
 pub mod pools;
 pub mod scenario;
+mod shortfall;
 pub mod suggest;
 
 pub use error::ConfigError;

@@ -160,7 +160,7 @@ pub enum AllocError {
     /// misalignment, a buffer outside the head), with the buffers at fault
     /// named (positions, owners, lifetimes, offsets): what a port author
     /// needs.
-    PlanRejected(crate::port::PlanFailure),
+    PlanRejected(crate::planner::check::PlanFailure),
     /// A request or option asked for an invalid alignment.
     InvalidAlignment {
         /// The alignment.
@@ -698,12 +698,6 @@ impl Staging {
             guards,
         })
     }
-}
-
-/// Views planner workspace words as records (`T` a whole number of
-/// words, 4-byte aligned: the caller sizes the slice for it).
-pub(crate) fn cast_words<T: Pod>(words: &mut [u32]) -> &mut [T] {
-    bytemuck::try_cast_slice_mut(words).unwrap_or(&mut [])
 }
 
 /// Views arena bytes as records. The allocator aligns every region it

@@ -577,7 +577,7 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                     // Only a pool the engine reaches may hold it.
                     *request = request
                         .held_until(hold)
-                        .reached_by(crate::pool::Reach::ACCEL);
+                        .reached_by(crate::reach::Reach::ACCEL);
                 }
             }
         }

@@ -38,64 +38,16 @@
 
 use core::fmt;
 
+use bytemuck::Pod;
+
 use crate::planner::{MemoryPlanner, PlanError, lower_bound};
 use crate::request::BufferRequest;
 
+/// Who reaches a pool: defined below the requests, which carry it too.
+pub use crate::reach::Reach;
+
 /// The most pools one arena may span.
 pub const MAX_POOLS: usize = 4;
-
-/// Who reaches a memory (or must reach a buffer): bit flags.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct Reach(u16);
-
-impl Reach {
-    /// The CPU (every pool and buffer).
-    pub const CPU: Reach = Reach(1);
-    /// A DMA engine or accelerator.
-    pub const ACCEL: Reach = Reach(2);
-
-    /// From raw bits (unknown bits are kept, so a newer firmware's flags
-    /// are never silently dropped).
-    pub const fn from_bits(bits: u16) -> Reach {
-        Reach(bits)
-    }
-
-    /// The raw bits.
-    pub const fn bits(self) -> u16 {
-        self.0
-    }
-
-    /// Both sets.
-    #[must_use]
-    pub const fn with(self, other: Reach) -> Reach {
-        Reach(self.0 | other.0)
-    }
-
-    /// Whether everyone in `other` is in `self`.
-    pub const fn covers(self, other: Reach) -> bool {
-        self.0 & other.0 == other.0
-    }
-}
-
-impl fmt::Debug for Reach {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut first = true;
-        for (bit, name) in [(Reach::CPU, "cpu"), (Reach::ACCEL, "accel")] {
-            if self.covers(bit) {
-                if !first {
-                    f.write_str("+")?;
-                }
-                f.write_str(name)?;
-                first = false;
-            }
-        }
-        if first {
-            f.write_str("none")?;
-        }
-        Ok(())
-    }
-}
 
 /// One memory region of the arena.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -232,7 +184,7 @@ impl Default for PoolLayout {
 impl PoolLayout {
     /// One pool, the whole arena, reached by the CPU and any engine.
     pub const WHOLE: PoolLayout = PoolLayout {
-        pools: [Pool::new(0, Reach(0)); MAX_POOLS],
+        pools: [Pool::new(0, Reach::from_bits(0)); MAX_POOLS],
         count: 0,
     };
 
@@ -398,6 +350,12 @@ pub(crate) const fn extra_words(count: usize) -> usize {
     count * (size_of::<BufferRequest>() / 4 + 3)
 }
 
+/// Views planner workspace words as records (`T` a whole number of
+/// words, 4-byte aligned: the caller sizes the slice for it).
+fn cast_words<T: Pod>(words: &mut [u32]) -> &mut [T] {
+    bytemuck::try_cast_slice_mut(words).unwrap_or(&mut [])
+}
+
 /// Marks a request not yet given a pool.
 const UNASSIGNED: u32 = u32::MAX;
 
@@ -425,7 +383,7 @@ pub(crate) fn plan(
     let (sub_offsets, rest) = rest.split_at_mut(n);
     let (pool_of, rest) = rest.split_at_mut(n);
     let members = &mut rest[..n];
-    let copy: &mut [BufferRequest] = crate::allocation::cast_words(copy_words);
+    let copy: &mut [BufferRequest] = cast_words(copy_words);
     pool_of.fill(UNASSIGNED);
     for (i, r) in requests.iter().enumerate() {
         if !windows

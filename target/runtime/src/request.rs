@@ -6,7 +6,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-pub use crate::pool::Reach;
+use crate::reach::Reach;
 
 /// The default alignment of every planned buffer, as in TFLM (16 bytes: the
 /// widest SIMD load and the usual DMA burst).

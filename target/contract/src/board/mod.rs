@@ -73,7 +73,8 @@ mod budget;
 mod checks;
 mod memory_x;
 
-pub use budget::{MIN_STACK_BYTES, MemoryShortfall, grouped, least_slot};
+pub use crate::shortfall::{MemoryShortfall, grouped};
+pub use budget::{MIN_STACK_BYTES, least_slot};
 
 use crate::error::{ConfigError, read_toml};
 use crate::offload::{RawVnpu, VnpuLatency};

@@ -18,7 +18,7 @@
 //!
 //! Nothing is requested in prepare: no scratch, nothing in the tail.
 
-use super::conv::{Geometry, Window};
+use super::conv_geometry::{Geometry, Window};
 use super::gemm::{block_1x2, block_2x2, rows_2x2};
 use super::quantized::{ChannelRequant, Requant, sum};
 

@@ -10,7 +10,7 @@
 //! vectorises and what an ARMv6-M core adds without a 64-bit library call.
 
 use super::KernelError;
-use super::conv::Geometry;
+use super::conv_geometry::Geometry;
 use super::fixed_point::{multiply_by_quantized_multiplier_i64, quantize_multiplier};
 use super::quantized::{ChannelParams, OutputStage, shift_fields, shift_parts};
 use super::tensor::{channel_scales, require_quant};

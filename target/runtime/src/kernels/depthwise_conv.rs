@@ -20,7 +20,7 @@
 //! channel `o`; other multipliers index the input at `o / m`.
 
 use super::context::Stored;
-use super::conv::{Geometry, Window};
+use super::conv_geometry::{Geometry, Window};
 use super::conv_i16::{Wide, depthwise_i16, prepare_wide};
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 use super::depthwise_packed;

@@ -18,7 +18,7 @@
 use super::KernelError;
 use super::arm_dsp::smmulr;
 use super::arm_dsp::{mla_bytes4, mla_bytes4_offset, mla_shared4, splat16};
-use super::conv::Geometry;
+use super::conv_geometry::Geometry;
 #[cfg(doc)]
 use super::quantized::Requant;
 use super::quantized::{NARROW, OutputStage, scale_parts, shift_fields};
@@ -311,7 +311,7 @@ struct Span {
 pub(super) fn edge(
     g: &Geometry,
     ops: &Operands<'_>,
-    win: &super::conv::Window,
+    win: &super::conv_geometry::Window,
     out: &mut [i8],
 ) -> Result<(), KernelError> {
     let t = taps(g);

@@ -22,6 +22,7 @@ pub mod context;
 pub mod conv;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 pub(crate) mod conv_dsp;
+mod conv_geometry;
 mod conv_i16;
 pub mod cumsum;
 pub mod depthwise_conv;

@@ -3,7 +3,7 @@
 
 use super::super::KernelError;
 use super::params::LstmShape;
-use super::{GATE_CELL, GATE_FORGET, GATE_INPUT, GATE_OUTPUT, GATES, LstmWeights};
+use super::{CELLS, GATE_CELL, GATE_FORGET, GATE_INPUT, GATE_OUTPUT, GATES, LstmWeights};
 
 /// `std::max(x, lowest)` then `std::min(·, max)`: TFLM's
 /// `ActivationFunctionWithMinMax` for "no activation", which turns ±inf into
@@ -175,9 +175,6 @@ fn dots4(rows: [&[f32]; GATES], x: &[f32]) -> [f32; GATES] {
 fn rows<'a>(w: &[&'a [f32]; GATES], j: usize, n: usize) -> [&'a [f32]; GATES] {
     [w[0], w[1], w[2], w[3]].map(|m| &m[j * n..(j + 1) * n])
 }
-
-/// Cells whose dots [`dots_cells`] computes at once.
-pub const CELLS: usize = 4;
 
 /// `[gate][k]`: gate `g`'s `Σ x·w` over row `j + k` of its matrix, for the
 /// [`CELLS`] cells from `j`, each summed from 0.0 in index order as

@@ -7,8 +7,7 @@ use core::arch::x86_64::{
     _mm_setzero_ps, _mm_unpackhi_ps, _mm_unpacklo_ps,
 };
 
-use super::GATES;
-use super::float::CELLS;
+use super::{CELLS, GATES};
 
 /// Four rows' four consecutive values turned into four columns: column `d`
 /// holds element `d` of rows 0..4, so one lane per row.

@@ -4,7 +4,8 @@
 //! four cells) at a time.
 
 use super::super::KernelError;
-use super::super::fixed_point::{logistic_int16, multiply_by_quantized_multiplier, tanh_int16};
+use super::super::fixed_point::multiply_by_quantized_multiplier;
+use super::luts::Luts;
 use super::params::{LstmQuantParams, LstmShape};
 use super::{GATE_CELL, GATE_FORGET, GATE_INPUT, GATE_OUTPUT, GATES, LstmWeights};
 
@@ -242,42 +243,6 @@ impl<'a, 'w> Cells<'a, 'w> {
             let gates = self.luts.gates(self.pre_activations(j, x, h));
             out[j] = update_cell(self.quant, &self.luts, gates, &mut c[j]);
         }
-    }
-}
-
-/// The LUT input scales: sigmoid gates and the Q3.12 cell gate's tanh
-/// read Q3.12 (×3, no shift); the cell state's tanh its own.
-#[derive(Clone, Copy)]
-pub(super) struct Luts {
-    pub(super) gate: (i32, i32),
-    pub(super) cell_tanh: (i32, i32),
-}
-
-impl Luts {
-    fn of(quant: &LstmQuantParams) -> Self {
-        Luts {
-            gate: super::super::fixed_point::int16_lut_input_scale(0, 0),
-            cell_tanh: (quant.cell_tanh_multiplier, quant.cell_tanh_shift),
-        }
-    }
-
-    /// The four gates' activations (tensor order) from their
-    /// pre-activations: σ for input, forget and output, tanh for the cell
-    /// gate; Q0.15.
-    #[inline(always)]
-    pub(super) fn gates(&self, pre: [i16; GATES]) -> [i16; GATES] {
-        let (m, s) = self.gate;
-        [
-            logistic_int16(pre[GATE_INPUT], m, s),
-            logistic_int16(pre[GATE_FORGET], m, s),
-            tanh_int16(pre[GATE_CELL], m, s),
-            logistic_int16(pre[GATE_OUTPUT], m, s),
-        ]
-    }
-
-    #[inline(always)]
-    pub(super) fn tanh_cell(&self, c: i16) -> i16 {
-        tanh_int16(c, self.cell_tanh.0, self.cell_tanh.1)
     }
 }
 

@@ -22,7 +22,7 @@ use core::arch::x86_64::{
 use core::arch::x86_64::{_mm_andnot_si128, _mm_or_si128, _mm_slli_epi32, _mm_xor_si128};
 
 use super::super::fixed_point::SIGMOID_TABLE_Q16;
-use super::integer::Luts;
+use super::luts::Luts;
 use super::params::LstmQuantParams;
 use super::{GATE_CELL, GATE_FORGET, GATE_INPUT, GATE_OUTPUT, GATES};
 

@@ -60,10 +60,11 @@ mod float_sse2;
 mod integer;
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 mod integer_sse2;
+mod luts;
 mod params;
 pub mod reference;
 
-pub use float::{CELLS, dots_cells, dots_cells_portable, eval_float, expf, sigmoid_f32, tanhf};
+pub use float::{dots_cells, dots_cells_portable, eval_float, expf, sigmoid_f32, tanhf};
 pub use integer::{eval_integer, gate_dots, gate_dots_portable};
 pub use params::{GateQuant, LstmQuantParams, LstmScales, LstmShape, Step};
 
@@ -89,6 +90,10 @@ pub const GATE_FORGET: usize = 1;
 pub const GATE_CELL: usize = 2;
 /// The output gate.
 pub const GATE_OUTPUT: usize = 3;
+
+/// Cells whose dots [`dots_cells`] computes at once (the lanes of the
+/// SSE2 path; the portable path's block too, so both agree).
+pub const CELLS: usize = 4;
 
 const INPUT: usize = 0;
 /// Input → gate weights are inputs `1..=4`, hidden → gate `5..=8`.
