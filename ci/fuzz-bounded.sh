@@ -22,7 +22,11 @@ export CARGO_TARGET_DIR="$out/cargo"
 export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
 -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
 -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing -Cdebug-assertions -Coverflow-checks"
-(cd "$fuzz" && cargo build --quiet --locked --release --bins)
+# An explicit --target keeps RUSTFLAGS off the build scripts (they would
+# need libFuzzer's symbols), as cargo-fuzz does.
+host="$(rustc -vV | sed -n 's/^host: //p')"
+(cd "$fuzz" && cargo build --quiet --locked --release --bins --target "$host")
+bin="$CARGO_TARGET_DIR/$host/release"
 status=0
 for target in load_and_plan plan_requests invoke; do
   time="$seconds"
@@ -31,7 +35,7 @@ for target in load_and_plan plan_requests invoke; do
   artifacts="$out/artifacts/$target/"
   mkdir -p "$corpus" "$artifacts" "$fuzz/seeds/$target"
   log="$out/$target.log"
-  if "$CARGO_TARGET_DIR/release/$target" "$corpus" "$fuzz/seeds/$target" \
+  if "$bin/$target" "$corpus" "$fuzz/seeds/$target" \
     -max_total_time="$time" -rss_limit_mb=2048 -timeout=30 -print_final_stats=1 \
     -artifact_prefix="$artifacts" >"$log" 2>&1; then
     runs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)"

@@ -139,6 +139,10 @@ pub struct ArenaNeeds {
     pub head: u32,
     /// Whether `head` is the planner's exact figure.
     pub head_exact: bool,
+    /// Bytes before the head's first buffer: the arena's start guard and
+    /// the padding up to the head's alignment (large when a buffer asks for
+    /// an alignment the arena's start is far from).
+    pub head_start: u32,
     /// Set-up memory for the request list and planner workspace.
     pub temp: u32,
     /// Persistent section.
@@ -175,10 +179,11 @@ impl fmt::Display for AllocError {
         match self {
             AllocError::ArenaTooSmall(n) => write!(
                 f,
-                "arena too small: {} bytes given; needs head {}{} + tail {} (and {} of set-up memory before the head is committed)",
+                "arena too small: {} bytes given; needs head {}{}{} + tail {} (and {} of set-up memory before the head is committed)",
                 n.available,
                 if n.head_exact { "" } else { "at least " },
                 n.head,
+                HeadStart(n.head_start),
                 n.tail,
                 n.temp
             ),
@@ -190,6 +195,19 @@ impl fmt::Display for AllocError {
                 write!(f, "alignment {align} is not a power of two up to 1 MiB")
             }
             AllocError::Pool(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// ` from byte N` when the head cannot start at the arena's first byte.
+struct HeadStart(u32);
+
+impl fmt::Display for HeadStart {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0 == 0 {
+            Ok(())
+        } else {
+            write!(f, " from byte {} (guard and alignment)", self.0)
         }
     }
 }
@@ -428,10 +446,17 @@ impl Staging {
         extra: &[BufferRequest],
     ) -> AllocError {
         let scratch_bytes = 8 * (self.scratch_requests + extra.len()) as u32;
+        let guard = if self.canary == CanaryMode::Off {
+            0
+        } else {
+            GUARD_BYTES
+        };
+        let head_align = extra.iter().fold(self.head_align, |a, r| a.max(r.align));
         AllocError::ArenaTooSmall(ArenaNeeds {
             available: arena.capacity() as u32,
             head: head.unwrap_or_else(|| model_lower_bound(model, self.align, extra)),
             head_exact: head.is_some(),
+            head_start: arena.aligned_offset(guard, head_align).unwrap_or(guard),
             temp: self.temp_need(extra.len()) as u32,
             // Once scratch slots are in the tail, `tail_bytes` counts them.
             tail: (arena.tail_bytes() as u32).max(tail_need(model, self.align) + scratch_bytes),
@@ -557,6 +582,7 @@ impl Staging {
                 available: 0,
                 head: 0,
                 head_exact: true,
+                head_start: 0,
                 temp: 0,
                 tail: 0,
             },

@@ -139,6 +139,7 @@ fn head_that_does_not_fit_is_reported_exactly() {
             available: 4096,
             head: 8192,
             head_exact: true,
+            head_start: 0,
             temp: 88,
             tail: 16
         })

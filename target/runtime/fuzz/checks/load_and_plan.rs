@@ -250,13 +250,16 @@ fn run(
                 match &seen {
                     // The plan fitted the head; the tail or set-up did not.
                     Some(s) => assert_eq!(needs.head, s.head, "exact head but another plan"),
-                    // The plan is reported only once it fits: its head is
+                    // The plan is reported only once it fits: its head,
+                    // from where it must start (guard and alignment), is
                     // then too large for the arena with the tail — a
                     // wrapped figure would be small enough to fit.
                     None => assert!(
-                        needs.head as usize + needs.tail as usize > capacity,
-                        "exact head {} + tail {} fits the {capacity}-byte arena, but no plan",
+                        needs.head_start as usize + needs.head as usize + needs.tail as usize
+                            > capacity,
+                        "exact head {} from byte {} + tail {} fits the {capacity}-byte arena, but no plan",
                         needs.head,
+                        needs.head_start,
                         needs.tail
                     ),
                 }

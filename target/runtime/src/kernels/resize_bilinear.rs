@@ -100,6 +100,19 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
             tensor: output.index,
         });
     }
+    // An empty image has no pixel to sample (and its scale would count
+    // from -1): refused, where the invoke fuzzer found it overflowing.
+    if in_h == 0 || in_w == 0 {
+        return Err(KernelError::ShapeMismatch {
+            tensor: input.index,
+        });
+    }
+    // Nor is there a scale to an empty one (it would divide by zero).
+    if out_h == 0 || out_w == 0 {
+        return Err(KernelError::ShapeMismatch {
+            tensor: output.index,
+        });
+    }
     ctx.store(&BilinearPlan {
         batches,
         in_h,
