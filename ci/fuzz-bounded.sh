@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
-# Every fuzz target of target/runtime/fuzz, each for a bounded time on its
-# committed seeds (CI: ci/run-tests.sh runs it with 60 s; the nightly
-# workflow runs target/runtime/fuzz/run.sh for an hour instead).
+# Every fuzz target of target/runtime/fuzz, each for a bounded number of
+# executions on its committed seeds (CI: ci/run-tests.sh, about a minute a
+# target on the 2-core machine; the nightly workflow runs
+# target/runtime/fuzz/run.sh for an hour instead).
 #
-#   ci/fuzz-bounded.sh [SECONDS [PLAN_SECONDS]]   # default 60, and 20 for plan_requests
+#   ci/fuzz-bounded.sh [SCALE]   # executions × SCALE (default 1)
+#
+# Deterministic: a fixed libFuzzer seed and a fixed count of executions
+# (not a time), so a run that passes here passes in CI on the same code, and
+# a failure reproduces. A time cap (5 minutes a target) only guards
+# against a hang.
 #
 # Plain cargo on the pinned stable toolchain, no cargo-fuzz: libfuzzer-sys
 # builds libFuzzer itself, and the coverage instrumentation libFuzzer needs
@@ -11,11 +17,11 @@
 # runs through -C passes / -C llvm-args (what cargo-fuzz passes too, less
 # AddressSanitizer, which needs a nightly flag). Debug assertions stay on,
 # so an integer overflow is a crash. New inputs go to build/, never into
-# seeds/. Exit 1 on the first target that crashes, naming its reproducer.
+# seeds/. Exit 1 if a target crashes, naming its reproducer (add it to
+# seeds/TARGET/ with the fix: tests/fuzz_seeds.rs replays it).
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-seconds="${1:-60}"
-plan_seconds="${2:-20}"
+scale="${1:-1}"
 fuzz="$REPO/target/runtime/fuzz"
 out="$REPO/build/fuzz-bounded"
 export CARGO_TARGET_DIR="$out/cargo"
@@ -29,18 +35,26 @@ host="$(rustc -vV | sed -n 's/^host: //p')"
 bin="$CARGO_TARGET_DIR/$host/release"
 status=0
 for target in load_and_plan plan_requests invoke; do
-  time="$seconds"
-  [ "$target" = plan_requests ] && time="$plan_seconds"
+  case "$target" in
+    load_and_plan) runs=2500000 ;;
+    plan_requests) runs=600000 ;;
+    invoke) runs=4000000 ;;
+  esac
+  runs=$((runs * scale))
+  started=$SECONDS
   corpus="$out/corpus/$target"
   artifacts="$out/artifacts/$target/"
   mkdir -p "$corpus" "$artifacts" "$fuzz/seeds/$target"
   log="$out/$target.log"
-  if "$bin/$target" "$corpus" "$fuzz/seeds/$target" \
-    -max_total_time="$time" -rss_limit_mb=2048 -timeout=30 -print_final_stats=1 \
+  # A fresh corpus folder each run: what an earlier run grew would change
+  # the inputs this one draws.
+  rm -rf "$corpus" && mkdir -p "$corpus"
+  if "$bin/$target" "$corpus" "$fuzz/seeds/$target" -seed=1 -runs="$runs" \
+    -max_total_time=300 -rss_limit_mb=2048 -timeout=30 -print_final_stats=1 \
     -artifact_prefix="$artifacts" >"$log" 2>&1; then
-    runs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)"
+    done_runs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)"
     edges="$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)"
-    echo "fuzz $target: ${runs:-?} executions in ${time} s, ${edges:-?} coverage edges, no crash"
+    echo "fuzz $target: ${done_runs:-?} executions in $((SECONDS - started)) s, ${edges:-?} coverage edges, no crash"
   else
     echo "fuzz $target: FAILED after $(grep -c . "$log") log lines; reproducer under $artifacts:"
     tail -n 30 "$log"
