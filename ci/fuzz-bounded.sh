@@ -6,10 +6,12 @@
 #
 #   ci/fuzz-bounded.sh [SCALE]   # executions × SCALE (default 1)
 #
-# Deterministic: a fixed libFuzzer seed and a fixed count of executions
-# (not a time), so a run that passes here passes in CI on the same code, and
-# a failure reproduces. A time cap (5 minutes a target) only guards
-# against a hang.
+# Seeded: a fixed libFuzzer seed and a fixed count of executions (not a
+# time), so the same binary draws the same inputs and a failure reproduces
+# with the same command. (A checkout at another path builds a slightly
+# different binary, so CI may still find what a local run did not: then
+# the reproducer it names is a real bug.) A time cap (5 minutes a target)
+# only guards against a hang.
 #
 # Plain cargo on the pinned stable toolchain, no cargo-fuzz: libfuzzer-sys
 # builds libFuzzer itself, and the coverage instrumentation libFuzzer needs

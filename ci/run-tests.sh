@@ -8,7 +8,7 @@
 #   builds, the bring-your-own example's included, are the QEMU tests' and
 #   the gate's, which run them;
 # - the fuzz targets (target/runtime/fuzz, a workspace of its own), each
-#   fuzzed for a fixed count of executions (seeded: deterministic; about a
+#   fuzzed for a fixed count of executions (seeded, so a failure reproduces; about a
 #   minute each) on its committed seeds with plain
 #   cargo (ci/fuzz-bounded.sh; no cargo-fuzz or nightly needed);
 # - the QEMU end-to-end tests (qemu-system-arm is installed by setup);
