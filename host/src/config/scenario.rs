@@ -1,6 +1,7 @@
 //! Scenarios: what to run where (`scenarios/NAME.toml`; the file format is
 //! described and checked in `hilt_contract::scenario`). This module turns a
-//! checked file into what a run needs: the model's path, the comparison,
+//! checked file into what a run needs: the model (read and verified once,
+//! a [`ModelFile`] every part of the run shares), the comparison,
 //! and every step's input and expected bytes — read from the conformance
 //! set or the scenario's own files, or computed by the host runtime.
 
