@@ -258,7 +258,7 @@ impl ThreadedVnpu {
         config: VnpuConfig<'static>,
         arena: &mut [u8],
     ) -> Result<Self, crate::host_run::ArenaAllocError> {
-        let shadow = crate::host_run::try_zeroed_vec::<u8>(arena.len(), arena.len())?;
+        let shadow = crate::aligned::try_zeroed_vec::<u8>(arena.len(), arena.len())?;
         let raw = Box::into_raw(shadow.into_boxed_slice());
         // SAFETY: the shadow lives in `Shadow` until the engine is dropped,
         // after its core; `arena` outlives the engine by the contract.

@@ -7,9 +7,8 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::accel::AccelChoice;
-use crate::host_run::{
-    AlignedBytes, HostClock, RunError, interpreter_offloaded, planner_for, read_model, verify,
-};
+use crate::host_run::{AlignedBytes, HostClock, RunError, interpreter_offloaded, planner_for};
+use crate::model_file::ModelFile;
 use hilt_runtime::planner::PlannerKind;
 
 /// One op's share of the time.
@@ -81,8 +80,8 @@ pub fn bench(
     warmup: usize,
     accelerator: &AccelChoice,
 ) -> Result<BenchReport, RunError> {
-    let bytes = read_model(path)?;
-    let model = verify(path, &bytes)?;
+    let file = ModelFile::open(path)?;
+    let model = file.model();
     let planner = planner_for(planner, &model)?;
     let mut memory = AlignedBytes::try_zeroed(arena)?;
     // SAFETY: `memory` is declared first, so it outlives the engine.

@@ -6,9 +6,8 @@ use std::path::{Path, PathBuf};
 use hilt_runtime::planner::Greedy;
 use serde::Deserialize;
 
-use crate::host_run::{
-    AlignedBytes, DEFAULT_ARENA, RunError, interpreter, read_model, set_input, verify,
-};
+use crate::host_run::{AlignedBytes, DEFAULT_ARENA, RunError, interpreter, set_input};
+use crate::model_file::ModelFile;
 
 /// `manifest.json`.
 #[derive(Debug, Clone, Deserialize)]
@@ -224,23 +223,15 @@ pub fn run_model(dir: &Path, entry: &ModelEntry) -> ModelOutcome {
         return outcome;
     };
     let path = dir.join(&entry.model);
-    let bytes = match read_model(&path) {
-        Ok(b) => b,
+    let file = match ModelFile::open(&path) {
+        Ok(f) => f,
         Err(e) => {
             outcome.failures.push(e.to_string());
             return outcome;
         }
     };
     for case in &entry.cases {
-        match run_case(
-            dir,
-            entry,
-            &path,
-            &bytes,
-            case,
-            comparison,
-            &mut outcome.arena_used,
-        ) {
+        match run_case(dir, entry, &file, case, comparison, &mut outcome.arena_used) {
             Ok(None) => outcome.cases_passed += 1,
             Ok(Some(mismatch)) => outcome.failures.push(format!("{}: {mismatch}", case.name)),
             Err(e) => outcome.failures.push(format!("{}: {e}", case.name)),
@@ -252,13 +243,12 @@ pub fn run_model(dir: &Path, entry: &ModelEntry) -> ModelOutcome {
 fn run_case(
     dir: &Path,
     entry: &ModelEntry,
-    path: &Path,
-    bytes: &AlignedBytes,
+    file: &ModelFile,
     case: &Case,
     comparison: Comparison,
     arena_used: &mut usize,
 ) -> Result<Option<String>, RunError> {
-    let model = verify(path, bytes)?;
+    let model = file.model();
     let mut arena = AlignedBytes::zeroed(DEFAULT_ARENA);
     let mut interpreter = interpreter(model, &Greedy, &mut arena)?;
     *arena_used = interpreter.arena_used_bytes();

@@ -14,6 +14,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::AtomicBool;
 
 use crate::config::board::Board;
+use crate::model_file::ModelFile;
 
 /// Whether firmware builds show cargo's own output (`hilt -v`).
 static VERBOSE: AtomicBool = AtomicBool::new(false);
@@ -97,7 +98,7 @@ pub struct FirmwareRequest<'a> {
     /// The board.
     pub board: &'a Board,
     /// The model to embed.
-    pub model: &'a Path,
+    pub model: &'a ModelFile,
     /// Arena bytes.
     pub arena_size: u64,
     /// Planner.
@@ -118,7 +119,7 @@ impl<'a> FirmwareRequest<'a> {
     pub fn for_scenario(board: &'a Board, scenario: &'a crate::config::scenario::Scenario) -> Self {
         FirmwareRequest {
             board,
-            model: &scenario.model,
+            model: &scenario.model_file,
             arena_size: scenario.arena_size.unwrap_or(board.arena_size),
             planner: scenario.planner,
             features: &scenario.firmware_features,
@@ -223,10 +224,7 @@ fn elf_key(
 /// whose flash cannot hold that slot beside the code, into a slot of just
 /// the model's size.
 pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, BuildError> {
-    let model = std::fs::read(request.model).map_err(|source| BuildError::Io {
-        path: request.model.into(),
-        source,
-    })?;
+    let model = request.model.bytes();
     let least = least_slot(model.len());
     let class = slot_for(request.board.model_slot, model.len());
     let base = match build_base(repo, request, class) {
@@ -239,10 +237,11 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
     };
     let name = request
         .model
+        .path()
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    write_model(&base, &request.board.name, &model, &name)
+    write_model(&base, &request.board.name, model, &name)
 }
 
 /// The slot a model of `model_len` bytes is built into: the board's fixed

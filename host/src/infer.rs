@@ -7,9 +7,8 @@ use hilt_runtime::model::TensorInfo;
 use hilt_runtime::schema::TensorType;
 
 use crate::accel::AccelChoice;
-use crate::host_run::{
-    AlignedBytes, RunError, interpreter_offloaded, planner_for, read_model, set_input, verify,
-};
+use crate::host_run::{AlignedBytes, RunError, interpreter_offloaded, planner_for, set_input};
+use crate::model_file::ModelFile;
 use crate::tensor_file;
 use hilt_runtime::planner::PlannerKind;
 
@@ -52,8 +51,8 @@ pub struct OutputValue {
 /// Runs the request; returns every output of every step and the arena's
 /// high-water mark.
 pub fn infer(request: &InferRequest) -> Result<(Vec<OutputValue>, usize), RunError> {
-    let bytes = read_model(&request.model)?;
-    let model = verify(&request.model, &bytes)?;
+    let file = ModelFile::open(&request.model)?;
+    let model = file.model();
     let n_inputs = model.inputs().len();
     let steps = request.steps.max(1);
     if request.inputs.len() != n_inputs * steps {

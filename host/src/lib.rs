@@ -22,6 +22,7 @@
 //! - [`offline_plan`]: a layout stored in the model as TFLM's offline plan.
 
 pub mod accel;
+pub mod aligned;
 pub mod bench;
 pub mod buffer_labels;
 pub mod byte_size;
@@ -39,6 +40,7 @@ pub mod infer;
 pub mod layout;
 pub mod link;
 pub mod memory;
+pub mod model_file;
 pub mod offline_plan;
 pub mod orchestrate;
 pub mod outcome;

@@ -26,11 +26,14 @@
 use std::path::{Path, PathBuf};
 
 use hilt_runtime::canary::CanaryMode;
-use hilt_runtime::model::{Model, ModelError};
+
 use hilt_runtime::planner::PlannerKind;
 use hilt_runtime::writer::offline_plan::{RewriteError, write_offline_plan};
 
-use crate::layout::{Coverage, LayoutError, LayoutOptions, LayoutReport, layout_bytes};
+use crate::layout::{
+    Coverage, LayoutError, LayoutOptions, LayoutReport, layout_bytes, layout_model,
+};
+use crate::model_file::{ModelFile, ModelFileError};
 
 /// TFLM's buffer alignment (`MicroArenaBufferAlignment`): offsets and sizes
 /// in its planned section are multiples of it.
@@ -42,22 +45,9 @@ pub enum OfflineWriteError {
     /// An option that makes the plan differ from what TFLM would plan.
     #[error("--write-offline {0}")]
     Option(&'static str),
-    /// The model file could not be read.
-    #[error("cannot read {path}: {source}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The model is not a valid .tflite file.
-    #[error("{path}: {source}")]
-    Model {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong with it.
-        source: ModelError,
-    },
+    /// The model file cannot be read or is not a model.
+    #[error(transparent)]
+    Model(#[from] ModelFileError),
     /// Planning the model failed.
     #[error(transparent)]
     Layout(#[from] LayoutError),
@@ -152,20 +142,10 @@ pub fn write_offline(
     options: &LayoutOptions,
 ) -> Result<OfflineWritten, OfflineWriteError> {
     check_options(options, false)?;
-    let bytes = std::fs::read(path).map_err(|source| OfflineWriteError::Read {
-        path: path.into(),
-        source,
-    })?;
-    let aligned = crate::host_run::AlignedBytes::new(&bytes);
-    let model =
-        Model::from_bytes(aligned.as_slice()).map_err(|source| OfflineWriteError::Model {
-            path: path.into(),
-            source,
-        })?;
-    let report =
-        layout_bytes(&bytes, options).map_err(|e| OfflineWriteError::from(e.with_path(path)))?;
-    let offsets = tensor_offsets(model.tensor_count(), &report);
-    let rewrite = write_offline_plan(aligned.as_slice(), &offsets).map_err(|source| {
+    let file = ModelFile::open(path)?;
+    let report = layout_model(&file, options)?;
+    let offsets = tensor_offsets(file.model().tensor_count(), &report);
+    let rewrite = write_offline_plan(file.bytes(), &offsets).map_err(|source| {
         OfflineWriteError::Rewrite {
             path: path.into(),
             source,

@@ -216,10 +216,7 @@ async fn run_one(job: Job, elf: PathBuf, board: Option<OwnedMutexGuard<()>>) -> 
         Ok(i) => i,
         Err(e) => return error_run(&job, e.to_string()),
     };
-    let model_crc = match std::fs::read(&job.scenario.model) {
-        Ok(bytes) => hilt_proto::crc::crc32(&bytes),
-        Err(e) => return error_run(&job, format!("{}: {e}", job.scenario.model.display())),
-    };
+    let model_crc = job.scenario.model_file.crc32();
     let driver = driver::for_board(&job.board);
     if let Some(phase) = driver.flash_phase() {
         return run_real_job(job, driver, phase, image, model_crc, board, FLASH_LIMIT).await;

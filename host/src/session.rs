@@ -148,11 +148,7 @@ pub fn run_session(
         // The op's name is the model's: read it only when it is needed.
         RunFailure::Accelerator { op, job, error, .. } => RunFailure::Accelerator {
             op,
-            op_name: crate::layout::model_names(&scenario.model)
-                .ops
-                .get(usize::from(op))
-                .cloned()
-                .unwrap_or_else(|| "?".into()),
+            op_name: scenario.model_file.op_name(usize::from(op)).to_string(),
             job,
             error,
         },

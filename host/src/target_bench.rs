@@ -47,14 +47,6 @@ pub enum TargetBenchError {
         /// What is wrong.
         problem: String,
     },
-    /// The model cannot be read.
-    #[error("{model}: {problem}")]
-    Model {
-        /// The model file.
-        model: String,
-        /// Why.
-        problem: String,
-    },
     /// The firmware cannot be read.
     #[error("{elf}: {problem}")]
     Elf {
@@ -175,15 +167,8 @@ pub fn count_macs(model: &Model<'_>) -> u64 {
 }
 
 /// [`count_macs`] of a model file.
-pub fn model_macs(path: &Path) -> Result<u64, TargetBenchError> {
-    let fail = |problem: String| TargetBenchError::Model {
-        model: path.display().to_string(),
-        problem,
-    };
-    let bytes = std::fs::read(path).map_err(|e| fail(e.to_string()))?;
-    let aligned = crate::host_run::AlignedBytes::new(&bytes);
-    let model = Model::from_bytes(aligned.as_slice()).map_err(|e| fail(e.to_string()))?;
-    Ok(count_macs(&model))
+pub fn model_macs(model: &crate::model_file::ModelFile) -> u64 {
+    count_macs(&model.model())
 }
 
 /// Bytes a firmware ELF puts in flash: every allocated section that holds

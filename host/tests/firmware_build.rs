@@ -9,6 +9,7 @@ mod common;
 
 use hilt::config::board::load_all;
 use hilt::firmware::{BuildError, FirmwareRequest, MIN_STACK_BYTES, build};
+use hilt::model_file::ModelFile;
 use hilt_runtime::canary::CanaryMode;
 use hilt_runtime::planner::PlannerKind;
 
@@ -21,7 +22,7 @@ fn an_arena_that_leaves_too_little_stack_is_refused_with_the_figures() {
         .iter()
         .find(|b| b.name == "qemu-netduinoplus2")
         .unwrap();
-    let model = repo().join("scenarios/models/tiny_convnet_int8.tflite");
+    let model = ModelFile::open(&repo().join("scenarios/models/tiny_convnet_int8.tflite")).unwrap();
     let request = |arena_size| FirmwareRequest {
         board,
         model: &model,
@@ -61,7 +62,8 @@ fn two_models_share_one_build_and_differ_only_in_the_slot() {
     let models = [
         repo().join("scenarios/models/tiny_convnet_int8.tflite"),
         repo().join("scenarios/models/reshape_int8.tflite"),
-    ];
+    ]
+    .map(|path| ModelFile::open(&path).unwrap());
     let elves: Vec<Vec<u8>> = models
         .iter()
         .map(|model| {
@@ -106,8 +108,11 @@ fn two_models_share_one_build_and_differ_only_in_the_slot() {
     assert!(start <= first && last < start + size);
     for (elf, model) in elves.iter().zip(&models) {
         let slot = hilt_proto::model_slot::read_checked(&elf[start..start + size]).unwrap();
-        assert_eq!(slot.bytes, std::fs::read(model).unwrap());
-        assert_eq!(slot.name, model.file_name().unwrap().to_str().unwrap());
+        assert_eq!(slot.bytes, model.bytes());
+        assert_eq!(
+            slot.name,
+            model.path().file_name().unwrap().to_str().unwrap()
+        );
     }
 }
 
@@ -186,7 +191,9 @@ fn a_cached_firmware_is_used_while_another_build_holds_the_lock() {
         .find(|b| b.name == "qemu-mps2-an386")
         .unwrap()
         .clone();
-    let model = repo().join("scenarios/models/reshape_int8.tflite");
+    let model = std::sync::Arc::new(
+        ModelFile::open(&repo().join("scenarios/models/reshape_int8.tflite")).unwrap(),
+    );
     let request = |board| FirmwareRequest {
         board,
         model: &model,

@@ -72,12 +72,13 @@ fn smoke_context() -> ScenarioContext {
         &hilt::conformance::locate_all(&repo()),
     )
     .unwrap();
-    let names = hilt::layout::model_names(&scenario.model);
+    let names = hilt::layout::model_names(&scenario.model_file);
     let options = hilt::layout::LayoutOptions {
         planner: scenario.planner,
         ..Default::default()
     };
-    let layout = hilt::layout::layout_file(&scenario.model, &options).map_err(|e| e.to_string());
+    let layout =
+        hilt::layout::layout_model(&scenario.model_file, &options).map_err(|e| e.to_string());
     ScenarioContext::new(&scenario, names.ops, names.tensors, layout)
 }
 

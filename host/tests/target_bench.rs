@@ -22,7 +22,10 @@ fn mac_counts_are_mlperf_tinys_and_tflm_figures_read() {
         ("mlperf_tiny_ic_resnet8_int8", 12.50),
         ("mlperf_tiny_ad_autoencoder_int8", 0.26),
     ] {
-        let macs = model_macs(&dir.join("models").join(format!("{model}.tflite"))).unwrap();
+        let macs = model_macs(
+            &hilt::model_file::ModelFile::open(&dir.join("models").join(format!("{model}.tflite")))
+                .unwrap(),
+        );
         let got = (macs as f64 / 1e4).round() / 100.0;
         assert_eq!(got, millions, "{model}: {macs} MACs");
     }

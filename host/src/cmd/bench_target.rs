@@ -184,7 +184,7 @@ fn target_rows(
             model,
             board: run.board.clone(),
             instructions: median(&mut instructions),
-            macs: model_macs(&job.scenario.model)?,
+            macs: model_macs(&job.scenario.model_file),
             arena_used: run.arena.map_or(0, |[_, _, _, used]| u64::from(used)),
             flash: flash_bytes(&elf)?,
         });

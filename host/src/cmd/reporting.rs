@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use hilt::layout::{LayoutOptions, ModelNames, layout_file};
+use hilt::layout::{LayoutOptions, ModelNames, layout_model};
 use hilt::orchestrate::Job;
 use hilt::report::{PendingPair, ReportWriter, ScenarioContext};
 
@@ -65,7 +65,7 @@ fn scenario_contexts(work: &[Job], names: &HashMap<String, ModelNames>) -> Vec<S
             planner: scenario.planner,
             ..LayoutOptions::default()
         };
-        let layout = layout_file(&scenario.model, &options).map_err(|e| e.to_string());
+        let layout = layout_model(&scenario.model_file, &options).map_err(|e| e.to_string());
         let names = names.get(&scenario.name).cloned().unwrap_or_default();
         contexts.push(ScenarioContext::new(
             scenario,

@@ -75,7 +75,7 @@ impl Workspace {
                 hilt::config::board::select(&self.boards, pattern)
                     .map_err(|e| anyhow::anyhow!("{}: `boards`: {e}", path.display()))?;
             }
-            names.insert(scenario.name.clone(), model_names(&scenario.model));
+            names.insert(scenario.name.clone(), model_names(&scenario.model_file));
             scenarios.push(Arc::new(scenario));
         }
         if let Some(filter) = board_filter {

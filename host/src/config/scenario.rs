@@ -1,16 +1,19 @@
 //! Scenarios: what to run where (`scenarios/NAME.toml`; the file format is
 //! described and checked in `hilt_contract::scenario`). This module turns a
-//! checked file into what a run needs: the model's path, the comparison,
+//! checked file into what a run needs: the model (read and verified once,
+//! a [`ModelFile`] every part of the run shares), the comparison,
 //! and every step's input and expected bytes — read from the conformance
 //! set or the scenario's own files, or computed by the host runtime.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use hilt_contract::scenario::{ScenarioFile, ScenarioSource, StepFiles};
 
 use crate::config::ConfigError;
 use crate::conformance::{Comparison, ModelEntry, read_manifest};
+use crate::model_file::ModelFile;
 use hilt_contract::offload::OffloadChoice;
 use hilt_contract::{CanaryMode, PlannerKind};
 use hilt_proto::AccelFault;
@@ -44,8 +47,11 @@ pub struct Scenario {
     pub name: String,
     /// One line for people.
     pub description: String,
-    /// The model file.
+    /// The model file's path.
     pub model: PathBuf,
+    /// The model file, read and verified once when the scenario was
+    /// loaded: every part of a run takes the model from here.
+    pub model_file: Arc<ModelFile>,
     /// Board names or globs.
     pub boards: Vec<String>,
     /// Planner.
@@ -91,7 +97,7 @@ impl Scenario {
     pub fn check_budget(&self, board: &crate::config::board::Board) -> Result<(), ConfigError> {
         use hilt_contract::board::MemoryShortfall;
         let arena = self.arena_size.unwrap_or(board.arena_size);
-        let model_len = std::fs::metadata(&self.model).ok().map(|m| m.len());
+        let model_len = Some(self.model_file.len() as u64);
         board.check_budget(arena, model_len).map_err(|shortfall| {
             let remedy = match shortfall {
                 MemoryShortfall::ModelSlot { .. } => "the model is too big for this board",
@@ -139,16 +145,22 @@ fn read_file(path: &Path, field: &'static str, file: &Path) -> Result<Vec<u8>, C
 /// ([`locate_all`](crate::conformance::locate_all)).
 pub fn load(path: &Path, conformance_sets: &[PathBuf]) -> Result<Scenario, ScenarioError> {
     let file = hilt_contract::scenario::load(path)?;
-    let (model, compare, cases) = match &file.source {
+    let (model, opened, compare, cases) = match &file.source {
         ScenarioSource::Conformance { name, cases } => {
-            conformance_cases(path, conformance_sets, name, cases.as_deref())?
+            let (model, compare, cases) =
+                conformance_cases(path, conformance_sets, name, cases.as_deref())?;
+            (model, None, compare, cases)
         }
         ScenarioSource::Model {
             model,
             compare,
             steps,
             expected_from_host,
-        } => model_case(path, model, compare, steps, *expected_from_host)?,
+        } => {
+            let (file, compare, cases) =
+                model_case(path, model, compare, steps, *expected_from_host)?;
+            (model.clone(), Some(file), compare, cases)
+        }
     };
     if !model.is_file() {
         return Err(invalid(
@@ -160,10 +172,19 @@ pub fn load(path: &Path, conformance_sets: &[PathBuf]) -> Result<Scenario, Scena
     if cases.is_empty() {
         return Err(invalid(path, "cases", "no case to run"));
     }
+    let model_file = match opened {
+        Some(file) => file,
+        None => ModelFile::open(&model).map_err(|e| ConfigError::Content {
+            path: path.to_path_buf(),
+            part: format!("model {}", model.display()),
+            problem: e.to_string(),
+        })?,
+    };
     Ok(Scenario {
         name: file.name,
         description: file.description,
         model,
+        model_file: Arc::new(model_file),
         boards: file.boards,
         planner: file.planner,
         arena_size: file.arena_size,
@@ -181,7 +202,8 @@ pub fn load(path: &Path, conformance_sets: &[PathBuf]) -> Result<Scenario, Scena
     })
 }
 
-/// What a scenario runs: the model, its comparison and its cases.
+/// What a conformance scenario runs: the model's path, its comparison
+/// and its cases.
 type Loaded = (PathBuf, Comparison, Vec<CaseData>);
 
 /// The set holding conformance model `name`, and its manifest entry: the
@@ -287,7 +309,7 @@ fn model_case(
     compare_text: &str,
     files: &[StepFiles],
     expected_from_host: bool,
-) -> Result<Loaded, ConfigError> {
+) -> Result<(ModelFile, Comparison, Vec<CaseData>), ConfigError> {
     let compare = Comparison::parse(compare_text).ok_or_else(|| {
         invalid(
             path,
@@ -314,13 +336,13 @@ fn model_case(
             "a `model` scenario needs at least one [[steps]]",
         ));
     }
-    check_model_files(path, model, files, &steps, expected_from_host)?;
+    let model_file = check_model_files(path, model, files, &steps, expected_from_host)?;
     if expected_from_host {
         // The host runs the same runtime on the same inputs: the
         // firmware must agree with it byte for byte.
         // What fails here is the model's (it parsed, and its inputs
         // fit): name it, and why the host ran it.
-        expected_on_host(model, &mut steps).map_err(|problem| ConfigError::Content {
+        expected_on_host(&model_file, &mut steps).map_err(|problem| ConfigError::Content {
             path: path.to_path_buf(),
             part: format!(
                 "model {}, run on the host for expected_from_host",
@@ -339,7 +361,7 @@ fn model_case(
         name: "case0".into(),
         steps,
     };
-    Ok((model.to_path_buf(), compare, vec![case]))
+    Ok((model_file, compare, vec![case]))
 }
 
 /// `model m.tflite`, `steps[0].inputs[1] (data/in.bin)`: a file by its
@@ -363,8 +385,8 @@ fn tensor_size(t: &hilt_runtime::model::TensorInfo<'_>) -> String {
     format!("{dims} {dtype} = {} bytes", t.bytes)
 }
 
-/// Checks a `model` scenario's files against each other before anything
-/// is built: the model parses and has a kernel for every operator, and
+/// Opens a `model` scenario's model and checks the scenario's files
+/// against it before anything is built: the model parses and has a kernel for every operator, and
 /// every step gives one file per model input (and output, when expected
 /// files are given and not replaced by the host's outputs) of exactly the
 /// tensor's size. Each error names the
@@ -376,8 +398,8 @@ fn check_model_files(
     files: &[StepFiles],
     steps: &[StepData],
     expected_from_host: bool,
-) -> Result<(), ConfigError> {
-    use crate::host_run::{check_supported, read_model, verify};
+) -> Result<ModelFile, ConfigError> {
+    use crate::host_run::check_supported;
     let content = |part: String, problem: String| ConfigError::Content {
         path: path.to_path_buf(),
         part,
@@ -387,8 +409,8 @@ fn check_model_files(
     if !model_path.is_file() {
         return Err(content(model_part(), "does not exist".into()));
     }
-    let bytes = read_model(model_path).map_err(|e| content(model_part(), e.to_string()))?;
-    let model = verify(model_path, &bytes).map_err(|e| content(model_part(), e.to_string()))?;
+    let file = ModelFile::open(model_path).map_err(|e| content(model_part(), e.to_string()))?;
+    let model = file.model();
     check_supported(&model).map_err(|e| content(model_part(), e.to_string()))?;
     let inputs: Vec<_> = model.inputs().filter_map(|t| model.tensor(t)).collect();
     let outputs: Vec<_> = model.outputs().filter_map(|t| model.tensor(t)).collect();
@@ -433,17 +455,14 @@ fn check_model_files(
             }
         }
     }
-    Ok(())
+    Ok(file)
 }
 
 /// Fills every step's expected outputs by running the model on the host
 /// (one interpreter for all steps, as on the board).
-fn expected_on_host(model: &Path, steps: &mut [StepData]) -> Result<(), String> {
-    use crate::host_run::{
-        AlignedBytes, DEFAULT_ARENA, interpreter, read_model, set_input, verify,
-    };
-    let bytes = read_model(model).map_err(|e| e.to_string())?;
-    let m = verify(model, &bytes).map_err(|e| e.to_string())?;
+fn expected_on_host(model: &ModelFile, steps: &mut [StepData]) -> Result<(), String> {
+    use crate::host_run::{AlignedBytes, DEFAULT_ARENA, interpreter, set_input};
+    let m = model.model();
     let mut arena = AlignedBytes::zeroed(DEFAULT_ARENA);
     let mut interp =
         interpreter(m, &hilt_runtime::planner::Greedy, &mut arena).map_err(|e| e.to_string())?;
