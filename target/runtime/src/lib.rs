@@ -18,6 +18,7 @@ pub mod model;
 pub mod planner;
 pub mod pool;
 pub mod port;
+pub mod profile;
 pub mod reach;
 pub mod request;
 pub mod schema;

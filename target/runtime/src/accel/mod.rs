@@ -37,6 +37,7 @@ use crate::schema::{BuiltinOperator, TensorType};
 
 pub mod cache;
 pub mod event;
+pub(crate) mod in_flight;
 pub(crate) mod schedule;
 pub mod vnpu;
 

@@ -1,0 +1,63 @@
+//! The common invoke: no offload, no profile, no per-buffer guards.
+
+use core::cell::Cell;
+
+use crate::allocation::TensorSlot;
+use crate::kernels::context::{IndexList, OpRecord};
+use crate::kernels::{InvokeContext, Resolver};
+use crate::model::Model;
+
+use super::error::{InterpreterError, OpName, op_name};
+
+/// The common invoke (no offload, no profile, no per-buffer guards): each
+/// op is its record, its kernel and its tensor lists, and nothing else. A
+/// loop of its own, chosen once per invoke, so that small models do not
+/// pay per op for the checks only offloading and profiling need.
+pub(super) struct PlainRun<'p, 'm> {
+    pub(super) model: &'p Model<'m>,
+    pub(super) resolver: &'p dyn Resolver,
+    pub(super) records: &'p [OpRecord],
+    pub(super) slots: &'p [TensorSlot],
+    pub(super) scratch: &'p [TensorSlot],
+    pub(super) base: *mut u8,
+    pub(super) len: usize,
+}
+
+impl PlainRun<'_, '_> {
+    pub(super) fn run(&self) -> Result<(), InterpreterError> {
+        let model = self.model;
+        // One record per op (allocate wrote them): checked once, so the
+        // loop below cannot stop short.
+        if self.records.len() < model.operator_count() as usize {
+            return Err(InterpreterError::NotAllocated);
+        }
+        for (index, record) in (0..model.operator_count()).zip(self.records) {
+            let unsupported = |code| InterpreterError::UnsupportedOperator { op: index, code };
+            let raw = model
+                .operator_table(index)
+                .ok_or(unsupported(OpName::UNREADABLE))?;
+            let kernel = self
+                .resolver
+                .get(record.kernel)
+                .ok_or_else(|| unsupported(op_name(model, index)))?;
+            let ctx = InvokeContext {
+                base: self.base,
+                len: self.len,
+                model,
+                op_index: index,
+                inputs: IndexList::new(raw.inputs()),
+                outputs: IndexList::new(raw.outputs()),
+                slots: self.slots,
+                record: *record,
+                scratch: self.scratch,
+                taken: Cell::new(0),
+            };
+            (kernel.invoke)(&ctx).map_err(|error| InterpreterError::Kernel {
+                op: index,
+                code: op_name(model, index),
+                error,
+            })?;
+        }
+        Ok(())
+    }
+}
