@@ -184,8 +184,17 @@ pub fn tiny_convnet_int8() -> Vec<u8> {
     let c = 8;
     let input = w.input("image", T::INT8, &[1, 16, 16, 3]);
     w.quantize(input, 1.0 / 128.0, 0);
+    let features = convnet_features(&mut w, &mut rng, input, c);
+    convnet_classifier(&mut w, &mut rng, features, c);
+    w.finish()
+}
 
-    let (w1, b1) = conv_weights(&mut w, &mut rng, "conv1", [c, 3, 3, 3], false);
+/// The convnet's feature extractor: conv 3×3, depthwise 3×3, pointwise
+/// conv and the residual add around the last two; returns the add's
+/// `[1, 16, 16, c]` output. (Tensors, weights and random draws come in the
+/// order the committed model file holds them.)
+fn convnet_features(w: &mut ModelWriter, rng: &mut Lcg, input: TensorId, c: i32) -> TensorId {
+    let (w1, b1) = conv_weights(w, rng, "conv1", [c, 3, 3, 3], false);
     let x1 = w.tensor("conv1/out", T::INT8, &[1, 16, 16, c]);
     w.quantize(x1, 0.02, -128);
     let same = |stride| Options::Conv2D {
@@ -201,7 +210,7 @@ pub fn tiny_convnet_int8() -> Vec<u8> {
         same((1, 1)),
     );
 
-    let (w2, b2) = conv_weights(&mut w, &mut rng, "dw2", [1, 3, 3, c], true);
+    let (w2, b2) = conv_weights(w, rng, "dw2", [1, 3, 3, c], true);
     let x2 = w.tensor("dw2/out", T::INT8, &[1, 16, 16, c]);
     w.quantize(x2, 0.02, -128);
     let dw = Options::DepthwiseConv2D {
@@ -218,7 +227,7 @@ pub fn tiny_convnet_int8() -> Vec<u8> {
         dw,
     );
 
-    let (w3, b3) = conv_weights(&mut w, &mut rng, "pw3", [c, 1, 1, c], false);
+    let (w3, b3) = conv_weights(w, rng, "pw3", [c, 1, 1, c], false);
     let x3 = w.tensor("pw3/out", T::INT8, &[1, 16, 16, c]);
     w.quantize(x3, 0.03, 0);
     let pointwise = Options::Conv2D {
@@ -244,7 +253,12 @@ pub fn tiny_convnet_int8() -> Vec<u8> {
             activation: Act::NONE,
         },
     );
+    x4
+}
 
+/// The convnet's classifier over `features`: global average pool, flatten,
+/// FC to four classes and softmax, whose output is the model's.
+fn convnet_classifier(w: &mut ModelWriter, rng: &mut Lcg, features: TensorId, c: i32) {
     let x5 = w.tensor("pool/out", T::INT8, &[1, 1, 1, c]);
     w.quantize(x5, 0.04, -20);
     let pool = Options::Pool2D {
@@ -253,7 +267,7 @@ pub fn tiny_convnet_int8() -> Vec<u8> {
         filter: (16, 16),
         activation: Act::NONE,
     };
-    w.op(Op::AVERAGE_POOL_2D, &[Some(x4)], &[x5], pool);
+    w.op(Op::AVERAGE_POOL_2D, &[Some(features)], &[x5], pool);
 
     let shape = w.constant("flatten/shape", T::INT32, &[2], &i32_bytes(&[1, c]));
     let x6 = w.tensor("flatten/out", T::INT8, &[1, c]);
@@ -303,5 +317,4 @@ pub fn tiny_convnet_int8() -> Vec<u8> {
         &[probabilities],
         Options::Softmax { beta: 1.0 },
     );
-    w.finish()
 }
