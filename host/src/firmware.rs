@@ -378,21 +378,7 @@ fn build_base(
     // firmware crate's build script (it declares those inputs), and each
     // result is copied out under its key before the next build.
     let target_dir = repo.join("build/firmware/cache");
-    // The board's own folder (`NAME.toml` beside `NAME/memory.x`): boards
-    // may be defined outside the repo (`--boards-dir`).
-    let boards_dir = request
-        .board
-        .memory_x
-        .parent()
-        .and_then(Path::parent)
-        .map(std::fs::canonicalize)
-        .transpose()
-        .map_err(|source| BuildError::Io {
-            path: request.board.memory_x.clone(),
-            source,
-        })?
-        .unwrap_or_else(|| repo.join("boards"));
-    let planner = request.planner.name();
+    let boards_dir = boards_dir(repo, request)?;
     let pools = request.pools.map(|p| p.join(",")).unwrap_or_default();
     let board_toml = boards_dir.join(format!("{}.toml", request.board.name));
     let sources = source_digest(repo, &crate_dir, &[&board_toml, &request.board.memory_x])?;
@@ -416,91 +402,157 @@ fn build_base(
     }
     let manifest = crate_dir.join("Cargo.toml");
     let binary = package_name(&manifest)?;
-    let verbose = VERBOSE.load(std::sync::atomic::Ordering::Relaxed);
-    let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    cargo
-        .current_dir(&crate_dir)
-        .args(["build", "--release", "--manifest-path"])
-        .arg(&manifest)
-        .arg(if verbose { "--verbose" } else { "--quiet" })
-        .args(["--target", &request.board.target]);
-    if !features.is_empty() {
-        cargo.args(["--features", &features]);
-    }
-    cargo.arg("--config").arg(&remapping);
-    cargo
-        .env("CARGO_TARGET_DIR", &target_dir)
-        .env("HILT_BOARD", &request.board.name)
-        .env_remove("HILT_MODEL")
-        .env("HILT_MODEL_SLOT", slot.to_string())
-        .env("HILT_ARENA_SIZE", request.arena_size.to_string())
-        .env("HILT_PLANNER", planner)
-        .env("HILT_CANARY", request.canary.name())
-        .env("HILT_ALIGN", request.align.to_string())
-        .env("HILT_POOLS", &pools)
-        .env("HILT_BOARDS_DIR", &boards_dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped());
-    // With -v cargo's own output goes straight to the terminal as it
-    // builds; without, it is kept for the error and a line per build says
-    // what is being built and how long it took.
-    cargo.stderr(if verbose {
-        Stdio::inherit()
-    } else {
-        Stdio::piped()
-    });
-    let what = format!(
-        "firmware for {} ({}{}{})",
-        request.board.name,
-        request.board.target,
-        if features.is_empty() {
-            ""
-        } else {
-            ", features "
-        },
-        features
-    );
-    eprintln!("hilt: building {what} ...");
-    let started = std::time::Instant::now();
-    let output = crate::children::spawn(&mut cargo)
-        .and_then(crate::children::Registered::wait_with_output)
-        .map_err(BuildError::Spawn)?;
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        return Err(build_failure(
-            &request.board.name,
-            if verbose {
-                "(cargo's output is above)"
-            } else {
-                &stderr
-            },
-        ));
-    }
-    eprintln!(
-        "hilt: built {what} in {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
+    let build = FirmwareBuild {
+        request,
+        crate_dir: &crate_dir,
+        manifest: &manifest,
+        features: &features,
+        target_dir: &target_dir,
+        boards_dir: &boards_dir,
+        pools: &pools,
+        remapping: &remapping,
+        slot,
+    };
+    build.run()?;
     let built = target_dir
         .join(&request.board.target)
         .join("release")
         .join(&binary);
     check_stack_room(&built, request)?;
-    std::fs::create_dir_all(elf.parent().unwrap_or(repo)).map_err(|source| BuildError::Io {
-        path: elf.clone(),
-        source,
-    })?;
-    // Copied under a temporary name, then renamed: an ELF under its key is
-    // always whole (a later build reuses it without looking inside).
-    let partial = unique_partial(&elf);
-    std::fs::copy(&built, &partial).map_err(|source| BuildError::Io {
-        path: built.clone(),
-        source,
-    })?;
-    std::fs::rename(&partial, &elf).map_err(|source| BuildError::Io {
-        path: elf.clone(),
-        source,
-    })?;
+    install(&built, &elf)?;
     Ok(elf)
+}
+
+/// The board's own folder (`NAME.toml` beside `NAME/memory.x`): boards may
+/// be defined outside the repo (`--boards-dir`).
+fn boards_dir(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, BuildError> {
+    Ok(request
+        .board
+        .memory_x
+        .parent()
+        .and_then(Path::parent)
+        .map(std::fs::canonicalize)
+        .transpose()
+        .map_err(|source| BuildError::Io {
+            path: request.board.memory_x.clone(),
+            source,
+        })?
+        .unwrap_or_else(|| repo.join("boards")))
+}
+
+/// One cargo build of a firmware crate, with everything its build script
+/// reads.
+struct FirmwareBuild<'a> {
+    request: &'a FirmwareRequest<'a>,
+    crate_dir: &'a Path,
+    manifest: &'a Path,
+    features: &'a str,
+    target_dir: &'a Path,
+    boards_dir: &'a Path,
+    pools: &'a str,
+    remapping: &'a str,
+    slot: usize,
+}
+
+impl FirmwareBuild<'_> {
+    /// The cargo command, its environment the firmware's settings.
+    fn command(&self, verbose: bool) -> Command {
+        let request = self.request;
+        let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+        cargo
+            .current_dir(self.crate_dir)
+            .args(["build", "--release", "--manifest-path"])
+            .arg(self.manifest)
+            .arg(if verbose { "--verbose" } else { "--quiet" })
+            .args(["--target", &request.board.target]);
+        if !self.features.is_empty() {
+            cargo.args(["--features", self.features]);
+        }
+        cargo.arg("--config").arg(self.remapping);
+        cargo
+            .env("CARGO_TARGET_DIR", self.target_dir)
+            .env("HILT_BOARD", &request.board.name)
+            .env_remove("HILT_MODEL")
+            .env("HILT_MODEL_SLOT", self.slot.to_string())
+            .env("HILT_ARENA_SIZE", request.arena_size.to_string())
+            .env("HILT_PLANNER", request.planner.name())
+            .env("HILT_CANARY", request.canary.name())
+            .env("HILT_ALIGN", request.align.to_string())
+            .env("HILT_POOLS", self.pools)
+            .env("HILT_BOARDS_DIR", self.boards_dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped());
+        // With -v cargo's own output goes straight to the terminal as it
+        // builds; without, it is kept for the error and a line per build
+        // says what is being built and how long it took.
+        cargo.stderr(if verbose {
+            Stdio::inherit()
+        } else {
+            Stdio::piped()
+        });
+        cargo
+    }
+
+    /// Runs the build, saying what it builds and how long it took.
+    fn run(&self) -> Result<(), BuildError> {
+        let request = self.request;
+        let verbose = VERBOSE.load(std::sync::atomic::Ordering::Relaxed);
+        let mut cargo = self.command(verbose);
+        let features = self.features;
+        let what = format!(
+            "firmware for {} ({}{}{})",
+            request.board.name,
+            request.board.target,
+            if features.is_empty() {
+                ""
+            } else {
+                ", features "
+            },
+            features
+        );
+        eprintln!("hilt: building {what} ...");
+        let started = std::time::Instant::now();
+        let output = crate::children::spawn(&mut cargo)
+            .and_then(crate::children::Registered::wait_with_output)
+            .map_err(BuildError::Spawn)?;
+        if !output.status.success() {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            return Err(build_failure(
+                &request.board.name,
+                if verbose {
+                    "(cargo's output is above)"
+                } else {
+                    &stderr
+                },
+            ));
+        }
+        eprintln!(
+            "hilt: built {what} in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+        Ok(())
+    }
+}
+
+/// Copies the built ELF to its key: under a temporary name, then renamed,
+/// so that an ELF under its key is always whole (a later build reuses it
+/// without looking inside).
+fn install(built: &Path, elf: &Path) -> Result<(), BuildError> {
+    std::fs::create_dir_all(elf.parent().unwrap_or(Path::new("."))).map_err(|source| {
+        BuildError::Io {
+            path: elf.into(),
+            source,
+        }
+    })?;
+    let partial = unique_partial(elf);
+    std::fs::copy(built, &partial).map_err(|source| BuildError::Io {
+        path: built.into(),
+        source,
+    })?;
+    std::fs::rename(&partial, elf).map_err(|source| BuildError::Io {
+        path: elf.into(),
+        source,
+    })
 }
 
 /// The least stack a firmware is given (the board's memory budget, checked

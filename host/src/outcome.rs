@@ -34,13 +34,55 @@ pub struct StepOffload {
     pub busy: u64,
     /// Cycles the CPU spent blocked in waits.
     pub waited: u64,
-    /// Cycles the firmware spent emulating the engine, already taken out
-    /// of every figure (reported so a reader knows the figures are net).
-    pub emulation: u64,
+    /// What every figure leaves out: the firmware's time emulating the
+    /// engine, by category.
+    pub removed: RemovedCycles,
+    /// What every figure keeps that the emulation does not pay: a real
+    /// driver's modelled CPU cost (the `[vnpu]` driver keys).
+    pub kept: KeptCycles,
     /// Per op: whether the engine ran it.
     pub on_npu: Vec<bool>,
     /// Every job's times, from the invocation's start.
     pub job_times: Vec<JobSpan>,
+}
+
+/// Cycles an offloaded run's figures leave out, by category: the CPU's
+/// work that a real engine does itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct RemovedCycles {
+    /// The engine's own work, emulated on the CPU: each job's kernel, and
+    /// its checks at submit, retire and abort.
+    pub engine: u64,
+    /// A non-coherent engine's shadow copies at clean and invalidate.
+    pub shadow_copies: u64,
+    /// Waits that slept past the job's completion (until the next tick),
+    /// where a real engine's interrupt would have woken the CPU on time.
+    pub oversleep: u64,
+}
+
+impl RemovedCycles {
+    /// All of them.
+    pub fn total(&self) -> u64 {
+        self.engine + self.shadow_copies + self.oversleep
+    }
+}
+
+/// Cycles an offloaded run's figures keep though the emulation does not
+/// spend them: a real driver's CPU cost, modelled.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct KeptCycles {
+    /// Job set-up, per submit (`driver_submit_cycles`).
+    pub driver_submit: u64,
+    /// Cache maintenance, per line cleaned or invalidated
+    /// (`driver_cycles_per_line`; none when memory is coherent).
+    pub driver_cache: u64,
+}
+
+impl KeptCycles {
+    /// All of them.
+    pub fn total(&self) -> u64 {
+        self.driver_submit + self.driver_cache
+    }
 }
 
 impl StepOffload {
@@ -77,6 +119,10 @@ pub struct OffloadSetting {
     pub job_cycles: u32,
     /// Latency model: cycles per thousand MACs.
     pub cycles_per_1000_macs: u32,
+    /// Driver model: CPU cycles per submit.
+    pub driver_submit_cycles: u32,
+    /// Driver model: CPU cycles per cache line maintained.
+    pub driver_cycles_per_line: u32,
     /// The injected fault, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fault: Option<&'static str>,

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use hilt_contract::offload::Accelerator;
 use hilt_proto::{
-    AccelFault, ErrorCode, JobTimes, MAX_CHUNK, Message, OffloadMode, PROTOCOL_VERSION,
+    AccelFault, EngineLedger, ErrorCode, JobTimes, MAX_CHUNK, Message, OffloadMode,
+    PROTOCOL_VERSION,
 };
 use hilt_runtime::accel::AccelError;
 
@@ -16,7 +17,10 @@ use crate::config::board::Board;
 use crate::config::scenario::{Scenario, StepData};
 use crate::elf::ElfError;
 use crate::link::{Link, LinkError};
-use crate::outcome::{BoardRun, JobSpan, OffloadSetting, PlannedBuffer, StepOffload, StepResult};
+use crate::outcome::{
+    BoardRun, JobSpan, KeptCycles, OffloadSetting, PlannedBuffer, RemovedCycles, StepOffload,
+    StepResult,
+};
 
 /// A failure while running, before it becomes an [`Outcome::Error`].
 #[derive(Debug, thiserror::Error)]
@@ -223,7 +227,7 @@ struct OffloadFigures {
     overlapped: u16,
     busy: u64,
     waited: u64,
-    emulation: u64,
+    ledger: EngineLedger,
     on_npu: Vec<bool>,
     job_times: Vec<JobTimes>,
 }
@@ -241,7 +245,15 @@ impl OffloadFigures {
             overlapped: self.overlapped,
             busy: s(self.busy),
             waited: s(self.waited),
-            emulation: s(self.emulation),
+            removed: RemovedCycles {
+                engine: s(self.ledger.engine),
+                shadow_copies: s(self.ledger.shadow),
+                oversleep: s(self.ledger.oversleep),
+            },
+            kept: KeptCycles {
+                driver_submit: s(self.ledger.driver_submit),
+                driver_cache: s(self.ledger.driver_cache),
+            },
             on_npu,
             job_times: self
                 .job_times
@@ -277,7 +289,7 @@ impl InvokeResults {
                 overlapped,
                 busy,
                 waited,
-                emulation,
+                ledger,
                 placement,
             } => {
                 let figures = self.offload.get_or_insert_with(OffloadFigures::default);
@@ -285,7 +297,7 @@ impl InvokeResults {
                 figures.overlapped = *overlapped;
                 figures.busy = *busy;
                 figures.waited = *waited;
-                figures.emulation = *emulation;
+                figures.ledger = *ledger;
                 figures.on_npu = placement
                     .iter()
                     .flat_map(|byte| (0..8).map(move |bit| byte >> bit & 1 == 1))
@@ -357,7 +369,7 @@ impl Session<'_, '_> {
                 self.scenario.name
             )));
         }
-        let latency = choice.latency_on(self.board.vnpu);
+        let model = choice.vnpu_on(self.board.vnpu);
         let (mode, mode_name) = if choice.coherent {
             (OffloadMode::Coherent, "coherent")
         } else {
@@ -367,16 +379,20 @@ impl Session<'_, '_> {
         self.run.offload = Some(OffloadSetting {
             mode: mode_name,
             ops: choice.ops.clone(),
-            job_cycles: latency.job_cycles,
-            cycles_per_1000_macs: latency.cycles_per_1000_macs,
+            job_cycles: model.job_cycles,
+            cycles_per_1000_macs: model.cycles_per_1000_macs,
+            driver_submit_cycles: model.driver_submit_cycles,
+            driver_cycles_per_line: model.driver_cycles_per_line,
             fault: (fault != AccelFault::None).then(|| fault.name()),
         });
         let ops = choice.op_codes();
         let message = Message::SetOffload {
             mode,
             fault: fault as u8,
-            job_cycles: latency.job_cycles,
-            cycles_per_1000_macs: latency.cycles_per_1000_macs,
+            job_cycles: model.job_cycles,
+            cycles_per_1000_macs: model.cycles_per_1000_macs,
+            driver_submit_cycles: model.driver_submit_cycles,
+            driver_cycles_per_line: model.driver_cycles_per_line,
             cycles_per_count_milli: (self.board.cycle_scale() * 1000.0).round() as u32,
             ops: &ops,
         };
@@ -432,6 +448,8 @@ impl Session<'_, '_> {
             fault: AccelFault::None as u8,
             job_cycles: 0,
             cycles_per_1000_macs: 0,
+            driver_submit_cycles: 0,
+            driver_cycles_per_line: 0,
             cycles_per_count_milli: (self.board.cycle_scale() * 1000.0).round() as u32,
             ops: &[],
         };

@@ -53,6 +53,29 @@ pub fn render_svg(report: &LayoutReport, title: &str) -> String {
         s,
         r##"<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="#f7f7f7" stroke="#999"/>"##
     );
+    draw_buffers(&mut s, report, &x, &y);
+    let lb = y(report.lower_bound);
+    let _ = writeln!(
+        s,
+        r##"<line x1="{LEFT}" y1="{lb:.1}" x2="{:.1}" y2="{lb:.1}" stroke="#c00" stroke-dasharray="6 4"/><text x="{:.1}" y="{:.1}" fill="#c00" text-anchor="end">lower bound {} B</text>"##,
+        LEFT + plot_w,
+        LEFT + plot_w - 4.0,
+        lb - 4.0,
+        report.lower_bound
+    );
+    pool_boundaries(&mut s, report, LEFT + plot_w, &y);
+    draw_axes(&mut s, steps, top_bytes, &x, &y);
+    s.push_str("</svg>\n");
+    s
+}
+
+/// One box per buffer, with its hover text and, where it fits, its label.
+fn draw_buffers(
+    s: &mut String,
+    report: &LayoutReport,
+    x: &impl Fn(u32) -> f64,
+    y: &impl Fn(u32) -> f64,
+) {
     let parts = label_parts(report);
     for (i, b) in report.buffers.iter().enumerate() {
         let padded = b.size.div_ceil(b.align) * b.align;
@@ -92,16 +115,19 @@ pub fn render_svg(report: &LayoutReport, title: &str) -> String {
         }
         let _ = writeln!(s, "</g>");
     }
-    let lb = y(report.lower_bound);
-    let _ = writeln!(
-        s,
-        r##"<line x1="{LEFT}" y1="{lb:.1}" x2="{:.1}" y2="{lb:.1}" stroke="#c00" stroke-dasharray="6 4"/><text x="{:.1}" y="{:.1}" fill="#c00" text-anchor="end">lower bound {} B</text>"##,
-        LEFT + plot_w,
-        LEFT + plot_w - 4.0,
-        lb - 4.0,
-        report.lower_bound
-    );
-    pool_boundaries(&mut s, report, LEFT + plot_w, &y);
+}
+
+/// The step numbers along the bottom, byte offsets down the left, and the
+/// axis names.
+fn draw_axes(
+    s: &mut String,
+    steps: u32,
+    top_bytes: u32,
+    x: &impl Fn(u32) -> f64,
+    y: &impl Fn(u32) -> f64,
+) {
+    let plot_w = WIDTH - LEFT - RIGHT;
+    let plot_h = HEIGHT - TOP - BOTTOM;
     for step in 0..=steps {
         if steps <= 40 || step % steps.div_ceil(20) == 0 {
             let _ = writeln!(
@@ -133,8 +159,6 @@ pub fn render_svg(report: &LayoutReport, title: &str) -> String {
         TOP + plot_h / 2.0,
         TOP + plot_h / 2.0
     );
-    s.push_str("</svg>\n");
-    s
 }
 
 /// A split arena's pools: a line where each pool after the first begins

@@ -14,8 +14,8 @@ use hilt::outcome::BoardRun;
 use hilt::session::run_session;
 use hilt_proto::message::Cycles;
 use hilt_proto::{
-    AccelFault, ErrorCode, FrameAccumulator, Hello, JobList, JobTimes, MAX_FRAME, Message,
-    OffloadMode, PROTOCOL_VERSION, TargetError, encode_frame,
+    AccelFault, EngineLedger, ErrorCode, FrameAccumulator, Hello, JobList, JobTimes, MAX_FRAME,
+    Message, OffloadMode, PROTOCOL_VERSION, TargetError, encode_frame,
 };
 
 fn repo() -> std::path::PathBuf {
@@ -163,6 +163,8 @@ struct FakeFirmware {
     requests: Vec<&'static str>,
     /// The `SetOffload` requests received: mode, fault, latency, ops.
     offloads: Vec<(OffloadMode, u8, u32, u32, Vec<u8>)>,
+    /// Each SetOffload's driver model (cycles per submit, per line).
+    drivers: Vec<(u32, u32)>,
     /// The answer to `SetOffload` (None: `Done`).
     refuse_offload: Option<TargetError>,
     /// An error instead of the invoke's results.
@@ -213,10 +215,14 @@ impl FakeFirmware {
                 fault,
                 job_cycles,
                 cycles_per_1000_macs,
+                driver_submit_cycles,
+                driver_cycles_per_line,
                 ops,
                 ..
             } => {
                 self.requests.push("SetOffload");
+                self.drivers
+                    .push((*driver_submit_cycles, *driver_cycles_per_line));
                 self.offloads.push((
                     *mode,
                     *fault,
@@ -274,7 +280,13 @@ impl FakeFirmware {
                         overlapped: 0,
                         busy: 5,
                         waited: 3,
-                        emulation: 7,
+                        ledger: EngineLedger {
+                            engine: 4,
+                            shadow: 2,
+                            oversleep: 1,
+                            driver_submit: 3,
+                            driver_cache: 5,
+                        },
                         placement: &[1],
                     });
                     let job = JobTimes {
@@ -360,6 +372,7 @@ fn fake(board: &str, model_hash: u32, lose: usize, late: bool) -> FakeFirmware {
         resets: 0,
         requests: Vec::new(),
         offloads: Vec::new(),
+        drivers: Vec::new(),
         refuse_offload: None,
         fail_invoke: None,
     }
@@ -464,13 +477,26 @@ fn offload_is_set_after_the_barrier_and_its_figures_are_kept_per_step() {
     assert_eq!(*mode, OffloadMode::NonCoherent);
     assert_eq!(*fault, 0);
     assert_eq!((*job_cycles, *per_macs), (10_000, 64), "the board's engine");
+    assert_eq!(firmware.drivers[0], (1_000, 4), "the board's driver model");
     assert_eq!(ops, &[3, 4, 9, 0, 1, 17]);
     let setting = run.offload.as_ref().unwrap();
     assert_eq!(setting.mode, "non-coherent");
     // MPS2 at 25 MHz: 40 instructions per reported tick.
     let figures = run.steps[0].offload.as_ref().unwrap();
     assert_eq!((figures.jobs, figures.busy, figures.waited), (1, 200, 120));
-    assert_eq!(figures.emulation, 280);
+    // Each category scaled by itself: 40 cycles a count.
+    assert_eq!(
+        (
+            figures.removed.engine,
+            figures.removed.shadow_copies,
+            figures.removed.oversleep
+        ),
+        (160, 80, 40)
+    );
+    assert_eq!(
+        (figures.kept.driver_submit, figures.kept.driver_cache),
+        (120, 200)
+    );
     assert_eq!(figures.overlap(), 80);
     assert_eq!(figures.on_npu, [true], "cut to the op count");
     assert_eq!(run.steps[0].op_cycles, [480]);

@@ -6,7 +6,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use hilt::plan::{parse_buffers, plan_buffers, read_buffers};
+use hilt::buffer_list::{parse_buffers, plan_buffers, read_buffers};
 use hilt_runtime::planner::{PlannerKind, verify_plan};
 
 fn hilt(args: &[&str]) -> Output {

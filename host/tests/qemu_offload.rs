@@ -176,12 +176,34 @@ fn every_shipped_scenario_passes_offloaded_coherent_and_not() {
             .collect();
         assert!(!kws.is_empty(), "kws_dscnn_int8 passed on no swept board");
         for run in kws {
-            let placement = &run.steps[0].offload.as_ref().unwrap().on_npu;
+            let figures = run.steps[0].offload.as_ref().unwrap();
+            let placement = &figures.on_npu;
+            let jobs = placement.iter().filter(|&&npu| npu).count();
             assert!(
-                placement.iter().filter(|&&npu| npu).count() >= 5,
+                jobs >= 5,
                 "{} (coherent: {coherent}): {placement:?}",
                 run.board
             );
+            // What the figures leave out and keep, by category: the
+            // engine's kernels ran (and were taken out); every submit
+            // costs the board's modelled 1,000 cycles (within a count's
+            // rounding); only non-coherent memory has shadow copies and
+            // lines to maintain (4 cycles each: KWS's jobs touch tens of
+            // KiB, thousands of 32-byte lines).
+            let (removed, kept) = (figures.removed, figures.kept);
+            let what = format!("{} (coherent: {coherent}): {figures:?}", run.board);
+            assert!(removed.engine > 0, "{what}");
+            let submits = 1_000 * jobs as u64;
+            assert!(
+                (submits * 98 / 100..=submits * 102 / 100 + 100).contains(&kept.driver_submit),
+                "{what}"
+            );
+            if coherent {
+                assert_eq!((removed.shadow_copies, kept.driver_cache), (0, 0), "{what}");
+            } else {
+                assert!(removed.shadow_copies > 0, "{what}");
+                assert!(kept.driver_cache >= 4_000, "{what}");
+            }
         }
     }
 }
@@ -257,6 +279,16 @@ fn the_branch_model_overlaps_cpu_and_engine() {
     // held through step 2: the ADD (step 3) waits for the job first thing.
     let input = npu.plan.iter().find(|b| b.kind == "tensor" && b.index == 0);
     assert_eq!(input.map(|b| b.last_step), Some(2), "{:?}", npu.plan);
+    // What the figures leave out and keep, by category. Coherent: the
+    // engine's kernel ran (and was taken out), no shadow, no line to
+    // maintain; the one submit costs the board's modelled 1,000 cycles.
+    assert!(figures.removed.engine > 10_000, "{figures:?}");
+    assert_eq!(figures.removed.shadow_copies, 0, "{figures:?}");
+    assert_eq!(
+        (figures.kept.driver_submit, figures.kept.driver_cache),
+        (1_000, 0),
+        "{figures:?}"
+    );
 }
 
 /// A fault, the memory mode it shows in, and what the error must say.

@@ -36,11 +36,14 @@ pub(crate) struct PlanArgs {
 /// offsets; a peak above `--capacity` is an error after the summary.
 pub(crate) fn run(args: &PlanArgs) -> anyhow::Result<()> {
     let (buffers, capacity) = (&args.buffers, args.capacity);
-    let set = hilt::plan::read_buffers(buffers)?;
-    let plan = hilt::plan::plan_buffers(&set, args.planner)?;
-    print!("{}", hilt::plan::render_summary(&set, &plan, capacity));
+    let set = hilt::buffer_list::read_buffers(buffers)?;
+    let plan = hilt::buffer_list::plan_buffers(&set, args.planner)?;
+    print!(
+        "{}",
+        hilt::buffer_list::render_summary(&set, &plan, capacity)
+    );
     if let Some(path) = &args.output {
-        std::fs::write(path, hilt::plan::write_csv(&set, &plan.offsets))
+        std::fs::write(path, hilt::buffer_list::write_csv(&set, &plan.offsets))
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
     }
     if let Some(capacity) = capacity.filter(|&c| u64::from(plan.peak) > c) {

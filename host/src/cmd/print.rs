@@ -56,12 +56,19 @@ pub(crate) fn print_run(run: &BoardRun, ops: Option<&Vec<String>>, wall: std::ti
         );
         if let Some(o) = &step.offload {
             println!(
-                "      npu busy {}, cpu waited {}, overlap {}, {} jobs, {} emulation cycles removed",
+                "      npu busy {}, cpu waited {}, overlap {}, {} jobs",
                 thousands(o.busy),
                 thousands(o.waited),
                 thousands(o.overlap()),
                 o.jobs,
-                thousands(o.emulation)
+            );
+            println!(
+                "      removed (emulation): engine {}, shadow copies {}, oversleep {}; kept (modelled driver): submits {}, cache lines {}",
+                thousands(o.removed.engine),
+                thousands(o.removed.shadow_copies),
+                thousands(o.removed.oversleep),
+                thousands(o.kept.driver_submit),
+                thousands(o.kept.driver_cache),
             );
         }
     }
@@ -75,10 +82,12 @@ fn print_offload(run: &BoardRun) {
         return;
     };
     println!(
-        "    offload: vnpu, {}, {} cycles per job + {} per 1000 MACs{}",
+        "    offload: vnpu, {}, {} cycles per job + {} per 1000 MACs; driver {} cycles per submit + {} per cache line{}",
         o.mode,
         o.job_cycles,
         o.cycles_per_1000_macs,
+        o.driver_submit_cycles,
+        o.driver_cycles_per_line,
         o.fault.map_or(String::new(), |f| format!(", fault {f}"))
     );
     if let (Some(alone), Some(first)) = (run.cpu_alone, run.steps.first()) {

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::layout::ModelNames;
-use crate::outcome::BoardRun;
+use crate::outcome::{BoardRun, StepOffload};
 
 /// The snapshot text of a run: a YAML document of one entry per line, so
 /// that comparisons and diffs work line by line.
@@ -96,14 +96,17 @@ pub fn render(run: &BoardRun, names: &ModelNames) -> String {
         }
     }
     if let (Some(setting), Some(on_npu)) = (&run.offload, &on_npu) {
-        render_offload(&mut s, setting.mode, on_npu);
+        let first = run.steps.first().and_then(|step| step.offload.as_ref());
+        render_offload(&mut s, setting.mode, on_npu, first);
     }
     s
 }
 
 /// The offload section of a snapshot: the memory view and which ops the
-/// engine ran (a change of placement is a change of the run).
-fn render_offload(s: &mut String, mode: &str, on_npu: &[bool]) {
+/// engine ran (a change of placement is a change of the run), then, from
+/// the first step, what its figures leave out and keep, by category (in
+/// cycles, so held within the latency tolerance like every latency).
+fn render_offload(s: &mut String, mode: &str, on_npu: &[bool], first: Option<&StepOffload>) {
     let ops: Vec<String> = on_npu
         .iter()
         .enumerate()
@@ -113,6 +116,24 @@ fn render_offload(s: &mut String, mode: &str, on_npu: &[bool]) {
     let _ = writeln!(s, "offload:");
     let _ = writeln!(s, "  mode: {mode}");
     let _ = writeln!(s, "  npu ops: [{}]", ops.join(", "));
+    let Some(o) = first else {
+        return;
+    };
+    let _ = writeln!(s, "  removed from the figures (emulation):");
+    for (what, cycles) in [
+        ("engine (kernels and checks)", o.removed.engine),
+        ("shadow copies", o.removed.shadow_copies),
+        ("oversleep", o.removed.oversleep),
+    ] {
+        let _ = writeln!(s, "    - {}", quote(&format!("{what}: {cycles} cycles")));
+    }
+    let _ = writeln!(s, "  kept in the figures (modelled driver):");
+    for (what, cycles) in [
+        ("submits", o.kept.driver_submit),
+        ("cache lines", o.kept.driver_cache),
+    ] {
+        let _ = writeln!(s, "    - {}", quote(&format!("{what}: {cycles} cycles")));
+    }
 }
 
 /// A single-quoted YAML scalar (tensor names hold `:`, `/` and `;`).

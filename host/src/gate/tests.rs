@@ -197,7 +197,9 @@ fn runs_without_offload_render_the_accepted_snapshots_byte_for_byte() {
 #[test]
 fn offload_runs_record_placement_and_name_each_hold() {
     use crate::holds::Liveness;
-    use crate::outcome::{OffloadSetting, PlannedBuffer, StepOffload, StepResult};
+    use crate::outcome::{
+        KeptCycles, OffloadSetting, PlannedBuffer, RemovedCycles, StepOffload, StepResult,
+    };
     let mut run = BoardRun::new("s", "b");
     let buffer = |kind, index, last_step| PlannedBuffer {
         kind,
@@ -223,6 +225,15 @@ fn offload_runs_record_placement_and_name_each_hold() {
         mismatch: None,
         offload: Some(StepOffload {
             on_npu: vec![false, true, false],
+            removed: RemovedCycles {
+                engine: 900,
+                shadow_copies: 0,
+                oversleep: 40,
+            },
+            kept: KeptCycles {
+                driver_submit: 1000,
+                driver_cache: 0,
+            },
             ..StepOffload::default()
         }),
     });
@@ -244,6 +255,8 @@ fn offload_runs_record_placement_and_name_each_hold() {
         ops: vec!["CONV_2D".into()],
         job_cycles: 2000,
         cycles_per_1000_macs: 4,
+        driver_submit_cycles: 1000,
+        driver_cycles_per_line: 4,
         fault: None,
     });
     let text = render(&run, &names);
@@ -264,8 +277,25 @@ fn offload_runs_record_placement_and_name_each_hold() {
         "{text}"
     );
     assert!(
-        text.ends_with("offload:\n  mode: coherent\n  npu ops: [1]\n"),
+        text.ends_with(
+            "offload:\n  mode: coherent\n  npu ops: [1]\n  \
+             removed from the figures (emulation):\n    \
+             - 'engine (kernels and checks): 900 cycles'\n    \
+             - 'shadow copies: 0 cycles'\n    \
+             - 'oversleep: 40 cycles'\n  \
+             kept in the figures (modelled driver):\n    \
+             - 'submits: 1000 cycles'\n    \
+             - 'cache lines: 0 cycles'\n"
+        ),
         "{text}"
+    );
+    // The categories are latencies to the gate: a modelled driver that
+    // costs more fails it by name.
+    let costlier = text.replace("'submits: 1000 cycles'", "'submits: 1100 cycles'");
+    let moved = compare(&text, &costlier, Tolerance::EXACT);
+    assert_eq!(
+        moved.regressions,
+        ["submits: 1000 → 1100 cycles (+10.0%, slower)"]
     );
     // A hold that moves is a layout change the gate names.
     let moved = compare(&plain, &text, Tolerance::EXACT);

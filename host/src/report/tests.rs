@@ -300,7 +300,7 @@ fn the_summary_names_the_arena_figures_and_each_op() {
 /// A step of three ops (op 1 offloaded) whose figures make one cycle one
 /// pixel: 600 cycles in all.
 fn offload_step() -> StepResult {
-    use crate::outcome::{JobSpan, StepOffload};
+    use crate::outcome::{JobSpan, KeptCycles, RemovedCycles, StepOffload};
     StepResult {
         case: "case0".into(),
         step: 0,
@@ -312,7 +312,15 @@ fn offload_step() -> StepResult {
             overlapped: 1,
             busy: 300,
             waited: 100,
-            emulation: 50,
+            removed: RemovedCycles {
+                engine: 30,
+                shadow_copies: 15,
+                oversleep: 5,
+            },
+            kept: KeptCycles {
+                driver_submit: 10,
+                driver_cache: 2,
+            },
             on_npu: vec![false, true, false],
             job_times: vec![JobSpan {
                 op: 1,
@@ -355,7 +363,7 @@ fn the_timeline_draws_both_lanes_with_bars_placed_by_the_figures() {
     has("job", 120.0, 380.0);
     has("wait", 400.0, 100.0);
     assert!(svg.contains(
-        "NPU busy 300, CPU waited 100, overlap 200, 1 jobs, 50 emulation cycles removed"
+        "NPU busy 300, CPU waited 100, overlap 200, 1 jobs · emulation removed 50 (engine 30, shadow copies 15, oversleep 5) · modelled driver kept 12"
     ));
     // Labels where they fit: whole on the 280-px ADD and the 380-px job,
     // the index alone on the 20-px submit.

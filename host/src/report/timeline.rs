@@ -123,13 +123,17 @@ pub(super) fn timeline_svg(step: &StepResult, op_names: &[String]) -> Option<Str
     legend(&mut s);
     let _ = writeln!(
         s,
-        r#"<text x="{LEFT}" y="{}" font-size="10">0 … {end} cycles · NPU busy {}, CPU waited {}, overlap {}, {} jobs, {} emulation cycles removed</text>"#,
+        r#"<text x="{LEFT}" y="{}" font-size="10">0 … {end} cycles · NPU busy {}, CPU waited {}, overlap {}, {} jobs · emulation removed {} (engine {}, shadow copies {}, oversleep {}) · modelled driver kept {}</text>"#,
         LEGEND_Y + 20.0,
         offload.busy,
         offload.waited,
         offload.overlap(),
         offload.jobs,
-        offload.emulation
+        offload.removed.total(),
+        offload.removed.engine,
+        offload.removed.shadow_copies,
+        offload.removed.oversleep,
+        offload.kept.total(),
     );
     s.push_str("</svg>\n");
     Some(s)

@@ -17,7 +17,7 @@ mod offload;
 mod pin;
 mod planner;
 mod report;
-mod service;
+mod requests;
 mod session;
 mod workspace;
 
@@ -35,7 +35,9 @@ pub use counter::cortex_m::SysTickCounter;
 pub use link::{Line, WireError, send_log};
 #[cfg(feature = "cortex-m")]
 pub use offload::TickVnpu;
-pub use offload::{EngineSetup, OffloadEngine, ShadowMemory, TICK_COUNTS, WAIT_TIMEOUT};
+pub use offload::{
+    EngineLedger, EngineSetup, OffloadEngine, ShadowMemory, TICK_COUNTS, WAIT_TIMEOUT,
+};
 pub use pin::NoPin;
 pub use planner::{NoCustomPlanner, PlannerKind};
 pub use session::{Agent, Session};

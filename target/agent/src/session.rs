@@ -1,5 +1,5 @@
 //! The protocol session: set up with [`Agent`], then read frames from the
-//! host and hand each request to its handler (`service.rs`). Every request
+//! host and hand each request to its handler (`requests.rs`). Every request
 //! is answered in order, and the host waits for each answer before it sends
 //! the next request.
 
@@ -15,7 +15,7 @@ use crate::link::{Link, WireError};
 use crate::offload::OffloadEngine;
 use crate::pin::NoPin;
 use crate::planner::{NoCustomPlanner, PlannerChoice, PlannerKind};
-use crate::service::{NO_OP, Seams, Service};
+use crate::requests::{NO_OP, Seams, Service};
 use crate::workspace::Parts;
 
 /// Bytes taken from the wire per read.

@@ -219,7 +219,7 @@ fn hello_names_the_board_model_and_guards() {
         "{r:?}"
     );
     assert!(r[0].contains("arena 4096 bytes, cycles from fake"), "{r:?}");
-    assert!(r[1].starts_with("Hello(Hello { protocol: 1, firmware: [0, 1, 0], board: \"test-board\", model_hash: 305419896, arena_size: 4096, inputs: 1, outputs: 1, clock_hz: 1000000 })"), "{r:?}");
+    assert!(r[1].starts_with("Hello(Hello { protocol: 2, firmware: [0, 1, 0], board: \"test-board\", model_hash: 305419896, arena_size: 4096, inputs: 1, outputs: 1, clock_hz: 1000000 })"), "{r:?}");
     assert!(r[2].starts_with("Guards { mode: 1, len: 16"), "{r:?}");
     assert_eq!(r.len(), 3, "{r:?}");
 }

@@ -1,7 +1,8 @@
 //! Accelerator offload keys, shared by board and scenario files: which
 //! engine a scenario runs its claimed ops on, which ops it lets it claim,
-//! how the engine sees memory, and the engine's latency model (a board
-//! describes its own engine; a scenario may override it).
+//! how the engine sees memory, and the engine's model: its latency and
+//! its driver's CPU cost (a board describes its own engine; a scenario may
+//! override it, key by key).
 //!
 //! ```toml
 //! accelerator = "vnpu"                    # none | vnpu (default none)
@@ -10,6 +11,8 @@
 //! [vnpu]                                  # also allowed in a board file
 //! job_cycles = 10000
 //! cycles_per_1000_macs = 64
+//! driver_submit_cycles = 1000             # the CPU's cost per submit, kept in the figures
+//! driver_cycles_per_line = 4              # per cache line cleaned or invalidated (non-coherent)
 //! ```
 //!
 //! Op names are the schema's builtin names; the virtual NPU's own custom
@@ -17,7 +20,7 @@
 
 use std::path::Path;
 
-use hilt_runtime::accel::vnpu::{NEGATE_NAME, VnpuConfig};
+use hilt_runtime::accel::vnpu::{DriverModel, NEGATE_NAME, VnpuConfig};
 use hilt_runtime::accel::{DEFAULT_OFFLOAD, OpKind};
 use hilt_runtime::schema::BuiltinOperator;
 use serde::{Deserialize, Serialize};
@@ -54,47 +57,68 @@ impl Accelerator {
     }
 }
 
-/// The engine's latency model: what a job costs in engine cycles.
+/// The virtual NPU's model: what a job costs in engine cycles (its
+/// latency), and what its driver costs the CPU (kept in every figure, where
+/// the emulation's own time is taken out).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct VnpuLatency {
+pub struct VnpuModel {
     /// Fixed cycles per job (set-up, descriptor fetch).
     pub job_cycles: u32,
     /// Cycles per thousand multiply-accumulates.
     pub cycles_per_1000_macs: u32,
+    /// CPU cycles per submit (the driver's job set-up).
+    pub driver_submit_cycles: u32,
+    /// CPU cycles per cache line cleaned or invalidated (non-coherent
+    /// memory only).
+    pub driver_cycles_per_line: u32,
 }
 
-impl Default for VnpuLatency {
+impl Default for VnpuModel {
     /// The runtime's own engine defaults, so a file without `[vnpu]` runs
     /// the engine `hilt infer --accelerator vnpu` runs.
     fn default() -> Self {
         let latency = VnpuConfig::default().latency;
-        VnpuLatency {
-            // The wire carries 32 bits; the runtime's defaults fit.
-            job_cycles: u32::try_from(latency.job_cycles).unwrap_or(u32::MAX),
-            cycles_per_1000_macs: u32::try_from(latency.cycles_per_1000_macs).unwrap_or(u32::MAX),
+        let driver = DriverModel::MICRO_NPU;
+        // The wire carries 32 bits; the runtime's defaults fit.
+        let narrow = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+        VnpuModel {
+            job_cycles: narrow(latency.job_cycles),
+            cycles_per_1000_macs: narrow(latency.cycles_per_1000_macs),
+            driver_submit_cycles: narrow(driver.submit_cycles),
+            driver_cycles_per_line: narrow(driver.cycles_per_line),
         }
     }
 }
 
 /// The `[vnpu]` table as written: each key optional, so a scenario can
 /// override one figure of its board's model.
-#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawVnpu {
     #[serde(default)]
     pub(crate) job_cycles: Option<u32>,
     #[serde(default)]
     pub(crate) cycles_per_1000_macs: Option<u32>,
+    #[serde(default)]
+    pub(crate) driver_submit_cycles: Option<u32>,
+    #[serde(default)]
+    pub(crate) driver_cycles_per_line: Option<u32>,
 }
 
 impl RawVnpu {
     /// `self` over `base`: each key written replaces that figure.
-    pub(crate) fn over(self, base: VnpuLatency) -> VnpuLatency {
-        VnpuLatency {
+    pub(crate) fn over(self, base: VnpuModel) -> VnpuModel {
+        VnpuModel {
             job_cycles: self.job_cycles.unwrap_or(base.job_cycles),
             cycles_per_1000_macs: self
                 .cycles_per_1000_macs
                 .unwrap_or(base.cycles_per_1000_macs),
+            driver_submit_cycles: self
+                .driver_submit_cycles
+                .unwrap_or(base.driver_submit_cycles),
+            driver_cycles_per_line: self
+                .driver_cycles_per_line
+                .unwrap_or(base.driver_cycles_per_line),
         }
     }
 }
@@ -108,10 +132,10 @@ pub struct OffloadChoice {
     pub ops: Vec<String>,
     /// Whether CPU and engine see memory coherently.
     pub coherent: bool,
-    /// The scenario's latency override (a key not written keeps the
-    /// board's figure).
+    /// The scenario's `[vnpu]` keys (a key not written keeps the board's
+    /// figure).
     #[serde(skip)]
-    pub(crate) latency: Option<(Option<u32>, Option<u32>)>,
+    pub(crate) vnpu: Option<RawVnpu>,
 }
 
 impl Default for OffloadChoice {
@@ -120,23 +144,16 @@ impl Default for OffloadChoice {
             accelerator: Accelerator::None,
             ops: default_offload_names(),
             coherent: true,
-            latency: None,
+            vnpu: None,
         }
     }
 }
 
 impl OffloadChoice {
-    /// The latency model a run uses on a board whose engine is `board`:
+    /// The engine model a run uses on a board whose engine is `board`:
     /// the scenario's keys over the board's.
-    pub fn latency_on(&self, board: VnpuLatency) -> VnpuLatency {
-        match self.latency {
-            Some((job_cycles, cycles_per_1000_macs)) => RawVnpu {
-                job_cycles,
-                cycles_per_1000_macs,
-            }
-            .over(board),
-            None => board,
-        }
+    pub fn vnpu_on(&self, board: VnpuModel) -> VnpuModel {
+        self.vnpu.map_or(board, |v| v.over(board))
     }
 
     /// The op list as the wire's `SetOffload.ops` carries it: builtin
@@ -212,6 +229,6 @@ pub(crate) fn choice(
         accelerator,
         ops,
         coherent: coherent.unwrap_or(true),
-        latency: vnpu.map(|v| (v.job_cycles, v.cycles_per_1000_macs)),
+        vnpu,
     })
 }

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use hilt_contract::board::{self, RunnerKind, Transport, UartKind};
-use hilt_contract::offload::{Accelerator, VnpuLatency};
+use hilt_contract::offload::{Accelerator, VnpuModel};
 use hilt_contract::scenario::{self, ScenarioSource};
 use hilt_contract::{ConfigError, PlannerKind};
 
@@ -119,18 +119,20 @@ fn offload_keys_default_to_no_accelerator_and_the_runtime_list() {
     );
     assert_eq!(file.offload.op_codes(), [3, 4, 9, 0, 1, 17]);
     // No scenario override: the board's engine figures stand.
-    let board = VnpuLatency {
+    let board = VnpuModel {
         job_cycles: 7,
         cycles_per_1000_macs: 9,
+        driver_submit_cycles: 11,
+        driver_cycles_per_line: 13,
     };
-    assert_eq!(file.offload.latency_on(board), board);
+    assert_eq!(file.offload.vnpu_on(board), board);
 }
 
 #[test]
 fn offload_keys_are_read_and_override_the_board_engine_key_by_key() {
     let file = scenario_with(
         "offload-set",
-        "accelerator = \"vnpu\"\noffload = [\"CONV_2D\", \"HILT_VNPU_NEGATE\"]\ncoherent = false\n[vnpu]\njob_cycles = 500\n",
+        "accelerator = \"vnpu\"\noffload = [\"CONV_2D\", \"HILT_VNPU_NEGATE\"]\ncoherent = false\n[vnpu]\njob_cycles = 500\ndriver_cycles_per_line = 6\n",
     )
     .unwrap();
     assert_eq!(file.offload.accelerator, Accelerator::Vnpu);
@@ -139,15 +141,19 @@ fn offload_keys_are_read_and_override_the_board_engine_key_by_key() {
         file.offload.op_codes(),
         [3, hilt_contract::offload::CUSTOM_CODE]
     );
-    let board = VnpuLatency {
+    let board = VnpuModel {
         job_cycles: 2000,
         cycles_per_1000_macs: 8,
+        driver_submit_cycles: 900,
+        driver_cycles_per_line: 3,
     };
     assert_eq!(
-        file.offload.latency_on(board),
-        VnpuLatency {
+        file.offload.vnpu_on(board),
+        VnpuModel {
             job_cycles: 500,
-            cycles_per_1000_macs: 8
+            cycles_per_1000_macs: 8,
+            driver_submit_cycles: 900,
+            driver_cycles_per_line: 6,
         }
     );
 }
@@ -186,13 +192,16 @@ fn bad_offload_keys_name_the_file_the_key_and_the_value() {
 #[test]
 fn a_board_describes_its_engine_or_gets_the_runtime_defaults() {
     let shipped = board::load_named(&repo().join("boards"), "qemu-mps2-an386").unwrap();
-    assert_eq!(shipped.vnpu, VnpuLatency::default());
-    // The runtime's small-NPU model (LatencyModel::MICRO_NPU).
+    assert_eq!(shipped.vnpu, VnpuModel::default());
+    // The runtime's small-NPU model (LatencyModel::MICRO_NPU and
+    // DriverModel::MICRO_NPU).
     assert_eq!(
-        VnpuLatency::default(),
-        VnpuLatency {
+        VnpuModel::default(),
+        VnpuModel {
             job_cycles: 10_000,
-            cycles_per_1000_macs: 64
+            cycles_per_1000_macs: 64,
+            driver_submit_cycles: 1_000,
+            driver_cycles_per_line: 4,
         }
     );
     let dir = scratch("board-vnpu").join("boards");
@@ -207,12 +216,14 @@ fn a_board_describes_its_engine_or_gets_the_runtime_defaults() {
         std::fs::write(dir.join("qemu-mps2-an386.toml"), format!("{text}\n{table}")).unwrap();
         board::load(&dir.join("qemu-mps2-an386.toml"))
     };
-    let b = write("[vnpu]\ncycles_per_1000_macs = 16\n").unwrap();
+    let b = write("[vnpu]\ncycles_per_1000_macs = 16\ndriver_submit_cycles = 250\n").unwrap();
     assert_eq!(
         b.vnpu,
-        VnpuLatency {
+        VnpuModel {
             job_cycles: 10_000,
-            cycles_per_1000_macs: 16
+            cycles_per_1000_macs: 16,
+            driver_submit_cycles: 250,
+            driver_cycles_per_line: 4,
         }
     );
     let e = write("[vnpu]\nmacs = 16\n").unwrap_err().to_string();

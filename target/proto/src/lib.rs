@@ -5,17 +5,19 @@
 pub mod cobs;
 pub mod crc;
 pub mod frame;
+pub mod ledger;
 pub mod message;
 pub mod model_slot;
 
 pub use frame::{FrameAccumulator, decode_frame, encode_frame};
+pub use ledger::EngineLedger;
 pub use message::{
     AccelFault, ErrorCode, Hello, JobList, JobTimes, Message, OffloadMode, PlanEntry, TargetError,
 };
 
 /// The protocol version this crate speaks; `Hello` carries it and the host
 /// refuses a firmware that speaks another.
-pub const PROTOCOL_VERSION: u16 = 1;
+pub const PROTOCOL_VERSION: u16 = 2;
 
 /// The largest message payload (before framing). Chunked messages carry at
 /// most [`MAX_CHUNK`] data bytes so that they fit.

@@ -2,8 +2,8 @@
 
 use hilt_proto::message::{Cycles, JobList, PlanEntries};
 use hilt_proto::{
-    ErrorCode, FrameAccumulator, Hello, JobTimes, MAX_CHUNK, MAX_FRAME, Message, OffloadMode,
-    PROTOCOL_VERSION, PlanEntry, ProtoError, TargetError, decode_frame, encode_frame,
+    EngineLedger, ErrorCode, FrameAccumulator, Hello, JobTimes, MAX_CHUNK, MAX_FRAME, Message,
+    OffloadMode, PROTOCOL_VERSION, PlanEntry, ProtoError, TargetError, decode_frame, encode_frame,
 };
 use proptest::prelude::*;
 
@@ -73,6 +73,8 @@ fn every_message_round_trips() {
             fault: 3,
             job_cycles: 2000,
             cycles_per_1000_macs: 4,
+            driver_submit_cycles: 1_000,
+            driver_cycles_per_line: 7,
             cycles_per_count_milli: 40_000,
             ops: &[3, 4, 0, 9],
         },
@@ -81,7 +83,13 @@ fn every_message_round_trips() {
             overlapped: 3,
             busy: 1 << 40,
             waited: 77,
-            emulation: 12345,
+            ledger: EngineLedger {
+                engine: 12345,
+                shadow: 1 << 33,
+                oversleep: 40,
+                driver_submit: 25,
+                driver_cache: 3,
+            },
             placement: &[0b1011, 0x80],
         },
         Message::Jobs {

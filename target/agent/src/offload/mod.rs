@@ -10,8 +10,9 @@
 //! own: the virtual NPU stepped from the SysTick interrupt and computing in
 //! PendSV, on every Cortex-M board.
 
+pub use hilt_proto::EngineLedger;
 use hilt_proto::{AccelFault, OffloadMode};
-use hilt_runtime::accel::vnpu::{EngineFault, LatencyModel, Violation};
+use hilt_runtime::accel::vnpu::{DriverModel, EngineFault, LatencyModel, Violation};
 use hilt_runtime::accel::{Accelerator, AddressWindow, CacheMaintenance, OpSet};
 use hilt_runtime::interpreter::Clock;
 
@@ -46,6 +47,9 @@ pub struct ShadowMemory {
 pub struct EngineSetup {
     /// Its latency model, in core cycles.
     pub latency: LatencyModel,
+    /// The CPU cost of a real driver, in core cycles, which the figures
+    /// keep.
+    pub driver: DriverModel,
     /// Core cycles each tick grants ([`TICK_COUNTS`] counts of the
     /// counter, in cycles).
     pub cycles_per_tick: u32,
@@ -70,15 +74,16 @@ pub trait OffloadEngine: Accelerator + CacheMaintenance + Sync {
     /// nothing else until the next `configure`.
     unsafe fn configure(&self, setup: Option<EngineSetup>);
 
-    /// Clock counts spent emulating the engine on the CPU so far (0 for a
-    /// real engine): the agent takes them out of every figure.
-    fn emulation_cycles(&self) -> u64;
+    /// What the figures leave out (the CPU's time emulating the engine; 0
+    /// for a real engine) and put in (a modelled driver's cost) so far, in
+    /// clock counts, by category.
+    fn ledger(&self) -> EngineLedger;
 
     /// Engine (core) cycles spent running jobs so far.
     fn busy_cycles(&self) -> u64;
 
     /// The cycle counter restarted (before a timed invoke; no job is in
-    /// flight): emulation counts from 0 again, and the engine's times
+    /// flight): the ledger counts from 0 again, and the engine's times
     /// follow the new count.
     fn rebase(&self);
 
@@ -88,8 +93,9 @@ pub trait OffloadEngine: Accelerator + CacheMaintenance + Sync {
 }
 
 /// The counter the interpreter is timed with while offloading: the cycle
-/// counter minus the engine's emulation, so per-op and total figures are
-/// what the run would take beside a real engine.
+/// counter minus the engine's emulation, plus a real driver's modelled
+/// cost, so per-op and total figures are what the run would take beside a
+/// real engine and its driver.
 pub(crate) struct NetClock<'a, C> {
     pub(crate) counter: &'a C,
     pub(crate) engine: Option<&'a dyn OffloadEngine>,
@@ -97,8 +103,11 @@ pub(crate) struct NetClock<'a, C> {
 
 impl<C: Clock> Clock for NetClock<'_, C> {
     fn now(&self) -> u64 {
-        let emulation = self.engine.map_or(0, |e| e.emulation_cycles());
-        self.counter.now().saturating_sub(emulation)
+        let ledger = self.engine.map(|e| e.ledger()).unwrap_or_default();
+        self.counter
+            .now()
+            .saturating_sub(ledger.removed())
+            .saturating_add(ledger.kept())
     }
 }
 
@@ -125,6 +134,7 @@ pub(crate) struct OffloadChoice {
     pub(crate) mode: OffloadMode,
     pub(crate) fault: AccelFault,
     pub(crate) latency: LatencyModel,
+    pub(crate) driver: DriverModel,
     /// Core cycles per count of the counter, times 1000.
     pub(crate) cycles_per_count_milli: u32,
     pub(crate) ops: OpSet,
@@ -138,6 +148,7 @@ impl OffloadChoice {
             job_cycles: 0,
             cycles_per_1000_macs: 0,
         },
+        driver: DriverModel::FREE,
         cycles_per_count_milli: 1000,
         ops: OpSet::EMPTY,
     };

@@ -19,27 +19,39 @@
 //!   touch the core but is re-pended when the flag drops. PendSV never
 //!   preempts itself and the main program never runs while PendSV does,
 //!   so each side has the core alone while it uses it.
+//!
+//! Its [`EngineLedger`] says, by category, what the figures leave out (the
+//! engine's kernel and checks, the shadow copies, oversleep) and what they
+//! put in: a real driver's CPU cost, which the emulation does not pay,
+//! modelled per submit and per cache line maintained ([`DriverModel`]).
 
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicBool, Ordering, compiler_fence};
 
 use cortex_m::peripheral::SCB;
 use cortex_m::peripheral::scb::SystemHandler;
-use hilt_runtime::accel::vnpu::{VNPU_OPS, Violation, VnpuConfig, VnpuCore};
+use hilt_runtime::accel::vnpu::{DriverModel, VNPU_OPS, Violation, VnpuConfig, VnpuCore};
 use hilt_runtime::accel::{
     AccelError, Accelerator, AddressWindow, CacheMaintenance, Capabilities, Deadline, Job, JobId,
 };
 
-use super::{EngineSetup, OffloadEngine, TICK_COUNTS};
+use super::{EngineLedger, EngineSetup, OffloadEngine, TICK_COUNTS};
 
 struct State {
     core: Option<VnpuCore<'static>>,
     /// The window the core's configuration names (kept here: the core
     /// borrows it for as long as it exists).
     window: [AddressWindow; 1],
-    /// Counts spent emulating the engine (PendSV, and the engine's side of
-    /// submit, clean and invalidate).
-    emulation: u64,
+    /// Counts taken out of the figures (the engine emulated: PendSV, the
+    /// engine's side of submit, retire, clean and invalidate, oversleep),
+    /// by category; its driver fields are unused (see below).
+    ledger: EngineLedger,
+    /// The modelled driver, in core cycles.
+    driver: DriverModel,
+    /// Core cycles the modelled driver has cost so far: per submit, per
+    /// cache line. Kept in cycles and turned into counts when read, so
+    /// that a line's few cycles are not rounded away one call at a time.
+    driver_cycles: (u64, u64),
     /// The last job that completed, and when (net of emulation).
     completed: Option<(JobId, u64)>,
     /// The job in the engine and when it is due (net of emulation).
@@ -47,6 +59,31 @@ struct State {
     /// Engine cycles per `TICK_COUNTS` counts: cycles to counts.
     cycles_per_tick: u32,
     clock: fn() -> u64,
+}
+
+impl State {
+    /// The counter's reading `raw` net of the ledger: emulation out, the
+    /// modelled driver in.
+    fn net(&self, raw: u64) -> u64 {
+        let (submits, lines) = self.driver_cycles;
+        raw.saturating_sub(self.ledger.removed())
+            .saturating_add(self.counts(submits + lines))
+    }
+
+    /// The ledger, the driver's cycles turned into counts.
+    fn ledger(&self) -> EngineLedger {
+        let (submits, lines) = self.driver_cycles;
+        EngineLedger {
+            driver_submit: self.counts(submits),
+            driver_cache: self.counts(lines),
+            ..self.ledger
+        }
+    }
+
+    /// Core cycles as counts of the counter.
+    fn counts(&self, cycles: u64) -> u64 {
+        cycles.saturating_mul(u64::from(TICK_COUNTS)) / u64::from(self.cycles_per_tick.max(1))
+    }
 }
 
 /// The virtual NPU of `hilt_runtime::accel::vnpu`, stepped by SysTick and
@@ -99,7 +136,15 @@ impl TickVnpu {
                     len: 0,
                     writable: true,
                 }],
-                emulation: 0,
+                ledger: EngineLedger {
+                    engine: 0,
+                    shadow: 0,
+                    oversleep: 0,
+                    driver_submit: 0,
+                    driver_cache: 0,
+                },
+                driver: DriverModel::FREE,
+                driver_cycles: (0, 0),
                 completed: None,
                 due: None,
                 cycles_per_tick: 1,
@@ -147,7 +192,7 @@ impl TickVnpu {
         // touch it.
         let state = unsafe { &mut *self.state.get() };
         let entered = (state.clock)();
-        let now = entered.saturating_sub(state.emulation);
+        let now = state.net(entered);
         if let (Some(core), Some((id, due))) = (state.core.as_mut(), state.due)
             && now >= due
             && core.step(u64::MAX)
@@ -157,13 +202,13 @@ impl TickVnpu {
             self.running.store(false, Ordering::Release);
             cortex_m::asm::sev();
         }
-        state.emulation += (state.clock)().saturating_sub(entered);
+        state.ledger.engine += (state.clock)().saturating_sub(entered);
     }
 
     /// Whether the running job's due time has passed.
     fn is_due(&self) -> bool {
         self.with(|s| {
-            let now = (s.clock)().saturating_sub(s.emulation);
+            let now = s.net((s.clock)());
             s.due.is_some_and(|(_, due)| now >= due)
         })
     }
@@ -196,19 +241,41 @@ impl TickVnpu {
             let Some((_, due)) = s.completed.filter(|(id, _)| *id == job) else {
                 return;
             };
-            let now = (s.clock)().saturating_sub(s.emulation);
-            s.emulation += now.saturating_sub(due.max(started));
+            let now = s.net((s.clock)());
+            s.ledger.oversleep += now.saturating_sub(due.max(started));
         });
     }
 
-    /// `with`, counting the time `f` takes as emulation.
-    fn emulating<R>(&self, f: impl FnOnce(&mut VnpuCore<'static>) -> R) -> Option<R> {
+    /// `with`, counting the time `f` takes as emulation: the engine's own
+    /// work, or (`shadow`) its shadow copies.
+    fn emulating<R>(&self, shadow: bool, f: impl FnOnce(&mut VnpuCore<'static>) -> R) -> Option<R> {
         self.with(|s| {
             let entered = (s.clock)();
             let result = s.core.as_mut().map(f);
-            s.emulation += (s.clock)().saturating_sub(entered);
+            let took = (s.clock)().saturating_sub(entered);
+            if shadow {
+                s.ledger.shadow += took;
+            } else {
+                s.ledger.engine += took;
+            }
             result
         })
+    }
+
+    /// A clean or invalidate of the range: the shadow copy (emulation) and
+    /// the modelled driver's cost of its lines.
+    fn maintain(&self, address: usize, len: usize, clean: bool) {
+        self.with(|s| {
+            let lines = s.core.as_ref().map_or(0, |c| c.lines(address, len));
+            s.driver_cycles.1 += lines.saturating_mul(s.driver.cycles_per_line);
+        });
+        self.emulating(true, |core| {
+            if clean {
+                core.clean(address, len);
+            } else {
+                core.invalidate(address, len);
+            }
+        });
     }
 }
 
@@ -225,24 +292,24 @@ impl Accelerator for TickVnpu {
     }
 
     fn now(&self) -> u64 {
-        self.with(|s| (s.clock)().saturating_sub(s.emulation))
+        self.with(|s| s.net((s.clock)()))
     }
 
     fn submit(&self, job: &Job) -> Result<JobId, AccelError> {
-        // Due from the moment it is submitted (before the engine's own
-        // checks, which are emulation).
+        // The driver's set-up comes first; the job is due from the moment
+        // it is submitted (before the engine's own checks, which are
+        // emulation).
+        self.with(|s| s.driver_cycles.0 += s.driver.submit_cycles);
         let submitted = self.now();
         let id = self
-            .emulating(|core| core.submit(job))
+            .emulating(false, |core| core.submit(job))
             .unwrap_or(Err(AccelError::Unsupported))?;
         self.with(|s| {
             let cycles = s
                 .core
                 .as_ref()
                 .map_or(0, |c| c.config().latency.cycles(job.macs));
-            let counts =
-                cycles.saturating_mul(u64::from(TICK_COUNTS)) / u64::from(s.cycles_per_tick.max(1));
-            s.due = Some((id, submitted + counts));
+            s.due = Some((id, submitted + s.counts(cycles)));
         });
         self.running.store(true, Ordering::Release);
         Ok(id)
@@ -268,7 +335,7 @@ impl Accelerator for TickVnpu {
         loop {
             if self.poll(job)? {
                 let result = self
-                    .emulating(|core| core.retire(job))
+                    .emulating(false, |core| core.retire(job))
                     .unwrap_or(Err(AccelError::UnknownJob));
                 self.forgive_oversleep(job, started);
                 return result;
@@ -288,7 +355,7 @@ impl Accelerator for TickVnpu {
     }
 
     fn abort(&self, job: JobId) {
-        self.emulating(|core| core.abort(job));
+        self.emulating(false, |core| core.abort(job));
         self.with(|s| s.due = None);
         self.running.store(false, Ordering::Release);
     }
@@ -300,11 +367,11 @@ impl CacheMaintenance for TickVnpu {
     }
 
     fn clean(&self, address: usize, len: usize) {
-        self.emulating(|core| core.clean(address, len));
+        self.maintain(address, len, true);
     }
 
     fn invalidate(&self, address: usize, len: usize) {
-        self.emulating(|core| core.invalidate(address, len));
+        self.maintain(address, len, false);
     }
 }
 
@@ -323,6 +390,7 @@ impl OffloadEngine for TickVnpu {
                 return;
             };
             s.cycles_per_tick = setup.cycles_per_tick;
+            s.driver = setup.driver;
             s.window = [setup.window];
             // SAFETY: `s.window` lives in this engine, which the firmware
             // keeps in a `static`; it is only rewritten here, after the core
@@ -348,13 +416,14 @@ impl OffloadEngine for TickVnpu {
 
     fn rebase(&self) {
         self.with(|s| {
-            s.emulation = 0;
+            s.ledger = EngineLedger::default();
+            s.driver_cycles = (0, 0);
             s.completed = None;
         });
     }
 
-    fn emulation_cycles(&self) -> u64 {
-        self.with(|s| s.emulation)
+    fn ledger(&self) -> EngineLedger {
+        self.with(|s| s.ledger())
     }
 
     fn busy_cycles(&self) -> u64 {

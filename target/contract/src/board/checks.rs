@@ -10,7 +10,7 @@ use super::{
     UartSettings,
 };
 use crate::error::ConfigError;
-use crate::offload::VnpuLatency;
+use crate::offload::VnpuModel;
 
 /// One named check of a raw board file.
 type Check = fn(&Path, &RawBoard) -> Result<(), ConfigError>;
@@ -62,7 +62,7 @@ pub(super) fn validate(path: &Path, raw: RawBoard) -> Result<Board, ConfigError>
         uart: raw.uart,
         latency_tolerance_percent,
         firmware,
-        vnpu: raw.vnpu.unwrap_or_default().over(VnpuLatency::default()),
+        vnpu: raw.vnpu.unwrap_or_default().over(VnpuModel::default()),
         model_slot: raw.model_slot,
     })
 }

@@ -77,7 +77,7 @@ pub use crate::shortfall::{MemoryShortfall, grouped};
 pub use budget::{MIN_STACK_BYTES, least_slot};
 
 use crate::error::{ConfigError, read_toml};
-use crate::offload::{RawVnpu, VnpuLatency};
+use crate::offload::{RawVnpu, VnpuModel};
 
 /// How a board is driven.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -356,7 +356,7 @@ pub struct Board {
     pub firmware: Option<PathBuf>,
     /// The latency model of the board's virtual NPU (`[vnpu]`; default:
     /// the runtime's engine defaults).
-    pub vnpu: VnpuLatency,
+    pub vnpu: VnpuModel,
     /// The model slot's bytes in every firmware built for this board
     /// (`model_slot`), or None for a slot sized to each model's class.
     /// One slot for every model means one firmware build for every model

@@ -11,6 +11,7 @@ use super::records::{Cycles, Hello, JobList, JobTimes, PlanEntries, PlanEntry};
 use super::wire::Reader;
 use super::{Message, tag};
 use crate::ProtoError;
+use crate::ledger::EngineLedger;
 
 impl<'a> Message<'a> {
     /// Reads a message from tag and payload (unframed).
@@ -114,6 +115,8 @@ fn read_set_offload<'a>(r: &mut Reader<'a>) -> Option<Message<'a>> {
         fault: r.u8()?,
         job_cycles: r.u32()?,
         cycles_per_1000_macs: r.u32()?,
+        driver_submit_cycles: r.u32()?,
+        driver_cycles_per_line: r.u32()?,
         cycles_per_count_milli: r.u32()?,
         ops: r.blob()?,
     })
@@ -126,7 +129,13 @@ fn read_offload<'a>(r: &mut Reader<'a>) -> Option<Message<'a>> {
         overlapped: r.u16()?,
         busy: r.u64()?,
         waited: r.u64()?,
-        emulation: r.u64()?,
+        ledger: EngineLedger {
+            engine: r.u64()?,
+            shadow: r.u64()?,
+            oversleep: r.u64()?,
+            driver_submit: r.u64()?,
+            driver_cache: r.u64()?,
+        },
         placement: r.blob()?,
     })
 }

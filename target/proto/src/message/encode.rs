@@ -102,6 +102,8 @@ impl<'a> Message<'a> {
                 fault,
                 job_cycles,
                 cycles_per_1000_macs,
+                driver_submit_cycles,
+                driver_cycles_per_line,
                 cycles_per_count_milli,
                 ops,
             } => {
@@ -109,6 +111,8 @@ impl<'a> Message<'a> {
                 w.u8(fault)?;
                 w.u32(job_cycles)?;
                 w.u32(cycles_per_1000_macs)?;
+                w.u32(driver_submit_cycles)?;
+                w.u32(driver_cycles_per_line)?;
                 w.u32(cycles_per_count_milli)?;
                 w.blob(ops)
             }
@@ -138,14 +142,18 @@ impl<'a> Message<'a> {
                 overlapped,
                 busy,
                 waited,
-                emulation,
+                ledger,
                 placement,
             } => {
                 w.u16(jobs)?;
                 w.u16(overlapped)?;
                 w.u64(busy)?;
                 w.u64(waited)?;
-                w.u64(emulation)?;
+                w.u64(ledger.engine)?;
+                w.u64(ledger.shadow)?;
+                w.u64(ledger.oversleep)?;
+                w.u64(ledger.driver_submit)?;
+                w.u64(ledger.driver_cache)?;
                 w.blob(placement)
             }
             Message::Jobs { first, total, jobs } => {

@@ -13,6 +13,7 @@ mod records;
 mod tag;
 mod wire;
 
+use crate::ledger::EngineLedger;
 pub use codes::{AccelFault, ErrorCode, OffloadMode, TargetError};
 pub use records::{Cycles, Hello, JobList, JobTimes, PlanEntries, PlanEntry};
 
@@ -62,6 +63,10 @@ pub enum Message<'a> {
         job_cycles: u32,
         /// Latency model: cycles per thousand multiply-accumulates.
         cycles_per_1000_macs: u32,
+        /// Driver model: CPU cycles per submit, kept in the figures.
+        driver_submit_cycles: u32,
+        /// Driver model: CPU cycles per cache line cleaned or invalidated.
+        driver_cycles_per_line: u32,
         /// Core cycles per count of the firmware's counter, times 1000 (the
         /// host's scale: 40 000 under QEMU's `-icount` with a 25 MHz
         /// SysTick, 1 000 on a real core), so the engine's latency runs in
@@ -167,9 +172,10 @@ pub enum Message<'a> {
         busy: u64,
         /// Cycles the CPU spent blocked in waits.
         waited: u64,
-        /// Cycles the firmware spent emulating the engine (running its
-        /// kernels in an interrupt), already taken out of every figure.
-        emulation: u64,
+        /// What every figure leaves out (the firmware's time emulating the
+        /// engine) and keeps (a real driver's modelled cost), in counts, by
+        /// category.
+        ledger: EngineLedger,
         /// One bit per op (LSB first): 1 when the engine ran it.
         placement: &'a [u8],
     },

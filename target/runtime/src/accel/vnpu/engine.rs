@@ -362,6 +362,17 @@ impl<'c> VnpuCore<'c> {
         }
     }
 
+    /// The cache lines a clean or invalidate of the range maintains: the
+    /// whole lines covering it in non-coherent mode, none when coherent
+    /// (no cache stands between the CPU and the engine).
+    pub fn lines(&self, address: usize, len: usize) -> u64 {
+        if self.shadow.is_none() || len == 0 {
+            return 0;
+        }
+        let line = self.config.line_size.max(1) as usize;
+        (line_span(address, len, line).1 / line) as u64
+    }
+
     fn copy_lines(&mut self, address: usize, len: usize, to_engine: bool) {
         let line = self.config.line_size.max(1) as usize;
         let Some(shadow) = &mut self.shadow else {

@@ -144,6 +144,38 @@ impl LatencyModel {
     }
 }
 
+/// What a real driver costs the CPU, which an emulated engine's figures
+/// keep: the emulation is taken out of every figure and this is put in, so
+/// that an offloaded run is not credited with a driver that costs nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DriverModel {
+    /// CPU cycles per submit: writing the job's command-stream and buffer
+    /// base registers, starting the engine and the driver's bookkeeping.
+    pub submit_cycles: u64,
+    /// CPU cycles per cache line cleaned or invalidated (a by-address
+    /// maintenance loop: one store to the cache's maintenance register and
+    /// the loop's own instructions per line). Only a non-coherent engine
+    /// has lines to maintain.
+    pub cycles_per_line: u64,
+}
+
+impl DriverModel {
+    /// vnpu's default driver: 1,000 cycles per submit and 4 per line. A
+    /// model of ours, not a measurement of any driver; scenarios and boards
+    /// set their own under `[vnpu]` (`driver_submit_cycles`,
+    /// `driver_cycles_per_line`).
+    pub const MICRO_NPU: DriverModel = DriverModel {
+        submit_cycles: 1_000,
+        cycles_per_line: 4,
+    };
+
+    /// A driver that costs nothing (figures of the engine alone).
+    pub const FREE: DriverModel = DriverModel {
+        submit_cycles: 0,
+        cycles_per_line: 0,
+    };
+}
+
 /// A failure vnpu plays, for the tests that must catch it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum EngineFault {

@@ -10,7 +10,7 @@ use hilt_proto::{
     AccelFault, ErrorCode, Hello, JobTimes, MAX_CHUNK, Message, OffloadMode, PROTOCOL_VERSION,
     PlanEntry,
 };
-use hilt_runtime::accel::vnpu::LatencyModel;
+use hilt_runtime::accel::vnpu::{DriverModel, LatencyModel};
 use hilt_runtime::accel::{AddressWindow, Coherent, JobTrace, Offload};
 use hilt_runtime::canary::{CanaryMode, GUARD_BYTES};
 use hilt_runtime::interpreter::{Clock, Interpreter};
@@ -23,8 +23,8 @@ use crate::config::Config;
 use crate::counter::CycleCounter;
 use crate::link::{Line, Link, WireError};
 use crate::offload::{
-    EngineSetup, NetClock, OffloadChoice, OffloadEngine, ShadowMemory, TICK_COUNTS, WAIT_TIMEOUT,
-    op_set,
+    EngineLedger, EngineSetup, NetClock, OffloadChoice, OffloadEngine, ShadowMemory, TICK_COUNTS,
+    WAIT_TIMEOUT, op_set,
 };
 use crate::planner::PlannerChoice;
 use crate::report::{accelerator_error, interpreter_error};
@@ -56,7 +56,7 @@ struct OffloadFigures {
     overlapped: u32,
     busy: u64,
     waited: u64,
-    emulation: u64,
+    ledger: EngineLedger,
 }
 
 /// Whether the session can run the model, and if not, why (the Hello
@@ -274,6 +274,8 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
                 fault,
                 job_cycles,
                 cycles_per_1000_macs,
+                driver_submit_cycles,
+                driver_cycles_per_line,
                 cycles_per_count_milli,
                 ops,
             } if self.status != Status::NoModel => {
@@ -281,10 +283,15 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
                     job_cycles: u64::from(job_cycles),
                     cycles_per_1000_macs: u64::from(cycles_per_1000_macs),
                 };
+                let driver = DriverModel {
+                    submit_cycles: u64::from(driver_submit_cycles),
+                    cycles_per_line: u64::from(driver_cycles_per_line),
+                };
                 let choice = OffloadChoice {
                     mode,
                     fault: AccelFault::None,
                     latency,
+                    driver,
                     cycles_per_count_milli: cycles_per_count_milli.max(1),
                     ops: op_set(ops),
                 };
@@ -418,6 +425,7 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
         };
         let setup = EngineSetup {
             latency: self.offload.latency,
+            driver: self.offload.driver,
             cycles_per_tick: self.offload.cycles_per_tick(),
             window,
             shadow,
@@ -554,9 +562,12 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
         if let Some(e) = engine {
             e.rebase();
         }
-        let (busy, emulation) = engine.map_or((0, 0), |e| (e.busy_cycles(), e.emulation_cycles()));
-        // Net of the engine's emulation: what the run takes beside a real
-        // engine (the same as the counter when nothing is offloaded).
+        let (busy, ledger) = engine.map_or((0, EngineLedger::default()), |e| {
+            (e.busy_cycles(), e.ledger())
+        });
+        // Net of the engine's emulation, with a real driver's modelled cost:
+        // what the run takes beside a real engine (the same as the counter
+        // when nothing is offloaded).
         let clock = NetClock {
             counter: &self.counter,
             engine,
@@ -583,7 +594,7 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
                 overlapped: stats.cpu_ops_overlapped,
                 busy: self.offload.counts(e.busy_cycles() - busy),
                 waited: stats.waited,
-                emulation: e.emulation_cycles() - emulation,
+                ledger: e.ledger().since(&ledger),
             };
         }
         // What the engine saw that the schedule did not: a lease broken, an
@@ -641,7 +652,7 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
             overlapped: f.overlapped.min(u32::from(u16::MAX)) as u16,
             busy: f.busy,
             waited: f.waited,
-            emulation: f.emulation,
+            ledger: f.ledger,
             placement: &self.placement[..ops.div_ceil(8)],
         })?;
         let traced = (f.jobs as usize).min(MAX_JOBS);

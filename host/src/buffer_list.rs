@@ -1,4 +1,5 @@
-//! `hilt plan`: any buffer list, planned by the runtime's own planners.
+//! Buffer lists (`hilt plan`): any list of buffers, planned by the runtime's own
+//! planners.
 //!
 //! Why: a planner is only comparable with others on shared inputs. The
 //! list is MiniMalloc's CSV (a header line, then `id,lower,upper,size` and
@@ -11,7 +12,7 @@
 //! the input is ignored and written anew).
 //!
 //! ```no_run
-//! use hilt::plan::{plan_buffers, read_buffers, write_csv};
+//! use hilt::buffer_list::{plan_buffers, read_buffers, write_csv};
 //! use hilt_runtime::planner::PlannerKind;
 //!
 //! let set = read_buffers("buffers.csv".as_ref()).unwrap();
