@@ -442,6 +442,62 @@ fn map_verifier_error(e: &flatbuffers::InvalidFlatbuffer) -> ModelError {
     }
 }
 
+/// Every metadata entry names a buffer that exists, and so does every
+/// index in the model's `metadata_buffer` list.
+fn check_metadata(root: schema::Model<'_>, n_buffers: u32) -> Result<(), ModelError> {
+    for (i, meta) in root.metadata().iter().flat_map(|m| m.iter()).enumerate() {
+        let site = Site::Metadata(i as u32);
+        if meta.buffer() >= n_buffers {
+            return Err(ModelError::IndexOutOfRange {
+                site,
+                field: "buffer",
+                entry: 0,
+                value: i64::from(meta.buffer()),
+                len: n_buffers,
+            });
+        }
+    }
+    if let Some(list) = root.metadata_buffer() {
+        check_indices(Some(list), false, Site::Model, "metadata_buffer", n_buffers)?;
+    }
+    Ok(())
+}
+
+/// Subgraph `s`'s operators: each names an operator code that exists, and
+/// its inputs, outputs and intermediates name tensors that exist (-1, an
+/// omitted optional tensor, allowed where TFLite allows it).
+fn check_operators(
+    subgraph: schema::SubGraph<'_>,
+    s: u32,
+    n_codes: u32,
+    n_tensors: u32,
+) -> Result<(), ModelError> {
+    for (o, op) in subgraph
+        .operators()
+        .iter()
+        .flat_map(|o| o.iter())
+        .enumerate()
+    {
+        let site = Site::Operator {
+            subgraph: s,
+            op: o as u32,
+        };
+        if op.opcode_index() >= n_codes {
+            return Err(ModelError::IndexOutOfRange {
+                site,
+                field: "opcode_index",
+                entry: 0,
+                value: i64::from(op.opcode_index()),
+                len: n_codes,
+            });
+        }
+        check_indices(op.inputs(), true, site, "inputs", n_tensors)?;
+        check_indices(op.outputs(), false, site, "outputs", n_tensors)?;
+        check_indices(op.intermediates(), true, site, "intermediates", n_tensors)?;
+    }
+    Ok(())
+}
+
 impl<'a> Model<'a> {
     /// Verifies `bytes` and returns the model, or the first fault found.
     pub fn from_bytes(bytes: &'a [u8]) -> Result<Self, ModelError> {
@@ -477,39 +533,14 @@ impl<'a> Model<'a> {
         Ok(model)
     }
 
+    /// The checks the flatbuffer verifier cannot make: every index in range,
+    /// every buffer inside the file, every tensor's data its shape's size.
     fn check_semantics(&self) -> Result<(), ModelError> {
         let root = self.root;
         let n_buffers = len_u32(root.buffers(), Site::Model, "buffers")?;
         let n_codes = len_u32(root.operator_codes(), Site::Model, "operator_codes")?;
-        let file_len = self.bytes.len() as u64;
-
-        for (i, buffer) in root.buffers().iter().flat_map(|b| b.iter()).enumerate() {
-            let (offset, size) = (buffer.offset(), buffer.size());
-            // offset 1 is the converter's "data follows later" placeholder with size 0.
-            if size != 0 && offset.checked_add(size).is_none_or(|end| end > file_len) {
-                return Err(ModelError::BufferOutsideFile {
-                    buffer: i as u32,
-                    offset,
-                    size,
-                    file_len,
-                });
-            }
-        }
-        for (i, meta) in root.metadata().iter().flat_map(|m| m.iter()).enumerate() {
-            let site = Site::Metadata(i as u32);
-            if meta.buffer() >= n_buffers {
-                return Err(ModelError::IndexOutOfRange {
-                    site,
-                    field: "buffer",
-                    entry: 0,
-                    value: i64::from(meta.buffer()),
-                    len: n_buffers,
-                });
-            }
-        }
-        if let Some(list) = root.metadata_buffer() {
-            check_indices(Some(list), false, Site::Model, "metadata_buffer", n_buffers)?;
-        }
+        self.check_buffers_in_file()?;
+        check_metadata(root, n_buffers)?;
 
         let subgraphs = root.subgraphs().ok_or(ModelError::NoSubgraph)?;
         len_u32(Some(subgraphs), Site::Model, "subgraphs")?;
@@ -530,60 +561,75 @@ impl<'a> Model<'a> {
                 "outputs",
                 n_tensors,
             )?;
-            for (t, tensor) in subgraph.tensors().iter().flat_map(|t| t.iter()).enumerate() {
-                let site = Site::Tensor {
-                    subgraph: s,
-                    tensor: t as u32,
-                };
-                let bytes = tensor_bytes(tensor.type_(), tensor.shape(), site)?;
-                let buffer = tensor.buffer();
-                if buffer != 0 || n_buffers > 0 {
-                    if buffer >= n_buffers {
-                        return Err(ModelError::IndexOutOfRange {
-                            site,
-                            field: "buffer",
-                            entry: 0,
-                            value: i64::from(buffer),
-                            len: n_buffers,
-                        });
-                    }
-                    if let Some(data) = self.buffer_data(buffer) {
-                        let packed_int4 = tensor.type_() == schema::TensorType::INT4
-                            && data.len() as u64 == u64::from(bytes).div_ceil(2);
-                        if data.len() as u64 != u64::from(bytes) && !packed_int4 {
-                            return Err(ModelError::BufferSizeMismatch {
-                                site,
-                                buffer,
-                                expected: bytes,
-                                actual: data.len() as u64,
-                            });
-                        }
-                    }
-                }
-            }
+            self.check_tensors(subgraph, s, n_buffers)?;
             len_u32(subgraph.operators(), Site::Subgraph(s), "operators")?;
-            for (o, op) in subgraph
-                .operators()
-                .iter()
-                .flat_map(|o| o.iter())
-                .enumerate()
-            {
-                let site = Site::Operator {
-                    subgraph: s,
-                    op: o as u32,
-                };
-                if op.opcode_index() >= n_codes {
+            check_operators(subgraph, s, n_codes, n_tensors)?;
+        }
+        Ok(())
+    }
+
+    /// Every buffer stored after the flatbuffer lies inside the file.
+    fn check_buffers_in_file(&self) -> Result<(), ModelError> {
+        let file_len = self.bytes.len() as u64;
+        for (i, buffer) in self
+            .root
+            .buffers()
+            .iter()
+            .flat_map(|b| b.iter())
+            .enumerate()
+        {
+            let (offset, size) = (buffer.offset(), buffer.size());
+            // offset 1 is the converter's "data follows later" placeholder with size 0.
+            if size != 0 && offset.checked_add(size).is_none_or(|end| end > file_len) {
+                return Err(ModelError::BufferOutsideFile {
+                    buffer: i as u32,
+                    offset,
+                    size,
+                    file_len,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Subgraph `s`'s tensors: each shape's byte size fits, each buffer
+    /// index is in range, and the data a buffer holds is that size (or
+    /// half of it, for packed int4).
+    fn check_tensors(
+        &self,
+        subgraph: schema::SubGraph<'a>,
+        s: u32,
+        n_buffers: u32,
+    ) -> Result<(), ModelError> {
+        for (t, tensor) in subgraph.tensors().iter().flat_map(|t| t.iter()).enumerate() {
+            let site = Site::Tensor {
+                subgraph: s,
+                tensor: t as u32,
+            };
+            let bytes = tensor_bytes(tensor.type_(), tensor.shape(), site)?;
+            let buffer = tensor.buffer();
+            if buffer != 0 || n_buffers > 0 {
+                if buffer >= n_buffers {
                     return Err(ModelError::IndexOutOfRange {
                         site,
-                        field: "opcode_index",
+                        field: "buffer",
                         entry: 0,
-                        value: i64::from(op.opcode_index()),
-                        len: n_codes,
+                        value: i64::from(buffer),
+                        len: n_buffers,
                     });
                 }
-                check_indices(op.inputs(), true, site, "inputs", n_tensors)?;
-                check_indices(op.outputs(), false, site, "outputs", n_tensors)?;
-                check_indices(op.intermediates(), true, site, "intermediates", n_tensors)?;
+                if let Some(data) = self.buffer_data(buffer) {
+                    let packed_int4 = tensor.type_() == schema::TensorType::INT4
+                        && data.len() as u64 == u64::from(bytes).div_ceil(2);
+                    if data.len() as u64 != u64::from(bytes) && !packed_int4 {
+                        return Err(ModelError::BufferSizeMismatch {
+                            site,
+                            buffer,
+                            expected: bytes,
+                            actual: data.len() as u64,
+                        });
+                    }
+                }
             }
         }
         Ok(())

@@ -378,13 +378,59 @@ pub(crate) fn plan(
             given: words.len() as u32,
         }));
     }
-    let (workspace, rest) = words.split_at_mut(planner_words);
-    let (copy_words, rest) = rest.split_at_mut(core::mem::size_of_val(requests) / 4);
-    let (sub_offsets, rest) = rest.split_at_mut(n);
-    let (pool_of, rest) = rest.split_at_mut(n);
-    let members = &mut rest[..n];
-    let copy: &mut [BufferRequest] = cast_words(copy_words);
-    pool_of.fill(UNASSIGNED);
+    let mut work = PoolWork::carve(words, planner_words, requests);
+    work.pool_of.fill(UNASSIGNED);
+    check_reachable(windows, requests)?;
+    for (p, window) in windows.iter().enumerate() {
+        if window.planned {
+            plan_pool(planner, windows, p, requests, &mut work, offsets)?;
+        }
+    }
+    let mut head = 0u64;
+    // Every request has a pool: one a later pool could not take was never
+    // moved, so its last pool either took it or returned `Short`.
+    for (i, r) in requests.iter().enumerate() {
+        head = head.max(u64::from(offsets[i]) + u64::from(r.padded_size().unwrap_or(0)));
+    }
+    Ok(head.min(u64::from(u32::MAX)) as u32)
+}
+
+/// The words [`plan`] is given, carved into the planner's workspace and
+/// the records `plan` keeps of its own ([`extra_words`] of them).
+struct PoolWork<'w> {
+    /// The planner's workspace, for one pool's share at a time.
+    workspace: &'w mut [u32],
+    /// The share being planned: copies of the pool's candidate requests.
+    copy: &'w mut [BufferRequest],
+    /// The planner's offsets for the share, from the pool's start.
+    sub_offsets: &'w mut [u32],
+    /// Each request's pool, or [`UNASSIGNED`].
+    pool_of: &'w mut [u32],
+    /// The share's requests, by position in the request list.
+    members: &'w mut [u32],
+}
+
+impl<'w> PoolWork<'w> {
+    /// Splits `words` (at least `planner_words + extra_words(n)` long).
+    fn carve(words: &'w mut [u32], planner_words: usize, requests: &[BufferRequest]) -> Self {
+        let n = requests.len();
+        let (workspace, rest) = words.split_at_mut(planner_words);
+        let (copy_words, rest) = rest.split_at_mut(core::mem::size_of_val(requests) / 4);
+        let (sub_offsets, rest) = rest.split_at_mut(n);
+        let (pool_of, rest) = rest.split_at_mut(n);
+        let members = &mut rest[..n];
+        PoolWork {
+            workspace,
+            copy: cast_words(copy_words),
+            sub_offsets,
+            pool_of,
+            members,
+        }
+    }
+}
+
+/// Fails on the first request that no planned pool reaches.
+fn check_reachable(windows: &[Window], requests: &[BufferRequest]) -> Result<(), PoolError> {
     for (i, r) in requests.iter().enumerate() {
         if !windows
             .iter()
@@ -396,89 +442,110 @@ pub(crate) fn plan(
             });
         }
     }
-    for (p, window) in windows.iter().enumerate() {
-        if !window.planned {
+    Ok(())
+}
+
+/// Plans pool `p`'s share: every request still open that it reaches,
+/// less the largest ones a later pool could take, one at a time, until
+/// the share fits; records each placed request's pool and offset.
+fn plan_pool(
+    planner: &dyn MemoryPlanner,
+    windows: &[Window],
+    p: usize,
+    requests: &[BufferRequest],
+    work: &mut PoolWork<'_>,
+    offsets: &mut [u32],
+) -> Result<(), PoolError> {
+    let window = &windows[p];
+    // The candidates: every request still open that this pool reaches.
+    let mut count = 0;
+    for (i, r) in requests.iter().enumerate() {
+        if work.pool_of[i] == UNASSIGNED && window.reach.covers(r.reach()) {
+            work.members[count] = i as u32;
+            count += 1;
+        }
+    }
+    while count > 0 {
+        for k in 0..count {
+            work.copy[k] = requests[work.members[k] as usize];
+        }
+        let share = &work.copy[..count];
+        let sub_offsets = &mut work.sub_offsets[..count];
+        let head = share_head(
+            planner,
+            share,
+            window.capacity(),
+            work.workspace,
+            sub_offsets,
+        )?;
+        if head <= window.capacity() {
+            for k in 0..count {
+                let i = work.members[k] as usize;
+                work.pool_of[i] = p as u32;
+                offsets[i] = window.start + work.sub_offsets[k];
+            }
+            return Ok(());
+        }
+        let Some(k) = largest_movable(&windows[p + 1..], requests, &work.members[..count]) else {
+            return Err(PoolError::Short {
+                pool: p as u32,
+                needs: head,
+                capacity: window.capacity(),
+            });
+        };
+        work.members.copy_within(k + 1..count, k);
+        count -= 1;
+    }
+    Ok(())
+}
+
+/// The head `share` needs: its liveness lower bound when that alone is
+/// over `capacity` (no plan can fit, so the planner is not run), else the
+/// planner's head, raised to cover every buffer it placed.
+fn share_head(
+    planner: &dyn MemoryPlanner,
+    share: &[BufferRequest],
+    capacity: u32,
+    workspace: &mut [u32],
+    sub_offsets: &mut [u32],
+) -> Result<u32, PoolError> {
+    let bound = lower_bound(share).min(u64::from(u32::MAX)) as u32;
+    if bound > capacity {
+        return Ok(bound);
+    }
+    let said = planner
+        .plan(share, workspace, sub_offsets)
+        .map_err(PoolError::Plan)?;
+    // A port's head is not trusted to cover its buffers: a
+    // buffer past the pool's end would sit in the next pool.
+    Ok(share
+        .iter()
+        .zip(&*sub_offsets)
+        .map(|(r, &o)| u64::from(o) + u64::from(r.padded_size().unwrap_or(u32::MAX)))
+        .fold(u64::from(said), u64::max)
+        .min(u64::from(u32::MAX)) as u32)
+}
+
+/// Of the share's `members`, the position of the largest request that a
+/// pool in `later` could take (the last of equal sizes), if any.
+fn largest_movable(later: &[Window], requests: &[BufferRequest], members: &[u32]) -> Option<usize> {
+    let movable = |r: &BufferRequest| later.iter().any(|w| w.planned && w.reach.covers(r.reach()));
+    let mut pick: Option<usize> = None;
+    for (k, &m) in members.iter().enumerate() {
+        let r = &requests[m as usize];
+        if !movable(r) {
             continue;
         }
-        // The candidates: every request still open that this pool reaches.
-        let mut count = 0;
-        for (i, r) in requests.iter().enumerate() {
-            if pool_of[i] == UNASSIGNED && window.reach.covers(r.reach()) {
-                members[count] = i as u32;
-                count += 1;
-            }
-        }
-        loop {
-            if count == 0 {
-                break;
-            }
-            for k in 0..count {
-                copy[k] = requests[members[k] as usize];
-            }
-            let share = &copy[..count];
-            let bound = lower_bound(share).min(u64::from(u32::MAX)) as u32;
-            let head = if bound > window.capacity() {
-                bound
-            } else {
-                let said = planner
-                    .plan(share, workspace, &mut sub_offsets[..count])
-                    .map_err(PoolError::Plan)?;
-                // A port's head is not trusted to cover its buffers: a
-                // buffer past the pool's end would sit in the next pool.
-                share
-                    .iter()
-                    .zip(&sub_offsets[..count])
-                    .map(|(r, &o)| u64::from(o) + u64::from(r.padded_size().unwrap_or(u32::MAX)))
-                    .fold(u64::from(said), u64::max)
-                    .min(u64::from(u32::MAX)) as u32
-            };
-            if head <= window.capacity() {
-                for k in 0..count {
-                    let i = members[k] as usize;
-                    pool_of[i] = p as u32;
-                    offsets[i] = window.start + sub_offsets[k];
-                }
-                break;
-            }
-            // Move the largest buffer that a later pool could take.
-            let later = |r: &BufferRequest| {
-                windows[p + 1..]
-                    .iter()
-                    .any(|w| w.planned && w.reach.covers(r.reach()))
-            };
-            let mut pick: Option<usize> = None;
-            for k in 0..count {
-                let r = &requests[members[k] as usize];
-                if !later(r) {
-                    continue;
-                }
-                let size = r.padded_size().unwrap_or(0);
-                let better = match pick {
-                    None => true,
-                    Some(j) => size >= requests[members[j] as usize].padded_size().unwrap_or(0),
-                };
-                if better {
-                    pick = Some(k);
-                }
-            }
-            let Some(k) = pick else {
-                return Err(PoolError::Short {
-                    pool: p as u32,
-                    needs: head,
-                    capacity: window.capacity(),
-                });
-            };
-            members.copy_within(k + 1..count, k);
-            count -= 1;
+        let size = r.padded_size().unwrap_or(0);
+        let better = match pick {
+            None => true,
+            Some(j) => size >= requests[members[j] as usize].padded_size().unwrap_or(0),
+        };
+        if better {
+            pick = Some(k);
         }
     }
-    let mut head = 0u64;
-    // Every request has a pool: one a later pool could not take was never
-    // moved, so its last pool either took it or returned `Short`.
-    for (i, r) in requests.iter().enumerate() {
-        head = head.max(u64::from(offsets[i]) + u64::from(r.padded_size().unwrap_or(0)));
-    }
-    Ok(head.min(u64::from(u32::MAX)) as u32)
+    pick
 }
 
 #[cfg(test)]
