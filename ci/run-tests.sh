@@ -2,7 +2,8 @@
 # The test command: set up, then every test suite hilt has.
 # - rustfmt, and clippy over every target with warnings as errors;
 # - the workspace's unit, integration, property and doc tests;
-# - the runtime and protocol built no_std for every pinned thumb target;
+# - the runtime, protocol and agent checked no_std for every pinned thumb
+#   target, with defmt (the firmware builds compile them for each);
 # - the firmware built for every real board in boards/ (hilt's, or the
 #   crate a board names with `firmware = "..."`); the virtual boards' own
 #   builds, the bring-your-own example's included, are the QEMU tests' and
@@ -43,10 +44,11 @@ cargo fmt --all -- --check
 section "clippy (every target of the workspace, warnings are errors)"
 cargo clippy --quiet --workspace --all-targets -- -D warnings
 
-section "no_std builds of the target crates"
+section "no_std checks of the target crates (the firmware builds below and in the QEMU tests compile them for each target)"
 for t in $(sed -n 's/^targets *= *\[\(.*\)\]/\1/p' rust-toolchain.toml | tr -d '",'); do
-  cargo build --quiet -p hilt-runtime -p hilt-proto -p hilt-agent --features hilt-agent/cortex-m --target "$t"
-  echo "hilt-runtime, hilt-proto and hilt-agent build for $t"
+  cargo check --quiet -p hilt-runtime -p hilt-proto -p hilt-agent \
+    --features hilt-agent/cortex-m,hilt-agent/defmt --target "$t"
+  echo "hilt-runtime, hilt-proto and hilt-agent (with defmt) check for $t"
 done
 
 section "firmware for every real board (the virtual ones are built and run by the QEMU tests and the gate below)"
