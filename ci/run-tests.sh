@@ -17,6 +17,8 @@
 #   `hilt bench-target` (hilt's instructions beside TFLM's, in
 #   build/reports/bench-target.md; it fails when hilt needs more than TFLM +
 #   CMSIS-NN on the M4, and ci/check-figures.py holds the book's table to it);
+# - the README's and the book's transcripts (`$ hilt ...` and its output),
+#   run again and compared line for line (ci/check-transcripts.py);
 # - the CI workflows in ci/github/: GitHub's schema, no zizmor finding, and
 #   hilt's rules for them (ci/check-workflows.sh);
 # - the book (docs/): built with `mkdocs build --strict`, every link and
@@ -97,20 +99,25 @@ section "workspace tests"
 cargo test --workspace --no-fail-fast 2>&1 | tee -a "$log" || status=1
 
 section "regression gate: shipped scenarios on the virtual boards vs snapshots/gate"
-cargo build --quiet --release -p hilt
+# The binary the workspace tests built and ran (an optimised build would
+# cost minutes and save seconds: the host only drives QEMU and compares).
+hilt="$CARGO_TARGET_DIR/debug/hilt"
+[ -x "$hilt" ] || cargo build --quiet -p hilt
 # The first conformance set (HILT_CONFORMANCE_DIR may name several, `:`-separated).
 first_set="${HILT_CONFORMANCE_DIR:-$REPO/../shared/conformance}"
 first_set="${first_set%%:*}"
 if [ -f "$first_set/manifest.json" ]; then
-  build/release/hilt gate || status=1
+  "$hilt" gate || status=1
   section "target benchmark: instructions per inference against TFLM's (hilt bench-target)"
-  build/release/hilt bench-target --format markdown | tee build/reports/bench-target.md || status=1
+  "$hilt" bench-target --format markdown | tee build/reports/bench-target.md || status=1
   # The book's table (docs/performance.md) is this run's, figure for figure.
   ci/check-figures.py build/reports/bench-target.md || status=1
+  section "transcripts: every hilt command the README and the book show, run again and compared"
+  ci/check-transcripts.py "$hilt" || status=1
 elif [ "${HILT_CONFORMANCE_REQUIRED:-0}" = 1 ]; then
   echo "conformance set missing: the gate's shipped scenarios need it"; status=1
 else
-  build/release/hilt gate scenarios/smoke_reshape.toml scenarios/tiny_convnet_int8.toml || status=1
+  "$hilt" gate scenarios/smoke_reshape.toml scenarios/tiny_convnet_int8.toml || status=1
 fi
 
 section "done"

@@ -396,32 +396,44 @@ impl Session<'_, '_> {
             cycles_per_count_milli: (self.board.cycle_scale() * 1000.0).round() as u32,
             ops: &ops,
         };
-        self.link.send(&message, self.send_limit())?;
-        // The re-plan moves the arena's guards: the firmware describes the
-        // new ones before its Done, and the host checks those from now on.
+        let done = self.send_set_offload(&message, "Done of SetOffload")?;
+        done.map_err(|e| offload_refused(self.link, e, fault))
+    }
+
+    /// Sends a `SetOffload` and waits for its `Done` (`what` names the
+    /// wait in a timeout); the firmware's own answer is returned for the
+    /// caller to word. The re-plan moves the arena's guards: the firmware
+    /// describes the new ones before its `Done`, and the host checks those
+    /// from now on.
+    fn send_set_offload(
+        &mut self,
+        message: &Message<'_>,
+        what: &str,
+    ) -> Result<Result<(), hilt_proto::TargetError>, RunFailure> {
+        self.link.send(message, self.send_limit())?;
         let mut moved = None;
-        let done =
-            self.link
-                .recv_matching(self.scenario.timeout, "Done of SetOffload", |m| match m {
-                    Message::Guards {
-                        mode,
-                        len,
-                        addresses,
-                    } => {
-                        moved = Some((*mode != 0).then_some(Guards {
-                            len: *len,
-                            addresses: *addresses,
-                        }));
-                        None
-                    }
-                    Message::Done { request: 0x06 } => Some(Ok(())),
-                    Message::Error(e) => Some(Err(*e)),
-                    _ => None,
-                })?;
+        let done = self
+            .link
+            .recv_matching(self.scenario.timeout, what, |m| match m {
+                Message::Guards {
+                    mode,
+                    len,
+                    addresses,
+                } => {
+                    moved = Some((*mode != 0).then_some(Guards {
+                        len: *len,
+                        addresses: *addresses,
+                    }));
+                    None
+                }
+                Message::Done { request: 0x06 } => Some(Ok(())),
+                Message::Error(e) => Some(Err(*e)),
+                _ => None,
+            })?;
         if let Some(guards) = moved {
             self.guards = guards;
         }
-        done.map_err(|e| offload_refused(self.link, e, fault))
+        Ok(done)
     }
 
     /// An offloaded run's yardstick: with offload turned off on the same
@@ -453,31 +465,7 @@ impl Session<'_, '_> {
             cycles_per_count_milli: (self.board.cycle_scale() * 1000.0).round() as u32,
             ops: &[],
         };
-        self.link.send(&message, self.send_limit())?;
-        let mut moved = None;
-        let done = self.link.recv_matching(
-            self.scenario.timeout,
-            "Done of SetOffload (off)",
-            |m| match m {
-                Message::Guards {
-                    mode,
-                    len,
-                    addresses,
-                } => {
-                    moved = Some((*mode != 0).then_some(Guards {
-                        len: *len,
-                        addresses: *addresses,
-                    }));
-                    None
-                }
-                Message::Done { request: 0x06 } => Some(Ok(())),
-                Message::Error(e) => Some(Err(*e)),
-                _ => None,
-            },
-        )?;
-        if let Some(guards) = moved {
-            self.guards = guards;
-        }
+        let done = self.send_set_offload(&message, "Done of SetOffload (off)")?;
         done.map_err(|e| target_error(self.link, e))?;
         // The arena figures the invoke reports are the re-planned, CPU-only
         // arena's: the run keeps the offloaded one's.
