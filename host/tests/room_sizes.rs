@@ -17,20 +17,17 @@
 //!
 //! It reads files only, so it takes milliseconds.
 
+mod common;
+
 use std::path::{Path, PathBuf};
+
+use common::rust_source::code_of;
 
 /// The most lines a hand-written source file may have.
 const MAX_FILE_LINES: usize = 900;
 
 /// The most lines a function outside test code may have.
 const MAX_FN_LINES: usize = 100;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
 
 /// Every hand-written `.rs` file under a crate's `src/` below `dir`.
 fn source_files(dir: &Path, in_src: bool, out: &mut Vec<PathBuf>) {
@@ -55,102 +52,6 @@ fn source_files(dir: &Path, in_src: bool, out: &mut Vec<PathBuf>) {
             }
         }
     }
-}
-
-/// `text` with comments, strings and character literals blanked out
-/// (newlines kept, so line numbers hold).
-fn code_of(text: &str) -> String {
-    let c: Vec<char> = text.chars().collect();
-    let mut out = String::with_capacity(text.len());
-    let blank = |ch: char| if ch == '\n' { '\n' } else { ' ' };
-    let mut i = 0;
-    while i < c.len() {
-        let next = c.get(i + 1).copied();
-        if c[i] == '/' && next == Some('/') {
-            while i < c.len() && c[i] != '\n' {
-                out.push(' ');
-                i += 1;
-            }
-        } else if c[i] == '/' && next == Some('*') {
-            let mut depth = 0;
-            while i < c.len() {
-                if c[i] == '/' && c.get(i + 1) == Some(&'*') {
-                    depth += 1;
-                    out.push_str("  ");
-                    i += 2;
-                } else if c[i] == '*' && c.get(i + 1) == Some(&'/') {
-                    depth -= 1;
-                    out.push_str("  ");
-                    i += 2;
-                    if depth == 0 {
-                        break;
-                    }
-                } else {
-                    out.push(blank(c[i]));
-                    i += 1;
-                }
-            }
-        } else if c[i] == 'r' && matches!(next, Some('"' | '#')) && !ident_before(&c, i) {
-            // A raw string: r"..." or r#"..."# (any number of #).
-            let hashes = c[i + 1..].iter().take_while(|&&ch| ch == '#').count();
-            if c.get(i + 1 + hashes) != Some(&'"') {
-                out.push(c[i]);
-                i += 1;
-                continue;
-            }
-            let close: String = std::iter::once('"')
-                .chain(std::iter::repeat_n('#', hashes))
-                .collect();
-            let start = i + 2 + hashes;
-            let rest: String = c[start..].iter().collect();
-            let len = rest.find(&close).map_or(rest.len(), |k| k + close.len());
-            let end = start + rest[..len].chars().count();
-            for &ch in &c[i..end] {
-                out.push(blank(ch));
-            }
-            i = end;
-        } else if c[i] == '"' {
-            out.push(' ');
-            i += 1;
-            while i < c.len() && c[i] != '"' {
-                if c[i] == '\\' {
-                    out.push(' ');
-                    i += 1;
-                }
-                if i < c.len() {
-                    out.push(blank(c[i]));
-                    i += 1;
-                }
-            }
-            out.push(' ');
-            i += 1;
-        } else if c[i] == '\'' {
-            // A character literal ('x', '\n', '\u{..}'), not a lifetime.
-            let len = if next == Some('\\') {
-                c[i + 2..].iter().position(|&ch| ch == '\'').map(|k| k + 3)
-            } else {
-                (c.get(i + 2) == Some(&'\'')).then_some(3)
-            };
-            match len {
-                Some(n) => {
-                    out.extend(std::iter::repeat_n(' ', n));
-                    i += n;
-                }
-                None => {
-                    out.push('\'');
-                    i += 1;
-                }
-            }
-        } else {
-            out.push(c[i]);
-            i += 1;
-        }
-    }
-    out
-}
-
-fn ident_before(c: &[char], i: usize) -> bool {
-    i > 0 && (c[i - 1].is_alphanumeric() || c[i - 1] == '_')
 }
 
 /// Every function of `text` outside its test code longer than `max`
@@ -212,7 +113,7 @@ fn long_functions(text: &str, max: usize) -> Vec<(String, usize, usize)> {
 
 #[test]
 fn no_file_is_over_900_lines_and_no_function_over_100() {
-    let repo = repo();
+    let repo = common::repo();
     let mut files = Vec::new();
     source_files(&repo, false, &mut files);
     assert!(

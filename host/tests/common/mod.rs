@@ -2,6 +2,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 pub mod hard_sets;
+pub mod rust_source;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -285,34 +285,24 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
 
     /// Description of model input `position`.
     pub fn input_info(&self, position: usize) -> Result<TensorInfo<'m>, InterpreterError> {
-        let index = self
-            .model
-            .inputs()
-            .nth(position)
-            .ok_or(InterpreterError::NoSuchTensor {
-                position: position as u32,
-            })?;
-        self.model
-            .tensor(index)
-            .ok_or(InterpreterError::NoSuchTensor {
-                position: position as u32,
-            })
+        self.nth_tensor(self.model.inputs().nth(position), position)
     }
 
     /// Description of model output `position`.
     pub fn output_info(&self, position: usize) -> Result<TensorInfo<'m>, InterpreterError> {
-        let index = self
-            .model
-            .outputs()
-            .nth(position)
-            .ok_or(InterpreterError::NoSuchTensor {
-                position: position as u32,
-            })?;
-        self.model
-            .tensor(index)
-            .ok_or(InterpreterError::NoSuchTensor {
-                position: position as u32,
-            })
+        self.nth_tensor(self.model.outputs().nth(position), position)
+    }
+
+    /// The tensor `index` (a model input's or output's, at `position`).
+    fn nth_tensor(
+        &self,
+        index: Option<u32>,
+        position: usize,
+    ) -> Result<TensorInfo<'m>, InterpreterError> {
+        let missing = InterpreterError::NoSuchTensor {
+            position: position as u32,
+        };
+        self.model.tensor(index.ok_or(missing)?).ok_or(missing)
     }
 
     fn tensor_region(&self, info: &TensorInfo<'m>) -> Result<Region, InterpreterError> {
