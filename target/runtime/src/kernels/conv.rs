@@ -9,12 +9,12 @@
 //! The fast paths:
 //! - **1×1, one group** (pointwise; never padded): each output pixel is one
 //!   row of a matrix product with the weights, the same as
-//!   FULLY_CONNECTED ([`quantized::matvec`], `matvec_f32`).
+//!   FULLY_CONNECTED ([`quant_math::matvec`], `matvec_f32`).
 //! - **everything else**: per output pixel, the valid tap ranges are worked
 //!   out once ([`Axis::taps`](super::padding::Axis::taps)); with dilation 1 the taps of one filter row
 //!   are one contiguous run of input and of weights, so each filter row is
 //!   one dot product, four output channels at a time sharing every input
-//!   load and its offset ([`quantized::dot4`]). Windows inside the input
+//!   load and its offset ([`quant_math::dot4`]). Windows inside the input
 //!   and on its border take the same path with different ranges, so the
 //!   inner loops have no bounds tests.
 //!
@@ -32,7 +32,7 @@ use super::conv_geometry::{Geometry, Window};
 use super::conv_i16::{Wide, conv_i16, prepare_wide};
 use super::fixed_point::activation_range_float;
 use super::fully_connected::{ROWS, accumulate_f32, accumulate_rows_f32, activate, matvec_f32};
-use super::quantized::{self, ChannelParams, ChannelSetup, Requant, ScaleRule};
+use super::quant_math::{self, ChannelParams, ChannelSetup, Requant, ScaleRule};
 use super::tensor::{Dims, expect_type};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::schema::TensorType;
@@ -104,7 +104,7 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
         .builtin_options_as_conv_2_doptions()
         .ok_or(KernelError::MissingOptions)?;
     let activation = options.fused_activation_function();
-    quantized::check_activation(activation)?;
+    quant_math::check_activation(activation)?;
 
     let filter_dims = Dims::of(&filter)?;
     if filter_dims.rank() != 4 {
@@ -163,7 +163,7 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
         TensorType::INT8 => {
             expect_type(&filter, &[TensorType::INT8])?;
             if let Some(bias) = &bias {
-                let _checked = quantized::bias_values(bias, out_c)?;
+                let _checked = quant_math::bias_values(bias, out_c)?;
             }
             let setup = ChannelSetup {
                 input,
@@ -174,7 +174,7 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
                 rule: ScaleRule::PerChannel,
                 activation,
             };
-            data.channels = quantized::prepare_channels(ctx, &setup)?;
+            data.channels = quant_math::prepare_channels(ctx, &setup)?;
             data.kind = KIND_INT8;
             // Filter rows shorter than a few SIMD chunks: gather each window
             // (16-bit, offset applied, padded taps 0) into a scratch patch and
@@ -366,7 +366,7 @@ fn conv_i8(
         let in_c = g.in_c as usize;
         g.for_each_pointwise_pixel(|px, o| {
             let px = &x[px..][..in_c];
-            quantized::matvec(px, x_offset, w, bias, 0, requant, &mut out[o..][..out_c]);
+            quant_math::matvec(px, x_offset, w, bias, 0, requant, &mut out[o..][..out_c]);
         });
         return;
     }
@@ -381,7 +381,7 @@ fn conv_i8(
                 let mut acc: [i32; 4] = core::array::from_fn(|i| bias_of(c + i));
                 for_each_run(g, groups, win, 0, |xo, wo, len| {
                     let xs = &x[xo..][..len];
-                    let d = quantized::dot4(
+                    let d = quant_math::dot4(
                         xs,
                         x_offset,
                         [
@@ -406,7 +406,7 @@ fn conv_i8(
             let wc = &w[c * filter_len..][..filter_len];
             let mut acc = bias_of(c);
             for_each_run(g, groups, win, c / per_group, |xo, wo, len| {
-                acc = acc.wrapping_add(quantized::dot_offset(
+                acc = acc.wrapping_add(quant_math::dot_offset(
                     &wc[wo..][..len],
                     &x[xo..][..len],
                     x_offset,
@@ -561,14 +561,14 @@ fn patch_products(
     let mut c = 0;
     while c + 4 <= out_c {
         let rows: [&[i8]; 4] = core::array::from_fn(|i| &w[(c + i) * k..][..k]);
-        let acc = quantized::dot4_i16(patch, rows);
+        let acc = quant_math::dot4_i16(patch, rows);
         for i in 0..4 {
             out[c + i] = requant.apply(c + i, bias_of(c + i).wrapping_add(acc[i]));
         }
         c += 4;
     }
     while c < out_c {
-        let acc = quantized::dot_i16(patch, &w[c * k..][..k]);
+        let acc = quant_math::dot_i16(patch, &w[c * k..][..k]);
         out[c] = requant.apply(c, bias_of(c).wrapping_add(acc));
         c += 1;
     }
@@ -620,7 +620,7 @@ fn conv_f32(data: &OpData, x: &[f32], w: &[f32], bias: Option<&[f32]>, out: &mut
 
 #[cfg(test)]
 mod tests {
-    use super::quantized::{OutputStage, shift_parts};
+    use super::quant_math::{OutputStage, shift_parts};
     use super::*;
 
     #[test]

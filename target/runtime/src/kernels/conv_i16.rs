@@ -12,7 +12,7 @@
 use super::KernelError;
 use super::conv_geometry::Geometry;
 use super::fixed_point::{multiply_by_quantized_multiplier_i64, quantize_multiplier};
-use super::quantized::{ChannelParams, OutputStage, shift_fields, shift_parts};
+use super::quant_math::{ChannelParams, OutputStage, shift_fields, shift_parts};
 use super::tensor::{channel_scales, require_quant};
 use super::{PrepareContext, fixed_point::activation_range_quantized};
 use crate::model::TensorInfo;

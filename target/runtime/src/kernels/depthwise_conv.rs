@@ -14,7 +14,7 @@
 //! taps but one multiply-add per channel). Each input value is used once
 //! per output channel, so the int8 input offset is not shared as it is in
 //! CONV_2D: instead prepare folds `input_offset · Σ_taps w[o]` into a
-//! per-channel bias ([`quantized::fold_bias`]) and windows wholly inside
+//! per-channel bias ([`quant_math::fold_bias`]) and windows wholly inside
 //! the input accumulate plain `w·x`; border windows use the model's bias and
 //! the unfolded formula. With `m = 1` (MobileNets) channel `o` reads input
 //! channel `o`; other multipliers index the input at `o / m`.
@@ -26,7 +26,7 @@ use super::conv_i16::{Wide, depthwise_i16, prepare_wide};
 use super::depthwise_packed;
 use super::fixed_point::activation_range_float;
 use super::fully_connected::activate;
-use super::quantized::{self, ChannelParams, ChannelSetup, Requant, ScaleRule};
+use super::quant_math::{self, ChannelParams, ChannelSetup, Requant, ScaleRule};
 use super::tensor::{Dims, expect_type};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::model::TensorInfo;
@@ -76,7 +76,7 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
         .builtin_options_as_depthwise_conv_2_doptions()
         .ok_or(KernelError::MissingOptions)?;
     let activation = options.fused_activation_function();
-    quantized::check_activation(activation)?;
+    quant_math::check_activation(activation)?;
 
     let filter_dims = Dims::of(&filter)?;
     if filter_dims.rank() != 4 || filter_dims.get(0) != 1 {
@@ -144,7 +144,7 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
                 rule: ScaleRule::PerChannel,
                 activation,
             };
-            data.channels = quantized::prepare_channels(ctx, &setup)?;
+            data.channels = quant_math::prepare_channels(ctx, &setup)?;
             let weight_sum = |o: usize| {
                 weights
                     .iter()
@@ -152,7 +152,7 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
                     .step_by(out_c)
                     .fold(0i32, |s, &v| s.wrapping_add(i32::from(v as i8)))
             };
-            data.folded = quantized::fold_bias(
+            data.folded = quant_math::fold_bias(
                 ctx,
                 bias.as_ref(),
                 out_c,
@@ -281,7 +281,7 @@ fn small_accumulators(
     weight_sum: &impl Fn(usize) -> i32,
 ) -> Result<bool, KernelError> {
     let bias = bias
-        .map(|b| quantized::bias_values(b, channels))
+        .map(|b| quant_math::bias_values(b, channels))
         .transpose()?;
     Ok((0..channels).all(|c| {
         let model = i64::from(bias.as_ref().map_or(0, |f| f(c)));
@@ -607,7 +607,7 @@ fn depthwise_f32(data: &OpData, x: &[f32], w: &[f32], bias: Option<&[f32]>, out:
 mod tests {
     use super::*;
     use crate::kernels::padding::Axis;
-    use crate::kernels::quantized::OutputStage;
+    use crate::kernels::quant_math::OutputStage;
     use crate::schema::Padding;
     use proptest::prelude::*;
 
@@ -736,7 +736,7 @@ mod tests {
         });
         let shift = shifts
             .iter()
-            .map(|&s| crate::kernels::quantized::shift_parts(s))
+            .map(|&s| crate::kernels::quant_math::shift_parts(s))
             .collect();
         let lo = (rng.next() % 100) as i32 - 128;
         let mut stage = OutputStage {

@@ -6,7 +6,7 @@
 //! - int8 (int8 weights, int32 bias): per-tensor weight quantisation with
 //!   TFLM's filter offset, or per-channel (`scale` per output row,
 //!   quantised dimension 0). Invoke is an int8 matrix-vector product per
-//!   batch row ([`quantized::matvec`]); nothing per channel is stored
+//!   batch row ([`quant_math::matvec`]); nothing per channel is stored
 //!   beyond per-channel multipliers.
 //! - int16x8 (int16 activations with zero point 0, int8 weights, optional
 //!   int64 bias): TFLM's reference int16 loops, a 64-bit accumulator per
@@ -20,7 +20,7 @@ use super::fixed_point::{
     activation_range_float, activation_range_quantized, multiply_by_quantized_multiplier_i64,
     quantize_multiplier,
 };
-use super::quantized::{self, ChannelParams, ChannelRequant, ChannelSetup, Requant, ScaleRule};
+use super::quant_math::{self, ChannelParams, ChannelRequant, ChannelSetup, Requant, ScaleRule};
 use super::tensor::{Dims, Tensor, TensorMut, expect_type, require_quant};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::schema::{ActivationFunctionType, FullyConnectedOptionsWeightsFormat, TensorType};
@@ -81,7 +81,7 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
             what: "shuffled weights format",
         });
     }
-    quantized::check_activation(activation)?;
+    quant_math::check_activation(activation)?;
 
     let filter_dims = Dims::of(&filter)?;
     let output_dims = Dims::of(&output)?;
@@ -147,7 +147,7 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
                 -require_quant(&filter)?.zero_point
             };
             if let Some(bias) = &bias {
-                let _checked = quantized::bias_values(bias, output_depth)?;
+                let _checked = quant_math::bias_values(bias, output_depth)?;
             }
             let setup = ChannelSetup {
                 input,
@@ -162,7 +162,7 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
                 },
                 activation,
             };
-            data.channels = quantized::prepare_channels(ctx, &setup)?;
+            data.channels = quant_math::prepare_channels(ctx, &setup)?;
             if !per_channel {
                 let multiplier = ctx.stored_values(data.channels.multiplier)?;
                 let shift = ctx.stored_values(data.channels.shift)?;
@@ -285,7 +285,7 @@ fn invoke_int8(
         if data.filter_offset == 0 {
             0
         } else {
-            let shifted = quantized::sum(xb).wrapping_add((k as i32).wrapping_mul(x_offset));
+            let shifted = quant_math::sum(xb).wrapping_add((k as i32).wrapping_mul(x_offset));
             data.filter_offset.wrapping_mul(shifted)
         }
     };
@@ -295,13 +295,13 @@ fn invoke_int8(
         if batches == 1 {
             let (xb, ob) = (&x[..k], &mut out[..n]);
             let offset = row_offset(xb);
-            quantized::matvec_uniform(xb, x_offset, weights, bias, offset, &one, ob);
+            quant_math::matvec_uniform(xb, x_offset, weights, bias, offset, &one, ob);
             return Ok(());
         }
         for b in 0..batches {
             let (xb, ob) = (&x[b * k..][..k], &mut out[b * n..][..n]);
             let offset = row_offset(xb);
-            quantized::matvec_uniform(xb, x_offset, weights, bias, offset, &one, ob);
+            quant_math::matvec_uniform(xb, x_offset, weights, bias, offset, &one, ob);
         }
     } else {
         let requant = Requant::new(ctx.stored(p.multiplier)?, ctx.stored(p.shift)?, p.stage)?;
@@ -311,7 +311,7 @@ fn invoke_int8(
         for b in 0..batches {
             let (xb, ob) = (&x[b * k..][..k], &mut out[b * n..][..n]);
             let offset = row_offset(xb);
-            quantized::matvec(xb, x_offset, weights, bias, offset, &requant, ob);
+            quant_math::matvec(xb, x_offset, weights, bias, offset, &requant, ob);
         }
     }
     Ok(())
@@ -386,8 +386,8 @@ fn prepare_int16(
         });
     }
     let multiplier = ctx.store_from_fn(count, |c| multiplier_of(c).0)?;
-    let shift = ctx.store_from_fn(count, |c| quantized::shift_parts(multiplier_of(c).1))?;
-    quantized::check_activation(setup.activation)?;
+    let shift = ctx.store_from_fn(count, |c| quant_math::shift_parts(multiplier_of(c).1))?;
+    quant_math::check_activation(setup.activation)?;
     let (min, max) = activation_range_quantized(
         setup.activation,
         out_scale,
@@ -395,7 +395,7 @@ fn prepare_int16(
         i32::from(i16::MIN),
         i32::from(i16::MAX),
     );
-    let stage = quantized::OutputStage {
+    let stage = quant_math::OutputStage {
         offset: 0,
         min,
         max,

@@ -18,7 +18,7 @@ use super::fixed_point::{
 };
 use super::padding::Axis;
 use super::tensor::{Dims, channel_scales, expect_type, require_quant};
-use super::{InvokeContext, KernelError, PrepareContext, Registration, quantized};
+use super::{InvokeContext, KernelError, PrepareContext, Registration, quant_math};
 use crate::model::TensorInfo;
 use crate::schema::TensorType;
 
@@ -295,7 +295,7 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
         .ok_or(KernelError::MissingOptions)?;
     expect_type(&shape_in, &[TensorType::INT32])?;
     let activation = options.fused_activation_function();
-    quantized::check_activation(activation)?;
+    quant_math::check_activation(activation)?;
     let shape = geometry(&input, &filter, &output, &options)?;
     if input.dtype != output.dtype {
         return Err(KernelError::UnsupportedType {
