@@ -289,8 +289,8 @@ fn window_one<const OFFSET: bool>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::padding::Axis;
     use super::super::quant_math::{OutputStage, shift_parts};
+    use super::super::window_axis::Axis;
     use super::*;
     use crate::schema::Padding;
 

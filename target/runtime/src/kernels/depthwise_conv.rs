@@ -606,8 +606,8 @@ fn depthwise_f32(data: &OpData, x: &[f32], w: &[f32], bias: Option<&[f32]>, out:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernels::padding::Axis;
     use crate::kernels::quant_math::OutputStage;
+    use crate::kernels::window_axis::Axis;
     use crate::schema::Padding;
     use proptest::prelude::*;
 

@@ -16,8 +16,8 @@ use super::fixed_point::{
     activation_range_float, activation_range_quantized, multiply_by_quantized_multiplier,
     multiply_by_quantized_multiplier_i64, quantize_multiplier,
 };
-use super::padding::Axis;
 use super::tensor::{Dims, channel_scales, expect_type, require_quant};
+use super::window_axis::Axis;
 use super::{InvokeContext, KernelError, PrepareContext, Registration, quant_math};
 use crate::model::TensorInfo;
 use crate::schema::TensorType;
