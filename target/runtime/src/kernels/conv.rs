@@ -35,7 +35,8 @@ use super::fully_connected::{ROWS, accumulate_f32, accumulate_rows_f32, activate
 use super::quant_math::{self, ChannelParams, ChannelSetup, Requant, ScaleRule};
 use super::tensor::{Dims, expect_type};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
-use crate::schema::TensorType;
+use crate::model::TensorInfo;
+use crate::schema::{ActivationFunctionType, Conv2DOptions, TensorType};
 
 /// The CONV_2D kernel.
 pub const REGISTRATION: Registration = Registration {
@@ -105,16 +106,71 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
         .ok_or(KernelError::MissingOptions)?;
     let activation = options.fused_activation_function();
     quant_math::check_activation(activation)?;
+    let (geometry, groups) = checked_geometry(&input, &filter, &output, &options)?;
+    let out_c = geometry.out_c as usize;
+    if input.dtype != output.dtype {
+        return Err(KernelError::UnsupportedType {
+            tensor: output.index,
+            dtype: output.dtype.0,
+        });
+    }
+    let mut data = OpData {
+        kind: KIND_FLOAT,
+        groups: groups as u32,
+        im2col: 0,
+        patch: 0,
+        geometry,
+        float_min: 0.0,
+        float_max: 0.0,
+        channels: bytemuck::Zeroable::zeroed(),
+    };
+    // The requantisation's inputs, for the integer paths.
+    let setup = ChannelSetup {
+        input,
+        filter,
+        output,
+        channels: out_c,
+        channel_axis: 0,
+        rule: ScaleRule::PerChannel,
+        activation,
+    };
+    match input.dtype {
+        TensorType::FLOAT32 => {
+            (data.float_min, data.float_max) =
+                float_range(&filter, bias.as_ref(), out_c, activation)?;
+        }
+        TensorType::INT8 => prepare_int8(ctx, &mut data, &setup, bias.as_ref())?,
+        TensorType::INT16 => {
+            data.channels = prepare_int16(ctx, &setup, bias.as_ref())?;
+            data.kind = KIND_INT16;
+        }
+        _ => {
+            return Err(KernelError::UnsupportedType {
+                tensor: input.index,
+                dtype: input.dtype.0,
+            });
+        }
+    }
+    ctx.store(&data)
+}
 
-    let filter_dims = Dims::of(&filter)?;
+/// The convolution's geometry and its number of groups (input channels
+/// over the filter's), the filter's shape checked against them.
+fn checked_geometry(
+    input: &TensorInfo<'_>,
+    filter: &TensorInfo<'_>,
+    output: &TensorInfo<'_>,
+    options: &Conv2DOptions<'_>,
+) -> Result<(Geometry, usize), KernelError> {
+    let filter_dims = Dims::of(filter)?;
     if filter_dims.rank() != 4 {
         return Err(KernelError::ShapeMismatch {
             tensor: filter.index,
         });
     }
     let geometry = Geometry::new(
-        &input,
-        &output,
+        input,
+        output,
         (filter_dims.get(1), filter_dims.get(2)),
         options.padding(),
         (options.stride_h(), options.stride_w()),
@@ -133,79 +189,73 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
             tensor: filter.index,
         });
     }
-    if input.dtype != output.dtype {
-        return Err(KernelError::UnsupportedType {
-            tensor: output.index,
-            dtype: output.dtype.0,
-        });
-    }
-    let mut data = OpData {
-        kind: KIND_FLOAT,
-        groups: groups as u32,
-        im2col: 0,
-        patch: 0,
-        geometry,
-        float_min: 0.0,
-        float_max: 0.0,
-        channels: bytemuck::Zeroable::zeroed(),
-    };
-    match input.dtype {
-        TensorType::FLOAT32 => {
-            expect_type(&filter, &[TensorType::FLOAT32])?;
-            if let Some(bias) = &bias {
-                expect_type(bias, &[TensorType::FLOAT32])?;
-                if Dims::of(bias)?.elements() != out_c {
-                    return Err(KernelError::ShapeMismatch { tensor: bias.index });
-                }
-            }
-            (data.float_min, data.float_max) = activation_range_float(activation);
-        }
-        TensorType::INT8 => {
-            expect_type(&filter, &[TensorType::INT8])?;
-            if let Some(bias) = &bias {
-                let _checked = quant_math::bias_values(bias, out_c)?;
-            }
-            let setup = ChannelSetup {
-                input,
-                filter,
-                output,
-                channels: out_c,
-                channel_axis: 0,
-                rule: ScaleRule::PerChannel,
-                activation,
-            };
-            data.channels = quant_math::prepare_channels(ctx, &setup)?;
-            data.kind = KIND_INT8;
-            // Filter rows shorter than a few SIMD chunks: gather each window
-            // (16-bit, offset applied, padded taps 0) into a scratch patch and
-            // take one long dot product instead of many short ones.
-            let row = geometry.x.filter as usize * filter_c;
-            if groups == 1 && !is_pointwise(&geometry, groups) && row < IM2COL_ROW {
-                let k = geometry.y.filter as usize * row;
-                let patch = PATCH_PIXELS * patch_stride(k) * 2;
-                data.patch = ctx.request_scratch(patch as u32, 16)?;
-                data.im2col = 1;
-            }
-        }
-        TensorType::INT16 => {
-            expect_type(&filter, &[TensorType::INT8])?;
-            if let Some(bias) = &bias {
-                expect_type(bias, &[TensorType::INT64])?;
-                if bias.constant.map(<[u8]>::len) != Some(out_c * 8) {
-                    return Err(KernelError::ShapeMismatch { tensor: bias.index });
-                }
-            }
-            data.channels = prepare_wide(ctx, &input, &filter, &output, out_c, activation)?;
-            data.kind = KIND_INT16;
-        }
-        _ => {
-            return Err(KernelError::UnsupportedType {
-                tensor: input.index,
-                dtype: input.dtype.0,
-            });
+    Ok((geometry, groups))
+}
+
+/// The float path's activation range, the filter and bias checked to be
+/// float32 (and the bias to hold `channels` values).
+fn float_range(
+    filter: &TensorInfo<'_>,
+    bias: Option<&TensorInfo<'_>>,
+    channels: usize,
+    activation: ActivationFunctionType,
+) -> Result<(f32, f32), KernelError> {
+    expect_type(filter, &[TensorType::FLOAT32])?;
+    if let Some(bias) = bias {
+        expect_type(bias, &[TensorType::FLOAT32])?;
+        if Dims::of(bias)?.elements() != channels {
+            return Err(KernelError::ShapeMismatch { tensor: bias.index });
         }
     }
-    ctx.store(&data)
+    Ok(activation_range_float(activation))
+}
+
+/// The int16x8 path's requantisation, the filter checked to be int8 and
+/// the bias a constant int64 per channel.
+fn prepare_int16(
+    ctx: &mut PrepareContext<'_, '_, '_>,
+    setup: &ChannelSetup<'_>,
+    bias: Option<&TensorInfo<'_>>,
+) -> Result<ChannelParams, KernelError> {
+    let out_c = setup.channels;
+    expect_type(&setup.filter, &[TensorType::INT8])?;
+    if let Some(bias) = bias {
+        expect_type(bias, &[TensorType::INT64])?;
+        if bias.constant.map(<[u8]>::len) != Some(out_c * 8) {
+            return Err(KernelError::ShapeMismatch { tensor: bias.index });
+        }
+    }
+    let (input, filter, output) = (&setup.input, &setup.filter, &setup.output);
+    prepare_wide(ctx, input, filter, output, out_c, setup.activation)
+}
+
+/// The int8 path: the per-channel requantisation, and for short filter
+/// rows the im2col patch's scratch buffer.
+fn prepare_int8(
+    ctx: &mut PrepareContext<'_, '_, '_>,
+    data: &mut OpData,
+    setup: &ChannelSetup<'_>,
+    bias: Option<&TensorInfo<'_>>,
+) -> Result<(), KernelError> {
+    expect_type(&setup.filter, &[TensorType::INT8])?;
+    if let Some(bias) = bias {
+        let _checked = quant_math::bias_values(bias, setup.channels)?;
+    }
+    data.channels = quant_math::prepare_channels(ctx, setup)?;
+    data.kind = KIND_INT8;
+    // Filter rows shorter than a few SIMD chunks: gather each window
+    // (16-bit, offset applied, padded taps 0) into a scratch patch and
+    // take one long dot product instead of many short ones.
+    let (geometry, groups) = (&data.geometry, data.groups as usize);
+    let filter_c = geometry.in_c as usize / groups;
+    let row = geometry.x.filter as usize * filter_c;
+    if groups == 1 && !is_pointwise(geometry, groups) && row < IM2COL_ROW {
+        let k = geometry.y.filter as usize * row;
+        let patch = PATCH_PIXELS * patch_stride(k) * 2;
+        data.patch = ctx.request_scratch(patch as u32, 16)?;
+        data.im2col = 1;
+    }
+    Ok(())
 }
 
 fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {

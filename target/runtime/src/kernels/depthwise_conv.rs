@@ -30,7 +30,7 @@ use super::quant_math::{self, ChannelParams, ChannelSetup, Requant, ScaleRule};
 use super::tensor::{Dims, expect_type};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::model::TensorInfo;
-use crate::schema::TensorType;
+use crate::schema::{ActivationFunctionType, DepthwiseConv2DOptions, TensorType};
 
 /// The DEPTHWISE_CONV_2D kernel.
 pub const REGISTRATION: Registration = Registration {
@@ -77,16 +77,70 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
         .ok_or(KernelError::MissingOptions)?;
     let activation = options.fused_activation_function();
     quant_math::check_activation(activation)?;
+    let geometry = checked_geometry(&input, &filter, &output, &options)?;
+    let (in_c, out_c) = (geometry.in_c as usize, geometry.out_c as usize);
+    if input.dtype != output.dtype {
+        return Err(KernelError::UnsupportedType {
+            tensor: output.index,
+            dtype: output.dtype.0,
+        });
+    }
+    let mut data = OpData {
+        kind: KIND_FLOAT,
+        multiplier: (out_c / in_c) as u32,
+        geometry,
+        float_min: 0.0,
+        float_max: 0.0,
+        folded: bytemuck::Zeroable::zeroed(),
+        channels: bytemuck::Zeroable::zeroed(),
+    };
+    // The requantisation's inputs, for the integer paths.
+    let setup = ChannelSetup {
+        input,
+        filter,
+        output,
+        channels: out_c,
+        channel_axis: 3,
+        rule: ScaleRule::PerChannel,
+        activation,
+    };
+    match input.dtype {
+        TensorType::FLOAT32 => {
+            (data.float_min, data.float_max) =
+                float_range(&filter, bias.as_ref(), out_c, activation)?;
+        }
+        TensorType::INT8 => prepare_int8(ctx, &mut data, &setup, bias.as_ref())?,
+        TensorType::INT16 => {
+            data.channels = prepare_int16(ctx, &setup, bias.as_ref())?;
+            data.kind = KIND_INT16;
+        }
+        _ => {
+            return Err(KernelError::UnsupportedType {
+                tensor: input.index,
+                dtype: input.dtype.0,
+            });
+        }
+    }
+    ctx.store(&data)
+}
 
-    let filter_dims = Dims::of(&filter)?;
+/// The convolution's geometry, the filter's shape and the depth multiplier
+/// checked against it.
+fn checked_geometry(
+    input: &TensorInfo<'_>,
+    filter: &TensorInfo<'_>,
+    output: &TensorInfo<'_>,
+    options: &DepthwiseConv2DOptions<'_>,
+) -> Result<Geometry, KernelError> {
+    let filter_dims = Dims::of(filter)?;
     if filter_dims.rank() != 4 || filter_dims.get(0) != 1 {
         return Err(KernelError::ShapeMismatch {
             tensor: filter.index,
         });
     }
     let geometry = Geometry::new(
-        &input,
-        &output,
+        input,
+        output,
         (filter_dims.get(1), filter_dims.get(2)),
         options.padding(),
         (options.stride_h(), options.stride_w()),
@@ -104,85 +158,77 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
             tensor: filter.index,
         });
     }
-    if input.dtype != output.dtype {
-        return Err(KernelError::UnsupportedType {
-            tensor: output.index,
-            dtype: output.dtype.0,
-        });
+    Ok(geometry)
+}
+
+/// The float path's activation range, the filter and bias checked to be
+/// float32 (and the bias to hold `channels` values).
+fn float_range(
+    filter: &TensorInfo<'_>,
+    bias: Option<&TensorInfo<'_>>,
+    channels: usize,
+    activation: ActivationFunctionType,
+) -> Result<(f32, f32), KernelError> {
+    expect_type(filter, &[TensorType::FLOAT32])?;
+    if let Some(bias) = bias {
+        expect_type(bias, &[TensorType::FLOAT32])?;
+        if Dims::of(bias)?.elements() != channels {
+            return Err(KernelError::ShapeMismatch { tensor: bias.index });
+        }
     }
-    let mut data = OpData {
-        kind: KIND_FLOAT,
-        multiplier: (out_c / in_c) as u32,
-        geometry,
-        float_min: 0.0,
-        float_max: 0.0,
-        folded: bytemuck::Zeroable::zeroed(),
-        channels: bytemuck::Zeroable::zeroed(),
+    Ok(activation_range_float(activation))
+}
+
+/// The int16x8 path's requantisation, the filter checked to be int8 and
+/// the bias a constant int64 per channel.
+fn prepare_int16(
+    ctx: &mut PrepareContext<'_, '_, '_>,
+    setup: &ChannelSetup<'_>,
+    bias: Option<&TensorInfo<'_>>,
+) -> Result<ChannelParams, KernelError> {
+    let out_c = setup.channels;
+    expect_type(&setup.filter, &[TensorType::INT8])?;
+    if let Some(bias) = bias {
+        expect_type(bias, &[TensorType::INT64])?;
+        if bias.constant.map(<[u8]>::len) != Some(out_c * 8) {
+            return Err(KernelError::ShapeMismatch { tensor: bias.index });
+        }
+    }
+    let (input, filter, output) = (&setup.input, &setup.filter, &setup.output);
+    prepare_wide(ctx, input, filter, output, out_c, setup.activation)
+}
+
+/// The int8 path: the per-channel requantisation, the folded bias, and
+/// whether the accumulators are small enough for the packed path's 32-bit
+/// requantisation.
+fn prepare_int8(
+    ctx: &mut PrepareContext<'_, '_, '_>,
+    data: &mut OpData,
+    setup: &ChannelSetup<'_>,
+    bias: Option<&TensorInfo<'_>>,
+) -> Result<(), KernelError> {
+    let out_c = setup.channels;
+    expect_type(&setup.filter, &[TensorType::INT8])?;
+    let weights = setup
+        .filter
+        .constant
+        .ok_or(KernelError::UnsupportedParameter {
+            what: "non-constant int8 weights",
+        })?;
+    data.channels = quant_math::prepare_channels(ctx, setup)?;
+    let weight_sum = |o: usize| {
+        weights
+            .iter()
+            .skip(o)
+            .step_by(out_c)
+            .fold(0i32, |s, &v| s.wrapping_add(i32::from(v as i8)))
     };
-    match input.dtype {
-        TensorType::FLOAT32 => {
-            expect_type(&filter, &[TensorType::FLOAT32])?;
-            if let Some(bias) = &bias {
-                expect_type(bias, &[TensorType::FLOAT32])?;
-                if Dims::of(bias)?.elements() != out_c {
-                    return Err(KernelError::ShapeMismatch { tensor: bias.index });
-                }
-            }
-            (data.float_min, data.float_max) = activation_range_float(activation);
-        }
-        TensorType::INT8 => {
-            expect_type(&filter, &[TensorType::INT8])?;
-            let weights = filter.constant.ok_or(KernelError::UnsupportedParameter {
-                what: "non-constant int8 weights",
-            })?;
-            let setup = ChannelSetup {
-                input,
-                filter,
-                output,
-                channels: out_c,
-                channel_axis: 3,
-                rule: ScaleRule::PerChannel,
-                activation,
-            };
-            data.channels = quant_math::prepare_channels(ctx, &setup)?;
-            let weight_sum = |o: usize| {
-                weights
-                    .iter()
-                    .skip(o)
-                    .step_by(out_c)
-                    .fold(0i32, |s, &v| s.wrapping_add(i32::from(v as i8)))
-            };
-            data.folded = quant_math::fold_bias(
-                ctx,
-                bias.as_ref(),
-                out_c,
-                data.channels.input_offset,
-                weight_sum,
-            )?;
-            let taps = (filter_dims.get(1) * filter_dims.get(2)).max(0) as usize;
-            let offset = data.channels.input_offset;
-            let narrow = small_accumulators(out_c, taps, offset, bias.as_ref(), &weight_sum)?;
-            data.kind = if narrow { KIND_INT8_NARROW } else { KIND_INT8 };
-        }
-        TensorType::INT16 => {
-            expect_type(&filter, &[TensorType::INT8])?;
-            if let Some(bias) = &bias {
-                expect_type(bias, &[TensorType::INT64])?;
-                if bias.constant.map(<[u8]>::len) != Some(out_c * 8) {
-                    return Err(KernelError::ShapeMismatch { tensor: bias.index });
-                }
-            }
-            data.channels = prepare_wide(ctx, &input, &filter, &output, out_c, activation)?;
-            data.kind = KIND_INT16;
-        }
-        _ => {
-            return Err(KernelError::UnsupportedType {
-                tensor: input.index,
-                dtype: input.dtype.0,
-            });
-        }
-    }
-    ctx.store(&data)
+    data.folded = quant_math::fold_bias(ctx, bias, out_c, data.channels.input_offset, weight_sum)?;
+    let taps = (data.geometry.y.filter * data.geometry.x.filter).max(0) as usize;
+    let offset = data.channels.input_offset;
+    let narrow = small_accumulators(out_c, taps, offset, bias, &weight_sum)?;
+    data.kind = if narrow { KIND_INT8_NARROW } else { KIND_INT8 };
+    Ok(())
 }
 
 fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
