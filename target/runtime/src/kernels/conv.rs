@@ -29,7 +29,7 @@
 //! patch of short-row convolutions.
 
 use super::conv_geometry::{Geometry, Window};
-use super::conv_i16::{Wide, conv_i16, prepare_wide};
+use super::conv_i16::{Wide, conv_i16, prepare_int16};
 use super::fixed_point::activation_range_float;
 use super::fully_connected::{ROWS, accumulate_f32, accumulate_rows_f32, activate, matvec_f32};
 use super::quant_math::{self, ChannelParams, ChannelSetup, Requant, ScaleRule};
@@ -208,25 +208,6 @@ fn float_range(
         }
     }
     Ok(activation_range_float(activation))
-}
-
-/// The int16x8 path's requantisation, the filter checked to be int8 and
-/// the bias a constant int64 per channel.
-fn prepare_int16(
-    ctx: &mut PrepareContext<'_, '_, '_>,
-    setup: &ChannelSetup<'_>,
-    bias: Option<&TensorInfo<'_>>,
-) -> Result<ChannelParams, KernelError> {
-    let out_c = setup.channels;
-    expect_type(&setup.filter, &[TensorType::INT8])?;
-    if let Some(bias) = bias {
-        expect_type(bias, &[TensorType::INT64])?;
-        if bias.constant.map(<[u8]>::len) != Some(out_c * 8) {
-            return Err(KernelError::ShapeMismatch { tensor: bias.index });
-        }
-    }
-    let (input, filter, output) = (&setup.input, &setup.filter, &setup.output);
-    prepare_wide(ctx, input, filter, output, out_c, setup.activation)
 }
 
 /// The int8 path: the per-channel requantisation, and for short filter

@@ -21,7 +21,7 @@
 
 use super::context::Stored;
 use super::conv_geometry::{Geometry, Window};
-use super::conv_i16::{Wide, depthwise_i16, prepare_wide};
+use super::conv_i16::{Wide, depthwise_i16, prepare_int16};
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 use super::depthwise_packed;
 use super::fixed_point::activation_range_float;
@@ -177,25 +177,6 @@ fn float_range(
         }
     }
     Ok(activation_range_float(activation))
-}
-
-/// The int16x8 path's requantisation, the filter checked to be int8 and
-/// the bias a constant int64 per channel.
-fn prepare_int16(
-    ctx: &mut PrepareContext<'_, '_, '_>,
-    setup: &ChannelSetup<'_>,
-    bias: Option<&TensorInfo<'_>>,
-) -> Result<ChannelParams, KernelError> {
-    let out_c = setup.channels;
-    expect_type(&setup.filter, &[TensorType::INT8])?;
-    if let Some(bias) = bias {
-        expect_type(bias, &[TensorType::INT64])?;
-        if bias.constant.map(<[u8]>::len) != Some(out_c * 8) {
-            return Err(KernelError::ShapeMismatch { tensor: bias.index });
-        }
-    }
-    let (input, filter, output) = (&setup.input, &setup.filter, &setup.output);
-    prepare_wide(ctx, input, filter, output, out_c, setup.activation)
 }
 
 /// The int8 path: the per-channel requantisation, the folded bias, and
