@@ -11,12 +11,13 @@
 //!   row of a matrix product with the weights, the same as
 //!   FULLY_CONNECTED ([`quant_math::matvec`], `matvec_f32`).
 //! - **everything else**: per output pixel, the valid tap ranges are worked
-//!   out once ([`Axis::taps`](super::window_axis::Axis::taps)); with dilation 1 the taps of one filter row
-//!   are one contiguous run of input and of weights, so each filter row is
-//!   one dot product, four output channels at a time sharing every input
-//!   load and its offset ([`quant_math::dot4`]). Windows inside the input
-//!   and on its border take the same path with different ranges, so the
-//!   inner loops have no bounds tests.
+//!   out once ([`Axis::taps`](super::window_axis::Axis::taps)); with
+//!   dilation 1 the taps of one filter row are one contiguous run of input
+//!   and of weights, so each filter row is one dot product, four output
+//!   channels at a time sharing every input load and its offset
+//!   ([`quant_math::dot4`]). Windows inside the input and on its border take
+//!   the same path with different ranges, so the inner loops have no bounds
+//!   tests.
 //!
 //! On cores with the DSP extension (`arm-dsp`), one-group int8 convolutions
 //! with dilation 1 along x take the register-blocked kernels of

@@ -26,9 +26,10 @@ pub fn shift_parts(shift: i32) -> [u8; 2] {
     [shift.max(0) as u8, ((-shift).max(0) + 1) as u8]
 }
 
-/// The flag [`prepare_channels`](super::prepare_channels) sets on a stored shift's `left` byte when
-/// prepare has proven that channel's accumulators small enough for
-/// [`scale_narrow`]: `|acc · 2^left| < 2^29` for every input, and `right1 ≤ 31`.
+/// The flag [`prepare_channels`](super::prepare_channels) sets on a stored
+/// shift's `left` byte when prepare has proven that channel's accumulators
+/// small enough for [`scale_narrow`]: `|acc · 2^left| < 2^29` for every
+/// input, and `right1 ≤ 31`.
 pub const NARROW: u8 = 0x80;
 
 /// A stored shift pair `[left | flag, right1]` as `(left, right1, narrow)`.
@@ -112,7 +113,8 @@ impl<'a> Requant<'a> {
 
 impl ChannelRequant {
     /// One channel's constants from its stored multiplier and shift
-    /// bytes (as [`prepare_channels`](super::prepare_channels) wrote them) and the output stage.
+    /// bytes (as [`prepare_channels`](super::prepare_channels) wrote them)
+    /// and the output stage.
     #[inline(always)]
     pub fn new(multiplier: i32, shift: [u8; 2], stage: OutputStage) -> Self {
         let (left, right1, narrow) = shift_fields(shift);
@@ -279,7 +281,9 @@ impl OutputStage {
 }
 
 /// TFLM's `MultiplyByQuantizedMultiplier(x, multiplier, shift)` for the
-/// multipliers [`quantize_multiplier`](super::super::fixed_point::quantize_multiplier) makes (`0 ≤ multiplier < 2^31`).
+/// multipliers [`quantize_multiplier`] makes (`0 ≤ multiplier < 2^31`).
+///
+/// [`quantize_multiplier`]: super::super::fixed_point::quantize_multiplier
 pub fn scale(x: i32, multiplier: i32, shift: i32) -> i32 {
     let [left, right] = shift_parts(shift);
     scale_parts(x, multiplier, u32::from(left), u32::from(right))
