@@ -1,6 +1,7 @@
 //! One row of an int8 matrix product, requantised: FULLY_CONNECTED's batch
-//! rows and 1×1 CONV_2D's pixels. The scaling's form is chosen once per
-//! row, so the loop over outputs has no branch on it.
+//! rows and 1×1 CONV_2D's pixels. The one place the dot products and the
+//! requantisation meet: the scaling's form is chosen once per row, so the
+//! loop over outputs has no branch on it.
 
 use super::dot::dot_offset;
 use super::requant::{ChannelRequant, Requant, ScaleForm};
