@@ -9,14 +9,15 @@
 //! The fast paths:
 //! - **1×1, one group** (pointwise; never padded): each output pixel is one
 //!   row of a matrix product with the weights, the same as
-//!   FULLY_CONNECTED ([`quantized::matvec`], `matvec_f32`).
+//!   FULLY_CONNECTED ([`quant_math::matvec`], `matvec_f32`).
 //! - **everything else**: per output pixel, the valid tap ranges are worked
-//!   out once ([`Axis::taps`](super::padding::Axis::taps)); with dilation 1 the taps of one filter row
-//!   are one contiguous run of input and of weights, so each filter row is
-//!   one dot product, four output channels at a time sharing every input
-//!   load and its offset ([`quantized::dot4`]). Windows inside the input
-//!   and on its border take the same path with different ranges, so the
-//!   inner loops have no bounds tests.
+//!   out once ([`Axis::taps`](super::window_axis::Axis::taps)); with
+//!   dilation 1 the taps of one filter row are one contiguous run of input
+//!   and of weights, so each filter row is one dot product, four output
+//!   channels at a time sharing every input load and its offset
+//!   ([`quant_math::dot4`]). Windows inside the input and on its border take
+//!   the same path with different ranges, so the inner loops have no bounds
+//!   tests.
 //!
 //! On cores with the DSP extension (`arm-dsp`), one-group int8 convolutions
 //! with dilation 1 along x take the register-blocked kernels of
@@ -29,13 +30,14 @@
 //! patch of short-row convolutions.
 
 use super::conv_geometry::{Geometry, Window};
-use super::conv_i16::{Wide, conv_i16, prepare_wide};
+use super::conv_i16::{Wide, conv_i16, prepare_int16};
 use super::fixed_point::activation_range_float;
 use super::fully_connected::{ROWS, accumulate_f32, accumulate_rows_f32, activate, matvec_f32};
-use super::quantized::{self, ChannelParams, ChannelSetup, Requant, ScaleRule};
+use super::quant_math::{self, ChannelParams, ChannelSetup, Requant, ScaleRule};
 use super::tensor::{Dims, expect_type};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
-use crate::schema::TensorType;
+use crate::model::TensorInfo;
+use crate::schema::{ActivationFunctionType, Conv2DOptions, TensorType};
 
 /// The CONV_2D kernel.
 pub const REGISTRATION: Registration = Registration {
@@ -104,17 +106,72 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
         .builtin_options_as_conv_2_doptions()
         .ok_or(KernelError::MissingOptions)?;
     let activation = options.fused_activation_function();
-    quantized::check_activation(activation)?;
+    quant_math::check_activation(activation)?;
+    let (geometry, groups) = checked_geometry(&input, &filter, &output, &options)?;
+    let out_c = geometry.out_c as usize;
+    if input.dtype != output.dtype {
+        return Err(KernelError::UnsupportedType {
+            tensor: output.index,
+            dtype: output.dtype.0,
+        });
+    }
+    let mut data = OpData {
+        kind: KIND_FLOAT,
+        groups: groups as u32,
+        im2col: 0,
+        patch: 0,
+        geometry,
+        float_min: 0.0,
+        float_max: 0.0,
+        channels: bytemuck::Zeroable::zeroed(),
+    };
+    // The requantisation's inputs, for the integer paths.
+    let setup = ChannelSetup {
+        input,
+        filter,
+        output,
+        channels: out_c,
+        channel_axis: 0,
+        rule: ScaleRule::PerChannel,
+        activation,
+    };
+    match input.dtype {
+        TensorType::FLOAT32 => {
+            (data.float_min, data.float_max) =
+                float_range(&filter, bias.as_ref(), out_c, activation)?;
+        }
+        TensorType::INT8 => prepare_int8(ctx, &mut data, &setup, bias.as_ref())?,
+        TensorType::INT16 => {
+            data.channels = prepare_int16(ctx, &setup, bias.as_ref())?;
+            data.kind = KIND_INT16;
+        }
+        _ => {
+            return Err(KernelError::UnsupportedType {
+                tensor: input.index,
+                dtype: input.dtype.0,
+            });
+        }
+    }
+    ctx.store(&data)
+}
 
-    let filter_dims = Dims::of(&filter)?;
+/// The convolution's geometry and its number of groups (input channels
+/// over the filter's), the filter's shape checked against them.
+fn checked_geometry(
+    input: &TensorInfo<'_>,
+    filter: &TensorInfo<'_>,
+    output: &TensorInfo<'_>,
+    options: &Conv2DOptions<'_>,
+) -> Result<(Geometry, usize), KernelError> {
+    let filter_dims = Dims::of(filter)?;
     if filter_dims.rank() != 4 {
         return Err(KernelError::ShapeMismatch {
             tensor: filter.index,
         });
     }
     let geometry = Geometry::new(
-        &input,
-        &output,
+        input,
+        output,
         (filter_dims.get(1), filter_dims.get(2)),
         options.padding(),
         (options.stride_h(), options.stride_w()),
@@ -133,79 +190,54 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
             tensor: filter.index,
         });
     }
-    if input.dtype != output.dtype {
-        return Err(KernelError::UnsupportedType {
-            tensor: output.index,
-            dtype: output.dtype.0,
-        });
-    }
-    let mut data = OpData {
-        kind: KIND_FLOAT,
-        groups: groups as u32,
-        im2col: 0,
-        patch: 0,
-        geometry,
-        float_min: 0.0,
-        float_max: 0.0,
-        channels: bytemuck::Zeroable::zeroed(),
-    };
-    match input.dtype {
-        TensorType::FLOAT32 => {
-            expect_type(&filter, &[TensorType::FLOAT32])?;
-            if let Some(bias) = &bias {
-                expect_type(bias, &[TensorType::FLOAT32])?;
-                if Dims::of(bias)?.elements() != out_c {
-                    return Err(KernelError::ShapeMismatch { tensor: bias.index });
-                }
-            }
-            (data.float_min, data.float_max) = activation_range_float(activation);
-        }
-        TensorType::INT8 => {
-            expect_type(&filter, &[TensorType::INT8])?;
-            if let Some(bias) = &bias {
-                let _checked = quantized::bias_values(bias, out_c)?;
-            }
-            let setup = ChannelSetup {
-                input,
-                filter,
-                output,
-                channels: out_c,
-                channel_axis: 0,
-                rule: ScaleRule::PerChannel,
-                activation,
-            };
-            data.channels = quantized::prepare_channels(ctx, &setup)?;
-            data.kind = KIND_INT8;
-            // Filter rows shorter than a few SIMD chunks: gather each window
-            // (16-bit, offset applied, padded taps 0) into a scratch patch and
-            // take one long dot product instead of many short ones.
-            let row = geometry.x.filter as usize * filter_c;
-            if groups == 1 && !is_pointwise(&geometry, groups) && row < IM2COL_ROW {
-                let k = geometry.y.filter as usize * row;
-                let patch = PATCH_PIXELS * patch_stride(k) * 2;
-                data.patch = ctx.request_scratch(patch as u32, 16)?;
-                data.im2col = 1;
-            }
-        }
-        TensorType::INT16 => {
-            expect_type(&filter, &[TensorType::INT8])?;
-            if let Some(bias) = &bias {
-                expect_type(bias, &[TensorType::INT64])?;
-                if bias.constant.map(<[u8]>::len) != Some(out_c * 8) {
-                    return Err(KernelError::ShapeMismatch { tensor: bias.index });
-                }
-            }
-            data.channels = prepare_wide(ctx, &input, &filter, &output, out_c, activation)?;
-            data.kind = KIND_INT16;
-        }
-        _ => {
-            return Err(KernelError::UnsupportedType {
-                tensor: input.index,
-                dtype: input.dtype.0,
-            });
+    Ok((geometry, groups))
+}
+
+/// The float path's activation range, the filter and bias checked to be
+/// float32 (and the bias to hold `channels` values).
+fn float_range(
+    filter: &TensorInfo<'_>,
+    bias: Option<&TensorInfo<'_>>,
+    channels: usize,
+    activation: ActivationFunctionType,
+) -> Result<(f32, f32), KernelError> {
+    expect_type(filter, &[TensorType::FLOAT32])?;
+    if let Some(bias) = bias {
+        expect_type(bias, &[TensorType::FLOAT32])?;
+        if Dims::of(bias)?.elements() != channels {
+            return Err(KernelError::ShapeMismatch { tensor: bias.index });
         }
     }
-    ctx.store(&data)
+    Ok(activation_range_float(activation))
+}
+
+/// The int8 path: the per-channel requantisation, and for short filter
+/// rows the im2col patch's scratch buffer.
+fn prepare_int8(
+    ctx: &mut PrepareContext<'_, '_, '_>,
+    data: &mut OpData,
+    setup: &ChannelSetup<'_>,
+    bias: Option<&TensorInfo<'_>>,
+) -> Result<(), KernelError> {
+    expect_type(&setup.filter, &[TensorType::INT8])?;
+    if let Some(bias) = bias {
+        let _checked = quant_math::bias_values(bias, setup.channels)?;
+    }
+    data.channels = quant_math::prepare_channels(ctx, setup)?;
+    data.kind = KIND_INT8;
+    // Filter rows shorter than a few SIMD chunks: gather each window
+    // (16-bit, offset applied, padded taps 0) into a scratch patch and
+    // take one long dot product instead of many short ones.
+    let (geometry, groups) = (&data.geometry, data.groups as usize);
+    let filter_c = geometry.in_c as usize / groups;
+    let row = geometry.x.filter as usize * filter_c;
+    if groups == 1 && !is_pointwise(geometry, groups) && row < IM2COL_ROW {
+        let k = geometry.y.filter as usize * row;
+        let patch = PATCH_PIXELS * patch_stride(k) * 2;
+        data.patch = ctx.request_scratch(patch as u32, 16)?;
+        data.im2col = 1;
+    }
+    Ok(())
 }
 
 fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
@@ -366,7 +398,7 @@ fn conv_i8(
         let in_c = g.in_c as usize;
         g.for_each_pointwise_pixel(|px, o| {
             let px = &x[px..][..in_c];
-            quantized::matvec(px, x_offset, w, bias, 0, requant, &mut out[o..][..out_c]);
+            quant_math::matvec(px, x_offset, w, bias, 0, requant, &mut out[o..][..out_c]);
         });
         return;
     }
@@ -381,7 +413,7 @@ fn conv_i8(
                 let mut acc: [i32; 4] = core::array::from_fn(|i| bias_of(c + i));
                 for_each_run(g, groups, win, 0, |xo, wo, len| {
                     let xs = &x[xo..][..len];
-                    let d = quantized::dot4(
+                    let d = quant_math::dot4(
                         xs,
                         x_offset,
                         [
@@ -406,7 +438,7 @@ fn conv_i8(
             let wc = &w[c * filter_len..][..filter_len];
             let mut acc = bias_of(c);
             for_each_run(g, groups, win, c / per_group, |xo, wo, len| {
-                acc = acc.wrapping_add(quantized::dot_offset(
+                acc = acc.wrapping_add(quant_math::dot_offset(
                     &wc[wo..][..len],
                     &x[xo..][..len],
                     x_offset,
@@ -561,14 +593,14 @@ fn patch_products(
     let mut c = 0;
     while c + 4 <= out_c {
         let rows: [&[i8]; 4] = core::array::from_fn(|i| &w[(c + i) * k..][..k]);
-        let acc = quantized::dot4_i16(patch, rows);
+        let acc = quant_math::dot4_i16(patch, rows);
         for i in 0..4 {
             out[c + i] = requant.apply(c + i, bias_of(c + i).wrapping_add(acc[i]));
         }
         c += 4;
     }
     while c < out_c {
-        let acc = quantized::dot_i16(patch, &w[c * k..][..k]);
+        let acc = quant_math::dot_i16(patch, &w[c * k..][..k]);
         out[c] = requant.apply(c, bias_of(c).wrapping_add(acc));
         c += 1;
     }
@@ -620,7 +652,7 @@ fn conv_f32(data: &OpData, x: &[f32], w: &[f32], bias: Option<&[f32]>, out: &mut
 
 #[cfg(test)]
 mod tests {
-    use super::quantized::{OutputStage, shift_parts};
+    use super::quant_math::{OutputStage, shift_parts};
     use super::*;
 
     #[test]

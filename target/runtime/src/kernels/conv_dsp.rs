@@ -20,7 +20,7 @@
 
 use super::conv_geometry::{Geometry, Window};
 use super::gemm::{block_1x2, block_2x2, rows_2x2};
-use super::quantized::{ChannelRequant, Requant, sum};
+use super::quant_math::{ChannelRequant, Requant, sum};
 
 /// One int8 convolution's operands (one group).
 pub(crate) struct Operands<'a> {
@@ -289,8 +289,8 @@ fn window_one<const OFFSET: bool>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::padding::Axis;
-    use super::super::quantized::{OutputStage, shift_parts};
+    use super::super::quant_math::{OutputStage, shift_parts};
+    use super::super::window_axis::Axis;
     use super::*;
     use crate::schema::Padding;
 

@@ -13,8 +13,8 @@
 use core::ops::Range;
 
 use super::KernelError;
-use super::padding::Axis;
 use super::tensor::Dims;
+use super::window_axis::Axis;
 use crate::model::TensorInfo;
 use crate::schema::Padding;
 
@@ -49,10 +49,10 @@ impl Geometry {
         }
         let bad = |what| {
             move |e| match e {
-                super::padding::AxisError::UnknownPadding => {
+                super::window_axis::AxisError::UnknownPadding => {
                     KernelError::UnsupportedParameter { what: "padding" }
                 }
-                super::padding::AxisError::BadParameter => {
+                super::window_axis::AxisError::BadParameter => {
                     KernelError::UnsupportedParameter { what }
                 }
             }

@@ -12,16 +12,36 @@
 use super::KernelError;
 use super::conv_geometry::Geometry;
 use super::fixed_point::{multiply_by_quantized_multiplier_i64, quantize_multiplier};
-use super::quantized::{ChannelParams, OutputStage, shift_fields, shift_parts};
-use super::tensor::{channel_scales, require_quant};
+use super::quant_math::{ChannelParams, ChannelSetup, OutputStage, shift_fields, shift_parts};
+use super::tensor::{channel_scales, expect_type, require_quant};
 use super::{PrepareContext, fixed_point::activation_range_quantized};
 use crate::model::TensorInfo;
-use crate::schema::ActivationFunctionType;
+use crate::schema::{ActivationFunctionType, TensorType};
+
+/// The int16x8 path's prepare, for CONV_2D and DEPTHWISE_CONV_2D alike: the
+/// filter checked to be int8 and the bias a constant int64 per channel,
+/// then the requantisation ([`prepare_wide`]).
+pub(crate) fn prepare_int16(
+    ctx: &mut PrepareContext<'_, '_, '_>,
+    setup: &ChannelSetup<'_>,
+    bias: Option<&TensorInfo<'_>>,
+) -> Result<ChannelParams, KernelError> {
+    let out_c = setup.channels;
+    expect_type(&setup.filter, &[TensorType::INT8])?;
+    if let Some(bias) = bias {
+        expect_type(bias, &[TensorType::INT64])?;
+        if bias.constant.map(<[u8]>::len) != Some(out_c * 8) {
+            return Err(KernelError::ShapeMismatch { tensor: bias.index });
+        }
+    }
+    let (input, filter, output) = (&setup.input, &setup.filter, &setup.output);
+    prepare_wide(ctx, input, filter, output, out_c, setup.activation)
+}
 
 /// Per-channel multipliers `input_scale · filter_scale[c] / output_scale`
 /// (in `f64`, as TFLM's `PopulateConvolutionQuantizationParams`) and the
 /// activation's int16 range. Zero points must be 0, as TFLM requires.
-pub(crate) fn prepare_wide(
+fn prepare_wide(
     ctx: &mut PrepareContext<'_, '_, '_>,
     input: &TensorInfo<'_>,
     filter: &TensorInfo<'_>,

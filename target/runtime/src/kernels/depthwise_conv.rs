@@ -14,23 +14,23 @@
 //! taps but one multiply-add per channel). Each input value is used once
 //! per output channel, so the int8 input offset is not shared as it is in
 //! CONV_2D: instead prepare folds `input_offset · Σ_taps w[o]` into a
-//! per-channel bias ([`quantized::fold_bias`]) and windows wholly inside
+//! per-channel bias ([`quant_math::fold_bias`]) and windows wholly inside
 //! the input accumulate plain `w·x`; border windows use the model's bias and
 //! the unfolded formula. With `m = 1` (MobileNets) channel `o` reads input
 //! channel `o`; other multipliers index the input at `o / m`.
 
 use super::context::Stored;
 use super::conv_geometry::{Geometry, Window};
-use super::conv_i16::{Wide, depthwise_i16, prepare_wide};
+use super::conv_i16::{Wide, depthwise_i16, prepare_int16};
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 use super::depthwise_packed;
 use super::fixed_point::activation_range_float;
 use super::fully_connected::activate;
-use super::quantized::{self, ChannelParams, ChannelSetup, Requant, ScaleRule};
+use super::quant_math::{self, ChannelParams, ChannelSetup, Requant, ScaleRule};
 use super::tensor::{Dims, expect_type};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::model::TensorInfo;
-use crate::schema::TensorType;
+use crate::schema::{ActivationFunctionType, DepthwiseConv2DOptions, TensorType};
 
 /// The DEPTHWISE_CONV_2D kernel.
 pub const REGISTRATION: Registration = Registration {
@@ -76,17 +76,71 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
         .builtin_options_as_depthwise_conv_2_doptions()
         .ok_or(KernelError::MissingOptions)?;
     let activation = options.fused_activation_function();
-    quantized::check_activation(activation)?;
+    quant_math::check_activation(activation)?;
+    let geometry = checked_geometry(&input, &filter, &output, &options)?;
+    let (in_c, out_c) = (geometry.in_c as usize, geometry.out_c as usize);
+    if input.dtype != output.dtype {
+        return Err(KernelError::UnsupportedType {
+            tensor: output.index,
+            dtype: output.dtype.0,
+        });
+    }
+    let mut data = OpData {
+        kind: KIND_FLOAT,
+        multiplier: (out_c / in_c) as u32,
+        geometry,
+        float_min: 0.0,
+        float_max: 0.0,
+        folded: bytemuck::Zeroable::zeroed(),
+        channels: bytemuck::Zeroable::zeroed(),
+    };
+    // The requantisation's inputs, for the integer paths.
+    let setup = ChannelSetup {
+        input,
+        filter,
+        output,
+        channels: out_c,
+        channel_axis: 3,
+        rule: ScaleRule::PerChannel,
+        activation,
+    };
+    match input.dtype {
+        TensorType::FLOAT32 => {
+            (data.float_min, data.float_max) =
+                float_range(&filter, bias.as_ref(), out_c, activation)?;
+        }
+        TensorType::INT8 => prepare_int8(ctx, &mut data, &setup, bias.as_ref())?,
+        TensorType::INT16 => {
+            data.channels = prepare_int16(ctx, &setup, bias.as_ref())?;
+            data.kind = KIND_INT16;
+        }
+        _ => {
+            return Err(KernelError::UnsupportedType {
+                tensor: input.index,
+                dtype: input.dtype.0,
+            });
+        }
+    }
+    ctx.store(&data)
+}
 
-    let filter_dims = Dims::of(&filter)?;
+/// The convolution's geometry, the filter's shape and the depth multiplier
+/// checked against it.
+fn checked_geometry(
+    input: &TensorInfo<'_>,
+    filter: &TensorInfo<'_>,
+    output: &TensorInfo<'_>,
+    options: &DepthwiseConv2DOptions<'_>,
+) -> Result<Geometry, KernelError> {
+    let filter_dims = Dims::of(filter)?;
     if filter_dims.rank() != 4 || filter_dims.get(0) != 1 {
         return Err(KernelError::ShapeMismatch {
             tensor: filter.index,
         });
     }
     let geometry = Geometry::new(
-        &input,
-        &output,
+        input,
+        output,
         (filter_dims.get(1), filter_dims.get(2)),
         options.padding(),
         (options.stride_h(), options.stride_w()),
@@ -104,85 +158,58 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
             tensor: filter.index,
         });
     }
-    if input.dtype != output.dtype {
-        return Err(KernelError::UnsupportedType {
-            tensor: output.index,
-            dtype: output.dtype.0,
-        });
+    Ok(geometry)
+}
+
+/// The float path's activation range, the filter and bias checked to be
+/// float32 (and the bias to hold `channels` values).
+fn float_range(
+    filter: &TensorInfo<'_>,
+    bias: Option<&TensorInfo<'_>>,
+    channels: usize,
+    activation: ActivationFunctionType,
+) -> Result<(f32, f32), KernelError> {
+    expect_type(filter, &[TensorType::FLOAT32])?;
+    if let Some(bias) = bias {
+        expect_type(bias, &[TensorType::FLOAT32])?;
+        if Dims::of(bias)?.elements() != channels {
+            return Err(KernelError::ShapeMismatch { tensor: bias.index });
+        }
     }
-    let mut data = OpData {
-        kind: KIND_FLOAT,
-        multiplier: (out_c / in_c) as u32,
-        geometry,
-        float_min: 0.0,
-        float_max: 0.0,
-        folded: bytemuck::Zeroable::zeroed(),
-        channels: bytemuck::Zeroable::zeroed(),
+    Ok(activation_range_float(activation))
+}
+
+/// The int8 path: the per-channel requantisation, the folded bias, and
+/// whether the accumulators are small enough for the packed path's 32-bit
+/// requantisation.
+fn prepare_int8(
+    ctx: &mut PrepareContext<'_, '_, '_>,
+    data: &mut OpData,
+    setup: &ChannelSetup<'_>,
+    bias: Option<&TensorInfo<'_>>,
+) -> Result<(), KernelError> {
+    let out_c = setup.channels;
+    expect_type(&setup.filter, &[TensorType::INT8])?;
+    let weights = setup
+        .filter
+        .constant
+        .ok_or(KernelError::UnsupportedParameter {
+            what: "non-constant int8 weights",
+        })?;
+    data.channels = quant_math::prepare_channels(ctx, setup)?;
+    let weight_sum = |o: usize| {
+        weights
+            .iter()
+            .skip(o)
+            .step_by(out_c)
+            .fold(0i32, |s, &v| s.wrapping_add(i32::from(v as i8)))
     };
-    match input.dtype {
-        TensorType::FLOAT32 => {
-            expect_type(&filter, &[TensorType::FLOAT32])?;
-            if let Some(bias) = &bias {
-                expect_type(bias, &[TensorType::FLOAT32])?;
-                if Dims::of(bias)?.elements() != out_c {
-                    return Err(KernelError::ShapeMismatch { tensor: bias.index });
-                }
-            }
-            (data.float_min, data.float_max) = activation_range_float(activation);
-        }
-        TensorType::INT8 => {
-            expect_type(&filter, &[TensorType::INT8])?;
-            let weights = filter.constant.ok_or(KernelError::UnsupportedParameter {
-                what: "non-constant int8 weights",
-            })?;
-            let setup = ChannelSetup {
-                input,
-                filter,
-                output,
-                channels: out_c,
-                channel_axis: 3,
-                rule: ScaleRule::PerChannel,
-                activation,
-            };
-            data.channels = quantized::prepare_channels(ctx, &setup)?;
-            let weight_sum = |o: usize| {
-                weights
-                    .iter()
-                    .skip(o)
-                    .step_by(out_c)
-                    .fold(0i32, |s, &v| s.wrapping_add(i32::from(v as i8)))
-            };
-            data.folded = quantized::fold_bias(
-                ctx,
-                bias.as_ref(),
-                out_c,
-                data.channels.input_offset,
-                weight_sum,
-            )?;
-            let taps = (filter_dims.get(1) * filter_dims.get(2)).max(0) as usize;
-            let offset = data.channels.input_offset;
-            let narrow = small_accumulators(out_c, taps, offset, bias.as_ref(), &weight_sum)?;
-            data.kind = if narrow { KIND_INT8_NARROW } else { KIND_INT8 };
-        }
-        TensorType::INT16 => {
-            expect_type(&filter, &[TensorType::INT8])?;
-            if let Some(bias) = &bias {
-                expect_type(bias, &[TensorType::INT64])?;
-                if bias.constant.map(<[u8]>::len) != Some(out_c * 8) {
-                    return Err(KernelError::ShapeMismatch { tensor: bias.index });
-                }
-            }
-            data.channels = prepare_wide(ctx, &input, &filter, &output, out_c, activation)?;
-            data.kind = KIND_INT16;
-        }
-        _ => {
-            return Err(KernelError::UnsupportedType {
-                tensor: input.index,
-                dtype: input.dtype.0,
-            });
-        }
-    }
-    ctx.store(&data)
+    data.folded = quant_math::fold_bias(ctx, bias, out_c, data.channels.input_offset, weight_sum)?;
+    let taps = (data.geometry.y.filter * data.geometry.x.filter).max(0) as usize;
+    let offset = data.channels.input_offset;
+    let narrow = small_accumulators(out_c, taps, offset, bias, &weight_sum)?;
+    data.kind = if narrow { KIND_INT8_NARROW } else { KIND_INT8 };
+    Ok(())
 }
 
 fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
@@ -281,7 +308,7 @@ fn small_accumulators(
     weight_sum: &impl Fn(usize) -> i32,
 ) -> Result<bool, KernelError> {
     let bias = bias
-        .map(|b| quantized::bias_values(b, channels))
+        .map(|b| quant_math::bias_values(b, channels))
         .transpose()?;
     Ok((0..channels).all(|c| {
         let model = i64::from(bias.as_ref().map_or(0, |f| f(c)));
@@ -606,8 +633,8 @@ fn depthwise_f32(data: &OpData, x: &[f32], w: &[f32], bias: Option<&[f32]>, out:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernels::padding::Axis;
-    use crate::kernels::quantized::OutputStage;
+    use crate::kernels::quant_math::OutputStage;
+    use crate::kernels::window_axis::Axis;
     use crate::schema::Padding;
     use proptest::prelude::*;
 
@@ -736,7 +763,7 @@ mod tests {
         });
         let shift = shifts
             .iter()
-            .map(|&s| crate::kernels::quantized::shift_parts(s))
+            .map(|&s| crate::kernels::quant_math::shift_parts(s))
             .collect();
         let lo = (rng.next() % 100) as i32 - 128;
         let mut stage = OutputStage {

@@ -10,7 +10,7 @@
 //! computed side by side so that each unpacked weight word serves both.
 //!
 //! Windows here lie wholly inside the input, so no tap is skipped: the sums
-//! start from the folded bias and add plain `w·x` ([`super::quantized`]),
+//! start from the folded bias and add plain `w·x` ([`super::quant_math`]),
 //! and [`run`] checks once that the last window of the run is inside the
 //! slices, after which the loops read without per-element bounds checks.
 //! Channels past the last multiple of four go through a plain loop.
@@ -20,8 +20,8 @@ use super::arm_dsp::smmulr;
 use super::arm_dsp::{mla_bytes4, mla_bytes4_offset, mla_shared4, splat16};
 use super::conv_geometry::Geometry;
 #[cfg(doc)]
-use super::quantized::Requant;
-use super::quantized::{NARROW, OutputStage, scale_parts, shift_fields};
+use super::quant_math::Requant;
+use super::quant_math::{NARROW, OutputStage, scale_parts, shift_fields};
 
 /// What the interior loops read.
 pub(super) struct Operands<'a> {
@@ -63,7 +63,7 @@ pub(super) struct Scales<'a> {
 
 impl<'a> Scales<'a> {
     /// Tables for `channels` output channels: one entry or one per channel,
-    /// shifts as [`super::quantized::shift_parts`] makes them;
+    /// shifts as [`super::quant_math::shift_parts`] makes them;
     /// `small_accumulators` as prepare found.
     pub(super) fn new(
         multiplier: &'a [i32],

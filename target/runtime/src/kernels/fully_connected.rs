@@ -6,7 +6,7 @@
 //! - int8 (int8 weights, int32 bias): per-tensor weight quantisation with
 //!   TFLM's filter offset, or per-channel (`scale` per output row,
 //!   quantised dimension 0). Invoke is an int8 matrix-vector product per
-//!   batch row ([`quantized::matvec`]); nothing per channel is stored
+//!   batch row ([`quant_math::matvec`]); nothing per channel is stored
 //!   beyond per-channel multipliers.
 //! - int16x8 (int16 activations with zero point 0, int8 weights, optional
 //!   int64 bias): TFLM's reference int16 loops, a 64-bit accumulator per
@@ -20,9 +20,10 @@ use super::fixed_point::{
     activation_range_float, activation_range_quantized, multiply_by_quantized_multiplier_i64,
     quantize_multiplier,
 };
-use super::quantized::{self, ChannelParams, ChannelRequant, ChannelSetup, Requant, ScaleRule};
+use super::quant_math::{self, ChannelParams, ChannelRequant, ChannelSetup, Requant, ScaleRule};
 use super::tensor::{Dims, Tensor, TensorMut, expect_type, require_quant};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
+use crate::model::TensorInfo;
 use crate::schema::{ActivationFunctionType, FullyConnectedOptionsWeightsFormat, TensorType};
 
 /// The FULLY_CONNECTED kernel.
@@ -65,48 +66,8 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
     let filter = ctx.input(1)?;
     let bias = ctx.optional_input(2);
     let output = ctx.output(0)?;
-    let (activation, format) = ctx
-        .op()
-        .raw()
-        .builtin_options_as_fully_connected_options()
-        .map_or(
-            (
-                ActivationFunctionType::NONE,
-                FullyConnectedOptionsWeightsFormat::DEFAULT,
-            ),
-            |o| (o.fused_activation_function(), o.weights_format()),
-        );
-    if format != FullyConnectedOptionsWeightsFormat::DEFAULT {
-        return Err(KernelError::UnsupportedParameter {
-            what: "shuffled weights format",
-        });
-    }
-    quantized::check_activation(activation)?;
-
-    let filter_dims = Dims::of(&filter)?;
-    let output_dims = Dims::of(&output)?;
-    let rank = filter_dims.rank();
-    if rank < 2 || output_dims.rank() < 1 {
-        return Err(KernelError::ShapeMismatch {
-            tensor: filter.index,
-        });
-    }
-    let rows = filter_dims.get(rank - 2).max(0) as usize;
-    let accum_depth = filter_dims.last();
-    let output_depth = output_dims.last();
-    let batches = output_dims.outer();
-    // TFLM reads the first `output_depth` weight rows and the first
-    // `batches · accum_depth` inputs.
-    if output_depth > rows || filter_dims.elements() != rows * accum_depth {
-        return Err(KernelError::ShapeMismatch {
-            tensor: filter.index,
-        });
-    }
-    if Dims::of(&input)?.elements() < batches * accum_depth {
-        return Err(KernelError::ShapeMismatch {
-            tensor: input.index,
-        });
-    }
+    let activation = fused_activation(ctx)?;
+    let (batches, accum_depth, output_depth) = checked_sizes(&input, &filter, &output)?;
     if input.dtype != output.dtype {
         return Err(KernelError::UnsupportedType {
             tensor: output.index,
@@ -126,64 +87,31 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
         filter_offset: 0,
         channels: bytemuck::Zeroable::zeroed(),
     };
+    // The requantisation's inputs, for the integer paths.
+    let setup = |rule| ChannelSetup {
+        input,
+        filter,
+        output,
+        channels: output_depth,
+        channel_axis: 0,
+        rule,
+        activation,
+    };
     match input.dtype {
         TensorType::FLOAT32 => {
-            expect_type(&filter, &[TensorType::FLOAT32])?;
-            if let Some(bias) = &bias {
-                expect_type(bias, &[TensorType::FLOAT32])?;
-                if Dims::of(bias)?.elements() < output_depth {
-                    return Err(KernelError::ShapeMismatch { tensor: bias.index });
-                }
-            }
-            (data.float_min, data.float_max) = activation_range_float(activation);
+            (data.float_min, data.float_max) =
+                float_range(&filter, bias.as_ref(), output_depth, activation)?;
         }
         TensorType::INT8 => {
-            expect_type(&filter, &[TensorType::INT8])?;
-            let per_channel = quantized_per_channel(&filter);
-            // Per-channel weights are symmetric: TFLM ignores their zero point.
-            let filter_offset = if per_channel {
-                0
+            let rule = if quantized_per_channel(&filter) {
+                ScaleRule::PerChannel
             } else {
-                -require_quant(&filter)?.zero_point
+                ScaleRule::PerTensorProduct
             };
-            if let Some(bias) = &bias {
-                let _checked = quantized::bias_values(bias, output_depth)?;
-            }
-            let setup = ChannelSetup {
-                input,
-                filter,
-                output,
-                channels: output_depth,
-                channel_axis: 0,
-                rule: if per_channel {
-                    ScaleRule::PerChannel
-                } else {
-                    ScaleRule::PerTensorProduct
-                },
-                activation,
-            };
-            data.channels = quantized::prepare_channels(ctx, &setup)?;
-            if !per_channel {
-                let multiplier = ctx.stored_values(data.channels.multiplier)?;
-                let shift = ctx.stored_values(data.channels.shift)?;
-                let (Some(&multiplier), Some(&shift)) = (multiplier.first(), shift.first()) else {
-                    return Err(KernelError::Internal);
-                };
-                (data.uniform, data.multiplier, data.shift) = (1, multiplier, shift);
-            }
-            data.filter_offset = filter_offset;
-            data.kind = KIND_INT8;
+            prepare_int8(ctx, &mut data, &setup(rule), bias.as_ref())?;
         }
         TensorType::INT16 => {
-            let setup = ChannelSetup {
-                input,
-                filter,
-                output,
-                channels: output_depth,
-                channel_axis: 0,
-                rule: ScaleRule::PerChannel,
-                activation,
-            };
+            let setup = setup(ScaleRule::PerChannel);
             (data.channels, data.filter_offset) = prepare_int16(ctx, &setup, accum_depth)?;
             data.kind = KIND_INT16;
         }
@@ -197,8 +125,119 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
     ctx.store(&data)
 }
 
+/// The options' fused activation (none without options), refusing what
+/// the kernel does not implement: shuffled weights, other activations.
+fn fused_activation(
+    ctx: &PrepareContext<'_, '_, '_>,
+) -> Result<ActivationFunctionType, KernelError> {
+    let (activation, format) = ctx
+        .op()
+        .raw()
+        .builtin_options_as_fully_connected_options()
+        .map_or(
+            (
+                ActivationFunctionType::NONE,
+                FullyConnectedOptionsWeightsFormat::DEFAULT,
+            ),
+            |o| (o.fused_activation_function(), o.weights_format()),
+        );
+    if format != FullyConnectedOptionsWeightsFormat::DEFAULT {
+        return Err(KernelError::UnsupportedParameter {
+            what: "shuffled weights format",
+        });
+    }
+    quant_math::check_activation(activation)?;
+    Ok(activation)
+}
+
+/// `(batches, accum_depth, output_depth)`: the output's leading dimensions,
+/// the filter's row length and the rows used, checked against the tensors.
+fn checked_sizes(
+    input: &TensorInfo<'_>,
+    filter: &TensorInfo<'_>,
+    output: &TensorInfo<'_>,
+) -> Result<(usize, usize, usize), KernelError> {
+    let filter_dims = Dims::of(filter)?;
+    let output_dims = Dims::of(output)?;
+    let rank = filter_dims.rank();
+    if rank < 2 || output_dims.rank() < 1 {
+        return Err(KernelError::ShapeMismatch {
+            tensor: filter.index,
+        });
+    }
+    let rows = filter_dims.get(rank - 2).max(0) as usize;
+    let accum_depth = filter_dims.last();
+    let output_depth = output_dims.last();
+    let batches = output_dims.outer();
+    // TFLM reads the first `output_depth` weight rows and the first
+    // `batches · accum_depth` inputs.
+    if output_depth > rows || filter_dims.elements() != rows * accum_depth {
+        return Err(KernelError::ShapeMismatch {
+            tensor: filter.index,
+        });
+    }
+    if Dims::of(input)?.elements() < batches * accum_depth {
+        return Err(KernelError::ShapeMismatch {
+            tensor: input.index,
+        });
+    }
+    Ok((batches, accum_depth, output_depth))
+}
+
+/// The float path's activation range, the filter and bias checked to be
+/// float32 (and the bias to hold at least `channels` values).
+fn float_range(
+    filter: &TensorInfo<'_>,
+    bias: Option<&TensorInfo<'_>>,
+    channels: usize,
+    activation: ActivationFunctionType,
+) -> Result<(f32, f32), KernelError> {
+    expect_type(filter, &[TensorType::FLOAT32])?;
+    if let Some(bias) = bias {
+        expect_type(bias, &[TensorType::FLOAT32])?;
+        if Dims::of(bias)?.elements() < channels {
+            return Err(KernelError::ShapeMismatch { tensor: bias.index });
+        }
+    }
+    Ok(activation_range_float(activation))
+}
+
+/// The int8 path: the requantisation (`setup.rule` says whether the
+/// weights are per channel), and for per-tensor weights the filter offset
+/// and the one multiplier and shift copied into the op data.
+fn prepare_int8(
+    ctx: &mut PrepareContext<'_, '_, '_>,
+    data: &mut OpData,
+    setup: &ChannelSetup<'_>,
+    bias: Option<&TensorInfo<'_>>,
+) -> Result<(), KernelError> {
+    expect_type(&setup.filter, &[TensorType::INT8])?;
+    let per_channel = setup.rule == ScaleRule::PerChannel;
+    // Per-channel weights are symmetric: TFLM ignores their zero point.
+    let filter_offset = if per_channel {
+        0
+    } else {
+        -require_quant(&setup.filter)?.zero_point
+    };
+    if let Some(bias) = bias {
+        let _checked = quant_math::bias_values(bias, setup.channels)?;
+    }
+    data.channels = quant_math::prepare_channels(ctx, setup)?;
+    if !per_channel {
+        let multiplier = ctx.stored_values(data.channels.multiplier)?;
+        let shift = ctx.stored_values(data.channels.shift)?;
+        let (Some(&multiplier), Some(&shift)) = (multiplier.first(), shift.first()) else {
+            return Err(KernelError::Internal);
+        };
+        (data.uniform, data.multiplier, data.shift) = (1, multiplier, shift);
+    }
+    data.filter_offset = filter_offset;
+    data.kind = KIND_INT8;
+    Ok(())
+}
+
 /// Whether `filter` carries more than one scale (TFLM's `is_per_channel`).
-fn quantized_per_channel(filter: &crate::model::TensorInfo<'_>) -> bool {
+fn quantized_per_channel(filter: &TensorInfo<'_>) -> bool {
     super::tensor::channel_scales(filter).is_some_and(|s| s.len() > 1)
 }
 
@@ -285,7 +324,7 @@ fn invoke_int8(
         if data.filter_offset == 0 {
             0
         } else {
-            let shifted = quantized::sum(xb).wrapping_add((k as i32).wrapping_mul(x_offset));
+            let shifted = quant_math::sum(xb).wrapping_add((k as i32).wrapping_mul(x_offset));
             data.filter_offset.wrapping_mul(shifted)
         }
     };
@@ -295,13 +334,13 @@ fn invoke_int8(
         if batches == 1 {
             let (xb, ob) = (&x[..k], &mut out[..n]);
             let offset = row_offset(xb);
-            quantized::matvec_uniform(xb, x_offset, weights, bias, offset, &one, ob);
+            quant_math::matvec_uniform(xb, x_offset, weights, bias, offset, &one, ob);
             return Ok(());
         }
         for b in 0..batches {
             let (xb, ob) = (&x[b * k..][..k], &mut out[b * n..][..n]);
             let offset = row_offset(xb);
-            quantized::matvec_uniform(xb, x_offset, weights, bias, offset, &one, ob);
+            quant_math::matvec_uniform(xb, x_offset, weights, bias, offset, &one, ob);
         }
     } else {
         let requant = Requant::new(ctx.stored(p.multiplier)?, ctx.stored(p.shift)?, p.stage)?;
@@ -311,7 +350,7 @@ fn invoke_int8(
         for b in 0..batches {
             let (xb, ob) = (&x[b * k..][..k], &mut out[b * n..][..n]);
             let offset = row_offset(xb);
-            quantized::matvec(xb, x_offset, weights, bias, offset, &requant, ob);
+            quant_math::matvec(xb, x_offset, weights, bias, offset, &requant, ob);
         }
     }
     Ok(())
@@ -386,8 +425,8 @@ fn prepare_int16(
         });
     }
     let multiplier = ctx.store_from_fn(count, |c| multiplier_of(c).0)?;
-    let shift = ctx.store_from_fn(count, |c| quantized::shift_parts(multiplier_of(c).1))?;
-    quantized::check_activation(setup.activation)?;
+    let shift = ctx.store_from_fn(count, |c| quant_math::shift_parts(multiplier_of(c).1))?;
+    quant_math::check_activation(setup.activation)?;
     let (min, max) = activation_range_quantized(
         setup.activation,
         out_scale,
@@ -395,7 +434,7 @@ fn prepare_int16(
         i32::from(i16::MIN),
         i32::from(i16::MAX),
     );
-    let stage = quantized::OutputStage {
+    let stage = quant_math::OutputStage {
         offset: 0,
         min,
         max,
@@ -412,7 +451,7 @@ fn prepare_int16(
 
 /// A constant int64 bias's values (any alignment), checked to hold `channels`.
 fn bias_values_i64<'m>(
-    bias: &crate::model::TensorInfo<'m>,
+    bias: &TensorInfo<'m>,
     channels: usize,
 ) -> Result<impl Fn(usize) -> i64 + use<'m>, KernelError> {
     expect_type(bias, &[TensorType::INT64])?;

@@ -366,7 +366,7 @@ pub(crate) fn row_1x4(x: &[i8], offset: i32, w: [&[i8]; 4]) -> [i32; 4] {
 /// left over after the four-row blocks (a layer of fewer than four
 /// outputs is only these), two multiply-adds per `SMLAD`.
 #[inline(always)]
-// Only DSP builds call it (others sum with `quantized::dot_offset`); the
+// Only DSP builds call it (others sum with `quant_math::dot_offset`); the
 // host tests check it against the plain sum all the same.
 #[cfg_attr(not(all(target_arch = "arm", feature = "arm-dsp")), allow(dead_code))]
 pub(crate) fn row_1x1(x: &[i8], offset: i32, w: &[i8]) -> i32 {

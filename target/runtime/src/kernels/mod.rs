@@ -49,11 +49,10 @@ pub mod mirror_pad;
 pub mod mul;
 pub mod pack;
 pub mod pad;
-pub mod padding;
 pub mod pooling;
 pub mod prelu;
+pub mod quant_math;
 pub mod quantize;
-pub mod quantized;
 pub mod reduce;
 pub mod relu;
 pub mod reshape;
@@ -77,6 +76,7 @@ pub mod tensor;
 pub mod transpose;
 pub mod transpose_conv;
 pub mod unary_math;
+pub mod window_axis;
 
 pub use context::{InvokeContext, PrepareContext, Stored};
 

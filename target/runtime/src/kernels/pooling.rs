@@ -15,7 +15,8 @@ use super::fixed_point::activation_range_float;
 use super::fixed_point::activation_range_quantized;
 use super::tensor::{Dims, require_quant};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
-use crate::schema::{Padding, TensorType};
+use crate::model::TensorInfo;
+use crate::schema::{Padding, Pool2DOptions, TensorType};
 
 /// The AVERAGE_POOL_2D kernel.
 pub const AVERAGE_POOL_2D: Registration = Registration {
@@ -131,93 +132,10 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>, mode: u32) -> Result<(), Kernel
             dtype: output.dtype.0,
         });
     }
-    let in_dims = Dims::of(&input)?;
-    let out_dims = Dims::of(&output)?;
-    for (t, d) in [(&input, &in_dims), (&output, &out_dims)] {
-        if d.rank() != 4 || d.as_slice().iter().any(|&v| v < 0) {
-            return Err(KernelError::UnsupportedRank {
-                tensor: t.index,
-                rank: d.rank() as u32,
-            });
-        }
-    }
-    if in_dims.get(0) != out_dims.get(0) || in_dims.get(3) != out_dims.get(3) {
-        return Err(KernelError::ShapeMismatch {
-            tensor: output.index,
-        });
-    }
-    let (stride_h, stride_w) = (options.stride_h(), options.stride_w());
-    let (filter_h, filter_w) = (options.filter_height(), options.filter_width());
-    if stride_h <= 0 || stride_w <= 0 || filter_h <= 0 || filter_w <= 0 {
-        return Err(KernelError::UnsupportedParameter {
-            what: "pool stride or filter size",
-        });
-    }
-    let (in_h, in_w) = (in_dims.get(1), in_dims.get(2));
-    let (out_h, out_w) = (out_dims.get(1), out_dims.get(2));
-    // Window arithmetic (here and per pixel at invoke) stays within i32.
-    let fits = |image: i32, stride: i32, filter: i32, out: i32| {
-        let (image, stride, filter, out) = (
-            i64::from(image),
-            i64::from(stride),
-            i64::from(filter),
-            i64::from(out),
-        );
-        (image + stride + filter).max(out * stride + filter + image) < i64::from(i32::MAX)
-    };
-    if !fits(in_h, stride_h, filter_h, out_h) || !fits(in_w, stride_w, filter_w, out_w) {
-        return Err(KernelError::UnsupportedParameter {
-            what: "pool geometry too large",
-        });
-    }
-    let padding = options.padding();
-    // TFLM pads for the output size the options imply, then walks the
-    // output tensor's own shape.
-    let padding_height = padding_before(
-        stride_h,
-        in_h,
-        filter_h,
-        out_size(padding, in_h, filter_h, stride_h),
-    );
-    let padding_width = padding_before(
-        stride_w,
-        in_w,
-        filter_w,
-        out_size(padding, in_w, filter_w, stride_w),
-    );
-    // Every window must overlap the input.
-    let empty = |n: i32, stride, pad, filter, image| {
-        (0..n).any(|o| {
-            let (_, start, end) = window(o, stride, pad, filter, image);
-            start >= end
-        })
-    };
-    if out_dims.elements() > 0
-        && (empty(out_h, stride_h, padding_height, filter_h, in_h)
-            || empty(out_w, stride_w, padding_width, filter_w, in_w))
-    {
-        return Err(KernelError::ShapeMismatch {
-            tensor: output.index,
-        });
-    }
+    let (in_dims, out_dims) = checked_dims(&input, &output)?;
+    let mut data = window_data(&options, &in_dims, &out_dims, output.index)?;
+    data.mode = mode;
     let activation = options.fused_activation_function();
-    let mut data = PoolData {
-        kind: KIND_FLOAT32,
-        mode,
-        batches: in_dims.get(0) as u32,
-        input_height: in_h as u32,
-        input_width: in_w as u32,
-        depth: in_dims.get(3) as u32,
-        output_height: out_h as u32,
-        output_width: out_w as u32,
-        stride_height: stride_h,
-        stride_width: stride_w,
-        filter_height: filter_h,
-        filter_width: filter_w,
-        padding_height,
-        padding_width,
-        ..PoolData::default()
-    };
     match input.dtype {
         TensorType::FLOAT32 => {
             let (lo, hi) = activation_range_float(activation);
@@ -253,6 +171,114 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>, mode: u32) -> Result<(), Kernel
         }
     }
     ctx.store(&data)
+}
+
+/// The input's and output's shapes: both NHWC, with the same batches and
+/// channels.
+fn checked_dims(
+    input: &TensorInfo<'_>,
+    output: &TensorInfo<'_>,
+) -> Result<(Dims, Dims), KernelError> {
+    let in_dims = Dims::of(input)?;
+    let out_dims = Dims::of(output)?;
+    for (t, d) in [(input, &in_dims), (output, &out_dims)] {
+        if d.rank() != 4 || d.as_slice().iter().any(|&v| v < 0) {
+            return Err(KernelError::UnsupportedRank {
+                tensor: t.index,
+                rank: d.rank() as u32,
+            });
+        }
+    }
+    if in_dims.get(0) != out_dims.get(0) || in_dims.get(3) != out_dims.get(3) {
+        return Err(KernelError::ShapeMismatch {
+            tensor: output.index,
+        });
+    }
+    Ok((in_dims, out_dims))
+}
+
+/// The op data's sizes, strides, filter and TFLM's padding (a float
+/// average pool until the caller says otherwise), checked so that window
+/// arithmetic stays within i32 and every window overlaps the input.
+fn window_data(
+    options: &Pool2DOptions<'_>,
+    in_dims: &Dims,
+    out_dims: &Dims,
+    output: u32,
+) -> Result<PoolData, KernelError> {
+    let (stride_h, stride_w) = (options.stride_h(), options.stride_w());
+    let (filter_h, filter_w) = (options.filter_height(), options.filter_width());
+    if stride_h <= 0 || stride_w <= 0 || filter_h <= 0 || filter_w <= 0 {
+        return Err(KernelError::UnsupportedParameter {
+            what: "pool stride or filter size",
+        });
+    }
+    let (in_h, in_w) = (in_dims.get(1), in_dims.get(2));
+    let (out_h, out_w) = (out_dims.get(1), out_dims.get(2));
+    if !fits_i32(in_h, stride_h, filter_h, out_h) || !fits_i32(in_w, stride_w, filter_w, out_w) {
+        return Err(KernelError::UnsupportedParameter {
+            what: "pool geometry too large",
+        });
+    }
+    let padding = options.padding();
+    // TFLM pads for the output size the options imply, then walks the
+    // output tensor's own shape.
+    let padding_height = padding_before(
+        stride_h,
+        in_h,
+        filter_h,
+        out_size(padding, in_h, filter_h, stride_h),
+    );
+    let padding_width = padding_before(
+        stride_w,
+        in_w,
+        filter_w,
+        out_size(padding, in_w, filter_w, stride_w),
+    );
+    // Every window must overlap the input.
+    if out_dims.elements() > 0
+        && (any_empty_window(out_h, stride_h, padding_height, filter_h, in_h)
+            || any_empty_window(out_w, stride_w, padding_width, filter_w, in_w))
+    {
+        return Err(KernelError::ShapeMismatch { tensor: output });
+    }
+    Ok(PoolData {
+        kind: KIND_FLOAT32,
+        mode: MODE_AVERAGE,
+        batches: in_dims.get(0) as u32,
+        input_height: in_h as u32,
+        input_width: in_w as u32,
+        depth: in_dims.get(3) as u32,
+        output_height: out_h as u32,
+        output_width: out_w as u32,
+        stride_height: stride_h,
+        stride_width: stride_w,
+        filter_height: filter_h,
+        filter_width: filter_w,
+        padding_height,
+        padding_width,
+        ..PoolData::default()
+    })
+}
+
+/// Whether window arithmetic along one axis (here and per pixel at invoke)
+/// stays within i32.
+fn fits_i32(image: i32, stride: i32, filter: i32, out: i32) -> bool {
+    let (image, stride, filter, out) = (
+        i64::from(image),
+        i64::from(stride),
+        i64::from(filter),
+        i64::from(out),
+    );
+    (image + stride + filter).max(out * stride + filter + image) < i64::from(i32::MAX)
+}
+
+/// Whether any of `n` output positions' windows misses the input entirely.
+fn any_empty_window(n: i32, stride: i32, pad: i32, filter: i32, image: i32) -> bool {
+    (0..n).any(|o| {
+        let (_, start, end) = window(o, stride, pad, filter, image);
+        start >= end
+    })
 }
 
 /// One output pixel's window, clamped to the input.

@@ -16,9 +16,9 @@ use super::fixed_point::{
     activation_range_float, activation_range_quantized, multiply_by_quantized_multiplier,
     multiply_by_quantized_multiplier_i64, quantize_multiplier,
 };
-use super::padding::Axis;
 use super::tensor::{Dims, channel_scales, expect_type, require_quant};
-use super::{InvokeContext, KernelError, PrepareContext, Registration, quantized};
+use super::window_axis::Axis;
+use super::{InvokeContext, KernelError, PrepareContext, Registration, quant_math};
 use crate::model::TensorInfo;
 use crate::schema::TensorType;
 
@@ -295,7 +295,7 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
         .ok_or(KernelError::MissingOptions)?;
     expect_type(&shape_in, &[TensorType::INT32])?;
     let activation = options.fused_activation_function();
-    quantized::check_activation(activation)?;
+    quant_math::check_activation(activation)?;
     let shape = geometry(&input, &filter, &output, &options)?;
     if input.dtype != output.dtype {
         return Err(KernelError::UnsupportedType {

@@ -185,6 +185,39 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
         .raw()
         .builtin_options_as_unidirectional_sequence_lstmoptions()
         .ok_or(KernelError::MissingOptions)?;
+    check_operands(ctx)?;
+    let t = Tensors::read(ctx)?;
+    let shape = checked_shape(&t, options.time_major())?;
+    // TFLM's gate code knows sigmoid and tanh, but a model's options can
+    // only name tanh (the schema has no sigmoid activation).
+    if options.fused_activation_function() != ActivationFunctionType::TANH {
+        return Err(KernelError::UnsupportedParameter {
+            what: "LSTM activation must be TANH",
+        });
+    }
+    check_types(&t)?;
+    let cell_clip = options.cell_clip();
+    let data = if t.input.dtype == TensorType::FLOAT32 {
+        OpData {
+            kind: KIND_FLOAT,
+            shape,
+            cell_clip,
+            quant: LstmQuantParams::default(),
+        }
+    } else {
+        OpData {
+            kind: KIND_INT8,
+            shape,
+            cell_clip,
+            quant: LstmQuantParams::from_scales(&integer_scales(&t, cell_clip)?),
+        }
+    };
+    ctx.store(&data)
+}
+
+/// Refuses operand lists TFLM micro does not run: other than 24 inputs
+/// and one output, or with peephole, projection or layer-norm inputs.
+fn check_operands(ctx: &PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
     if ctx.input_count() != INPUT_COUNT {
         return Err(KernelError::UnsupportedParameter {
             what: "UNIDIRECTIONAL_SEQUENCE_LSTM takes 24 inputs (optional ones -1)",
@@ -202,94 +235,111 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
             });
         }
     }
-    let input = ctx.input(INPUT)?;
-    let input_weights: [TensorInfo<'_>; GATES] = [
-        ctx.input(INPUT_WEIGHTS)?,
-        ctx.input(INPUT_WEIGHTS + 1)?,
-        ctx.input(INPUT_WEIGHTS + 2)?,
-        ctx.input(INPUT_WEIGHTS + 3)?,
-    ];
-    let recurrent_weights: [TensorInfo<'_>; GATES] = [
-        ctx.input(RECURRENT_WEIGHTS)?,
-        ctx.input(RECURRENT_WEIGHTS + 1)?,
-        ctx.input(RECURRENT_WEIGHTS + 2)?,
-        ctx.input(RECURRENT_WEIGHTS + 3)?,
-    ];
-    let biases: [TensorInfo<'_>; GATES] = [
-        ctx.input(BIASES)?,
-        ctx.input(BIASES + 1)?,
-        ctx.input(BIASES + 2)?,
-        ctx.input(BIASES + 3)?,
-    ];
-    let hidden = ctx.input(HIDDEN_STATE)?;
-    let cell = ctx.input(CELL_STATE)?;
-    let output = ctx.output(0)?;
-    for (state, position) in [(&hidden, HIDDEN_STATE), (&cell, CELL_STATE)] {
-        if !state.is_variable || state.constant.is_some() {
-            return Err(KernelError::NotVariable {
-                position: position as u32,
-            });
-        }
-    }
+    Ok(())
+}
 
-    // Sizes, as TFLM's CreateLstmSizeInfo and ValidateTensorSize.
-    let time_major = options.time_major();
-    let in_dims = dims_of_rank(&input, 3)?;
+/// The tensors of one LSTM that prepare checks, per gate in tensor order.
+struct Tensors<'m> {
+    input: TensorInfo<'m>,
+    input_weights: [TensorInfo<'m>; GATES],
+    recurrent_weights: [TensorInfo<'m>; GATES],
+    biases: [TensorInfo<'m>; GATES],
+    hidden: TensorInfo<'m>,
+    cell: TensorInfo<'m>,
+    output: TensorInfo<'m>,
+}
+
+impl<'m> Tensors<'m> {
+    /// The operator's tensors, the two states checked to be variable.
+    fn read(ctx: &PrepareContext<'_, 'm, '_>) -> Result<Self, KernelError> {
+        let t = Tensors {
+            input: ctx.input(INPUT)?,
+            input_weights: [
+                ctx.input(INPUT_WEIGHTS)?,
+                ctx.input(INPUT_WEIGHTS + 1)?,
+                ctx.input(INPUT_WEIGHTS + 2)?,
+                ctx.input(INPUT_WEIGHTS + 3)?,
+            ],
+            recurrent_weights: [
+                ctx.input(RECURRENT_WEIGHTS)?,
+                ctx.input(RECURRENT_WEIGHTS + 1)?,
+                ctx.input(RECURRENT_WEIGHTS + 2)?,
+                ctx.input(RECURRENT_WEIGHTS + 3)?,
+            ],
+            biases: [
+                ctx.input(BIASES)?,
+                ctx.input(BIASES + 1)?,
+                ctx.input(BIASES + 2)?,
+                ctx.input(BIASES + 3)?,
+            ],
+            hidden: ctx.input(HIDDEN_STATE)?,
+            cell: ctx.input(CELL_STATE)?,
+            output: ctx.output(0)?,
+        };
+        for (state, position) in [(&t.hidden, HIDDEN_STATE), (&t.cell, CELL_STATE)] {
+            if !state.is_variable || state.constant.is_some() {
+                return Err(KernelError::NotVariable {
+                    position: position as u32,
+                });
+            }
+        }
+        Ok(t)
+    }
+}
+
+/// The sizes, every tensor's shape checked against them, as TFLM's
+/// `CreateLstmSizeInfo` and `ValidateTensorSize`.
+fn checked_shape(t: &Tensors<'_>, time_major: bool) -> Result<LstmShape, KernelError> {
+    let in_dims = dims_of_rank(&t.input, 3)?;
     let (batch, time_steps) = if time_major {
         (in_dims.get(1), in_dims.get(0))
     } else {
         (in_dims.get(0), in_dims.get(1))
     };
     let input_size = in_dims.get(2);
-    let state_size = dims_of_rank(&hidden, 2)?.get(1);
-    for w in &input_weights {
+    let state_size = dims_of_rank(&t.hidden, 2)?.get(1);
+    for w in &t.input_weights {
         if dims_of_rank(w, 2)?.as_slice() != [state_size, input_size] {
             return Err(shape_error(w));
         }
     }
-    for w in &recurrent_weights {
+    for w in &t.recurrent_weights {
         if dims_of_rank(w, 2)?.as_slice() != [state_size, state_size] {
             return Err(shape_error(w));
         }
     }
-    for b in &biases {
+    for b in &t.biases {
         if dims_of_rank(b, 1)?.get(0) != state_size {
             return Err(shape_error(b));
         }
     }
     let state_elements = batch as usize * state_size as usize;
-    if Dims::of(&hidden)?.elements() != state_elements {
-        return Err(shape_error(&hidden));
+    if Dims::of(&t.hidden)?.elements() != state_elements {
+        return Err(shape_error(&t.hidden));
     }
-    if Dims::of(&cell)?.elements() != state_elements {
-        return Err(shape_error(&cell));
+    if Dims::of(&t.cell)?.elements() != state_elements {
+        return Err(shape_error(&t.cell));
     }
-    let out_dims = dims_of_rank(&output, 3)?;
+    let out_dims = dims_of_rank(&t.output, 3)?;
     if out_dims.as_slice() != [in_dims.get(0), in_dims.get(1), state_size] {
-        return Err(shape_error(&output));
+        return Err(shape_error(&t.output));
     }
-    let shape = LstmShape {
+    Ok(LstmShape {
         batch: batch as u32,
         time_steps: time_steps as u32,
         input_size: input_size as u32,
         state_size: state_size as u32,
         time_major: u32::from(time_major),
-    };
+    })
+}
 
-    // TFLM's gate code knows sigmoid and tanh, but a model's options can
-    // only name tanh (the schema has no sigmoid activation).
-    if options.fused_activation_function() != ActivationFunctionType::TANH {
-        return Err(KernelError::UnsupportedParameter {
-            what: "LSTM activation must be TANH",
-        });
-    }
-
-    // Types: the hidden state feeds the recurrent FCs, so it has the
-    // input's type; so has the output. All weights share one type, all
-    // biases another.
-    expect_type(&hidden, &[input.dtype])?;
-    expect_type(&output, &[input.dtype])?;
-    let (weight_type, bias_type, cell_type) = match input.dtype {
+/// The tensors' types: the hidden state feeds the recurrent FCs, so it has
+/// the input's type; so has the output. All weights share one type, all
+/// biases another.
+fn check_types(t: &Tensors<'_>) -> Result<(), KernelError> {
+    expect_type(&t.hidden, &[t.input.dtype])?;
+    expect_type(&t.output, &[t.input.dtype])?;
+    let (weight_type, bias_type, cell_type) = match t.input.dtype {
         TensorType::FLOAT32 => (
             TensorType::FLOAT32,
             TensorType::FLOAT32,
@@ -298,55 +348,43 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
         TensorType::INT8 => (TensorType::INT8, TensorType::INT32, TensorType::INT16),
         other => {
             return Err(KernelError::UnsupportedType {
-                tensor: input.index,
+                tensor: t.input.index,
                 dtype: other.0,
             });
         }
     };
-    for w in input_weights.iter().chain(&recurrent_weights) {
+    for w in t.input_weights.iter().chain(&t.recurrent_weights) {
         expect_type(w, &[weight_type])?;
     }
-    for b in &biases {
+    for b in &t.biases {
         expect_type(b, &[bias_type])?;
     }
-    expect_type(&cell, &[cell_type])?;
+    expect_type(&t.cell, &[cell_type])
+}
 
-    let cell_clip = options.cell_clip();
-    let data = if input.dtype == TensorType::FLOAT32 {
-        OpData {
-            kind: KIND_FLOAT,
-            shape,
-            cell_clip,
-            quant: LstmQuantParams::default(),
-        }
-    } else {
-        let mut w_in = [(0.0, 0); GATES];
-        let mut w_rec = [(0.0, 0); GATES];
-        for g in 0..GATES {
-            w_in[g] = per_tensor(&input_weights[g])?;
-            w_rec[g] = per_tensor(&recurrent_weights[g])?;
-        }
-        let scales = LstmScales {
-            input: per_tensor(&input)?,
-            hidden: per_tensor(&hidden)?,
-            cell: per_tensor(&cell)?.0,
-            input_weights: w_in,
-            recurrent_weights: w_rec,
-            cell_clip,
-        };
-        if !(scales.input.0 > 0.0 && scales.hidden.0 > 0.0 && scales.cell > 0.0) {
-            return Err(KernelError::UnsupportedParameter {
-                what: "LSTM scales must be positive",
-            });
-        }
-        OpData {
-            kind: KIND_INT8,
-            shape,
-            cell_clip,
-            quant: LstmQuantParams::from_scales(&scales),
-        }
+/// The integer path's scales and zero points, per tensor (and checked
+/// positive where TFLM divides by them).
+fn integer_scales(t: &Tensors<'_>, cell_clip: f32) -> Result<LstmScales, KernelError> {
+    let mut w_in = [(0.0, 0); GATES];
+    let mut w_rec = [(0.0, 0); GATES];
+    for g in 0..GATES {
+        w_in[g] = per_tensor(&t.input_weights[g])?;
+        w_rec[g] = per_tensor(&t.recurrent_weights[g])?;
+    }
+    let scales = LstmScales {
+        input: per_tensor(&t.input)?,
+        hidden: per_tensor(&t.hidden)?,
+        cell: per_tensor(&t.cell)?.0,
+        input_weights: w_in,
+        recurrent_weights: w_rec,
+        cell_clip,
     };
-    ctx.store(&data)
+    if !(scales.input.0 > 0.0 && scales.hidden.0 > 0.0 && scales.cell > 0.0) {
+        return Err(KernelError::UnsupportedParameter {
+            what: "LSTM scales must be positive",
+        });
+    }
+    Ok(scales)
 }
 
 fn gate_inputs<'i, T: bytemuck::Pod>(

@@ -1,6 +1,6 @@
 // Writes gemmlowp_golden.txt: reference outputs of gemmlowp's scalar
 // fixed-point math (Debian's libgemmlowp-dev headers) for the unit tests of
-// fixed_point.rs. Regenerate with:
+// fixed_point/gemmlowp.rs. Regenerate with:
 //   g++ -O1 -fwrapv -I/usr/include/gemmlowp gemmlowp_golden.cc -o /tmp/golden
 //   /tmp/golden > gemmlowp_golden.txt
 #include <cstdint>

@@ -30,19 +30,24 @@
 //! any order, so each unit's `rank` filter dots are one contiguous dot
 //! product added straight onto its bias; the float path sums the filter dots
 //! into the bias in TFLM's order, one at a time, so it rounds the same way.
-//! [`reference`] is TFLM's algorithm step for step, scratch buffers included;
-//! the tests hold the two to the same results.
+//! [`reference`](mod@reference) is TFLM's algorithm step for step, scratch
+//! buffers included; the tests hold the two to the same results.
 //!
 //! Speed: the feature matmul widens `input − zero_point` to i16 once per
 //! batch row in a 256-byte stack buffer (rows of up to 128 features; longer
 //! rows use `Σ w·x − zp·Σ w` on the int8 values), so each filter is an
 //! i8 × i16 dot product; on x86-64 those and the int16 time dot products use
 //! SSE2's `pmaddwd`. On tflm_keyword_scrambled's layer shapes this runs in
-//! 2.3–3.4× fewer instructions than [`reference`] (`benches/svdf.rs`).
+//! 2.3–3.4× fewer instructions than [`reference`](mod@reference)
+//! (`benches/svdf.rs`).
+
+mod dot;
+pub mod reference;
 
 use super::fixed_point::{multiply_by_quantized_multiplier, quantize_multiplier};
 use super::tensor::{Dims, expect_type, require_quant};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
+use crate::model::TensorInfo;
 use crate::schema::{ActivationFunctionType, TensorType};
 
 /// The SVDF kernel.
@@ -220,7 +225,7 @@ fn dim_error(tensor: u32) -> KernelError {
     KernelError::ShapeMismatch { tensor }
 }
 
-fn rank2(info: &crate::model::TensorInfo<'_>) -> Result<(usize, usize), KernelError> {
+fn rank2(info: &TensorInfo<'_>) -> Result<(usize, usize), KernelError> {
     let dims = Dims::of(info)?;
     if dims.rank() != 2 {
         return Err(KernelError::UnsupportedRank {
@@ -232,6 +237,16 @@ fn rank2(info: &crate::model::TensorInfo<'_>) -> Result<(usize, usize), KernelEr
         return Err(dim_error(info.index));
     }
     Ok((dims.get(0) as usize, dims.get(1) as usize))
+}
+
+/// The tensors of one SVDF operator, as prepare reads them.
+struct Tensors<'m> {
+    input: TensorInfo<'m>,
+    weights_feature: TensorInfo<'m>,
+    weights_time: TensorInfo<'m>,
+    bias: Option<TensorInfo<'m>>,
+    state: TensorInfo<'m>,
+    output: TensorInfo<'m>,
 }
 
 fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
@@ -250,131 +265,152 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
             what: "SVDF has one output",
         });
     }
-    let input = ctx.input(INPUT)?;
-    let weights_feature = ctx.input(WEIGHTS_FEATURE)?;
-    let weights_time = ctx.input(WEIGHTS_TIME)?;
-    let bias = ctx.optional_input(BIAS);
-    let state = ctx.input(STATE)?;
-    let output = ctx.output(0)?;
-
-    let rank = options.rank();
-    if rank <= 0 {
-        return Err(KernelError::UnsupportedParameter {
-            what: "SVDF rank must be positive",
-        });
-    }
-    let (batch, input_size) = rank2(&input)?;
-    let (filters, feature_cols) = rank2(&weights_feature)?;
-    let (time_rows, memory) = rank2(&weights_time)?;
-    let rank = rank as usize;
-    if filters % rank != 0 || feature_cols != input_size {
-        return Err(dim_error(weights_feature.index));
-    }
-    let units = filters / rank;
-    if time_rows != filters || memory == 0 {
-        return Err(dim_error(weights_time.index));
-    }
-    if let Some(bias) = &bias {
-        let dims = Dims::of(bias)?;
-        if dims.rank() == 0 || dims.get(0) as usize != units || dims.elements() != units {
-            return Err(dim_error(bias.index));
-        }
-    }
-    if rank2(&state)? != (batch, memory * filters) {
-        return Err(dim_error(state.index));
-    }
-    if !state.is_variable || state.constant.is_some() {
-        return Err(KernelError::NotVariable {
-            position: STATE as u32,
-        });
-    }
-    if rank2(&output)? != (batch, units) {
-        return Err(dim_error(output.index));
-    }
-    let shape = SvdfShape {
-        batch: batch as u32,
-        input_size: input_size as u32,
-        filters: filters as u32,
-        rank: rank as u32,
-        memory: memory as u32,
+    let t = Tensors {
+        input: ctx.input(INPUT)?,
+        weights_feature: ctx.input(WEIGHTS_FEATURE)?,
+        weights_time: ctx.input(WEIGHTS_TIME)?,
+        bias: ctx.optional_input(BIAS),
+        state: ctx.input(STATE)?,
+        output: ctx.output(0)?,
     };
-
+    let shape = checked_shape(&t, options.rank())?;
     let activation = options.fused_activation_function();
-    let data = match input.dtype {
-        TensorType::INT8 => {
-            expect_type(&weights_feature, &[TensorType::INT8])?;
-            expect_type(&weights_time, &[TensorType::INT16, TensorType::INT8])?;
-            // TFLM picks the state type from weights_time's; both must agree.
-            expect_type(&state, &[weights_time.dtype])?;
-            expect_type(&output, &[TensorType::INT8])?;
-            let q_input = require_quant(&input)?;
-            let q_feature = require_quant(&weights_feature)?;
-            let q_time = require_quant(&weights_time)?;
-            let q_state = require_quant(&state)?;
-            let q_output = require_quant(&output)?;
-            if let Some(bias) = &bias {
-                expect_type(bias, &[TensorType::INT32])?;
-                // TFLM checks the bias was quantised with state·weights_time.
-                let q_bias = require_quant(bias)?;
-                let expected = f64::from(q_state.scale * q_time.scale);
-                if (f64::from(q_bias.scale) - expected).abs() >= 1e-5 {
-                    return Err(KernelError::UnsupportedParameter {
-                        what: "SVDF bias scale must be state scale times weights_time scale",
-                    });
-                }
-            }
-            OpData {
-                kind: if weights_time.dtype == TensorType::INT16 {
-                    KIND_INT16_STATE
-                } else {
-                    KIND_INT8_STATE
-                },
-                activation: i32::from(activation.0),
-                shape,
-                quant: SvdfQuantParams::from_scales(
-                    (q_input.scale, q_input.zero_point),
-                    q_feature.scale,
-                    q_time.scale,
-                    (q_state.scale, q_state.zero_point),
-                    (q_output.scale, q_output.zero_point),
-                ),
-            }
-        }
-        TensorType::FLOAT32 => {
-            for t in [&weights_feature, &weights_time, &state, &output] {
-                expect_type(t, &[TensorType::FLOAT32])?;
-            }
-            if let Some(bias) = &bias {
-                expect_type(bias, &[TensorType::FLOAT32])?;
-            }
-            if !matches!(
-                activation,
-                ActivationFunctionType::NONE
-                    | ActivationFunctionType::RELU
-                    | ActivationFunctionType::RELU_N1_TO_1
-                    | ActivationFunctionType::RELU6
-                    | ActivationFunctionType::TANH
-                    | ActivationFunctionType::SIGN_BIT
-            ) {
-                return Err(KernelError::UnsupportedParameter {
-                    what: "SVDF fused activation",
-                });
-            }
-            OpData {
-                kind: KIND_FLOAT,
-                activation: i32::from(activation.0),
-                shape,
-                quant: SvdfQuantParams::default(),
-            }
-        }
+    let data = match t.input.dtype {
+        TensorType::INT8 => integer_op_data(&t, shape, activation)?,
+        TensorType::FLOAT32 => float_op_data(&t, shape, activation)?,
         other => {
             return Err(KernelError::UnsupportedType {
-                tensor: input.index,
+                tensor: t.input.index,
                 dtype: other.0,
             });
         }
     };
     ctx.store(&data)
+}
+
+/// The operator's sizes, every tensor's shape checked against them (and
+/// the state checked to be a variable tensor).
+fn checked_shape(t: &Tensors<'_>, rank: i32) -> Result<SvdfShape, KernelError> {
+    if rank <= 0 {
+        return Err(KernelError::UnsupportedParameter {
+            what: "SVDF rank must be positive",
+        });
+    }
+    let (batch, input_size) = rank2(&t.input)?;
+    let (filters, feature_cols) = rank2(&t.weights_feature)?;
+    let (time_rows, memory) = rank2(&t.weights_time)?;
+    let rank = rank as usize;
+    if filters % rank != 0 || feature_cols != input_size {
+        return Err(dim_error(t.weights_feature.index));
+    }
+    let units = filters / rank;
+    if time_rows != filters || memory == 0 {
+        return Err(dim_error(t.weights_time.index));
+    }
+    if let Some(bias) = &t.bias {
+        let dims = Dims::of(bias)?;
+        if dims.rank() == 0 || dims.get(0) as usize != units || dims.elements() != units {
+            return Err(dim_error(bias.index));
+        }
+    }
+    if rank2(&t.state)? != (batch, memory * filters) {
+        return Err(dim_error(t.state.index));
+    }
+    if !t.state.is_variable || t.state.constant.is_some() {
+        return Err(KernelError::NotVariable {
+            position: STATE as u32,
+        });
+    }
+    if rank2(&t.output)? != (batch, units) {
+        return Err(dim_error(t.output.index));
+    }
+    Ok(SvdfShape {
+        batch: batch as u32,
+        input_size: input_size as u32,
+        filters: filters as u32,
+        rank: rank as u32,
+        memory: memory as u32,
+    })
+}
+
+/// The integer path's op data: the tensors' types and quantisation
+/// checked, the two effective scales quantised.
+fn integer_op_data(
+    t: &Tensors<'_>,
+    shape: SvdfShape,
+    activation: ActivationFunctionType,
+) -> Result<OpData, KernelError> {
+    expect_type(&t.weights_feature, &[TensorType::INT8])?;
+    expect_type(&t.weights_time, &[TensorType::INT16, TensorType::INT8])?;
+    // TFLM picks the state type from weights_time's; both must agree.
+    expect_type(&t.state, &[t.weights_time.dtype])?;
+    expect_type(&t.output, &[TensorType::INT8])?;
+    let q_input = require_quant(&t.input)?;
+    let q_feature = require_quant(&t.weights_feature)?;
+    let q_time = require_quant(&t.weights_time)?;
+    let q_state = require_quant(&t.state)?;
+    let q_output = require_quant(&t.output)?;
+    if let Some(bias) = &t.bias {
+        expect_type(bias, &[TensorType::INT32])?;
+        // TFLM checks the bias was quantised with state·weights_time.
+        let q_bias = require_quant(bias)?;
+        let expected = f64::from(q_state.scale * q_time.scale);
+        if (f64::from(q_bias.scale) - expected).abs() >= 1e-5 {
+            return Err(KernelError::UnsupportedParameter {
+                what: "SVDF bias scale must be state scale times weights_time scale",
+            });
+        }
+    }
+    Ok(OpData {
+        kind: if t.weights_time.dtype == TensorType::INT16 {
+            KIND_INT16_STATE
+        } else {
+            KIND_INT8_STATE
+        },
+        activation: i32::from(activation.0),
+        shape,
+        quant: SvdfQuantParams::from_scales(
+            (q_input.scale, q_input.zero_point),
+            q_feature.scale,
+            q_time.scale,
+            (q_state.scale, q_state.zero_point),
+            (q_output.scale, q_output.zero_point),
+        ),
+    })
+}
+
+/// The float path's op data: every tensor float32, an activation TFLM's
+/// float SVDF applies.
+fn float_op_data(
+    t: &Tensors<'_>,
+    shape: SvdfShape,
+    activation: ActivationFunctionType,
+) -> Result<OpData, KernelError> {
+    for tensor in [&t.weights_feature, &t.weights_time, &t.state, &t.output] {
+        expect_type(tensor, &[TensorType::FLOAT32])?;
+    }
+    if let Some(bias) = &t.bias {
+        expect_type(bias, &[TensorType::FLOAT32])?;
+    }
+    if !matches!(
+        activation,
+        ActivationFunctionType::NONE
+            | ActivationFunctionType::RELU
+            | ActivationFunctionType::RELU_N1_TO_1
+            | ActivationFunctionType::RELU6
+            | ActivationFunctionType::TANH
+            | ActivationFunctionType::SIGN_BIT
+    ) {
+        return Err(KernelError::UnsupportedParameter {
+            what: "SVDF fused activation",
+        });
+    }
+    Ok(OpData {
+        kind: KIND_FLOAT,
+        activation: i32::from(activation.0),
+        shape,
+        quant: SvdfQuantParams::default(),
+    })
 }
 
 fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
@@ -491,131 +527,6 @@ fn dot_state<T: StateElement>(weights: &[T], state: &[T], zero_point: i32) -> i3
         weights.iter().zip(state).fold(0i32, |acc, (&w, &s)| {
             acc.wrapping_add(w.into().wrapping_mul(s.into().wrapping_sub(zero_point)))
         })
-    }
-}
-
-/// Wrapping int32 dot products. On x86-64 the baseline SSE2 `pmaddwd`
-/// (two i16 products summed into each i32 lane) does 8 or 16 products a
-/// step, which LLVM does not find on its own for i8 weights; elsewhere the
-/// plain loops, which LLVM vectorises or Arm's DSP pass pairs. Lane sums
-/// wrap like the scalar ones, so the results are the same modulo 2³².
-mod dot {
-    /// `Σ a·b` over i8 × i16, plain loop.
-    #[inline(always)]
-    pub(super) fn i8_i16_portable(a: &[i8], b: &[i16]) -> i32 {
-        a.iter().zip(b).fold(0i32, |acc, (&x, &y)| {
-            acc.wrapping_add(i32::from(x) * i32::from(y))
-        })
-    }
-
-    /// `Σ a·b` over i16 × i16, plain loop.
-    #[inline(always)]
-    pub(super) fn i16_i16_portable(a: &[i16], b: &[i16]) -> i32 {
-        a.iter().zip(b).fold(0i32, |acc, (&x, &y)| {
-            acc.wrapping_add(i32::from(x) * i32::from(y))
-        })
-    }
-
-    #[cfg(not(target_arch = "x86_64"))]
-    pub(super) use i8_i16_portable as i8_i16;
-    #[cfg(not(target_arch = "x86_64"))]
-    pub(super) use i16_i16_portable as i16_i16;
-
-    #[cfg(target_arch = "x86_64")]
-    use core::arch::x86_64::{
-        __m128i, _mm_add_epi32, _mm_cvtsi128_si32, _mm_loadu_si128, _mm_madd_epi16,
-        _mm_setzero_si128, _mm_shuffle_epi32, _mm_srai_epi16, _mm_unpackhi_epi8, _mm_unpacklo_epi8,
-    };
-
-    /// The four lanes of `v` added (wrapping, as `paddd` does).
-    #[cfg(target_arch = "x86_64")]
-    #[inline(always)]
-    fn lane_sum(v: __m128i) -> i32 {
-        // SAFETY: SSE2 is part of the x86-64 baseline; no memory access.
-        unsafe {
-            let v = _mm_add_epi32(v, _mm_shuffle_epi32::<0b01_00_11_10>(v));
-            let v = _mm_add_epi32(v, _mm_shuffle_epi32::<0b10_11_00_01>(v));
-            _mm_cvtsi128_si32(v)
-        }
-    }
-
-    /// `Σ a·b` over i8 × i16, 16 products a step.
-    #[cfg(target_arch = "x86_64")]
-    #[inline(always)]
-    pub(super) fn i8_i16(a: &[i8], b: &[i16]) -> i32 {
-        let n = a.len().min(b.len());
-        let blocks = n / 16;
-        // SAFETY: SSE2 is part of the x86-64 baseline. Block `k` reads
-        // a[16k..16k + 16] and b[16k..16k + 16], inside both slices since
-        // 16k + 16 ≤ n; unaligned loads accept any address.
-        let head = unsafe {
-            let mut acc = _mm_setzero_si128();
-            for k in 0..blocks {
-                let w = _mm_loadu_si128(a.as_ptr().add(16 * k).cast::<__m128i>());
-                // Bytes doubled into 16-bit lanes, shifted back down: sign-extended.
-                let w_lo = _mm_srai_epi16::<8>(_mm_unpacklo_epi8(w, w));
-                let w_hi = _mm_srai_epi16::<8>(_mm_unpackhi_epi8(w, w));
-                let x_lo = _mm_loadu_si128(b.as_ptr().add(16 * k).cast::<__m128i>());
-                let x_hi = _mm_loadu_si128(b.as_ptr().add(16 * k + 8).cast::<__m128i>());
-                acc = _mm_add_epi32(acc, _mm_madd_epi16(w_lo, x_lo));
-                acc = _mm_add_epi32(acc, _mm_madd_epi16(w_hi, x_hi));
-            }
-            lane_sum(acc)
-        };
-        head.wrapping_add(i8_i16_portable(&a[16 * blocks..n], &b[16 * blocks..n]))
-    }
-
-    /// `Σ a·b` over i16 × i16, 8 products a step.
-    #[cfg(target_arch = "x86_64")]
-    #[inline(always)]
-    pub(super) fn i16_i16(a: &[i16], b: &[i16]) -> i32 {
-        let n = a.len().min(b.len());
-        let blocks = n / 8;
-        // SAFETY: SSE2 is part of the x86-64 baseline. Block `k` reads
-        // a[8k..8k + 8] and b[8k..8k + 8], inside both slices. `pmaddwd`
-        // overflows only for four −32768s, giving −2³¹: the wrapped sum.
-        let head = unsafe {
-            let mut acc = _mm_setzero_si128();
-            for k in 0..blocks {
-                let x = _mm_loadu_si128(a.as_ptr().add(8 * k).cast::<__m128i>());
-                let y = _mm_loadu_si128(b.as_ptr().add(8 * k).cast::<__m128i>());
-                acc = _mm_add_epi32(acc, _mm_madd_epi16(x, y));
-            }
-            lane_sum(acc)
-        };
-        head.wrapping_add(i16_i16_portable(&a[8 * blocks..n], &b[8 * blocks..n]))
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use proptest::prelude::*;
-
-        proptest! {
-            #[test]
-            fn i8_i16_matches_plain_loop(
-                pairs in prop::collection::vec((any::<i8>(), any::<i16>()), 0..80)
-            ) {
-                let (a, b): (Vec<i8>, Vec<i16>) = pairs.into_iter().unzip();
-                prop_assert_eq!(super::i8_i16(&a, &b), super::i8_i16_portable(&a, &b));
-            }
-
-            #[test]
-            fn i16_i16_matches_plain_loop(
-                pairs in prop::collection::vec(
-                    (prop_oneof![any::<i16>(), Just(i16::MIN)], prop_oneof![any::<i16>(), Just(i16::MIN)]),
-                    0..80,
-                )
-            ) {
-                let (a, b): (Vec<i16>, Vec<i16>) = pairs.into_iter().unzip();
-                prop_assert_eq!(super::i16_i16(&a, &b), super::i16_i16_portable(&a, &b));
-            }
-        }
-
-        #[test]
-        fn i16_i16_wraps_like_the_plain_loop() {
-            let a = [i16::MIN; 16];
-            assert_eq!(super::i16_i16(&a, &a), super::i16_i16_portable(&a, &a));
-        }
     }
 }
 
@@ -810,176 +721,4 @@ pub fn eval_float(
         }
     }
     Ok(())
-}
-
-/// TFLM's SVDF algorithm step for step, with its scratch buffers passed in:
-/// the yardstick the kernels above are tested against, not a kernel.
-pub mod reference {
-    use super::{
-        KernelError, StateElement, SvdfQuantParams, SvdfShape, activation_float,
-        multiply_by_quantized_multiplier,
-    };
-    use crate::schema::ActivationFunctionType;
-
-    /// `EvalIntegerSvdfReference`: `scratch` holds `batch · filters` words,
-    /// `scratch_output` `batch · units`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn eval_integer<T: StateElement>(
-        shape: &SvdfShape,
-        quant: &SvdfQuantParams,
-        input: &[i8],
-        weights_feature: &[i8],
-        weights_time: &[T],
-        bias: Option<&[i32]>,
-        state: &mut [T],
-        output: &mut [i8],
-        scratch: &mut [i32],
-        scratch_output: &mut [i32],
-    ) -> Result<(), KernelError> {
-        let n_batch = shape.batch as usize;
-        let n_input = shape.input_size as usize;
-        let n_filter = shape.filters as usize;
-        let n_rank = shape.rank as usize;
-        let n_unit = shape.units();
-        let n_memory = shape.memory as usize;
-        if scratch.len() < n_batch * n_filter || scratch_output.len() < n_batch * n_unit {
-            return Err(KernelError::Internal);
-        }
-
-        // Left shift the whole state by one element.
-        for i in 1..n_batch * n_filter * n_memory {
-            state[i - 1] = state[i];
-        }
-
-        // Feature matmul into each filter's newest column.
-        for b in 0..n_batch {
-            for r in 0..n_filter {
-                let mut dot_prod = 0i32;
-                for c in 0..n_input {
-                    let w = i32::from(weights_feature[r * n_input + c]);
-                    let x = i32::from(input[b * n_input + c]) - quant.input_zero_point;
-                    dot_prod = dot_prod.wrapping_add(w.wrapping_mul(x));
-                }
-                dot_prod = multiply_by_quantized_multiplier(
-                    dot_prod,
-                    quant.scale_1_multiplier,
-                    quant.scale_1_shift,
-                );
-                dot_prod = quant.state_zero_point.wrapping_add(dot_prod);
-                dot_prod = dot_prod.clamp(T::MIN, T::MAX);
-                state[b * n_filter * n_memory + r * n_memory + n_memory - 1] =
-                    T::saturate(dot_prod);
-            }
-        }
-
-        // Time weights.
-        for b in 0..n_batch {
-            for i in 0..n_filter {
-                let mut acc = 0i32;
-                for j in 0..n_memory {
-                    let w: i32 = weights_time[i * n_memory + j].into();
-                    let s: i32 = state[b * n_memory * n_filter + i * n_memory + j].into();
-                    acc = acc.wrapping_add(w.wrapping_mul(s.wrapping_sub(quant.state_zero_point)));
-                }
-                scratch[b * n_filter + i] = acc;
-            }
-        }
-
-        // Bias.
-        for b in 0..n_batch {
-            for j in 0..n_unit {
-                scratch_output[b * n_unit + j] = bias.map_or(0, |bias| bias[j]);
-            }
-        }
-
-        // Reduce over rank.
-        for b in 0..n_batch {
-            for i in 0..n_unit {
-                for j in 0..n_rank {
-                    let v = scratch[b * n_filter + i * n_rank + j];
-                    scratch_output[b * n_unit + i] = scratch_output[b * n_unit + i].wrapping_add(v);
-                }
-            }
-        }
-
-        // Rescale.
-        for i in 0..n_batch * n_unit {
-            let x2 = multiply_by_quantized_multiplier(
-                scratch_output[i],
-                quant.scale_2_multiplier,
-                quant.scale_2_shift,
-            );
-            let x3 = x2.wrapping_add(quant.output_zero_point);
-            output[i] = x3.clamp(-128, 127) as i8;
-        }
-        Ok(())
-    }
-
-    /// `EvalFloatSvdfReference`: `scratch` holds `batch · filters` floats.
-    #[allow(clippy::too_many_arguments)]
-    pub fn eval_float(
-        shape: &SvdfShape,
-        activation: ActivationFunctionType,
-        input: &[f32],
-        weights_feature: &[f32],
-        weights_time: &[f32],
-        bias: Option<&[f32]>,
-        state: &mut [f32],
-        output: &mut [f32],
-        scratch: &mut [f32],
-    ) -> Result<(), KernelError> {
-        let batch_size = shape.batch as usize;
-        let input_size = shape.input_size as usize;
-        let num_filters = shape.filters as usize;
-        let rank = shape.rank as usize;
-        let num_units = shape.units();
-        let memory_size = shape.memory as usize;
-        if scratch.len() < batch_size * num_filters {
-            return Err(KernelError::Internal);
-        }
-
-        for i in 1..batch_size * num_filters * memory_size {
-            state[i - 1] = state[i];
-        }
-
-        for b in 0..batch_size {
-            for j in 0..num_filters {
-                let mut dot_prod = 0.0f32;
-                for k in 0..input_size {
-                    dot_prod += weights_feature[j * input_size + k] * input[b * input_size + k];
-                }
-                state[b * num_filters * memory_size + j * memory_size + memory_size - 1] = dot_prod;
-            }
-        }
-
-        for b in 0..batch_size {
-            for i in 0..num_filters {
-                let mut acc = 0.0f32;
-                for j in 0..memory_size {
-                    acc += weights_time[i * memory_size + j]
-                        * state[b * memory_size * num_filters + i * memory_size + j];
-                }
-                scratch[b * num_filters + i] = acc;
-            }
-        }
-
-        for b in 0..batch_size {
-            for j in 0..num_units {
-                output[b * num_units + j] = bias.map_or(0.0, |bias| bias[j]);
-            }
-        }
-
-        for b in 0..batch_size {
-            for i in 0..num_units {
-                for j in 0..rank {
-                    output[b * num_units + i] += scratch[b * num_filters + i * rank + j];
-                }
-            }
-        }
-
-        for v in output[..batch_size * num_units].iter_mut() {
-            *v = activation_float(activation, *v);
-        }
-        Ok(())
-    }
 }

@@ -1,9 +1,11 @@
-//! Sliding-window geometry shared by the convolution-like kernels: TFLM's
-//! output sizes and padding, and, per output position, which filter taps
-//! land inside the input.
+//! Sliding-window geometry along one axis, shared by the convolution-like
+//! kernels: TFLM's output sizes and padding, and, per output position, which
+//! filter taps land inside the input. `conv_geometry` pairs two of these for
+//! CONV_2D and DEPTHWISE_CONV_2D; TRANSPOSE_CONV uses them on their own. (The
+//! PAD operator is `pad`, unrelated.)
 //!
 //! ```
-//! use hilt_runtime::kernels::padding::Axis;
+//! use hilt_runtime::kernels::window_axis::Axis;
 //! use hilt_runtime::schema::Padding;
 //!
 //! // 5 wide, 3-tap filter, stride 2, SAME: 3 outputs, one pad column each side.

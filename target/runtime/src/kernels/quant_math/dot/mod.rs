@@ -1,0 +1,99 @@
+//! The int8 dot products of the conv-like kernels, and which one a build
+//! runs: SSE2 on x86-64 (`sse2`), the DSP extension's blocks on Arm cores
+//! that have it (`gemm`), plain Rust elsewhere (`portable`). Every variant
+//! gives the portable one's bits; the tests hold them to it.
+
+mod portable;
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+mod sse2;
+
+pub use portable::{dot_i16, dot_offset, dot4_i16_portable, dot4_portable, sum};
+
+/// `Σ w_r·(x + x_offset)` for four weight rows of `x.len()` weights.
+/// `x_offset` is in `-128..=128`, so `x + x_offset` fits 16 bits.
+#[inline(always)]
+pub fn dot4(x: &[i8], x_offset: i32, w: [&[i8]; 4]) -> [i32; 4] {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    {
+        if x.len() >= 64 {
+            sse2::dot4_long(x, x_offset, w)
+        } else {
+            sse2::dot4(x, x_offset, w)
+        }
+    }
+    #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+    {
+        super::super::gemm::row_1x4(x, x_offset, w)
+    }
+    #[cfg(not(any(
+        all(target_arch = "x86_64", target_feature = "sse2"),
+        all(target_arch = "arm", feature = "arm-dsp")
+    )))]
+    {
+        dot4_portable(x, x_offset, w)
+    }
+}
+
+/// `Σ w_r·x` for four weight rows, `x` already offset into 16 bits (an
+/// im2col patch: `x + input_offset`, padded taps 0).
+#[inline(always)]
+pub fn dot4_i16(x: &[i16], w: [&[i8]; 4]) -> [i32; 4] {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    {
+        sse2::dot4_i16(x, w)
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+    {
+        dot4_i16_portable(x, w)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn naive(a: &[i8], b: &[i8]) -> i32 {
+        a.iter()
+            .zip(b)
+            .map(|(&x, &y)| i32::from(x) * i32::from(y))
+            .sum()
+    }
+
+    #[test]
+    fn dots_match_naive() {
+        let a: Vec<i8> = (0..77).map(|i| ((i * 37 + 11) % 256) as u8 as i8).collect();
+        let b: Vec<i8> = (0..77).map(|i| ((i * 91 + 5) % 256) as u8 as i8).collect();
+        for n in 0..77 {
+            let got = dot4(&a[..n], 0, [&b[..n], &a[..n], &b[..n], &b[..n]]);
+            assert_eq!(got[0], naive(&a[..n], &b[..n]));
+            assert_eq!(got[1], naive(&a[..n], &a[..n]));
+            // Input offsets span -127..=128 (int8 zero points).
+            let shifted: Vec<i16> = a[..n].iter().map(|&v| i16::from(v) - 7).collect();
+            let rows = [&b[..n], &a[..n], &b[..n], &b[..n]];
+            assert_eq!(dot4_i16(&shifted, rows), dot4_portable(&a[..n], -7, rows));
+            assert_eq!(
+                dot4_i16_portable(&shifted, rows),
+                dot4_portable(&a[..n], -7, rows)
+            );
+            assert_eq!(dot_i16(&shifted, &b[..n]), dot_offset(&b[..n], &a[..n], -7));
+            for offset in [128, -127, 0, 5] {
+                let rows = [&b[..n], &a[..n], &b[..n], &b[..n]];
+                assert_eq!(
+                    crate::kernels::gemm::row_1x4(&a[..n], offset, rows),
+                    dot4_portable(&a[..n], offset, rows)
+                );
+                let got = dot4(&a[..n], offset, rows);
+                assert_eq!(got, dot4_portable(&a[..n], offset, rows));
+                assert_eq!(got[2], dot_offset(&b[..n], &a[..n], offset));
+            }
+            assert_eq!(
+                dot_offset(&a[..n], &b[..n], 128),
+                a[..n]
+                    .iter()
+                    .zip(&b[..n])
+                    .map(|(&w, &x)| i32::from(w) * (i32::from(x) + 128))
+                    .sum::<i32>()
+            );
+        }
+    }
+}
