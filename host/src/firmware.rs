@@ -373,11 +373,6 @@ fn build_base(
         .chain(request.features.iter().cloned())
         .collect::<Vec<_>>()
         .join(",");
-    // One build folder for every firmware: dependencies are built once; a
-    // change of slot, arena, planner, canary or features only re-runs the
-    // firmware crate's build script (it declares those inputs), and each
-    // result is copied out under its key before the next build.
-    let target_dir = repo.join("build/firmware/cache");
     let boards_dir = boards_dir(repo, request)?;
     let pools = request.pools.map(|p| p.join(",")).unwrap_or_default();
     let board_toml = boards_dir.join(format!("{}.toml", request.board.name));
@@ -392,14 +387,14 @@ fn build_base(
     if elf.is_file() {
         return Ok(elf);
     }
-    // Builds share one output folder: hold a lock from the build until the
-    // ELF is copied out, so a concurrent build (another thread or process)
-    // cannot replace it in between.
-    let _lock = lock_build_folder(&target_dir)?;
+    // One build per firmware at a time: a second request for the same key
+    // (another thread or process) waits for the first, then finds its ELF.
+    let _key_lock = lock_file(&elf.with_extension("lock"))?;
     if elf.is_file() {
         // Built by whoever held the lock while this run waited for it.
         return Ok(elf);
     }
+    let (target_dir, _folder_lock) = lock_a_build_folder(repo)?;
     let manifest = crate_dir.join("Cargo.toml");
     let binary = package_name(&manifest)?;
     let build = FirmwareBuild {
@@ -653,23 +648,70 @@ fn package_name(manifest: &Path) -> Result<String, BuildError> {
         })
 }
 
-/// Takes the lock of the shared build folder `target_dir` (made if new);
-/// released when the returned file is dropped.
-fn lock_build_folder(target_dir: &Path) -> Result<std::fs::File, BuildError> {
-    std::fs::create_dir_all(target_dir).map_err(|source| BuildError::Io {
-        path: target_dir.to_path_buf(),
-        source,
-    })?;
-    let lock_path = target_dir.join("hilt-build.lock");
-    let lock = std::fs::File::create(&lock_path).map_err(|source| BuildError::Io {
-        path: lock_path.clone(),
-        source,
-    })?;
+/// Build folders firmware builds may use at once. Dependencies are built
+/// once per folder and a change of slot, arena, planner, canary or features
+/// only re-runs the firmware crate's build script (it declares those
+/// inputs); the final fat-LTO link runs on one core, so on a machine with
+/// two cores or more two builds in two folders take the time of one.
+fn build_folders(repo: &Path) -> Vec<PathBuf> {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    (1..=cores.min(2))
+        .map(|k| match k {
+            1 => repo.join("build/firmware/cache"),
+            k => repo.join(format!("build/firmware/cache-{k}")),
+        })
+        .collect()
+}
+
+/// Takes the lock of a free build folder (waiting while all are busy):
+/// held from the build until its ELF is copied out, so no other build
+/// replaces the folder's output in between. Released when the returned
+/// file is dropped.
+fn lock_a_build_folder(repo: &Path) -> Result<(PathBuf, std::fs::File), BuildError> {
+    let folders = build_folders(repo);
+    loop {
+        for dir in &folders {
+            let lock_path = dir.join("hilt-build.lock");
+            let lock = open_lock(&lock_path)?;
+            match lock.try_lock() {
+                Ok(()) => return Ok((dir.clone(), lock)),
+                Err(std::fs::TryLockError::WouldBlock) => {}
+                Err(std::fs::TryLockError::Error(source)) => {
+                    return Err(BuildError::Io {
+                        path: lock_path,
+                        source,
+                    });
+                }
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// Takes the lock file at `path` (made if new, its folder too), waiting
+/// for whoever holds it; released when the returned file is dropped.
+fn lock_file(path: &Path) -> Result<std::fs::File, BuildError> {
+    let lock = open_lock(path)?;
     lock.lock().map_err(|source| BuildError::Io {
-        path: lock_path,
+        path: path.into(),
         source,
     })?;
     Ok(lock)
+}
+
+/// Opens (or makes) a lock file and its folder.
+fn open_lock(path: &Path) -> Result<std::fs::File, BuildError> {
+    let io = |source| BuildError::Io {
+        path: path.into(),
+        source,
+    };
+    std::fs::create_dir_all(path.parent().unwrap_or(Path::new("."))).map_err(io)?;
+    std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(io)
 }
 
 /// A failed build, with the compiler's or build script's own last words
@@ -696,6 +738,20 @@ fn build_failure(board: &str, stderr: &str) -> BuildError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_busy_build_folder_sends_the_next_build_to_another() {
+        let repo = std::env::temp_dir().join(format!("hilt-build-folders-{}", std::process::id()));
+        let (first, _held) = lock_a_build_folder(&repo).unwrap();
+        assert_eq!(first, repo.join("build/firmware/cache"));
+        if build_folders(&repo).len() > 1 {
+            // The first folder's lock is held: the next build takes the
+            // second at once instead of waiting.
+            let (second, _also_held) = lock_a_build_folder(&repo).unwrap();
+            assert_eq!(second, repo.join("build/firmware/cache-2"));
+        }
+        std::fs::remove_dir_all(&repo).unwrap();
+    }
 
     #[test]
     fn a_fixed_slot_serves_every_model_that_fits_it_and_classes_the_rest() {
