@@ -34,6 +34,7 @@ impl<C: Clock + ?Sized> Profile<'_, C> {
     /// Adds the counts since `start` to op `op`'s sum. The clock is read
     /// last, so that the bookkeeping before it is the op's, as it always
     /// was, and nothing after it is.
+    #[inline(always)]
     pub(crate) fn charge(&mut self, op: u32, start: u64) {
         if let Some(slot) = self.per_op.get_mut(op as usize) {
             *slot += self.clock.now().saturating_sub(start);

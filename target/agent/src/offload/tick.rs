@@ -43,14 +43,15 @@ struct State {
     /// borrows it for as long as it exists).
     window: [AddressWindow; 1],
     /// Counts taken out of the figures (the engine emulated: PendSV, the
-    /// engine's side of submit, retire, clean and invalidate, oversleep),
-    /// by category; its driver fields are unused (see below).
+    /// engine's side of submit, retire, clean and invalidate, oversleep)
+    /// and put in (the modelled driver), by category.
     ledger: EngineLedger,
     /// The modelled driver, in core cycles.
     driver: DriverModel,
     /// Core cycles the modelled driver has cost so far: per submit, per
-    /// cache line. Kept in cycles and turned into counts when read, so
-    /// that a line's few cycles are not rounded away one call at a time.
+    /// cache line. Kept in cycles, and the ledger's counts recomputed from
+    /// them, so that a line's few cycles are not rounded away one call at a
+    /// time.
     driver_cycles: (u64, u64),
     /// The last job that completed, and when (net of emulation).
     completed: Option<(JobId, u64)>,
@@ -65,19 +66,17 @@ impl State {
     /// The counter's reading `raw` net of the ledger: emulation out, the
     /// modelled driver in.
     fn net(&self, raw: u64) -> u64 {
-        let (submits, lines) = self.driver_cycles;
         raw.saturating_sub(self.ledger.removed())
-            .saturating_add(self.counts(submits + lines))
+            .saturating_add(self.ledger.kept())
     }
 
-    /// The ledger, the driver's cycles turned into counts.
-    fn ledger(&self) -> EngineLedger {
-        let (submits, lines) = self.driver_cycles;
-        EngineLedger {
-            driver_submit: self.counts(submits),
-            driver_cache: self.counts(lines),
-            ..self.ledger
-        }
+    /// Adds `cycles` of the modelled driver (per submit or per line) and
+    /// updates the ledger's counts.
+    fn charge_driver(&mut self, submit: u64, lines: u64) {
+        self.driver_cycles.0 += submit;
+        self.driver_cycles.1 += lines;
+        self.ledger.driver_submit = self.counts(self.driver_cycles.0);
+        self.ledger.driver_cache = self.counts(self.driver_cycles.1);
     }
 
     /// Core cycles as counts of the counter.
@@ -265,9 +264,12 @@ impl TickVnpu {
     /// A clean or invalidate of the range: the shadow copy (emulation) and
     /// the modelled driver's cost of its lines.
     fn maintain(&self, address: usize, len: usize, clean: bool) {
+        // The bookkeeping is the emulation's (a real driver keeps none).
         self.with(|s| {
+            let entered = (s.clock)();
             let lines = s.core.as_ref().map_or(0, |c| c.lines(address, len));
-            s.driver_cycles.1 += lines.saturating_mul(s.driver.cycles_per_line);
+            s.charge_driver(0, lines.saturating_mul(s.driver.cycles_per_line));
+            s.ledger.shadow += (s.clock)().saturating_sub(entered);
         });
         self.emulating(true, |core| {
             if clean {
@@ -299,7 +301,11 @@ impl Accelerator for TickVnpu {
         // The driver's set-up comes first; the job is due from the moment
         // it is submitted (before the engine's own checks, which are
         // emulation).
-        self.with(|s| s.driver_cycles.0 += s.driver.submit_cycles);
+        self.with(|s| {
+            let entered = (s.clock)();
+            s.charge_driver(s.driver.submit_cycles, 0);
+            s.ledger.engine += (s.clock)().saturating_sub(entered);
+        });
         let submitted = self.now();
         let id = self
             .emulating(false, |core| core.submit(job))
@@ -423,7 +429,11 @@ impl OffloadEngine for TickVnpu {
     }
 
     fn ledger(&self) -> EngineLedger {
-        self.with(|s| s.ledger())
+        self.with(|s| s.ledger)
+    }
+
+    fn adjustment(&self) -> (u64, u64) {
+        self.with(|s| (s.ledger.removed(), s.ledger.kept()))
     }
 
     fn busy_cycles(&self) -> u64 {

@@ -34,6 +34,7 @@ pub(super) struct Faults {
 impl Faults {
     /// Whether a fault is armed that the watched loop acts on (the plain
     /// loop has none of them).
+    #[inline(always)]
     pub(super) fn any(&self) -> bool {
         #[cfg(feature = "fault-injection")]
         if self.overrun.is_some() || self.slowdown.is_some() || self.offload_fault.is_some() {
@@ -43,6 +44,7 @@ impl Faults {
     }
 
     /// Whether the schedule's waits are skipped.
+    #[inline(always)]
     pub(super) fn skips_waits(&self) -> bool {
         #[cfg(feature = "fault-injection")]
         if self.offload_fault == Some(OffloadFault::SkipWait) {
@@ -53,6 +55,7 @@ impl Faults {
 
     /// Whether the CPU cleans before a submit and invalidates after a wait
     /// (both, unless a fault leaves one out).
+    #[inline(always)]
     pub(super) fn cleans(&self) -> (bool, bool) {
         #[cfg(feature = "fault-injection")]
         match self.offload_fault {
@@ -100,6 +103,7 @@ impl Faults {
     /// After op `op`'s kernel, started at `start` on `clock`: spins as long
     /// as a slowed-down kernel would have taken (inside the op's timing).
     #[cfg_attr(not(feature = "fault-injection"), allow(unused_variables))]
+    #[inline(always)]
     pub(super) fn stretch<C: Clock + ?Sized>(
         &self,
         op: u32,
@@ -125,6 +129,7 @@ impl Faults {
     /// tensor `first_output` names, asked only when armed), as a buggy
     /// kernel would.
     #[cfg_attr(not(feature = "fault-injection"), allow(unused_variables))]
+    #[inline(always)]
     pub(super) fn overrun(
         &self,
         op: u32,

@@ -31,6 +31,7 @@ impl<'v> Views<'v> {
     /// records) are never written after commit; kernels only get views of
     /// the head, of variable tensors and of their own op data, all disjoint
     /// from them.
+    #[inline(always)]
     pub(super) unsafe fn of(base: *mut u8, len: usize, committed: &Committed) -> Self {
         // SAFETY: as the caller guarantees, each region lies in the arena.
         let view = |r: crate::arena::Region| unsafe {
@@ -49,6 +50,7 @@ impl<'v> Views<'v> {
 
     /// The guard band at `offset`.
     #[allow(clippy::mut_from_ref)]
+    #[inline(always)]
     pub(super) fn guard_bytes(&self, offset: u32) -> &mut [u8] {
         // SAFETY: guard bands lie inside the arena (planned with their
         // buffers) and no kernel view exists between two ops.
