@@ -37,7 +37,6 @@ pub(super) struct WatchedRun<'p, 'm, 'r, C: ?Sized> {
 
 impl<C: Clock + ?Sized> WatchedRun<'_, '_, '_, C> {
     /// Runs every op once; the offload figures of the run.
-    #[inline(always)]
     pub(super) fn run(mut self) -> Result<OffloadStats, InterpreterError> {
         let model = self.model;
         for index in 0..model.operator_count() {
@@ -86,7 +85,6 @@ impl<C: Clock + ?Sized> WatchedRun<'_, '_, '_, C> {
     }
 
     /// Waits the job in flight (there is one).
-    #[inline(always)]
     fn retire(&mut self) -> Result<(), InterpreterError> {
         if let (Some(offload), Some(p)) = (&self.offload, self.pending.take()) {
             p.finish(
@@ -162,7 +160,6 @@ impl<C: Clock + ?Sized> WatchedRun<'_, '_, '_, C> {
     /// The schedule's own audit before CPU op `index`: it never touches
     /// memory a job in flight still owns (a skipped fence is named, not
     /// computed on); and whether it overlaps the engine's work.
-    #[inline(always)]
     fn audit(&mut self, index: u32) -> Result<(), InterpreterError> {
         let Some(p) = &self.pending else {
             return Ok(());
@@ -184,7 +181,6 @@ impl<C: Clock + ?Sized> WatchedRun<'_, '_, '_, C> {
     }
 
     /// Op `index`'s kernel on the CPU, timed when profiling.
-    #[inline(always)]
     fn invoke_op(
         &mut self,
         index: u32,
@@ -228,7 +224,6 @@ impl<C: Clock + ?Sized> WatchedRun<'_, '_, '_, C> {
 
     /// After op `index`: every buffer live now owns its guard, so any
     /// damage is this op's.
-    #[inline(always)]
     fn check_guards(&self, index: u32) -> Result<(), InterpreterError> {
         for g in self
             .views
