@@ -34,10 +34,10 @@ use super::conv_i16::{Wide, conv_i16, prepare_int16};
 use super::fixed_point::activation_range_float;
 use super::fully_connected::{ROWS, accumulate_f32, accumulate_rows_f32, activate, matvec_f32};
 use super::quant_math::{self, ChannelParams, ChannelSetup, Requant, ScaleRule};
-use super::tensor::{Dims, expect_type};
+use super::tensor::{Dims, expect_float_weights, expect_type};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::model::TensorInfo;
-use crate::schema::{ActivationFunctionType, Conv2DOptions, TensorType};
+use crate::schema::{Conv2DOptions, TensorType};
 
 /// The CONV_2D kernel.
 pub const REGISTRATION: Registration = Registration {
@@ -137,8 +137,8 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
     };
     match input.dtype {
         TensorType::FLOAT32 => {
-            (data.float_min, data.float_max) =
-                float_range(&filter, bias.as_ref(), out_c, activation)?;
+            expect_float_weights(&filter, bias.as_ref(), out_c)?;
+            (data.float_min, data.float_max) = activation_range_float(activation);
         }
         TensorType::INT8 => prepare_int8(ctx, &mut data, &setup, bias.as_ref())?,
         TensorType::INT16 => {
@@ -191,24 +191,6 @@ fn checked_geometry(
         });
     }
     Ok((geometry, groups))
-}
-
-/// The float path's activation range, the filter and bias checked to be
-/// float32 (and the bias to hold `channels` values).
-fn float_range(
-    filter: &TensorInfo<'_>,
-    bias: Option<&TensorInfo<'_>>,
-    channels: usize,
-    activation: ActivationFunctionType,
-) -> Result<(f32, f32), KernelError> {
-    expect_type(filter, &[TensorType::FLOAT32])?;
-    if let Some(bias) = bias {
-        expect_type(bias, &[TensorType::FLOAT32])?;
-        if Dims::of(bias)?.elements() != channels {
-            return Err(KernelError::ShapeMismatch { tensor: bias.index });
-        }
-    }
-    Ok(activation_range_float(activation))
 }
 
 /// The int8 path: the per-channel requantisation, and for short filter

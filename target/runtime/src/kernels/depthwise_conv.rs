@@ -27,10 +27,10 @@ use super::depthwise_packed;
 use super::fixed_point::activation_range_float;
 use super::fully_connected::activate;
 use super::quant_math::{self, ChannelParams, ChannelSetup, Requant, ScaleRule};
-use super::tensor::{Dims, expect_type};
+use super::tensor::{Dims, expect_float_weights, expect_type};
 use super::{InvokeContext, KernelError, PrepareContext, Registration};
 use crate::model::TensorInfo;
-use crate::schema::{ActivationFunctionType, DepthwiseConv2DOptions, TensorType};
+use crate::schema::{DepthwiseConv2DOptions, TensorType};
 
 /// The DEPTHWISE_CONV_2D kernel.
 pub const REGISTRATION: Registration = Registration {
@@ -106,8 +106,8 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
     };
     match input.dtype {
         TensorType::FLOAT32 => {
-            (data.float_min, data.float_max) =
-                float_range(&filter, bias.as_ref(), out_c, activation)?;
+            expect_float_weights(&filter, bias.as_ref(), out_c)?;
+            (data.float_min, data.float_max) = activation_range_float(activation);
         }
         TensorType::INT8 => prepare_int8(ctx, &mut data, &setup, bias.as_ref())?,
         TensorType::INT16 => {
@@ -159,24 +159,6 @@ fn checked_geometry(
         });
     }
     Ok(geometry)
-}
-
-/// The float path's activation range, the filter and bias checked to be
-/// float32 (and the bias to hold `channels` values).
-fn float_range(
-    filter: &TensorInfo<'_>,
-    bias: Option<&TensorInfo<'_>>,
-    channels: usize,
-    activation: ActivationFunctionType,
-) -> Result<(f32, f32), KernelError> {
-    expect_type(filter, &[TensorType::FLOAT32])?;
-    if let Some(bias) = bias {
-        expect_type(bias, &[TensorType::FLOAT32])?;
-        if Dims::of(bias)?.elements() != channels {
-            return Err(KernelError::ShapeMismatch { tensor: bias.index });
-        }
-    }
-    Ok(activation_range_float(activation))
 }
 
 /// The int8 path: the per-channel requantisation, the folded bias, and

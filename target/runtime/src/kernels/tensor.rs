@@ -193,6 +193,24 @@ pub fn expect_type(info: &TensorInfo<'_>, types: &[TensorType]) -> Result<(), Ke
     }
 }
 
+/// Checks a float layer's weights: the filter float32, and the bias, if
+/// any, float32 with one value per output channel (CONV_2D and
+/// DEPTHWISE_CONV_2D).
+pub(crate) fn expect_float_weights(
+    filter: &TensorInfo<'_>,
+    bias: Option<&TensorInfo<'_>>,
+    channels: usize,
+) -> Result<(), KernelError> {
+    expect_type(filter, &[TensorType::FLOAT32])?;
+    if let Some(bias) = bias {
+        expect_type(bias, &[TensorType::FLOAT32])?;
+        if Dims::of(bias)?.elements() != channels {
+            return Err(KernelError::ShapeMismatch { tensor: bias.index });
+        }
+    }
+    Ok(())
+}
+
 /// Checks an axis operand that holds one int32 (ARG_MAX, ARG_MIN, CUMSUM):
 /// another type is `UnsupportedType`, more or fewer elements
 /// `ShapeMismatch`, both naming the axis tensor.
