@@ -120,6 +120,20 @@ else
   "$hilt" gate scenarios/smoke_reshape.toml scenarios/tiny_convnet_int8.toml || status=1
 fi
 
+section "no QEMU left running"
+# Every QEMU a test or the gate starts must end with it: one left spinning
+# holds a core for the rest of the run (a daemonized QEMU once did, SIGTERM
+# being blocked while its guest spins).
+leftover="$(pgrep -af "qemu-system-arm.*$REPO/build" || true)"
+if [ -n "$leftover" ]; then
+  echo "QEMU left running by the tests:"
+  echo "$leftover"
+  pkill -9 -f "qemu-system-arm.*$REPO/build" || true
+  status=1
+else
+  echo "none"
+fi
+
 section "done"
 # One closing line over every cargo test run above.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }

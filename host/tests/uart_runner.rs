@@ -32,7 +32,9 @@ struct SerialBoard {
 impl Drop for SerialBoard {
     fn drop(&mut self) {
         if let Ok(pid) = std::fs::read_to_string(self.port.with_extension("pid")) {
-            let _ = Command::new("kill").arg(pid.trim()).status();
+            // SIGKILL: this QEMU blocks SIGTERM while its guest spins (it
+            // outlived the test, holding a core, when sent one).
+            let _ = Command::new("kill").args(["-9", pid.trim()]).status();
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
