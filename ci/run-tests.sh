@@ -19,6 +19,7 @@
 #   CMSIS-NN on the M4, and ci/check-figures.py holds the book's table to it);
 # - the README's and the book's transcripts (`$ hilt ...` and its output),
 #   run again and compared line for line (ci/check-transcripts.py);
+# - no QEMU left running at the end (one left would hold a core);
 # - the CI workflows in ci/github/: GitHub's schema, no zizmor finding, and
 #   hilt's rules for them (ci/check-workflows.sh);
 # - the book (docs/): built with `mkdocs build --strict`, every link and
