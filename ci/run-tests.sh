@@ -96,6 +96,11 @@ ci/check-docs.sh || status=1
 section "conformance suite"
 cargo test -p hilt --test conformance -- --nocapture 2>&1 | tee -a "$log" || status=1
 
+section "QEMU plugin (host/qemu-plugin, a workspace and licence of its own): format and unit tests"
+cargo fmt --manifest-path host/qemu-plugin/Cargo.toml -- --check || status=1
+CARGO_TARGET_DIR="$CARGO_TARGET_DIR/qemu-plugin-tests" \
+  cargo test --quiet --manifest-path host/qemu-plugin/Cargo.toml 2>&1 | tee -a "$log" || status=1
+
 section "workspace tests"
 cargo test --workspace --no-fail-fast 2>&1 | tee -a "$log" || status=1
 

@@ -42,6 +42,7 @@ pub mod layout;
 pub mod link;
 pub mod memory;
 pub mod model_file;
+pub mod observer;
 pub mod offline_plan;
 pub mod orchestrate;
 pub mod outcome;

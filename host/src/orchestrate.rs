@@ -77,7 +77,27 @@ pub async fn run_jobs_timed(
     on_result: impl FnMut(&BoardRun, Duration),
 ) -> Vec<BoardRun> {
     let mut built: Vec<(Job, Result<PathBuf, String>, Duration)> = Vec::new();
+    // Every virtual board runs with hilt's QEMU plugin: built (or found
+    // cached) once, before the firmware; a plugin that does not build
+    // fails those runs, never leaves them unobserved.
+    let observing = if jobs
+        .iter()
+        .any(|j| j.board.runner == board::RunnerKind::Qemu)
+    {
+        let repo = repo.to_path_buf();
+        tokio::task::spawn_blocking(move || {
+            crate::observer::prepare(&repo).map_err(|e| e.to_string())
+        })
+        .await
+        .unwrap_or_else(|e| Err(format!("plugin build task failed: {e}")))
+    } else {
+        Ok(())
+    };
     for job in jobs {
+        if let (Err(e), board::RunnerKind::Qemu) = (&observing, job.board.runner) {
+            built.push((job, Err(e.clone()), Duration::ZERO));
+            continue;
+        }
         let repo = repo.to_path_buf();
         let j = job.clone();
         let build_started = Instant::now();

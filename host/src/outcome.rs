@@ -20,6 +20,77 @@ pub struct StepResult {
     /// The last invocation's offload figures (offload runs only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub offload: Option<StepOffload>,
+    /// What hilt's QEMU plugin counted for the step's (last) invoke: exact
+    /// instructions, estimated cycles and stack depth, per op and in all
+    /// (virtual boards only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observed: Option<ObservedStep>,
+}
+
+/// One op in one invoke, as the plugin counted it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct OpCount {
+    /// Instructions executed, exactly.
+    pub instructions: u64,
+    /// Estimated cycles on the board's core (or timing profile).
+    pub estimated_cycles: u64,
+    /// Deepest stack use while it ran, bytes below the stack's top.
+    pub stack_high_water: u64,
+}
+
+/// A violation, typed and described.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AccessViolation {
+    /// The invoke (from 1, per board run).
+    pub invoke: u64,
+    /// `not-its-buffer`, `held-by-job`, `stack-overflow`, `unmapped`.
+    pub fault: String,
+    /// Who: "op 3 (CONV_2D)", "the job of op 3 (CONV_2D)", "the interpreter".
+    pub by: String,
+    /// A store (else a load).
+    pub store: bool,
+    /// Guest address.
+    pub address: u32,
+    /// Bytes.
+    pub size: u32,
+    /// The instruction's address.
+    pub pc: u32,
+    /// The function holding it (ELF symbols), if known.
+    pub function: Option<String>,
+    /// Where the address is, in the plan's terms.
+    pub place: String,
+}
+
+impl std::fmt::Display for AccessViolation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: {} of {} byte{} at {:#010x} (pc {:#010x}{}): {}",
+            self.by,
+            if self.store { "store" } else { "load" },
+            self.size,
+            if self.size == 1 { "" } else { "s" },
+            self.address,
+            self.pc,
+            self.function
+                .as_ref()
+                .map_or_else(String::new, |n| format!(" in {n}")),
+            self.place
+        )
+    }
+}
+
+/// One invoke as the QEMU plugin saw it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ObservedStep {
+    /// Instructions executed, exactly (no SysTick quantum).
+    pub instructions: u64,
+    /// Estimated cycles on the board's core or timing profile.
+    pub estimated_cycles: u64,
+    /// Deepest stack use, bytes.
+    pub stack_high_water: u64,
+    /// Per op, in order; they add up to the figures above.
+    pub ops: Vec<OpCount>,
 }
 
 /// What the accelerator did in one invocation (`Offload` and `Jobs`),
@@ -180,6 +251,26 @@ pub struct BoardRun {
     /// The arena's memory pools, when the scenario splits it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pools: Option<RunPools>,
+    /// Loads and stores outside what their op may touch, as the QEMU
+    /// plugin counted them; `None` when the run was not checked (a real
+    /// board, or checks turned off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub access_violations: Option<u64>,
+    /// The first violations, described.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub violations: Vec<AccessViolation>,
+    /// The timing model or profile estimated cycles come from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timing: Option<String>,
+    /// The first step's invoke: exact instructions (virtual boards).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<u64>,
+    /// The first step's invoke: estimated cycles (virtual boards).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimated_cycles: Option<u64>,
+    /// The deepest stack use of any invoke, bytes (virtual boards).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stack_high_water: Option<u64>,
 }
 
 /// One memory pool of a run's arena.
@@ -289,6 +380,12 @@ impl BoardRun {
             plan: Vec::new(),
             offload: None,
             pools: None,
+            access_violations: None,
+            violations: Vec::new(),
+            timing: None,
+            instructions: None,
+            estimated_cycles: None,
+            stack_high_water: None,
         }
     }
 }

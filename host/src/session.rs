@@ -18,8 +18,8 @@ use crate::config::scenario::{Scenario, StepData};
 use crate::elf::ElfError;
 use crate::link::{Link, LinkError};
 use crate::outcome::{
-    BoardRun, JobSpan, KeptCycles, OffloadSetting, PlannedBuffer, RemovedCycles, StepOffload,
-    StepResult,
+    BoardRun, JobSpan, KeptCycles, ObservedStep, OffloadSetting, PlannedBuffer, RemovedCycles,
+    StepOffload, StepResult,
 };
 
 /// A failure while running, before it becomes an [`Outcome::Error`].
@@ -69,6 +69,18 @@ pub enum RunFailure {
         /// What went wrong.
         error: AccelError,
     },
+    /// hilt's QEMU plugin saw a load or store outside what its op may
+    /// touch (the first, described; how many in all).
+    #[error("access check: {first}{}", if *count > 1 { format!(" ({count} violations in all)") } else { String::new() })]
+    Access {
+        /// The first violation, described.
+        first: String,
+        /// Violations seen.
+        count: u64,
+    },
+    /// hilt's QEMU plugin could not observe the run.
+    #[error("QEMU plugin: {0}")]
+    Observer(String),
     /// The firmware refused `SetOffload`.
     #[error("the firmware refused SetOffload ({code}): {why}")]
     OffloadRefused {
@@ -148,7 +160,33 @@ pub fn run_session(
     model_crc: u32,
     run: &mut BoardRun,
 ) -> Result<(), RunFailure> {
-    steps(link, board, scenario, model_crc, run).map_err(|e| match e {
+    run_session_observed(link, board, scenario, model_crc, run, None)
+}
+
+/// What watches a board from outside while its session runs (hilt's QEMU
+/// plugin): it is handed the committed plan before the first invoke, and
+/// reports each invoke's exact figures, or the first access violation.
+pub trait SessionObserver {
+    /// The plan the board committed (before the first invoke).
+    fn plan_committed(
+        &mut self,
+        plan: &[PlannedBuffer],
+        scenario: &Scenario,
+    ) -> Result<(), RunFailure>;
+    /// The invoke the board just answered, as observed.
+    fn invoke_done(&mut self, scenario: &Scenario) -> Result<ObservedStep, RunFailure>;
+}
+
+/// [`run_session`], with `observer` watching.
+pub fn run_session_observed(
+    link: &mut Link<'_>,
+    board: &Board,
+    scenario: &Scenario,
+    model_crc: u32,
+    run: &mut BoardRun,
+    observer: Option<&mut dyn SessionObserver>,
+) -> Result<(), RunFailure> {
+    steps(link, board, scenario, model_crc, run, observer).map_err(|e| match e {
         // The op's name is the model's: read it only when it is needed.
         RunFailure::Accelerator { op, job, error, .. } => RunFailure::Accelerator {
             op,
@@ -167,6 +205,7 @@ fn steps(
     scenario: &Scenario,
     model_crc: u32,
     run: &mut BoardRun,
+    mut observer: Option<&mut dyn SessionObserver>,
 ) -> Result<(), RunFailure> {
     run.pools = crate::outcome::RunPools::of(scenario, board);
     let guards = handshake(link, board, scenario, model_crc)?;
@@ -178,6 +217,11 @@ fn steps(
         run,
     };
     session.set_offload()?;
+    if let Some(o) = observer.as_mut() {
+        // The observer checks each op against the plan: it needs it first.
+        session.read_plan()?;
+        o.plan_committed(&session.run.plan, scenario)?;
+    }
     session.check_guards("before the first invoke")?;
     for (case_index, case) in scenario.cases.iter().enumerate() {
         if case_index > 0 {
@@ -190,16 +234,31 @@ fn steps(
             // left for the next one to compute on whatever remains there.
             session.load_inputs(step)?;
             let mut results = session.invoke(step.expected.len())?;
+            results.observed = observed(&mut observer, scenario)?;
             for _ in 1..scenario.iterations {
                 session.load_inputs(step)?;
                 results = session.invoke(step.expected.len())?;
+                results.observed = observed(&mut observer, scenario)?;
             }
             session.check_guards(&format!("after {} step {s}", case.name))?;
             session.record_step(&case.name, s, step, results);
         }
     }
-    session.read_plan()?;
-    session.cpu_alone()
+    if observer.is_none() {
+        session.read_plan()?;
+    }
+    session.cpu_alone(&mut observer)
+}
+
+/// The observer's figures for the invoke just answered.
+fn observed(
+    observer: &mut Option<&mut dyn SessionObserver>,
+    scenario: &Scenario,
+) -> Result<Option<ObservedStep>, RunFailure> {
+    match observer {
+        Some(o) => o.invoke_done(scenario).map(Some),
+        None => Ok(None),
+    }
 }
 
 /// A session after its handshake: one method per exchange.
@@ -218,6 +277,7 @@ struct InvokeResults {
     total_cycles: u64,
     op_cycles: Vec<u32>,
     offload: Option<OffloadFigures>,
+    observed: Option<ObservedStep>,
 }
 
 /// An invoke's `Offload` and `Jobs` messages, as received (unscaled).
@@ -442,7 +502,10 @@ impl Session<'_, '_> {
     /// outputs must match too. Skipped for runs that did not pass or that
     /// inject a fault. Runs after the plan is read, so the layout a gate
     /// snapshots is the offloaded one.
-    fn cpu_alone(&mut self) -> Result<(), RunFailure> {
+    fn cpu_alone(
+        &mut self,
+        observer: &mut Option<&mut dyn SessionObserver>,
+    ) -> Result<(), RunFailure> {
         let offloaded = self.scenario.offload.accelerator != Accelerator::None
             && self.scenario.accel_fault == AccelFault::None;
         let passed = self.run.steps.iter().all(|s| s.mismatch.is_none());
@@ -467,6 +530,12 @@ impl Session<'_, '_> {
         };
         let done = self.send_set_offload(&message, "Done of SetOffload (off)")?;
         done.map_err(|e| target_error(self.link, e))?;
+        // Offload off re-plans the arena: the observer checks this invoke
+        // against the new plan.
+        if let Some(o) = observer.as_mut() {
+            let plan = self.fetch_plan()?;
+            o.plan_committed(&plan, self.scenario)?;
+        }
         // The arena figures the invoke reports are the re-planned, CPU-only
         // arena's: the run keeps the offloaded one's.
         let offloaded_arena = self.run.arena;
@@ -474,6 +543,7 @@ impl Session<'_, '_> {
         let results = self.invoke(step.expected.len());
         self.run.arena = offloaded_arena;
         let results = results?;
+        observed(observer, self.scenario)?;
         self.check_guards("after the run with offload off")?;
         if let Some(problem) = results
             .outputs
@@ -584,19 +654,27 @@ impl Session<'_, '_> {
                 .offload
                 .as_ref()
                 .map(|f| f.scaled(scale, results.op_cycles.len())),
+            observed: results.observed,
         });
     }
 
     /// The committed plan, for the layout snapshot.
     fn read_plan(&mut self) -> Result<(), RunFailure> {
+        self.run.plan = self.fetch_plan()?;
+        Ok(())
+    }
+
+    /// The plan the board has committed now.
+    fn fetch_plan(&mut self) -> Result<Vec<PlannedBuffer>, RunFailure> {
         self.link.send(&Message::PlanRequest, self.send_limit())?;
+        let mut plan = Vec::new();
         loop {
-            let plan = &mut self.run.plan;
+            let entries = &mut plan;
             let done = self
                 .link
                 .recv(self.scenario.timeout, "the arena plan", |m| match m {
-                    Message::PlanEntries { entries, .. } => {
-                        plan.extend(entries.iter().map(|e| PlannedBuffer {
+                    Message::PlanEntries { entries: got, .. } => {
+                        entries.extend(got.iter().map(|e| PlannedBuffer {
                             kind: if e.kind == 0 { "tensor" } else { "scratch" },
                             index: e.index,
                             first_step: e.first_step,
@@ -611,7 +689,7 @@ impl Session<'_, '_> {
                     _ => false,
                 })?;
             if done {
-                return Ok(());
+                return Ok(plan);
             }
         }
     }

@@ -89,6 +89,7 @@ fn step(case: &str, step: usize, mismatch: Option<&str>) -> StepResult {
         total_cycles: 123_456,
         op_cycles: vec![100_000, 20_000, 3_456],
         mismatch: mismatch.map(str::to_string),
+        observed: None,
         offload: None,
     }
 }
@@ -109,6 +110,7 @@ fn runs() -> Vec<BoardRun> {
             offload: None,
             pools: None,
             cpu_alone: None,
+            ..BoardRun::new("", "")
         },
         BoardRun {
             scenario: "smoke_reshape".into(),
@@ -124,6 +126,7 @@ fn runs() -> Vec<BoardRun> {
             offload: None,
             pools: None,
             cpu_alone: None,
+            ..BoardRun::new("", "")
         },
         BoardRun {
             scenario: "other & <odd> name".into(),
@@ -136,6 +139,7 @@ fn runs() -> Vec<BoardRun> {
             offload: None,
             pools: None,
             cpu_alone: None,
+            ..BoardRun::new("", "")
         },
     ]
 }

@@ -158,6 +158,39 @@ pub(crate) fn planners_parser(
     clap::builder::PossibleValuesParser::new(names).try_map(|name| name.parse::<PlannerKind>())
 }
 
+/// How virtual boards are observed (hilt's QEMU plugin).
+#[derive(Debug, clap::Args)]
+pub(crate) struct ObserveArgs {
+    /// Check every load and store on virtual boards against the committed
+    /// arena plan (the QEMU plugin's counts and cycle estimates are kept
+    /// either way).
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
+    pub(crate) access_checks: String,
+    /// Estimate cycles with a timing profile of a real part
+    /// (boards/timing/NAME.toml, e.g. stm32l4r5) instead of each virtual
+    /// board's own core.
+    #[arg(long, value_name = "PROFILE")]
+    pub(crate) timing: Option<String>,
+}
+
+impl ObserveArgs {
+    /// Puts the settings in force for this process's virtual board runs.
+    pub(crate) fn apply(&self, boards_dir: &std::path::Path) -> anyhow::Result<()> {
+        let profile = match &self.timing {
+            Some(name) => Some((
+                name.clone(),
+                hilt::observer::load_profile(boards_dir, name).map_err(anyhow::Error::msg)?,
+            )),
+            None => None,
+        };
+        let mut settings = hilt::observer::settings();
+        settings.checks = self.access_checks == "on";
+        settings.profile = profile;
+        hilt::observer::configure(settings);
+        Ok(())
+    }
+}
+
 /// `--canary`: the runtime's guard-band modes, listed when one is wrong.
 pub(crate) fn canary_parser() -> impl clap::builder::TypedValueParser<Value = CanaryMode> {
     use clap::builder::TypedValueParser as _;

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use hilt::orchestrate::run_jobs_timed;
 use hilt::outcome::{BoardRun, Outcome};
 
-use crate::cmd::args::{BoardChoiceArgs, OffloadArgs, ReportArgs, WorkspaceArgs};
+use crate::cmd::args::{BoardChoiceArgs, ObserveArgs, OffloadArgs, ReportArgs, WorkspaceArgs};
 use crate::cmd::print::print_run;
 use crate::cmd::reporting::RunReporting;
 use crate::cmd::workspace::{Workspace, parallel, runtime};
@@ -27,6 +27,8 @@ pub(crate) struct RunArgs {
     reports: ReportArgs,
     #[command(flatten)]
     offload: OffloadArgs,
+    #[command(flatten)]
+    observe: ObserveArgs,
 }
 
 /// `hilt run`: find the workspace, then run every pair.
@@ -37,8 +39,10 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
         workspace,
         reports,
         offload,
+        observe,
     } = args;
     let place = Workspace::find(&scenarios, workspace, offload)?;
+    observe.apply(&place.repo.join("boards"))?;
     let reporting = RunReporting {
         report_dir: reports
             .report_dir

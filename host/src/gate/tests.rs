@@ -165,6 +165,7 @@ fn run_from_snapshot(body: &str) -> (BoardRun, ModelNames) {
                 total_cycles: cycles_of(cycles).unwrap() as u64,
                 op_cycles: Vec::new(),
                 mismatch: None,
+                observed: None,
                 offload: None,
             });
         }
@@ -223,6 +224,7 @@ fn offload_runs_record_placement_and_name_each_hold() {
         total_cycles: 10,
         op_cycles: vec![4, 3, 3],
         mismatch: None,
+        observed: None,
         offload: Some(StepOffload {
             on_npu: vec![false, true, false],
             removed: RemovedCycles {

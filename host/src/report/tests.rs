@@ -15,6 +15,7 @@ fn run(scenario: &str, board: &str, outcome: Outcome) -> BoardRun {
             total_cycles: 1500,
             op_cycles: vec![1000, 250],
             mismatch: None,
+            observed: None,
             offload: None,
         }],
         cpu_alone: None,
@@ -23,6 +24,7 @@ fn run(scenario: &str, board: &str, outcome: Outcome) -> BoardRun {
         plan: Vec::new(),
         offload: None,
         pools: None,
+        ..BoardRun::new("", "")
     }
 }
 
@@ -307,6 +309,7 @@ fn offload_step() -> StepResult {
         total_cycles: 600,
         op_cycles: vec![100, 20, 280],
         mismatch: None,
+        observed: None,
         offload: Some(StepOffload {
             jobs: 1,
             overlapped: 1,

@@ -14,6 +14,7 @@ pub mod choice;
 pub mod interpreter;
 pub mod kernels;
 pub mod liveness;
+pub mod marks;
 pub mod model;
 pub mod planner;
 pub mod pool;

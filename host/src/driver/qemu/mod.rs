@@ -17,8 +17,10 @@ use crate::link::rtt::Rtt;
 use crate::link::serial::SerialWire;
 use crate::link::{Link, LinkError, RttWire};
 use crate::memory::TargetMemory;
+use crate::observer::Observer;
 use crate::outcome::BoardRun;
-use crate::session::{RunFailure, run_session};
+use crate::outcome::ObservedStep;
+use crate::session::{RunFailure, SessionObserver, run_session, run_session_observed};
 
 /// Drives virtual boards (`runner = "qemu"`).
 #[derive(Debug, Clone, Copy, Default)]
@@ -66,7 +68,18 @@ pub fn run_on_qemu(
             Transport::Rtt => QemuSerial::None,
             Transport::Uart => QemuSerial::Pty,
         };
-        let mut qemu = Qemu::start_with(settings, &image.path, serial).map_err(start)?;
+        let mut observer =
+            Observer::start(board, image, scenario.canary, &crate::observer::settings())
+                .map_err(|e| RunFailure::Observer(e.to_string()))?;
+        if let Some(o) = &observer {
+            run.timing = Some(o.timing.clone());
+        }
+        let extra = observer
+            .as_ref()
+            .map(Observer::qemu_args)
+            .unwrap_or_default();
+        let mut qemu = Qemu::start_with(settings, &image.path, serial, &extra)
+            .map_err(|e| plugin_failure(e, observer.is_some()))?;
         kill.arm(qemu.pid());
         let pty = match serial {
             QemuSerial::Pty => Some(qemu.serial_pty(Duration::from_secs(10)).map_err(start)?),
@@ -93,16 +106,126 @@ pub fn run_on_qemu(
             }
         };
         link.cancel_with(kill.clone());
-        let session = run_session(&mut link, board, scenario, model_crc, &mut run);
+        let session = match observer.as_mut() {
+            Some(o) => {
+                let mut watching = Watching {
+                    observer: o,
+                    violations: 0,
+                };
+                run_session_observed(
+                    &mut link,
+                    board,
+                    scenario,
+                    model_crc,
+                    &mut run,
+                    Some(&mut watching),
+                )
+            }
+            None => run_session(&mut link, board, scenario, model_crc, &mut run),
+        };
         run.logs.append(&mut link.logs);
         drop(link);
         let session = session.map_err(|e| explain_failure(e, &mut qemu, &mut gdb, image, kill));
+        // The first bad access is the cause of whatever failed after it
+        // (a wrong output, a crash, a damaged guard).
+        let session = match &observer {
+            Some(o) => conclude_observed(o, scenario, &mut run, session),
+            None => session,
+        };
         drop(gdb);
         drop(qemu);
         kill.disarm();
         session
     })();
     conclude(run, result, kill, scenario)
+}
+
+/// QEMU did not start: when it was asked to load the plugin, say which
+/// QEMU and what it needs (plugin support, QEMU 7.2 or later).
+fn plugin_failure(e: QemuError, with_plugin: bool) -> RunFailure {
+    let text = e.to_string();
+    if with_plugin && (text.contains("plugin") || text.contains("-plugin")) {
+        return RunFailure::Start(format!(
+            "{} could not load hilt's QEMU plugin ({}): install a QEMU built with TCG plugin support (Debian's qemu-system-arm 7.2 or later has it), or run with --plugin off",
+            process::qemu_binary(),
+            text.lines().last().unwrap_or(&text).trim()
+        ));
+    }
+    RunFailure::Start(text)
+}
+
+/// The session with the QEMU plugin watching.
+struct Watching<'o> {
+    observer: &'o mut Observer,
+    violations: u64,
+}
+
+impl SessionObserver for Watching<'_> {
+    fn plan_committed(
+        &mut self,
+        plan: &[crate::outcome::PlannedBuffer],
+        scenario: &Scenario,
+    ) -> Result<(), RunFailure> {
+        self.observer
+            .plan_committed(plan, &scenario.model_file)
+            .map_err(|e| RunFailure::Observer(e.to_string()))
+    }
+
+    fn invoke_done(&mut self, scenario: &Scenario) -> Result<ObservedStep, RunFailure> {
+        let inv = self
+            .observer
+            .next_invoke()
+            .map_err(|e| RunFailure::Observer(e.to_string()))?;
+        if inv.violations_so_far > self.violations {
+            self.violations = inv.violations_so_far;
+            let all = self.observer.violations(&scenario.model_file);
+            if let Some(first) = all.first() {
+                return Err(RunFailure::Access {
+                    first: first.to_string(),
+                    count: inv.violations_so_far,
+                });
+            }
+        }
+        Ok(ObservedStep {
+            instructions: inv.total.instructions,
+            estimated_cycles: inv.total.estimated_cycles,
+            stack_high_water: inv.total.stack_high_water,
+            ops: inv.ops,
+        })
+    }
+}
+
+/// The run's observed figures, and its failure replaced by the first
+/// access violation when there was one.
+fn conclude_observed(
+    observer: &Observer,
+    scenario: &Scenario,
+    run: &mut crate::outcome::BoardRun,
+    session: Result<(), RunFailure>,
+) -> Result<(), RunFailure> {
+    let results = observer.results();
+    let seen = results.invokes.last().map_or(0, |i| i.violations_so_far);
+    let violations = observer.violations(&scenario.model_file);
+    let count = seen.max(violations.len() as u64);
+    if observer.checks() {
+        run.access_violations = Some(count);
+    }
+    if let Some(first) = run.steps.first().and_then(|s| s.observed.as_ref()) {
+        run.instructions = Some(first.instructions);
+        run.estimated_cycles = Some(first.estimated_cycles);
+    }
+    run.stack_high_water = results
+        .invokes
+        .iter()
+        .map(|i| i.total.stack_high_water)
+        .max();
+    let first = violations.first().map(ToString::to_string);
+    run.violations = violations;
+    match (session, first) {
+        (Err(RunFailure::Access { first, count }), _) => Err(RunFailure::Access { first, count }),
+        (Err(_) | Ok(()), Some(first)) => Err(RunFailure::Access { first, count }),
+        (result, None) => result,
+    }
 }
 
 /// A failed session with what only the driver knows added: that QEMU

@@ -40,6 +40,18 @@ pub enum QemuError {
     NoPty(Duration),
 }
 
+/// The QEMU binary hilt starts (for messages).
+pub fn qemu_binary() -> String {
+    let name = "qemu-system-arm";
+    std::env::var_os("PATH")
+        .and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|p| p.join(name))
+                .find(|p| p.is_file())
+        })
+        .map_or_else(|| name.to_string(), |p| p.display().to_string())
+}
+
 /// Where QEMU connects the board's first serial port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QemuSerial {
@@ -102,6 +114,7 @@ impl Qemu {
         elf: &Path,
         gdb: GdbEndpoint,
         serial: QemuSerial,
+        extra: &[std::ffi::OsString],
     ) -> Command {
         let serial = match serial {
             QemuSerial::None => "none",
@@ -122,6 +135,7 @@ impl Qemu {
             .arg("-S")
             .arg("-kernel")
             .arg(elf)
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -139,18 +153,20 @@ impl Qemu {
 
     /// Starts QEMU halted at reset, with its gdbstub listening.
     pub fn start(settings: &QemuSettings, elf: &Path) -> Result<Self, QemuError> {
-        Self::start_with(settings, elf, QemuSerial::None)
+        Self::start_with(settings, elf, QemuSerial::None, &[])
     }
 
-    /// [`start`](Self::start) with the first serial port connected as `serial` says.
+    /// [`start`](Self::start) with the first serial port connected as
+    /// `serial` says, and `extra` arguments (a plugin to load).
     pub fn start_with(
         settings: &QemuSettings,
         elf: &Path,
         serial: QemuSerial,
+        extra: &[std::ffi::OsString],
     ) -> Result<Self, QemuError> {
         let listener = TcpListener::bind("127.0.0.1:0").map_err(QemuError::Port)?;
         let port = listener.local_addr().map_err(QemuError::Port)?.port();
-        let mut child = Self::spawn(settings, elf, listener, serial)?;
+        let mut child = Self::spawn(settings, elf, listener, serial, extra)?;
         let stdout = child.child().stdout.take();
         let stderr_pipe = child.child().stderr.take();
         // Read QEMU's output as it comes: stdout names the pty, stderr says
@@ -183,11 +199,12 @@ impl Qemu {
         elf: &Path,
         listener: TcpListener,
         serial: QemuSerial,
+        extra: &[std::ffi::OsString],
     ) -> Result<Registered, QemuError> {
         use std::os::fd::AsRawFd;
         use std::os::unix::process::CommandExt;
         let fd = listener.as_raw_fd();
-        let mut cmd = Self::command(settings, elf, GdbEndpoint::Fd(fd), serial);
+        let mut cmd = Self::command(settings, elf, GdbEndpoint::Fd(fd), serial, extra);
         // SAFETY: runs in the child between fork and exec and only calls
         // fcntl (async-signal-safe) to let exec keep the listening socket.
         unsafe {
@@ -209,6 +226,7 @@ impl Qemu {
         elf: &Path,
         listener: TcpListener,
         serial: QemuSerial,
+        extra: &[std::ffi::OsString],
     ) -> Result<Registered, QemuError> {
         let port = listener.local_addr().map_err(QemuError::Port)?.port();
         drop(listener);
@@ -217,6 +235,7 @@ impl Qemu {
             elf,
             GdbEndpoint::Port(port),
             serial,
+            extra,
         ))
         .map_err(QemuError::Spawn)
     }

@@ -64,6 +64,7 @@ pub(super) fn validate(path: &Path, raw: RawBoard) -> Result<Board, ConfigError>
         firmware,
         vnpu: raw.vnpu.unwrap_or_default().over(VnpuModel::default()),
         model_slot: raw.model_slot,
+        timing: raw.timing,
     })
 }
 

@@ -55,6 +55,19 @@
 //! model_slot = 0x100000      # bytes, a multiple of 64, inside FLASH
 //! ```
 //!
+//! A board says how its core's cycles are estimated from what a virtual
+//! board executes (hilt's QEMU plugin; see `Timing`): the core's timing
+//! model, and the flash's wait states and cache, so that weights read from
+//! slow flash cost what they cost. Without the table the core comes from
+//! `[qemu] cpu` and the flash has no wait states:
+//!
+//! ```toml
+//! [timing]
+//! core = "cortex-m4"
+//! flash_wait_states = 5
+//! flash_cache = true
+//! ```
+//!
 //! A board describes its virtual NPU's latency model (a scenario may
 //! override it; see `crate::offload`):
 //!
@@ -131,6 +144,42 @@ pub struct QemuSettings {
     /// `-icount shift=N`: instructions are counted deterministically.
     #[serde(default)]
     pub icount_shift: u8,
+}
+
+/// How cycles are estimated on a board (`[timing]`), or a timing profile
+/// of a real part applied to a virtual board (`boards/timing/NAME.toml`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Timing {
+    /// The core's timing model: `cortex-m0plus`, `cortex-m3`, `cortex-m4`,
+    /// `cortex-m33` (`cortex-m7` and `cortex-m55` are rough).
+    pub core: String,
+    /// Wait states of a flash access that misses its cache.
+    #[serde(default)]
+    pub flash_wait_states: u32,
+    /// Whether a cache (an ART accelerator) sits in front of the flash.
+    #[serde(default)]
+    pub flash_cache: bool,
+    /// The part's clock, Hz (a profile: for time from cycles).
+    #[serde(default)]
+    pub clock_hz: Option<u64>,
+    /// For people: what part and where its figures come from.
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+impl Timing {
+    /// The timing a virtual board has without a `[timing]` table: its QEMU
+    /// CPU's core, flash without wait states.
+    pub fn of_cpu(cpu: &str) -> Timing {
+        Timing {
+            core: cpu.to_string(),
+            flash_wait_states: 0,
+            flash_cache: false,
+            clock_hz: None,
+            description: None,
+        }
+    }
 }
 
 /// Register layout of the UART the firmware drives.
@@ -306,6 +355,8 @@ pub(crate) struct RawBoard {
     pub(super) vnpu: Option<RawVnpu>,
     #[serde(default)]
     pub(super) model_slot: Option<u64>,
+    #[serde(default)]
+    pub(super) timing: Option<Timing>,
 }
 
 /// A validated board definition.
@@ -365,6 +416,8 @@ pub struct Board {
     /// than per configuration and model size. On a real board a bigger slot
     /// is more bytes to flash on every run, which is why it is a choice.
     pub model_slot: Option<u64>,
+    /// How cycles are estimated on it (`[timing]`), if it says.
+    pub timing: Option<Timing>,
 }
 
 /// How far a latency may move before the gate says so. It lives with the

@@ -58,6 +58,7 @@ impl<'t> InFlight<'t> {
         }
         let backend_submitted = offload.accelerator.now();
         let ticket = Ticket::submit(offload.accelerator, &job)?;
+        crate::marks::job_submitted();
         let trace = profile.and_then(|p| {
             let at = p.since_start_u32();
             let entry = p.trace.get_mut(stats.jobs as usize)?;
@@ -110,7 +111,9 @@ impl<'t> InFlight<'t> {
         }
         let wait_started = profile.as_ref().map(|p| p.since_start_u32());
         let deadline = offload.accelerator.now().saturating_add(offload.timeout);
-        p.ticket.wait(deadline).map_err(|error| JobFault {
+        let waited = p.ticket.wait(deadline);
+        crate::marks::job_retired();
+        waited.map_err(|error| JobFault {
             op: p.job.op,
             job: id.0,
             error,

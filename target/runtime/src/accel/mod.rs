@@ -671,7 +671,10 @@ impl OpWork {
             scratch,
             taken: core::cell::Cell::new(0),
         };
-        (self.invoke)(&ctx)
+        crate::marks::job_start();
+        let done = (self.invoke)(&ctx);
+        crate::marks::job_end();
+        done
     }
 }
 

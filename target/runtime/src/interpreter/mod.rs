@@ -173,6 +173,8 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
         &mut self,
         profile: Option<Profile<'_, C>>,
     ) -> Result<(), InterpreterError> {
+        // Ended on every way out, the section guards' check included.
+        let _marks = crate::marks::InvokeMarks::start();
         let committed = self.committed()?;
         let model = self.model;
         // SAFETY: the base and length of the arena `committed` was carved in.

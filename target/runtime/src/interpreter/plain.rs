@@ -52,7 +52,10 @@ impl PlainRun<'_, '_> {
                 scratch: self.scratch,
                 taken: Cell::new(0),
             };
-            (kernel.invoke)(&ctx).map_err(|error| InterpreterError::Kernel {
+            crate::marks::op_start();
+            let done = (kernel.invoke)(&ctx);
+            crate::marks::op_done();
+            done.map_err(|error| InterpreterError::Kernel {
                 op: index,
                 code: op_name(model, index),
                 error,

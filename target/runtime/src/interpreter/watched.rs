@@ -71,11 +71,17 @@ impl<C: Clock + ?Sized> WatchedRun<'_, '_, '_, C> {
                 && let Some(job_record) = self.views.jobs.get(index as usize)
                 && job_record.claimed != 0
             {
-                self.submit(index, kernel, record, *job_record)?;
+                crate::marks::op_start();
+                let submitted = self.submit(index, kernel, record, *job_record);
+                crate::marks::op_done();
+                submitted?;
                 continue;
             }
             self.audit(index)?;
-            self.invoke_op(index, &raw, kernel, record)?;
+            crate::marks::op_start();
+            let done = self.invoke_op(index, &raw, kernel, record);
+            crate::marks::op_done();
+            done?;
             self.check_guards(index)?;
         }
         if self.pending.is_some() {

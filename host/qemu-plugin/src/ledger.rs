@@ -1,0 +1,217 @@
+//! What the marks mean: which op is running, who is touching memory, and
+//! each op's instructions, cycles and deepest stack, closed into an
+//! invoke's figures at its end mark.
+//!
+//! An op's figures run from its start mark to the next op's (the last op's
+//! to the invoke's end, the first op's from the invoke's start), so the
+//! ops of an invoke add up to it exactly.
+
+use crate::checker::Runner;
+use crate::control::Mark;
+
+/// The two running counts a mark reads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Instructions executed.
+    pub instructions: u64,
+    /// Estimated cycles.
+    pub cycles: u64,
+}
+
+impl Counts {
+    fn since(self, start: Counts) -> Counts {
+        Counts {
+            instructions: self.instructions - start.instructions,
+            cycles: self.cycles - start.cycles,
+        }
+    }
+}
+
+/// One op's figures in one invoke.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OpFigures {
+    /// Instructions and cycles.
+    pub counts: Counts,
+    /// The lowest stack address touched while it ran.
+    pub stack_low: Option<u64>,
+}
+
+/// A finished invoke.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Invoke {
+    /// Its number (from 1, per QEMU run).
+    pub number: u64,
+    /// Its total.
+    pub counts: Counts,
+    /// Per op, in order.
+    pub ops: Vec<OpFigures>,
+}
+
+/// The state the marks move.
+#[derive(Debug, Default)]
+pub struct Ledger {
+    invokes: u64,
+    /// The invoke running: its start and the figures so far.
+    running: Option<(Counts, Vec<OpFigures>)>,
+    /// The current op and where its figures started.
+    op: Option<(u32, Counts)>,
+    /// Between an op's start and done marks.
+    in_kernel: bool,
+    /// The op whose job is in flight.
+    job: Option<u32>,
+    /// The engine is computing it now.
+    job_running: bool,
+}
+
+impl Ledger {
+    /// Moves the state for `mark` at `now`; the invoke's figures when it ends.
+    pub fn mark(&mut self, mark: Mark, now: Counts) -> Option<Invoke> {
+        match mark {
+            Mark::InvokeStart => {
+                self.invokes += 1;
+                self.running = Some((now, Vec::new()));
+                self.op = None;
+                self.in_kernel = false;
+                self.job = None;
+                self.job_running = false;
+            }
+            Mark::OpStart => {
+                let (start, ops) = self.running.as_mut()?;
+                let next = match self.op {
+                    Some((op, from)) => {
+                        if let Some(f) = ops.get_mut(op as usize) {
+                            f.counts = now.since(from);
+                        }
+                        op + 1
+                    }
+                    None => 0,
+                };
+                // The first op's figures start with the invoke.
+                let from = if next == 0 { *start } else { now };
+                ops.push(OpFigures::default());
+                self.op = Some((next, from));
+                self.in_kernel = true;
+            }
+            Mark::OpDone => self.in_kernel = false,
+            Mark::JobSubmitted => self.job = self.op.map(|(op, _)| op),
+            Mark::JobStart => self.job_running = self.job.is_some(),
+            Mark::JobEnd => self.job_running = false,
+            Mark::JobRetired => {
+                self.job = None;
+                self.job_running = false;
+            }
+            Mark::InvokeEnd => {
+                let (start, mut ops) = self.running.take()?;
+                if let Some((op, from)) = self.op.take()
+                    && let Some(f) = ops.get_mut(op as usize)
+                {
+                    f.counts = now.since(from);
+                }
+                self.in_kernel = false;
+                self.job = None;
+                self.job_running = false;
+                return Some(Invoke {
+                    number: self.invokes,
+                    counts: now.since(start),
+                    ops,
+                });
+            }
+        }
+        None
+    }
+
+    /// Whether an invoke is running.
+    pub fn in_invoke(&self) -> bool {
+        self.running.is_some()
+    }
+
+    /// The invoke's number (the last started).
+    pub fn invoke_number(&self) -> u64 {
+        self.invokes
+    }
+
+    /// Who is touching memory now.
+    pub fn runner(&self) -> Runner {
+        match (self.job_running, self.job, self.op) {
+            (true, Some(job), _) => Runner::Job(job),
+            (_, _, Some((op, _))) if self.in_kernel => Runner::Op(op),
+            _ => Runner::Interpreter,
+        }
+    }
+
+    /// The op whose job is in flight.
+    pub fn in_flight(&self) -> Option<u32> {
+        self.job
+    }
+
+    /// Notes a stack access at `addr` for the current op.
+    pub fn note_stack(&mut self, addr: u64) {
+        if let (Some((_, ops)), Some((op, _))) = (self.running.as_mut(), self.op)
+            && let Some(f) = ops.get_mut(op as usize)
+        {
+            f.stack_low = Some(f.stack_low.map_or(addr, |low| low.min(addr)));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(i: u64) -> Counts {
+        Counts {
+            instructions: i,
+            cycles: 2 * i,
+        }
+    }
+
+    #[test]
+    fn ops_partition_the_invoke_exactly() {
+        let mut l = Ledger::default();
+        assert_eq!(
+            l.mark(Mark::OpStart, at(1)),
+            None,
+            "no op outside an invoke"
+        );
+        l.mark(Mark::InvokeStart, at(100));
+        l.mark(Mark::OpStart, at(110));
+        assert_eq!(l.runner(), Runner::Op(0));
+        l.mark(Mark::OpDone, at(150));
+        assert_eq!(l.runner(), Runner::Interpreter);
+        l.mark(Mark::OpStart, at(160));
+        l.note_stack(0x2000_0100);
+        l.note_stack(0x2000_00f0);
+        l.mark(Mark::OpDone, at(190));
+        let inv = l.mark(Mark::InvokeEnd, at(200)).unwrap();
+        assert_eq!(inv.number, 1);
+        assert_eq!(inv.counts, at(100));
+        assert_eq!(inv.ops.len(), 2);
+        assert_eq!(
+            inv.ops[0].counts,
+            at(60),
+            "from the invoke's start to op 1's"
+        );
+        assert_eq!(inv.ops[1].counts, at(40));
+        assert_eq!(inv.ops[1].stack_low, Some(0x2000_00f0));
+        let sum: u64 = inv.ops.iter().map(|o| o.counts.instructions).sum();
+        assert_eq!(sum, inv.counts.instructions);
+        assert!(!l.in_invoke());
+    }
+
+    #[test]
+    fn a_job_runs_as_its_op_and_is_held_until_retired() {
+        let mut l = Ledger::default();
+        l.mark(Mark::InvokeStart, at(0));
+        l.mark(Mark::OpStart, at(1));
+        l.mark(Mark::JobSubmitted, at(2));
+        l.mark(Mark::OpDone, at(3));
+        l.mark(Mark::OpStart, at(4));
+        assert_eq!((l.runner(), l.in_flight()), (Runner::Op(1), Some(0)));
+        l.mark(Mark::JobStart, at(5));
+        assert_eq!(l.runner(), Runner::Job(0));
+        l.mark(Mark::JobEnd, at(6));
+        assert_eq!(l.runner(), Runner::Op(1));
+        l.mark(Mark::JobRetired, at(7));
+        assert_eq!(l.in_flight(), None);
+    }
+}

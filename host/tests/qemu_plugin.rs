@@ -1,0 +1,127 @@
+//! hilt's QEMU plugin behind every virtual board run: exact per-op
+//! instruction counts that add up to the invoke's, estimated cycles from
+//! the board's core (or a real part's timing profile), and every access
+//! checked against the committed plan with no false alarm on a shipped
+//! scenario. (The faults it catches are in `qemu_faults.rs`.)
+
+mod common;
+
+use common::{hilt, repo, succeeded};
+
+fn summary(dir: &std::path::Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join("summary.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn kws_on(board: &str, extra: &[&str], dir: &std::path::Path) -> serde_json::Value {
+    let mut args = vec![
+        "run",
+        "scenarios/kws_dscnn_int8.toml",
+        "--board",
+        board,
+        "--report-dir",
+        dir.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    succeeded(&hilt(&args));
+    summary(dir)
+}
+
+#[test]
+fn kws_on_every_virtual_board_has_exact_counts_estimated_cycles_and_no_violation() {
+    if !common::qemu_available("QEMU plugin tests") {
+        return;
+    }
+    let dir = repo().join("build/test-reports/qemu-plugin-kws");
+    let s = kws_on("qemu-*", &[], &dir);
+    let runs = s["runs"].as_array().unwrap();
+    assert!(runs.len() >= 5, "{} board runs", runs.len());
+    for run in runs {
+        let board = run["board"].as_str().unwrap();
+        assert_eq!(run["access_violations"], 0, "{board}");
+        let total = run["instructions"].as_u64().unwrap();
+        let cycles = run["estimated_cycles"].as_u64().unwrap();
+        // Loads, multiplies and taken branches cost more than a cycle on
+        // every modelled core: the estimate is above the count.
+        assert!(
+            cycles > total,
+            "{board}: {cycles} cycles for {total} instructions"
+        );
+        assert!(run["stack_high_water"].as_u64().unwrap() > 0, "{board}");
+        for step in run["steps"].as_array().unwrap() {
+            let o = &step["observed"];
+            let ops = o["ops"].as_array().unwrap();
+            assert_eq!(ops.len(), 13, "{board}: one count per op");
+            let sum: u64 = ops
+                .iter()
+                .map(|op| op["instructions"].as_u64().unwrap())
+                .sum();
+            assert_eq!(
+                sum,
+                o["instructions"].as_u64().unwrap(),
+                "{board}: ops add up to the invoke"
+            );
+            let sum: u64 = ops
+                .iter()
+                .map(|op| op["estimated_cycles"].as_u64().unwrap())
+                .sum();
+            assert_eq!(sum, o["estimated_cycles"].as_u64().unwrap(), "{board}");
+            // On the AN386 (cycles are instructions, unscaled) SysTick's
+            // figure is the exact count to within its 40-instruction tick.
+            if board == "qemu-mps2-an386" {
+                let systick = step["total_cycles"].as_u64().unwrap();
+                let exact = o["instructions"].as_u64().unwrap();
+                assert!(
+                    systick.abs_diff(exact) <= 40,
+                    "SysTick {systick} vs exact {exact}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_l4r5_profile_charges_flash_wait_states_on_the_same_instructions() {
+    if !common::qemu_available("QEMU plugin tests") {
+        return;
+    }
+    let plain = kws_on(
+        "qemu-mps2-an386",
+        &[],
+        &repo().join("build/test-reports/qemu-plugin-m4"),
+    );
+    let l4r5 = kws_on(
+        "qemu-mps2-an386",
+        &["--timing", "stm32l4r5"],
+        &repo().join("build/test-reports/qemu-plugin-l4r5"),
+    );
+    let (p, l) = (&plain["runs"][0], &l4r5["runs"][0]);
+    assert_eq!(p["timing"], "cortex-m4");
+    assert_eq!(l["timing"], "stm32l4r5");
+    assert_eq!(p["instructions"], l["instructions"], "the same code ran");
+    let (pc, lc) = (
+        p["estimated_cycles"].as_u64().unwrap(),
+        l["estimated_cycles"].as_u64().unwrap(),
+    );
+    // Weights are read from flash: five wait states on each line the ART's
+    // data side misses.
+    assert!(lc > pc, "L4R5 {lc} vs plain M4 {pc}");
+}
+
+#[test]
+fn an_unknown_timing_profile_is_named_with_the_known_ones() {
+    let out = hilt([
+        "run",
+        "scenarios/kws_dscnn_int8.toml",
+        "--board",
+        "qemu-mps2-an386",
+        "--timing",
+        "stm32l4r9",
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("timing profile `stm32l4r9`") && err.contains("(known: stm32l4r5)"),
+        "{err}"
+    );
+}
