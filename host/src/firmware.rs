@@ -130,7 +130,7 @@ impl<'a> FirmwareRequest<'a> {
     }
 }
 
-fn fnv(bytes: &[u8], seed: u64) -> u64 {
+pub(crate) fn fnv(bytes: &[u8], seed: u64) -> u64 {
     bytes.iter().fold(seed ^ 0xcbf2_9ce4_8422_2325, |h, &b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })

@@ -332,8 +332,7 @@ impl RunPools {
     /// aligned buffer, as the runtime places it (the firmware's arena
     /// starts on a 64-byte boundary).
     pub fn head_start(&self, plan: &[PlannedBuffer]) -> u32 {
-        let head_align = plan.iter().map(|b| b.align).max().unwrap_or(1).max(1);
-        self.guard.next_multiple_of(head_align)
+        head_start(plan, self.guard)
     }
 
     /// The pool (by position in `pools`) each buffer of `plan` is in, in
@@ -388,6 +387,15 @@ impl BoardRun {
             stack_high_water: None,
         }
     }
+}
+
+/// Where the head of `plan` starts in its arena: after the start guard
+/// (`guard` bytes, 0 without canaries), aligned for its most aligned
+/// buffer, as the runtime places it (the firmware's arena starts on a
+/// 64-byte boundary).
+pub fn head_start(plan: &[PlannedBuffer], guard: u32) -> u32 {
+    let head_align = plan.iter().map(|b| b.align).max().unwrap_or(1).max(1);
+    guard.next_multiple_of(head_align)
 }
 
 /// One buffer of the firmware's plan, as the gate snapshots it.

@@ -7,15 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use super::error::ObserverError;
+use crate::firmware::fnv;
 
 /// The plugin crate's folder in the repository.
 pub const CRATE_DIR: &str = "host/qemu-plugin";
-
-fn fnv(bytes: &[u8], seed: u64) -> u64 {
-    bytes.iter().fold(seed ^ 0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
 
 /// The digest of everything the build reads.
 fn digest(repo: &Path) -> Result<u64, ObserverError> {

@@ -11,7 +11,7 @@ use object::{Object, ObjectSection, ObjectSymbol};
 use crate::config::board::{Board, Timing};
 use crate::elf::FirmwareImage;
 use crate::model_file::ModelFile;
-use crate::outcome::PlannedBuffer;
+use crate::outcome::{PlannedBuffer, head_start};
 
 use super::error::ObserverError;
 
@@ -35,7 +35,11 @@ const DEVICE_WINDOWS: [(&str, u64, u64); 2] = [
     ("system", 0xE000_0000, 0x2000_0000),
 ];
 
-/// What the plugin is told before the run: marks, memory, timing.
+/// The stack's range, `[bottom, top)`.
+pub type StackSpan = (u32, u32);
+
+/// What the plugin is told before the run (marks, memory, timing), and
+/// the stack's range it names, if the ELF says where the stack is.
 pub fn control_text(
     image: &FirmwareImage,
     board: &Board,
@@ -43,7 +47,7 @@ pub fn control_text(
     out: &Path,
     plan: &Path,
     checks: bool,
-) -> Result<String, ObserverError> {
+) -> Result<(String, Option<StackSpan>), ObserverError> {
     let data = std::fs::read(&image.path).map_err(|e| ObserverError::io(&image.path, e))?;
     let elf = |problem: String| ObserverError::Firmware {
         path: image.path.clone(),
@@ -88,13 +92,14 @@ pub fn control_text(
     for (name, start, len) in DEVICE_WINDOWS {
         let _ = writeln!(text, "region {name} {start:#x} {len:#x}");
     }
-    if let Some(top) = file
+    let stack = file
         .symbols()
         .find(|s| s.name() == Ok("_stack_start"))
         .map(|s| s.address())
         .filter(|&top| top > ram_top)
-    {
-        let _ = writeln!(text, "stack {ram_top:#x} {:#x}", top - ram_top);
+        .map(|top| (ram_top as u32, top as u32));
+    if let Some((bottom, top)) = stack {
+        let _ = writeln!(text, "stack {bottom:#x} {:#x}", top - bottom);
     }
     if let Some(flash) = board.memory.iter().find(|m| m.name == "FLASH") {
         let _ = writeln!(
@@ -110,14 +115,20 @@ pub fn control_text(
             }
         );
     }
-    Ok(text)
+    Ok((text, stack))
 }
 
-/// Where the head starts in the arena: after the start guard, aligned
-/// for its most aligned buffer (as the runtime places it).
-pub fn head_start(plan: &[PlannedBuffer], guard: u32) -> u32 {
-    let align = plan.iter().map(|b| b.align).max().unwrap_or(1).max(1);
-    guard.next_multiple_of(align)
+/// Where the planned head ends, bytes from the arena's start: after its
+/// last buffer, that buffer's alignment padding and the guard that follows
+/// it (with canaries): bytes no op owns, which a kernel writing past its
+/// output reaches first.
+pub fn head_end(plan: &[PlannedBuffer], guard: u32) -> u32 {
+    let head = head_start(plan, guard);
+    plan.iter()
+        .map(|b| head + b.offset + b.size.next_multiple_of(b.align.max(1)))
+        .max()
+        .unwrap_or(head)
+        + guard
 }
 
 /// The plan file: the arena, each buffer, and each op's buffers (its
@@ -131,15 +142,7 @@ pub fn plan_text(
 ) -> String {
     let (start, end) = image.arena;
     let head = head_start(plan, guard);
-    // The head ends after its last buffer, its alignment padding and the
-    // guard that follows it (with canaries): bytes no op owns, which a
-    // kernel writing past its output reaches first.
-    let head_end = plan
-        .iter()
-        .map(|b| head + b.offset + b.size.next_multiple_of(b.align.max(1)))
-        .max()
-        .unwrap_or(head)
-        + guard;
+    let head_end = head_end(plan, guard);
     let mut text = format!(
         "arena {start:#x} {:#x} head {head_end:#x}\n",
         end.saturating_sub(start)

@@ -132,7 +132,7 @@ pub struct Observer {
     /// Timing name for reports.
     pub timing: String,
     plan: Vec<PlannedBuffer>,
-    stack: Option<(u32, u32)>,
+    stack: Option<control::StackSpan>,
     /// Invokes taken so far.
     taken: usize,
 }
@@ -166,7 +166,7 @@ impl Observer {
         let dir = std::env::temp_dir().join(format!("hilt-observe-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|e| ObserverError::io(&dir, e))?;
         let (name, timing) = timing_for(board, settings);
-        let text = control::control_text(
+        let (text, stack) = control::control_text(
             image,
             board,
             &timing,
@@ -174,12 +174,6 @@ impl Observer {
             &dir.join("plan"),
             settings.checks,
         )?;
-        let stack = text.lines().find_map(|l| {
-            let mut w = l.strip_prefix("stack ")?.split_whitespace();
-            let start = u32::from_str_radix(w.next()?.trim_start_matches("0x"), 16).ok()?;
-            let len = u32::from_str_radix(w.next()?.trim_start_matches("0x"), 16).ok()?;
-            Some((start, start + len))
-        });
         let path = dir.join("control");
         std::fs::write(&path, text).map_err(|e| ObserverError::io(&path, e))?;
         Ok(Some(Observer {
@@ -259,21 +253,18 @@ impl Observer {
         }
     }
 
-    /// The violations seen so far, described.
-    pub fn violations(&self, model: &ModelFile) -> Vec<AccessViolation> {
+    /// The violations in `results` (read from this run's file), described.
+    pub fn violations(&self, results: &Results, model: &ModelFile) -> Vec<AccessViolation> {
         let ctx = violation::Context {
             elf: &self.image.path,
             model,
             plan: &self.plan,
             arena: self.image.arena,
-            head_start: control::head_start(&self.plan, self.guard),
+            head_start: crate::outcome::head_start(&self.plan, self.guard),
+            head_end: control::head_end(&self.plan, self.guard),
             stack: self.stack,
         };
-        self.results()
-            .violations
-            .iter()
-            .map(|v| ctx.describe(v))
-            .collect()
+        results.violations.iter().map(|v| ctx.describe(v)).collect()
     }
 }
 

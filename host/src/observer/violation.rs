@@ -25,6 +25,9 @@ pub struct Context<'a> {
     pub arena: (u32, u32),
     /// The head's start, bytes from the arena's.
     pub head_start: u32,
+    /// The head's end (its last buffer's guard included), bytes from the
+    /// arena's: as the plan file tells the plugin.
+    pub head_end: u32,
     /// The stack's range, if known.
     pub stack: Option<(u32, u32)>,
 }
@@ -140,7 +143,7 @@ impl Context<'_> {
             .filter(|&n| at(&self.plan[n]) + self.plan[n].size <= offset)
             .max_by_key(|&n| at(&self.plan[n]) + self.plan[n].size);
         match below {
-            Some(n) if offset < self.head_end() => {
+            Some(n) if offset < self.head_end => {
                 let past = offset - (at(&self.plan[n]) + self.plan[n].size) + 1;
                 format!(
                     "{past} byte{} past the end of {}{}",
@@ -152,14 +155,5 @@ impl Context<'_> {
             _ if offset < self.head_start => "in the arena's start guard".to_string(),
             _ => "in the arena's tail".to_string(),
         }
-    }
-
-    fn head_end(&self) -> u32 {
-        self.plan
-            .iter()
-            .map(|b| self.head_start + b.offset + b.size.next_multiple_of(b.align.max(1)))
-            .max()
-            .unwrap_or(self.head_start)
-            + self.head_start.min(hilt_runtime::canary::GUARD_BYTES)
     }
 }

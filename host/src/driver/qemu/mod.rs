@@ -178,7 +178,8 @@ impl SessionObserver for Watching<'_> {
             .map_err(|e| RunFailure::Observer(e.to_string()))?;
         if inv.violations_so_far > self.violations {
             self.violations = inv.violations_so_far;
-            let all = self.observer.violations(&scenario.model_file);
+            let results = self.observer.results();
+            let all = self.observer.violations(&results, &scenario.model_file);
             if let Some(first) = all.first() {
                 return Err(RunFailure::Access {
                     first: first.to_string(),
@@ -205,7 +206,7 @@ fn conclude_observed(
 ) -> Result<(), RunFailure> {
     let results = observer.results();
     let seen = results.invokes.last().map_or(0, |i| i.violations_so_far);
-    let violations = observer.violations(&scenario.model_file);
+    let violations = observer.violations(&results, &scenario.model_file);
     let count = seen.max(violations.len() as u64);
     if observer.checks() {
         run.access_violations = Some(count);
