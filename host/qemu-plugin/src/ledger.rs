@@ -59,8 +59,9 @@ pub struct Ledger {
     in_kernel: bool,
     /// The op whose job is in flight.
     job: Option<u32>,
-    /// The engine is computing it now.
-    job_running: bool,
+    /// How deep in (nested) job start marks the engine is: above 0, it is
+    /// computing the job now.
+    job_depth: u32,
 }
 
 impl Ledger {
@@ -73,7 +74,7 @@ impl Ledger {
                 self.op = None;
                 self.in_kernel = false;
                 self.job = None;
-                self.job_running = false;
+                self.job_depth = 0;
             }
             Mark::OpStart => {
                 let (start, ops) = self.running.as_mut()?;
@@ -94,11 +95,12 @@ impl Ledger {
             }
             Mark::OpDone => self.in_kernel = false,
             Mark::JobSubmitted => self.job = self.op.map(|(op, _)| op),
-            Mark::JobStart => self.job_running = self.job.is_some(),
-            Mark::JobEnd => self.job_running = false,
+            Mark::JobStart if self.job.is_some() => self.job_depth += 1,
+            Mark::JobStart => {}
+            Mark::JobEnd => self.job_depth = self.job_depth.saturating_sub(1),
             Mark::JobRetired => {
                 self.job = None;
-                self.job_running = false;
+                self.job_depth = 0;
             }
             Mark::InvokeEnd => {
                 let (start, mut ops) = self.running.take()?;
@@ -109,7 +111,7 @@ impl Ledger {
                 }
                 self.in_kernel = false;
                 self.job = None;
-                self.job_running = false;
+                self.job_depth = 0;
                 return Some(Invoke {
                     number: self.invokes,
                     counts: now.since(start),
@@ -132,7 +134,7 @@ impl Ledger {
 
     /// Who is touching memory now.
     pub fn runner(&self) -> Runner {
-        match (self.job_running, self.job, self.op) {
+        match (self.job_depth > 0, self.job, self.op) {
             (true, Some(job), _) => Runner::Job(job),
             (_, _, Some((op, _))) if self.in_kernel => Runner::Op(op),
             _ => Runner::Interpreter,
@@ -209,6 +211,14 @@ mod tests {
         assert_eq!((l.runner(), l.in_flight()), (Runner::Op(1), Some(0)));
         l.mark(Mark::JobStart, at(5));
         assert_eq!(l.runner(), Runner::Job(0));
+        // The engine's completion wraps the kernel's own marks.
+        l.mark(Mark::JobStart, at(5));
+        l.mark(Mark::JobEnd, at(6));
+        assert_eq!(
+            l.runner(),
+            Runner::Job(0),
+            "still inside the outer job marks"
+        );
         l.mark(Mark::JobEnd, at(6));
         assert_eq!(l.runner(), Runner::Op(1));
         l.mark(Mark::JobRetired, at(7));

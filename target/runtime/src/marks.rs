@@ -53,7 +53,9 @@ marks! {
     /// The current op's job was handed to an engine.
     job_submitted => hilt_mark_job_submitted;
     /// An engine starts computing the job in flight (on this core: an
-    /// interrupt-driven engine).
+    /// interrupt-driven engine). Job marks nest: an engine may mark all of
+    /// its work on a job around [`OpWork::execute`](crate::accel::OpWork),
+    /// which marks the kernel itself.
     job_start => hilt_mark_job_start;
     /// The engine finished computing the job in flight.
     job_end => hilt_mark_job_end;

@@ -225,16 +225,21 @@ impl<'c> VnpuCore<'c> {
         running.remaining -= used;
         self.stats.busy_cycles += used;
         if running.remaining == 0 {
+            // All of the completion is the engine's work on the job (its
+            // lease audit reads the job's regions), whatever op the CPU is
+            // in when the tick that completes it comes.
+            crate::marks::job_start();
             self.check_lease(&mut running);
-        }
-        if running.remaining == 0 && running.outcome.is_none() {
-            running.outcome = Some(match self.config.fault {
-                EngineFault::Error(code) => Err(AccelError::Engine { code }),
-                _ => self.execute(&running.job),
-            });
-            // The engine's own writes are now part of what it holds.
-            self.take_sums(&mut running);
-            self.stats.jobs += 1;
+            if running.outcome.is_none() {
+                running.outcome = Some(match self.config.fault {
+                    EngineFault::Error(code) => Err(AccelError::Engine { code }),
+                    _ => self.execute(&running.job),
+                });
+                // The engine's own writes are now part of what it holds.
+                self.take_sums(&mut running);
+                self.stats.jobs += 1;
+            }
+            crate::marks::job_end();
         }
         let done = running.outcome.is_some();
         self.running = Some(running);
