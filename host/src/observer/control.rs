@@ -38,8 +38,19 @@ const DEVICE_WINDOWS: [(&str, u64, u64); 2] = [
 /// The stack's range, `[bottom, top)`.
 pub type StackSpan = (u32, u32);
 
-/// What the plugin is told before the run (marks, memory, timing), and
-/// the stack's range it names, if the ELF says where the stack is.
+/// The control file's text and what the host keeps of it.
+#[derive(Debug, Clone)]
+pub struct ControlFile {
+    /// What the plugin reads.
+    pub text: String,
+    /// The stack's range it names, if the ELF says where the stack is.
+    pub stack: Option<StackSpan>,
+    /// Whether the firmware marks its invokes (else the plugin has no
+    /// invoke to count or check).
+    pub marked: bool,
+}
+
+/// What the plugin is told before the run: marks, memory, timing.
 pub fn control_text(
     image: &FirmwareImage,
     board: &Board,
@@ -47,7 +58,7 @@ pub fn control_text(
     out: &Path,
     plan: &Path,
     checks: bool,
-) -> Result<(String, Option<StackSpan>), ObserverError> {
+) -> Result<ControlFile, ObserverError> {
     let data = std::fs::read(&image.path).map_err(|e| ObserverError::io(&image.path, e))?;
     let elf = |problem: String| ObserverError::Firmware {
         path: image.path.clone(),
@@ -59,16 +70,15 @@ pub fn control_text(
     let _ = writeln!(text, "plan {}", plan.display());
     let _ = writeln!(text, "core {}", timing.core);
     let _ = writeln!(text, "checks {}", if checks { "on" } else { "off" });
+    // A mark the linker dropped is code that never runs: a firmware that
+    // never invokes (a calibration loop, one that hangs on purpose) has
+    // none, and one without offload has no job marks.
+    let mut marked = false;
     for name in MARKS {
-        let symbol = file
-            .symbols()
-            .find(|s| s.name() == Ok(name))
-            .ok_or_else(|| {
-                elf(format!(
-                    "no `{name}` symbol: the firmware's runtime has no marks for hilt's QEMU plugin (rebuild it with this hilt)"
-                ))
-            })?;
-        let _ = writeln!(text, "mark {name} {:#x}", symbol.address() & !1);
+        if let Some(symbol) = file.symbols().find(|s| s.name() == Ok(name)) {
+            let _ = writeln!(text, "mark {name} {:#x}", symbol.address() & !1);
+            marked |= name == MARKS[0];
+        }
     }
     let mut ram_top = 0;
     for section in file.sections() {
@@ -115,7 +125,11 @@ pub fn control_text(
             }
         );
     }
-    Ok((text, stack))
+    Ok(ControlFile {
+        text,
+        stack,
+        marked,
+    })
 }
 
 /// Where the planned head ends, bytes from the arena's start: after its

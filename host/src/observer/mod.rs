@@ -133,6 +133,7 @@ pub struct Observer {
     pub timing: String,
     plan: Vec<PlannedBuffer>,
     stack: Option<control::StackSpan>,
+    marked: bool,
     /// Invokes taken so far.
     taken: usize,
 }
@@ -166,7 +167,7 @@ impl Observer {
         let dir = std::env::temp_dir().join(format!("hilt-observe-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|e| ObserverError::io(&dir, e))?;
         let (name, timing) = timing_for(board, settings);
-        let (text, stack) = control::control_text(
+        let control = control::control_text(
             image,
             board,
             &timing,
@@ -175,7 +176,7 @@ impl Observer {
             settings.checks,
         )?;
         let path = dir.join("control");
-        std::fs::write(&path, text).map_err(|e| ObserverError::io(&path, e))?;
+        std::fs::write(&path, &control.text).map_err(|e| ObserverError::io(&path, e))?;
         Ok(Some(Observer {
             dir,
             library,
@@ -185,7 +186,8 @@ impl Observer {
             checks: settings.checks,
             timing: name,
             plan: Vec::new(),
-            stack,
+            stack: control.stack,
+            marked: control.marked,
             taken: 0,
         }))
     }
@@ -193,6 +195,13 @@ impl Observer {
     /// Whether accesses are checked.
     pub fn checks(&self) -> bool {
         self.checks
+    }
+
+    /// Whether the firmware marks its invokes: without, the plugin has no
+    /// invoke to count or check (a firmware that never runs its
+    /// interpreter).
+    pub fn marked(&self) -> bool {
+        self.marked
     }
 
     /// QEMU's arguments that load the plugin.

@@ -71,6 +71,16 @@ pub fn run_on_qemu(
         let mut observer =
             Observer::start(board, image, scenario.canary, &crate::observer::settings())
                 .map_err(|e| RunFailure::Observer(e.to_string()))?;
+        // A firmware whose interpreter never runs (a calibration loop, a
+        // hang on purpose) has no invoke marks: nothing to count or check,
+        // said in the run's log rather than left unsaid.
+        if observer.as_ref().is_some_and(|o| !o.marked()) {
+            run.logs.push(
+                "hilt: the firmware has no hilt_mark_* symbols (its interpreter never runs): the QEMU plugin is not loaded, nothing is counted or checked"
+                    .to_string(),
+            );
+            observer = None;
+        }
         if let Some(o) = &observer {
             run.timing = Some(o.timing.clone());
         }
