@@ -163,6 +163,14 @@ fn kill_mid_run(board: hilt::config::board::Board) -> String {
         if let Some(pid) = kill.pid() {
             break pid;
         }
+        // A run that ends before its QEMU starts would leave this waiting
+        // for ever: its outcome is the failure.
+        if handle.is_finished() {
+            panic!(
+                "the run ended before QEMU started: {:?}",
+                handle.join().unwrap().outcome
+            );
+        }
         std::thread::sleep(Duration::from_millis(20));
     };
     // Let it get as far as the (hanging) invoke, then kill QEMU from outside.
