@@ -66,13 +66,15 @@ fn kws_on_every_virtual_board_has_exact_counts_estimated_cycles_and_no_violation
                 .map(|op| op["estimated_cycles"].as_u64().unwrap())
                 .sum();
             assert_eq!(sum, o["estimated_cycles"].as_u64().unwrap(), "{board}");
-            // On the AN386 (cycles are instructions, unscaled) SysTick's
-            // figure is the exact count to within its 40-instruction tick.
+            // On the AN386 (cycles are instructions, unscaled) SysTick
+            // times the agent's region around the marked invoke: the exact
+            // count is inside it, to within SysTick's 40-instruction tick,
+            // and the region adds only the counter reads and the call.
             if board == "qemu-mps2-an386" {
                 let systick = step["total_cycles"].as_u64().unwrap();
                 let exact = o["instructions"].as_u64().unwrap();
                 assert!(
-                    systick.abs_diff(exact) <= 40,
+                    exact <= systick + 40 && systick <= exact + 200,
                     "SysTick {systick} vs exact {exact}"
                 );
             }

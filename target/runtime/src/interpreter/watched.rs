@@ -71,10 +71,12 @@ impl<C: Clock + ?Sized> WatchedRun<'_, '_, '_, C> {
                 && let Some(job_record) = self.views.jobs.get(index as usize)
                 && job_record.claimed != 0
             {
+                // An offloaded op runs no kernel on the CPU: its submission
+                // is the driver's work (cache maintenance by whole lines,
+                // across buffer edges), watched as the interpreter's.
                 crate::marks::op_start();
-                let submitted = self.submit(index, kernel, record, *job_record);
                 crate::marks::op_done();
-                submitted?;
+                self.submit(index, kernel, record, *job_record)?;
                 continue;
             }
             self.audit(index)?;
