@@ -129,9 +129,11 @@ impl Checker {
     }
 
     fn within(spans: &[Span], a: &Access) -> bool {
-        // Sorted by start: the last span starting at or before the address.
+        // Sorted by start: any span starting at or before the address (an
+        // op's buffers may overlap one another: an in-place op's, or a
+        // broken plan's, which the plan check names, not this one).
         let i = spans.partition_point(|s| s.start <= a.addr);
-        i > 0 && spans[i - 1].holds(a.addr, a.size)
+        spans[..i].iter().any(|s| s.holds(a.addr, a.size))
     }
 
     fn meets(spans: &[Span], a: &Access) -> bool {
@@ -249,6 +251,18 @@ mod tests {
             None
         );
         assert_eq!(c.check(Runner::Op(1), None, &load(0x2001_0800, 4)), None);
+    }
+
+    #[test]
+    fn a_buffer_inside_another_of_the_same_op_hides_nothing() {
+        let control = Control::parse("out o\n").unwrap();
+        // Buffer 1 [40,48) lies inside buffer 0 [0,768): byte 51 is buffer 0's.
+        let plan = Plan::parse(
+            "arena 0x20000000 0x1000 head 0x400\nbuffer 0 768\nbuffer 40 8\nop 0,1 1\n",
+        )
+        .unwrap();
+        let c = Checker::new(&control, Some(&plan));
+        assert_eq!(c.check(Runner::Op(0), None, &load(0x2000_0033, 4)), None);
     }
 
     #[test]
