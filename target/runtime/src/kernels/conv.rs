@@ -184,8 +184,9 @@ fn checked_geometry(
             tensor: filter.index,
         });
     }
+    // No input channels means no groups: refused, not divided by.
     let groups = in_c / filter_c;
-    if out_c % groups != 0 {
+    if groups == 0 || out_c % groups != 0 {
         return Err(KernelError::ShapeMismatch {
             tensor: filter.index,
         });
