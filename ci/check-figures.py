@@ -8,7 +8,9 @@ row `hilt bench-target --format markdown` printed in this run
   -icount makes them the same on every machine);
 - the firmware's flash bytes within 1 % (they move with any change of code
   or panic message, which is not a figure the book claims to the byte);
-- TFLM's columns exactly (the external figures, from the conformance set).
+- TFLM's columns exactly (the external figures, from the conformance set);
+- and the second table, hilt's estimated cycles on the MLPerf Tiny
+  reference part beside the published records, cell for cell.
 
 Usage: ci/check-figures.py RUN.md [BOOK.md]. Exit 1 naming each row that
 differs, or a row of the book the run does not have."""
@@ -19,20 +21,21 @@ import sys
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
 
-def rows(text: str) -> dict:
-    """(model, board) -> {column: cell} of the first table with those columns."""
+def rows(text: str, header: str = "| model | board |", key: str = "board") -> dict:
+    """(model, KEY) -> {column: cell} of the first table whose header starts
+    with HEADER."""
     lines = [l.strip() for l in text.splitlines()]
     out = {}
     for i, line in enumerate(lines):
-        if not (line.startswith("| model | board |") and i + 1 < len(lines)):
+        if not (line.startswith(header) and i + 1 < len(lines)):
             continue
-        header = [c.strip() for c in line.strip("|").split("|")]
+        names = [c.strip() for c in line.strip("|").split("|")]
         for row in lines[i + 2 :]:
             if not row.startswith("|"):
                 break
             cells = [c.strip() for c in row.strip("|").split("|")]
-            record = dict(zip(header, cells))
-            out[(record["model"], record["board"])] = record
+            record = dict(zip(names, cells))
+            out[(record["model"], record[key])] = record
         break
     return out
 
@@ -69,9 +72,28 @@ def main() -> int:
         a, b = number(column(want, "flash")), number(column(got, "flash"))
         if abs(a - b) > a / 100:
             faults.append(f"{where}: flash: the book says {a:,}, this run {b:,} (more than 1 % apart)")
+    # The estimates on the MLPerf Tiny reference part beside its records:
+    # every figure exactly (the estimate is the plugin's, deterministic).
+    part_header = "| model | timing profile |"
+    run_part = rows(run_path.read_text(), part_header, "timing profile")
+    book_part = rows(book_path.read_text(), part_header, "timing profile")
+    if not book_part:
+        faults.append(f"{book_path.name}: no table of estimates on the reference part ({part_header} ...)")
+    for key, want in book_part.items():
+        got = run_part.get(key)
+        where = f"{book_path.name}: {key[0]} with the {key[1]} profile"
+        if got is None:
+            faults.append(f"{where}: not in this run's table ({run_path})")
+            continue
+        for name, cell in want.items():
+            if got.get(name) != cell:
+                faults.append(f"{where}: {name}: the book says {cell}, this run {got.get(name)}")
     for fault in faults:
         print(fault, file=sys.stderr)
-    print(f"check-figures: {len(book)} rows of {book_path.name} against {run_path.name}: {len(faults)} fault(s)")
+    print(
+        f"check-figures: {len(book)} rows and {len(book_part)} estimates of {book_path.name} "
+        f"against {run_path.name}: {len(faults)} fault(s)"
+    )
     return 1 if faults else 0
 
 

@@ -5,6 +5,8 @@
 # target/runtime/fuzz/run.sh for an hour instead).
 #
 #   ci/fuzz-bounded.sh [SCALE]   # executions × SCALE (default 1)
+#   ci/fuzz-bounded.sh build     # only build the targets (CI builds them
+#                                # first, then fuzzes in the background)
 #
 # Seeded: a fixed libFuzzer seed and a fixed count of executions (not a
 # time), so the same binary draws the same inputs and a failure reproduces
@@ -23,7 +25,7 @@
 # seeds/TARGET/ with the fix: tests/fuzz_seeds.rs replays it).
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-scale="${1:-1}"
+mode="${1:-1}"
 fuzz="$REPO/target/runtime/fuzz"
 out="$REPO/build/fuzz-bounded"
 export CARGO_TARGET_DIR="$out/cargo"
@@ -34,6 +36,10 @@ export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4
 # need libFuzzer's symbols), as cargo-fuzz does.
 host="$(rustc -vV | sed -n 's/^host: //p')"
 (cd "$fuzz" && cargo build --quiet --locked --release --bins --target "$host")
+if [ "$mode" = build ]; then
+  exit 0
+fi
+scale="$mode"
 bin="$CARGO_TARGET_DIR/$host/release"
 status=0
 for target in load_and_plan plan_requests invoke; do

@@ -54,6 +54,18 @@ for t in $(sed -n 's/^targets *= *\[\(.*\)\]/\1/p' rust-toolchain.toml | tr -d '
   echo "hilt-runtime, hilt-proto and hilt-agent (with defmt) check for $t"
 done
 
+section "fuzz targets (target/runtime/fuzz), in the background: built here, run beside the sections below"
+# Coverage-guided, with debug assertions, on stable cargo (ci/fuzz-bounded.sh
+# says how); new inputs stay in build/. The nightly workflow fuzzes an hour.
+# A fuzzer runs on one core, as does a firmware's fat-LTO link, so the two
+# share the machine's two; the runs are counted in executions, not seconds,
+# so sharing changes no input drawn. Its report is printed before the
+# workspace tests.
+fuzz_log="$(mktemp)"
+ci/fuzz-bounded.sh build
+ci/fuzz-bounded.sh >"$fuzz_log" 2>&1 &
+fuzz_pid=$!
+
 section "firmware for every real board (the virtual ones are built and run by the QEMU tests and the gate below)"
 for board_file in boards/*.toml; do
   board="$(basename "$board_file" .toml)"
@@ -74,13 +86,8 @@ for board_file in boards/*.toml; do
 done
 
 log="$(mktemp)"
-trap 'rm -f "$log"' EXIT
+trap 'rm -f "$log" "$fuzz_log"; [ -z "${fuzz_pid:-}" ] || { pkill -P "$fuzz_pid"; kill "$fuzz_pid"; } 2>/dev/null || true' EXIT
 status=0
-
-section "fuzz targets (target/runtime/fuzz): each for a bounded time on its seeds"
-# Coverage-guided, with debug assertions, on stable cargo (ci/fuzz-bounded.sh
-# says how); new inputs stay in build/. The nightly workflow fuzzes an hour.
-ci/fuzz-bounded.sh || status=1
 
 section "CI workflows (ci/github/*.yml)"
 # Schema (check-jsonschema), security (zizmor --offline) and hilt's own rules
@@ -100,6 +107,11 @@ section "QEMU plugin (host/qemu-plugin, a workspace and licence of its own): for
 cargo fmt --manifest-path host/qemu-plugin/Cargo.toml -- --check || status=1
 CARGO_TARGET_DIR="$CARGO_TARGET_DIR/qemu-plugin-tests" \
   cargo test --quiet --manifest-path host/qemu-plugin/Cargo.toml 2>&1 | tee -a "$log" || status=1
+
+section "fuzz targets: their report (run since the firmware section)"
+wait "$fuzz_pid" || status=1
+cat "$fuzz_log"
+rm -f "$fuzz_log"
 
 section "workspace tests"
 cargo test --workspace --no-fail-fast 2>&1 | tee -a "$log" || status=1

@@ -378,7 +378,16 @@ fn build_base(
     let board_toml = boards_dir.join(format!("{}.toml", request.board.name));
     let sources = source_digest(repo, &crate_dir, &[&board_toml, &request.board.memory_x])?;
     let remapping = path_remapping(repo);
-    let key = elf_key(request, slot, &pools, sources, &remapping);
+    // The profile's debug info may be overridden for a debugging session
+    // (`CARGO_PROFILE_RELEASE_DEBUG=full`): another ELF, the same code.
+    let debug = std::env::var("CARGO_PROFILE_RELEASE_DEBUG").unwrap_or_default();
+    let key = elf_key(
+        request,
+        slot,
+        &pools,
+        sources,
+        &format!("{remapping};debug={debug}"),
+    );
     let elf = repo
         .join("build/firmware/elves/base")
         .join(format!("{}-{key}.elf", request.board.name));

@@ -46,6 +46,7 @@ pub mod observer;
 pub mod offline_plan;
 pub mod orchestrate;
 pub mod outcome;
+pub mod part_estimate;
 pub mod paths;
 pub mod report;
 pub mod reshape_sharing;

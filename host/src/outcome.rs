@@ -91,6 +91,10 @@ pub struct ObservedStep {
     pub stack_high_water: u64,
     /// Per op, in order; they add up to the figures above.
     pub ops: Vec<OpCount>,
+    /// Instructions an accelerator's jobs ran (on a virtual board, the
+    /// firmware emulating the engine): not the CPU's, so not in the
+    /// figures above.
+    pub engine_instructions: u64,
 }
 
 /// What the accelerator did in one invocation (`Offload` and `Jobs`),

@@ -231,6 +231,9 @@ pub struct TargetRow {
     /// 25 MHz under `-icount shift=0`); `None` on other cores, where the
     /// M4's figures are shown but not judged.
     pub m4_tick: Option<u64>,
+    /// The estimate on the MLPerf Tiny reference part beside its record
+    /// (MLPerf Tiny models on the reference board only).
+    pub part: Option<crate::part_estimate::PartFigure>,
 }
 
 /// Within this many counter ticks of TFLM + CMSIS-NN a model is at
@@ -451,6 +454,7 @@ mod tests {
                 arena_used: 22_772,
             }),
             m4_tick: Some(40),
+            part: None,
         };
         let md = render_markdown(&[
             row.clone(),
@@ -491,6 +495,7 @@ mod tests {
             flash: 0,
             tflm: Some(tflm),
             m4_tick,
+            part: None,
         };
         // hello_world's 3,480 against 3,520 is one tick of 40: parity.
         assert_eq!(row(3_480, Some(40)).standing(), Some(Standing::Parity));

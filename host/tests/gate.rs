@@ -114,9 +114,9 @@ fn gate_passes_unchanged_fails_on_moved_buffers_and_passes_after_accepting() {
 /// region (`edit-outside-timing`: more code and work before the session,
 /// every address after it moved) leaves the gate green; a kernel made 1%
 /// slower in one op (`fault-slow-op`: op 2, a 107 K-instruction CONV_2D,
-/// runs 1% longer) fails it, naming that op (with its change: 1%, give or
-/// take the clock's 40-instruction tick), and so does one only 3 ticks
-/// slower (`fault-slow-op-3-ticks`).
+/// runs 1% longer) fails it, naming that op with its change (the QEMU
+/// plugin's exact instructions: 1%), and so does one only 3 ticks slower
+/// (`fault-slow-op-3-ticks`).
 #[test]
 fn gate_is_quiet_on_an_unrelated_edit_and_fails_on_a_one_percent_slower_op() {
     if !common::qemu_available("gate latency test") {
@@ -147,27 +147,36 @@ fn gate_is_quiet_on_an_unrelated_edit_and_fails_on_a_one_percent_slower_op() {
     );
     let (ok, out) = gate(&path, &snapshots);
     assert!(!ok, "a 1% slower op must fail the gate:\n{out}");
-    let changed: Vec<&str> = out.lines().filter(|l| l.contains("slower")).collect();
-    let about_one_percent = |l: &&&str| {
-        l.split("(+")
-            .nth(1)
-            .and_then(|rest| rest.split('%').next())
-            .and_then(|p| p.parse::<f64>().ok())
-            .is_some_and(|p| (0.9..=1.2).contains(&p))
-    };
+    // The QEMU plugin's exact counts, "op 2 CONV_2D: 107404 → 108535
+    // instructions (+1.1%, slower)": (name, old, new) per op line.
+    let moved: Vec<(&str, u64, u64)> = out
+        .lines()
+        .filter(|l| l.contains(" instructions (+") && l.trim_start().starts_with("op "))
+        .filter_map(|l| {
+            let (name, figures) = l.trim().split_once(": ")?;
+            let (old, rest) = figures.split_once(" → ")?;
+            let new = rest.split_once(' ')?.0;
+            Some((name, old.parse().ok()?, new.parse().ok()?))
+        })
+        .collect();
+    let op2 = moved.iter().find(|(name, ..)| *name == "op 2 CONV_2D");
     assert!(
-        changed
-            .iter()
-            .any(|l| l.contains("op 2 CONV_2D:") && about_one_percent(&l)),
-        "the slower op is named with its change:\n{out}"
+        op2.is_some_and(|&(_, old, new)| {
+            let percent = 100.0 * (new - old) as f64 / old as f64;
+            (0.9..=1.2).contains(&percent)
+        }),
+        "the slower op is named with its change, about 1%:\n{out}"
     );
-    // Only op 2 and the step totals moved: no other op is blamed.
-    assert!(
-        changed
-            .iter()
-            .all(|l| l.contains("op 2 CONV_2D:") || l.contains(" step ")),
-        "{out}"
-    );
+    // No other op is blamed: the fault's harness (the interpreter's watched
+    // loop, which a firmware with a fault armed runs instead of the plain
+    // one) costs each op a few dozen instructions, no more.
+    for &(name, old, new) in &moved {
+        assert!(
+            name == "op 2 CONV_2D" || new - old <= 80,
+            "{name} moved by {} instructions:\n{out}",
+            new - old
+        );
+    }
 
     // The smallest slowdown the gate must catch: 3 ticks (120 instructions)
     // on the same 107 K-instruction op, 0.1%.

@@ -103,3 +103,55 @@ fn a_virtual_board_row_has_hilts_and_tflms_figures() {
         "{table}"
     );
 }
+
+/// An MLPerf Tiny model on the reference board gets a second run with the
+/// STM32L4R5 timing profile: the QEMU plugin's exact instructions, its
+/// estimated cycles, and the part's published record beside them.
+#[test]
+fn an_mlperf_model_on_the_m4_board_is_estimated_on_the_reference_part() {
+    if !common::qemu_available("hilt bench-target") {
+        return;
+    }
+    if common::conformance_models().is_none() {
+        eprintln!("conformance set missing: the AD scenario's model is in it");
+        return;
+    }
+    let out = common::hilt([
+        "bench-target",
+        "scenarios/ad_autoencoder_int8.toml",
+        "--board",
+        "qemu-mps2-an386",
+        "--format",
+        "json",
+    ]);
+    let rows: serde_json::Value = serde_json::from_str(&common::succeeded(&out)).unwrap();
+    let row = &rows[0];
+    let part = &row["part"];
+    assert_eq!(part["profile"], "stm32l4r5", "{row}");
+    // The exact count and the SysTick one (40-instruction ticks) agree.
+    let exact = part["instructions"].as_u64().unwrap();
+    let ticked = row["instructions"].as_u64().unwrap();
+    assert!(exact.abs_diff(ticked) <= 80, "{row}");
+    // Five flash wait states behind the ART, multi-cycle loads and MACs:
+    // more cycles than instructions, but not several times more.
+    let cycles = part["estimated_cycles"].as_u64().unwrap();
+    assert!(cycles > exact && cycles < 3 * exact, "{row}");
+    // The published record (mlperf-tiny-records.md), labelled as such.
+    assert_eq!(part["record"]["cycles"], 486_000, "{row}");
+    assert_eq!(part["record"]["by"], "Plumerai, v1.1", "{row}");
+    assert_eq!(
+        part["record"]["system"], "Cortex-M4 (NUCLEO-L4R5ZI @ 120 MHz)",
+        "{row}"
+    );
+    // Not the reference board: no estimate.
+    let out = common::hilt([
+        "bench-target",
+        "scenarios/ad_autoencoder_int8.toml",
+        "--board",
+        "qemu-mps2-an505",
+        "--format",
+        "json",
+    ]);
+    let rows: serde_json::Value = serde_json::from_str(&common::succeeded(&out)).unwrap();
+    assert!(rows[0]["part"].is_null(), "{rows}");
+}

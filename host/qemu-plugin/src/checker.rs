@@ -10,6 +10,13 @@
 //! touch the whole arena. Everyone may touch the firmware's code, data and
 //! statics, the stack and the peripherals; a stack access (through SP)
 //! outside the stack is an overflow; anything else is outside every region.
+//!
+//! A plan whose buffers share bytes while both are live (a broken planner
+//! or allocator port, committed without the runtime's plan check) passes
+//! the rule above: each op writes only its own buffers. So a store by an
+//! op (or its job) into bytes that one of its written buffers shares with
+//! another buffer live at that op is a violation of its own, made at the
+//! first store that clobbers live data.
 
 use crate::control::{Control, Plan, Span};
 
@@ -35,6 +42,8 @@ pub enum Fault {
     StackOverflow,
     /// Outside every region of the firmware.
     Unmapped,
+    /// Into bytes its output shares with another buffer live at the op.
+    OverwritesLiveBuffer,
 }
 
 impl Fault {
@@ -45,6 +54,7 @@ impl Fault {
             Fault::HeldByJob => "held-by-job",
             Fault::StackOverflow => "stack-overflow",
             Fault::Unmapped => "unmapped",
+            Fault::OverwritesLiveBuffer => "overwrites-live-buffer",
         }
     }
 }
@@ -71,6 +81,9 @@ pub struct Checker {
     uses: Vec<Vec<Span>>,
     /// Per op: the spans it writes.
     writes: Vec<Vec<Span>>,
+    /// Per op: the bytes its written buffers share with another buffer
+    /// live at that op.
+    clobbers: Vec<Vec<Span>>,
     allowed: Vec<Span>,
     stack: Option<Span>,
 }
@@ -86,6 +99,35 @@ fn spans(plan: &Plan, base: u64, numbers: &[usize]) -> Vec<Span> {
         .collect();
     v.sort_by_key(|s| s.start);
     v
+}
+
+/// The bytes op `op`'s written buffers share with another buffer live at
+/// `op` (buffers without lifetimes are taken as never sharing).
+fn clobbers(plan: &Plan, base: u64, op: usize) -> Vec<Span> {
+    let step = op as u64;
+    let live = |n: usize| {
+        plan.buffers[n]
+            .live
+            .is_some_and(|(first, last)| first <= step && step <= last)
+    };
+    let mut out = Vec::new();
+    for &w in &plan.ops[op].writes {
+        let a = &plan.buffers[w];
+        for (n, b) in plan.buffers.iter().enumerate() {
+            if n == w || !live(n) || !live(w) {
+                continue;
+            }
+            let start = a.offset.max(b.offset);
+            let end = (a.offset + a.size).min(b.offset + b.size);
+            if start < end {
+                out.push(Span {
+                    start: base + start,
+                    end: base + end,
+                });
+            }
+        }
+    }
+    out
 }
 
 impl Checker {
@@ -113,6 +155,9 @@ impl Checker {
                 .ops
                 .iter()
                 .map(|o| spans(plan, arena.start, &o.writes))
+                .collect();
+            c.clobbers = (0..plan.ops.len())
+                .map(|op| clobbers(plan, arena.start, op))
                 .collect();
         }
         c
@@ -188,6 +233,14 @@ impl Checker {
         if !in_head {
             // The persistent tail (or the gap past the head): open to all.
             return None;
+        }
+        if a.store
+            && self
+                .clobbers
+                .get(op as usize)
+                .is_some_and(|c| Self::meets(c, a))
+        {
+            return Some(Fault::OverwritesLiveBuffer);
         }
         match self.uses.get(op as usize) {
             Some(uses) if Self::within(uses, a) => None,
@@ -303,5 +356,42 @@ mod tests {
             Some(Fault::Unmapped)
         );
         assert_eq!(c.check(Runner::Op(0), None, &load(0x100, 4)), None);
+    }
+
+    #[test]
+    fn a_store_into_bytes_shared_with_a_live_buffer_is_named_at_once() {
+        let control = Control::parse("out o\nregion data 0x20000000 0x100000\n").unwrap();
+        // A broken first fit: op 0 reads buffer 0 [0,64) (live 0..0) and
+        // writes buffer 1 [32,96) (live 0..1), sharing [32,64) while both
+        // are live; buffer 2 [0,32) reuses buffer 0's bytes after it died.
+        let plan = Plan::parse(
+            "arena 0x20010000 0x1000 head 0x100\nbuffer 0 64 0 0\nbuffer 32 64 0 1\n\
+             buffer 0 32 1 1\nop 0,1 1\nop 1,2 2\n",
+        )
+        .unwrap();
+        let c = Checker::new(&control, Some(&plan));
+        let store = |addr| Access {
+            addr,
+            size: 4,
+            store: true,
+            via_sp: false,
+        };
+        let base = 0x2001_0000;
+        // Op 0's store into the shared bytes: caught at the first one.
+        assert_eq!(
+            c.check(Runner::Op(0), None, &store(base + 32)),
+            Some(Fault::OverwritesLiveBuffer)
+        );
+        // Its job's too.
+        assert_eq!(
+            c.check(Runner::Job(0), None, &store(base + 60)),
+            Some(Fault::OverwritesLiveBuffer)
+        );
+        // The rest of its output is its own; reading the shared bytes is
+        // what it was planned to do.
+        assert_eq!(c.check(Runner::Op(0), None, &store(base + 64)), None);
+        assert_eq!(c.check(Runner::Op(0), None, &load(base + 32, 4)), None);
+        // Op 1 writes buffer 2 over buffer 0's bytes after buffer 0 died.
+        assert_eq!(c.check(Runner::Op(1), None, &store(base)), None);
     }
 }

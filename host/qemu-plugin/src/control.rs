@@ -234,6 +234,8 @@ pub struct Buffer {
     pub offset: u64,
     /// Bytes.
     pub size: u64,
+    /// The first and last op (step) it is live at, when the plan says.
+    pub live: Option<(u64, u64)>,
 }
 
 /// What one op may touch in the arena's planned head: its buffers, and
@@ -278,7 +280,8 @@ fn list(words: &[&str], from: usize, line: usize) -> Result<Vec<usize>, ParseErr
 
 impl Plan {
     /// Reads the plan file's text: `arena ADDR LEN head BYTES`, then
-    /// `buffer OFFSET SIZE` lines (numbered from 0 in order) and
+    /// `buffer OFFSET SIZE [FIRST LAST]` lines (numbered from 0 in order;
+    /// the steps it is live at, inclusive) and
     /// `op USES WRITES` lines (comma-separated buffer numbers, `-` for
     /// none; numbered from 0 in order).
     pub fn parse(text: &str) -> Result<Plan, ParseError> {
@@ -292,6 +295,13 @@ impl Plan {
                 "buffer" => p.buffers.push(Buffer {
                     offset: num(&w, 1, line, "an offset")?,
                     size: num(&w, 2, line, "a size")?,
+                    live: match w.len() {
+                        3 => None,
+                        _ => Some((
+                            num(&w, 3, line, "a first step")?,
+                            num(&w, 4, line, "a last step")?,
+                        )),
+                    },
                 }),
                 "op" => {
                     let uses = list(&w, 1, line)?;
@@ -373,7 +383,7 @@ mod tests {
     #[test]
     fn a_plan_lists_buffers_then_ops() {
         let p = Plan::parse(
-            "arena 0x20001000 0x1000 head 0x200\nbuffer 0 64\nbuffer 64 32\nop 0,1 1\nop 1 -\n",
+            "arena 0x20001000 0x1000 head 0x200\nbuffer 0 64 0 1\nbuffer 64 32\nop 0,1 1\nop 1 -\n",
         )
         .unwrap();
         assert_eq!(p.arena.unwrap().start, 0x2000_1000);
@@ -381,6 +391,7 @@ mod tests {
         assert_eq!(p.ops[0].uses, vec![0, 1]);
         assert_eq!(p.ops[0].writes, vec![1]);
         assert!(p.ops[1].writes.is_empty());
+        assert_eq!((p.buffers[0].live, p.buffers[1].live), (Some((0, 1)), None));
         let e = Plan::parse("buffer 0 4\nop 0,3 -\n").unwrap_err();
         assert!(e.problem.contains("buffer 3"), "{e}");
     }

@@ -5,6 +5,12 @@
 //! An op's figures run from its start mark to the next op's (the last op's
 //! to the invoke's end, the first op's from the invoke's start), so the
 //! ops of an invoke add up to it exactly.
+//!
+//! An accelerator job's own work (between the job marks of a submitted
+//! job: on a virtual board, the firmware emulating the engine inside an
+//! interrupt) is not the CPU's: it is taken out of the op it interrupted
+//! and of the invoke, and counted apart as the engine's, as the
+//! firmware's own figures remove it.
 
 use crate::checker::Runner;
 use crate::control::Mark;
@@ -25,6 +31,20 @@ impl Counts {
             cycles: self.cycles - start.cycles,
         }
     }
+
+    fn plus(self, other: Counts) -> Counts {
+        Counts {
+            instructions: self.instructions + other.instructions,
+            cycles: self.cycles + other.cycles,
+        }
+    }
+
+    fn less(self, other: Counts) -> Counts {
+        Counts {
+            instructions: self.instructions.saturating_sub(other.instructions),
+            cycles: self.cycles.saturating_sub(other.cycles),
+        }
+    }
 }
 
 /// One op's figures in one invoke.
@@ -41,10 +61,12 @@ pub struct OpFigures {
 pub struct Invoke {
     /// Its number (from 1, per QEMU run).
     pub number: u64,
-    /// Its total.
+    /// Its total, the CPU's (the engine's work taken out).
     pub counts: Counts,
-    /// Per op, in order.
+    /// Per op, in order (the CPU's, as the total).
     pub ops: Vec<OpFigures>,
+    /// The accelerator jobs' own work during the invoke.
+    pub engine: Counts,
 }
 
 /// The state the marks move.
@@ -62,6 +84,11 @@ pub struct Ledger {
     /// How deep in (nested) job start marks the engine is: above 0, it is
     /// computing the job now.
     job_depth: u32,
+    /// Where the running job's own work started (its outer start mark).
+    engine_from: Option<Counts>,
+    /// The engine's work in the current op, and in the invoke.
+    engine_in_op: Counts,
+    engine_in_invoke: Counts,
 }
 
 impl Ledger {
@@ -75,29 +102,46 @@ impl Ledger {
                 self.in_kernel = false;
                 self.job = None;
                 self.job_depth = 0;
+                self.engine_from = None;
+                self.engine_in_op = Counts::default();
+                self.engine_in_invoke = Counts::default();
             }
             Mark::OpStart => {
                 let (start, ops) = self.running.as_mut()?;
                 let next = match self.op {
                     Some((op, from)) => {
                         if let Some(f) = ops.get_mut(op as usize) {
-                            f.counts = now.since(from);
+                            f.counts = now.since(from).less(self.engine_in_op);
                         }
                         op + 1
                     }
                     None => 0,
                 };
-                // The first op's figures start with the invoke.
                 let from = if next == 0 { *start } else { now };
                 ops.push(OpFigures::default());
                 self.op = Some((next, from));
+                self.engine_in_op = Counts::default();
                 self.in_kernel = true;
             }
             Mark::OpDone => self.in_kernel = false,
             Mark::JobSubmitted => self.job = self.op.map(|(op, _)| op),
-            Mark::JobStart if self.job.is_some() => self.job_depth += 1,
+            Mark::JobStart if self.job.is_some() => {
+                if self.job_depth == 0 {
+                    self.engine_from = Some(now);
+                }
+                self.job_depth += 1;
+            }
             Mark::JobStart => {}
-            Mark::JobEnd => self.job_depth = self.job_depth.saturating_sub(1),
+            Mark::JobEnd => {
+                self.job_depth = self.job_depth.saturating_sub(1);
+                if self.job_depth == 0
+                    && let Some(from) = self.engine_from.take()
+                {
+                    let work = now.since(from);
+                    self.engine_in_op = self.engine_in_op.plus(work);
+                    self.engine_in_invoke = self.engine_in_invoke.plus(work);
+                }
+            }
             Mark::JobRetired => {
                 self.job = None;
                 self.job_depth = 0;
@@ -107,15 +151,17 @@ impl Ledger {
                 if let Some((op, from)) = self.op.take()
                     && let Some(f) = ops.get_mut(op as usize)
                 {
-                    f.counts = now.since(from);
+                    f.counts = now.since(from).less(self.engine_in_op);
                 }
                 self.in_kernel = false;
                 self.job = None;
                 self.job_depth = 0;
+                self.engine_from = None;
                 return Some(Invoke {
                     number: self.invokes,
-                    counts: now.since(start),
+                    counts: now.since(start).less(self.engine_in_invoke),
                     ops,
+                    engine: self.engine_in_invoke,
                 });
             }
         }
@@ -223,5 +269,32 @@ mod tests {
         assert_eq!(l.runner(), Runner::Op(1));
         l.mark(Mark::JobRetired, at(7));
         assert_eq!(l.in_flight(), None);
+    }
+
+    #[test]
+    fn the_engines_work_is_taken_out_of_the_op_it_interrupted() {
+        let mut l = Ledger::default();
+        l.mark(Mark::InvokeStart, at(0));
+        l.mark(Mark::OpStart, at(10));
+        l.mark(Mark::JobSubmitted, at(20));
+        l.mark(Mark::OpDone, at(30));
+        l.mark(Mark::OpStart, at(40));
+        // The engine completes inside op 1: 500 of its instructions.
+        l.mark(Mark::JobStart, at(100));
+        l.mark(Mark::JobStart, at(110));
+        l.mark(Mark::JobEnd, at(590));
+        l.mark(Mark::JobEnd, at(600));
+        l.mark(Mark::JobRetired, at(700));
+        // The CPU's own work through the job path (no job in flight) is
+        // the CPU's.
+        l.mark(Mark::JobStart, at(710));
+        l.mark(Mark::JobEnd, at(720));
+        let inv = l.mark(Mark::InvokeEnd, at(800)).unwrap();
+        assert_eq!(inv.engine, at(500));
+        assert_eq!(inv.ops[0].counts, at(40));
+        assert_eq!(inv.ops[1].counts, at(260), "760 less the engine's 500");
+        assert_eq!(inv.counts, at(300));
+        let sum: u64 = inv.ops.iter().map(|o| o.counts.instructions).sum();
+        assert_eq!(sum, inv.counts.instructions);
     }
 }

@@ -12,5 +12,6 @@ pub mod control;
 pub mod ledger;
 #[cfg(feature = "qemu")]
 mod observer;
+pub mod restart;
 pub mod sp_access;
 pub mod timing;

@@ -20,12 +20,15 @@ use qemu_plugin::{Error, PluginId, TranslationBlock, VCPUIndex};
 use crate::checker::{Access, Checker, Fault, Runner};
 use crate::control::{Control, Mark, Plan};
 use crate::ledger::{Counts, Invoke, Ledger};
+use crate::restart::{Block, Restarts};
 use crate::timing::{self, Core};
 
 /// The counters QEMU's inline ops add to (their addresses must not move).
 struct Counters {
     instructions: UnsafeCell<u64>,
     cycles: UnsafeCell<u64>,
+    /// Blocks whose last instruction ran (see [`Restarts`]).
+    finished_blocks: UnsafeCell<u64>,
 }
 
 /// Everything the callbacks share.
@@ -47,6 +50,9 @@ struct State {
     /// to a small set of recent 16-byte lines).
     flash_lines: [u64; 8],
     flash_next: usize,
+    /// Instructions QEMU abandons and runs again (peripheral accesses
+    /// under `-icount`), so that each is counted once.
+    restarts: Restarts,
 }
 
 struct Cell(UnsafeCell<Option<State>>);
@@ -83,6 +89,20 @@ impl State {
     fn add_cycles(&mut self, cycles: u64) {
         // SAFETY: as in `counts`.
         unsafe { *self.counters.cycles.get() += cycles }
+    }
+
+    /// A block is entered: takes back the count of an instruction it runs
+    /// again after QEMU abandoned it in the previous block.
+    fn enter_block(&mut self, start: u64, block: Block) {
+        // SAFETY: as in `counts`.
+        let finished = unsafe { *self.counters.finished_blocks.get() };
+        if let Some(cycles) = self.restarts.enter(start, block, finished) {
+            // SAFETY: as in `counts`.
+            unsafe {
+                *self.counters.instructions.get() -= 1;
+                *self.counters.cycles.get() -= cycles;
+            }
+        }
     }
 
     /// Reads the plan file when it is new or changed (the host writes it
@@ -133,12 +153,14 @@ impl State {
             ));
         }
         text.push_str(&format!(
-            "invoke invoke={} instructions={} cycles={} ops={} stack={deepest} violations={}",
+            "invoke invoke={} instructions={} cycles={} ops={} stack={deepest} violations={} engine_instructions={} engine_cycles={}",
             invoke.number,
             invoke.counts.instructions,
             invoke.counts.cycles,
             invoke.ops.len(),
-            self.seen
+            self.seen,
+            invoke.engine.instructions,
+            invoke.engine.cycles
         ));
         self.write(&text);
     }
@@ -246,12 +268,14 @@ impl Register for Hilt {
             counters: Box::new(Counters {
                 instructions: UnsafeCell::new(0),
                 cycles: UnsafeCell::new(0),
+                finished_blocks: UnsafeCell::new(0),
             }),
             pending_branch: None,
             kept: 0,
             seen: 0,
             flash_lines: [u64::MAX; 8],
             flash_next: 0,
+            restarts: Restarts::default(),
         };
         // SAFETY: installation runs before any vCPU does.
         unsafe { *STATE.0.get() = Some(fresh) };
@@ -290,20 +314,36 @@ fn translate(s: &mut State, tb: &TranslationBlock) -> Result<(), Error> {
     let instructions = s.counters.instructions.get() as *mut c_void;
     let cycles = s.counters.cycles.get() as *mut c_void;
     let start = tb.vaddr();
+    let finished_blocks = s.counters.finished_blocks.get() as *mut c_void;
+    let block: Block = insns
+        .iter()
+        .zip(&costs)
+        .map(|(insn, cost)| (insn.vaddr(), u64::from(cost.cycles) + fetch_wait))
+        .collect();
     // Was the last block's conditional branch taken? Known only now, from
-    // where execution went.
+    // where execution went. And was the last block abandoned mid-way?
     tb.register_execute_callback_flags(
         move |_: VCPUIndex| {
             // SAFETY: an execution callback on the vCPU thread.
-            if let Some(s) = unsafe { state() }
-                && let Some((fallthrough, extra)) = s.pending_branch.take()
-                && start != fallthrough
-            {
-                s.add_cycles(u64::from(extra));
+            if let Some(s) = unsafe { state() } {
+                s.enter_block(start, block.clone());
+                if let Some((fallthrough, extra)) = s.pending_branch.take()
+                    && start != fallthrough
+                {
+                    s.add_cycles(u64::from(extra));
+                }
             }
         },
         NO_REGS,
     );
+    if let Some(last) = insns.last() {
+        qemu_plugin::qemu_plugin_register_vcpu_insn_exec_inline(
+            last.clone(),
+            INLINE_ADD,
+            finished_blocks,
+            1,
+        );
+    }
     for ((insn, d), cost) in insns.iter().zip(&decoded).zip(&costs) {
         let pc = insn.vaddr();
         qemu_plugin::qemu_plugin_register_vcpu_insn_exec_inline(

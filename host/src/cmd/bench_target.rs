@@ -9,6 +9,9 @@ use std::path::PathBuf;
 
 use hilt::orchestrate::{Job, run_jobs_timed};
 use hilt::outcome::{BoardRun, Outcome};
+use hilt::part_estimate::{
+    PartFigure, REFERENCE_BOARD, REFERENCE_PROFILE, benchmark_of, part_of, read_records,
+};
 use hilt::target_bench::{TargetRow, TflmM4, flash_bytes, median, model_macs, read_tflm_figures};
 
 use crate::cmd::args::{OffloadArgs, TableFormat, WorkspaceArgs};
@@ -86,11 +89,33 @@ pub(crate) fn run(args: BenchTargetArgs) -> anyhow::Result<()> {
             eprintln!("{} on {}: {}", run.scenario, run.board, run.outcome);
         },
     ));
-    let (mut rows, failed) = target_rows(&place, &results, &jobs_by_pair, &figures)?;
+    let (mut rows, mut failed) = target_rows(&place, &results, &jobs_by_pair, &figures)?;
+    failed.extend(add_part_estimates(
+        &place,
+        &jobs_by_pair,
+        &mut rows,
+        args.jobs,
+    )?);
     rows.sort_by(|a, b| (&a.model, &a.board).cmp(&(&b.model, &b.board)));
+    let estimated: Vec<(&str, &PartFigure)> = rows
+        .iter()
+        .filter_map(|r| r.part.as_ref().map(|p| (r.model.as_str(), p)))
+        .collect();
     match args.format {
-        TableFormat::Table => print!("{}", hilt::target_bench::render_table(&rows)),
-        TableFormat::Markdown => print!("{}", hilt::target_bench::render_markdown(&rows)),
+        TableFormat::Table => {
+            print!("{}", hilt::target_bench::render_table(&rows));
+            if !estimated.is_empty() {
+                println!();
+                print!("{}", hilt::part_estimate::render_table(&estimated));
+            }
+        }
+        TableFormat::Markdown => {
+            print!("{}", hilt::target_bench::render_markdown(&rows));
+            if !estimated.is_empty() {
+                println!();
+                print!("{}", hilt::part_estimate::render_markdown(&estimated));
+            }
+        }
         TableFormat::Json => println!(
             "{}",
             serde_json::to_string_pretty(&hilt::target_bench::judged(&rows))?
@@ -187,7 +212,95 @@ fn target_rows(
             macs: model_macs(&job.scenario.model_file),
             arena_used: run.arena.map_or(0, |[_, _, _, used]| u64::from(used)),
             flash: flash_bytes(&elf)?,
+            part: None,
         });
     }
     Ok((rows, failed))
+}
+
+/// Runs the MLPerf Tiny models of `rows` on the reference board again,
+/// with the reference part's timing profile in the QEMU plugin, and gives
+/// each its estimate beside the part's published record. Returns a line
+/// per failed run. The instructions are the first run's: the profile
+/// changes only what the plugin estimates.
+fn add_part_estimates(
+    place: &Workspace,
+    jobs_by_pair: &HashMap<(String, String), Job>,
+    rows: &mut [TargetRow],
+    jobs: Option<usize>,
+) -> anyhow::Result<Vec<String>> {
+    let work: Vec<Job> = rows
+        .iter()
+        .filter(|r| r.board == REFERENCE_BOARD && benchmark_of(&r.model).is_some())
+        .filter_map(|r| {
+            jobs_by_pair
+                .values()
+                .find(|j| j.board.name == r.board && file_stem(&j.scenario.model) == r.model)
+                .cloned()
+        })
+        .collect();
+    if work.is_empty() {
+        return Ok(Vec::new());
+    }
+    let boards_dir = place.repo.join("boards");
+    let profile =
+        hilt::observer::load_profile(&boards_dir, REFERENCE_PROFILE).map_err(anyhow::Error::msg)?;
+    let records = read_records(&place.conformance, &part_of(REFERENCE_PROFILE))?;
+    let before = hilt::observer::settings();
+    let mut settings = before.clone();
+    settings.profile = Some((REFERENCE_PROFILE.to_string(), profile));
+    hilt::observer::configure(settings);
+    let results = runtime()?.block_on(run_jobs_timed(
+        &place.repo,
+        work,
+        parallel(jobs),
+        |run, _| {
+            eprintln!(
+                "{} on {} with the {REFERENCE_PROFILE} timing profile: {}",
+                run.scenario, run.board, run.outcome
+            );
+        },
+    ));
+    hilt::observer::configure(before);
+    let mut failed = Vec::new();
+    for run in &results {
+        let job = &jobs_by_pair[&(run.scenario.clone(), run.board.clone())];
+        let model = file_stem(&job.scenario.model);
+        let observed: Vec<_> = run
+            .steps
+            .iter()
+            .filter_map(|s| s.observed.as_ref())
+            .collect();
+        let mut estimates: Vec<u64> = observed.iter().map(|o| o.estimated_cycles).collect();
+        let mut instructions: Vec<u64> = observed.iter().map(|o| o.instructions).collect();
+        if run.outcome != Outcome::Passed
+            || estimates.len() != run.steps.len()
+            || estimates.is_empty()
+        {
+            failed.push(format!(
+                "{} on {} with the {REFERENCE_PROFILE} timing profile: {}",
+                run.scenario,
+                run.board,
+                if run.outcome == Outcome::Passed {
+                    "the QEMU plugin gave no estimate for every step".to_string()
+                } else {
+                    run.outcome.to_string()
+                }
+            ));
+            continue;
+        }
+        let record = benchmark_of(&model).and_then(|b| records.get(b)).cloned();
+        if let Some(row) = rows
+            .iter_mut()
+            .find(|r| r.model == model && r.board == run.board)
+        {
+            row.part = Some(PartFigure {
+                profile: REFERENCE_PROFILE.to_string(),
+                instructions: median(&mut instructions),
+                estimated_cycles: median(&mut estimates),
+                record,
+            });
+        }
+    }
+    Ok(failed)
 }

@@ -29,9 +29,14 @@ pub(crate) fn file_stem(path: &Path) -> String {
 /// first step's costliest ops (`ops` names them when the model was read).
 pub(crate) fn print_run(run: &BoardRun, ops: Option<&Vec<String>>, wall: std::time::Duration) {
     let status = &run.outcome;
-    let cycles = run.steps.first().map_or(String::new(), |s| {
-        format!("   {} cycles", thousands(s.total_cycles))
-    });
+    // A run the QEMU plugin observed leads with its exact count.
+    let cycles = run
+        .steps
+        .first()
+        .map_or(String::new(), |s| match &s.observed {
+            Some(seen) => format!("   {} instructions", thousands(seen.instructions)),
+            None => format!("   {} cycles", thousands(s.total_cycles)),
+        });
     // Wide enough for every shipped board name ("qemu-netduinoplus2-uart").
     // The wall time is the board's own (start-up, transfers, invokes), not
     // its firmware build or its wait for a free slot.
@@ -47,13 +52,39 @@ pub(crate) fn print_run(run: &BoardRun, ops: Option<&Vec<String>>, wall: std::ti
         println!("    arena: {used} of {capacity} bytes used (head {head}, tail {tail})");
     }
     print_offload(run);
-    for step in &run.steps {
+    if let (Some(violations), Some(timing)) = (run.access_violations, &run.timing) {
         println!(
-            "    {} step {}: {} cycles",
-            step.case,
-            step.step,
-            thousands(step.total_cycles)
+            "    QEMU plugin: {violations} access violations, cycles estimated for {timing}{}",
+            run.stack_high_water
+                .map_or(String::new(), |s| format!(", stack high-water {s} B"))
         );
+    }
+    for step in &run.steps {
+        match &step.observed {
+            // The firmware's own count (SysTick) stays beside the exact one.
+            Some(seen) => println!(
+                "    {} step {}: {} instructions, {} estimated cycles (SysTick: {}){}",
+                step.case,
+                step.step,
+                thousands(seen.instructions),
+                thousands(seen.estimated_cycles),
+                thousands(step.total_cycles),
+                if seen.engine_instructions > 0 {
+                    format!(
+                        "; the engine's emulation, {} instructions, left out",
+                        thousands(seen.engine_instructions)
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+            None => println!(
+                "    {} step {}: {} cycles",
+                step.case,
+                step.step,
+                thousands(step.total_cycles)
+            ),
+        }
         if let Some(o) = &step.offload {
             println!(
                 "      npu busy {}, cpu waited {}, overlap {}, {} jobs",
@@ -100,15 +131,32 @@ fn print_offload(run: &BoardRun) {
     }
 }
 
-/// The first step's eight costliest ops, most cycles first; in an offload
-/// run each says whether it ran on the NPU or the CPU.
+/// The first step's eight costliest ops, most first (exact instructions
+/// and estimated cycles when the QEMU plugin observed the run, else the
+/// firmware's cycles); in an offload run each says whether it ran on the
+/// NPU or the CPU.
 fn print_costliest_ops(run: &BoardRun, ops: Option<&Vec<String>>) {
     let Some(step) = run.steps.first() else {
         return;
     };
-    let mut by_cost: Vec<(usize, u32)> = step.op_cycles.iter().copied().enumerate().collect();
-    by_cost.sort_by_key(|&(_, c)| std::cmp::Reverse(c));
-    for (op, c) in by_cost.iter().take(8) {
+    // Observed: the plugin's exact instructions and estimated cycles per
+    // op; else the firmware's per-op cycles.
+    let mut by_cost: Vec<(usize, u64, Option<u64>)> = match &step.observed {
+        Some(seen) => seen
+            .ops
+            .iter()
+            .enumerate()
+            .map(|(op, c)| (op, c.instructions, Some(c.estimated_cycles)))
+            .collect(),
+        None => step
+            .op_cycles
+            .iter()
+            .enumerate()
+            .map(|(op, &c)| (op, u64::from(c), None))
+            .collect(),
+    };
+    by_cost.sort_by_key(|&(_, c, _)| std::cmp::Reverse(c));
+    for (op, c, estimated) in by_cost.iter().take(8) {
         let name = ops.and_then(|o| o.get(*op)).map_or("?", String::as_str);
         // Offload runs say where each op ran; others print as before.
         let place = step.offload.as_ref().map_or("", |o| {
@@ -118,9 +166,16 @@ fn print_costliest_ops(run: &BoardRun, ops: Option<&Vec<String>>) {
                 "  CPU"
             }
         });
-        println!(
-            "      op {op:>3} {name:<30} {:>14} cycles{place}",
-            thousands(u64::from(*c))
-        );
+        match estimated {
+            Some(e) => println!(
+                "      op {op:>3} {name:<30} {:>12} instructions {:>12} est. cycles{place}",
+                thousands(*c),
+                thousands(*e)
+            ),
+            None => println!(
+                "      op {op:>3} {name:<30} {:>14} cycles{place}",
+                thousands(*c)
+            ),
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! Comparing an accepted snapshot with a new one: layouts exactly,
-//! latencies within the board's [`Tolerance`], and which difference to
-//! read first.
+//! latencies the firmware counted within the board's [`Tolerance`], the
+//! QEMU plugin's exact counts (and its estimates) to the instruction, and
+//! which difference to read first.
 
 use std::collections::BTreeMap;
 
@@ -36,10 +37,37 @@ fn entries(text: &str) -> BTreeMap<String, String> {
     out
 }
 
-pub(super) fn cycles_of(value: &str) -> Option<f64> {
-    value
-        .strip_suffix(" cycles")
-        .and_then(|v| v.trim().parse().ok())
+/// What a latency figure counts, which decides how far it may move.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Unit {
+    /// Counted by the firmware (SysTick under QEMU, DWT on a part): within
+    /// the board's tolerance.
+    Cycles,
+    /// Counted by the QEMU plugin, exactly: every change is reported.
+    Instructions,
+    /// The plugin's timing model over those instructions: as exact.
+    EstimatedCycles,
+}
+
+impl Unit {
+    fn word(self) -> &'static str {
+        match self {
+            Unit::Cycles => "cycles",
+            Unit::Instructions => "instructions",
+            Unit::EstimatedCycles => "estimated cycles",
+        }
+    }
+}
+
+/// A latency figure and its unit ("3412 instructions", "4102 estimated
+/// cycles", "3840 cycles").
+pub(super) fn figure_of(value: &str) -> Option<(f64, Unit)> {
+    [Unit::EstimatedCycles, Unit::Instructions, Unit::Cycles]
+        .into_iter()
+        .find_map(|unit| {
+            let number = value.strip_suffix(unit.word())?.strip_suffix(' ')?;
+            number.parse().ok().map(|n| (n, unit))
+        })
 }
 
 /// What moved between an accepted snapshot and a new one.
@@ -63,19 +91,24 @@ pub fn compare(old: &str, new: &str, tolerance: Tolerance) -> Comparison {
         match a.get(key) {
             None => diffs.push(format!("{section}: new {name}: {new_value}")),
             Some(old_value) if old_value == new_value => {}
-            Some(old_value) => match (cycles_of(old_value), cycles_of(new_value)) {
-                (Some(o), Some(n)) => {
+            Some(old_value) => match (figure_of(old_value), figure_of(new_value)) {
+                (Some((o, unit)), Some((n, new_unit))) if unit == new_unit => {
                     let change = if o == 0.0 {
                         if n == 0.0 { 0.0 } else { 100.0 }
                     } else {
                         100.0 * (n - o) / o
                     };
-                    let slack = tolerance.slack(o);
+                    // The plugin's figures are exact: no slack.
+                    let slack = match unit {
+                        Unit::Cycles => tolerance.slack(o),
+                        Unit::Instructions | Unit::EstimatedCycles => 0.0,
+                    };
+                    let word = unit.word();
                     if n - o > slack {
-                        diffs.push(format!("{name}: {o} → {n} cycles ({change:+.1}%, slower)"));
+                        diffs.push(format!("{name}: {o} → {n} {word} ({change:+.1}%, slower)"));
                     } else if o - n > slack {
                         improvements
-                            .push(format!("{name}: {o} → {n} cycles ({change:+.1}%, faster)"));
+                            .push(format!("{name}: {o} → {n} {word} ({change:+.1}%, faster)"));
                     }
                 }
                 _ if section == "buffers" => {

@@ -14,6 +14,14 @@
 //! that got *faster* beyond the tolerance passes, and is listed with a
 //! `.snap.new` so that the improvement can be accepted (ratcheted).
 //!
+//! A virtual board run that the QEMU plugin observed (every gate run, with
+//! access checks on) carries no SysTick figures in its snapshot: it
+//! carries the plugin's exact instructions per step and op, and its
+//! estimated cycles on the board's core. Those have no quantum, so they
+//! get no slack: one instruction more is reported, slower (fails) or
+//! faster (passes, listed). The tolerance above stays for real boards and
+//! for runs the plugin did not observe.
+//!
 //! Snapshots are insta YAML files (`SCENARIO@BOARD.snap`). A difference
 //! leaves `SCENARIO@BOARD.snap.new` beside the old one, which `hilt gate
 //! --accept` moves over it (see [`accept`]), or `cargo insta review` shows

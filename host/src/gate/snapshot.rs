@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::layout::ModelNames;
-use crate::outcome::{BoardRun, StepOffload};
+use crate::outcome::{BoardRun, ObservedStep, StepOffload};
 
 /// The snapshot text of a run: a YAML document of one entry per line, so
 /// that comparisons and diffs work line by line.
@@ -72,34 +72,65 @@ pub fn render(run: &BoardRun, names: &ModelNames) -> String {
         }
         let _ = writeln!(s, "    - {}", quote(&entry));
     }
-    let _ = writeln!(s, "latency:");
-    let _ = writeln!(s, "  steps:");
-    for step in &run.steps {
-        let _ = writeln!(
-            s,
-            "    - {}",
-            quote(&format!(
-                "{} step {}: {} cycles",
-                step.case, step.step, step.total_cycles
-            ))
-        );
-    }
-    let _ = writeln!(s, "  ops:");
-    if let Some(first) = run.steps.first() {
-        for (op, cycles) in first.op_cycles.iter().enumerate() {
-            let name = names.ops.get(op).map_or("?", String::as_str);
-            let _ = writeln!(
-                s,
-                "    - {}",
-                quote(&format!("op {op} {name}: {cycles} cycles"))
-            );
-        }
-    }
+    render_latency(&mut s, run, names);
     if let (Some(setting), Some(on_npu)) = (&run.offload, &on_npu) {
         let first = run.steps.first().and_then(|step| step.offload.as_ref());
         render_offload(&mut s, setting.mode, on_npu, first);
     }
     s
+}
+
+/// The latency section. A run the QEMU plugin observed shows its exact
+/// instructions and estimated cycles per step and op (the gate holds them
+/// to the instruction); any other run, the cycles the firmware counted.
+fn render_latency(s: &mut String, run: &BoardRun, names: &ModelNames) {
+    let op_name = |op: usize| names.ops.get(op).map_or("?", String::as_str);
+    let _ = writeln!(s, "latency:");
+    let observed: Option<Vec<&ObservedStep>> = run
+        .steps
+        .iter()
+        .map(|step| step.observed.as_ref())
+        .collect();
+    match observed {
+        Some(observed) if !observed.is_empty() => {
+            type Figure = fn(u64, u64) -> u64;
+            let figures: [(&str, &str, Figure); 2] = [
+                ("", "instructions", |i, _| i),
+                ("estimated ", "estimated cycles", |_, c| c),
+            ];
+            for (section, unit, pick) in figures {
+                let _ = writeln!(s, "  {section}steps:");
+                for (step, seen) in run.steps.iter().zip(&observed) {
+                    let figure = pick(seen.instructions, seen.estimated_cycles);
+                    let line = format!("{} step {}: {figure} {unit}", step.case, step.step);
+                    let _ = writeln!(s, "    - {}", quote(&line));
+                }
+                let _ = writeln!(s, "  {section}ops:");
+                for (op, count) in observed[0].ops.iter().enumerate() {
+                    let figure = pick(count.instructions, count.estimated_cycles);
+                    let line = format!("op {op} {}: {figure} {unit}", op_name(op));
+                    let _ = writeln!(s, "    - {}", quote(&line));
+                }
+            }
+        }
+        _ => {
+            let _ = writeln!(s, "  steps:");
+            for step in &run.steps {
+                let line = format!(
+                    "{} step {}: {} cycles",
+                    step.case, step.step, step.total_cycles
+                );
+                let _ = writeln!(s, "    - {}", quote(&line));
+            }
+            let _ = writeln!(s, "  ops:");
+            if let Some(first) = run.steps.first() {
+                for (op, cycles) in first.op_cycles.iter().enumerate() {
+                    let line = format!("op {op} {}: {cycles} cycles", op_name(op));
+                    let _ = writeln!(s, "    - {}", quote(&line));
+                }
+            }
+        }
+    }
 }
 
 /// The offload section of a snapshot: the memory view and which ops the

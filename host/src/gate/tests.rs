@@ -2,7 +2,7 @@
 //! from runs (byte for byte against the accepted ones), headlines, and
 //! accepting pending snapshots.
 
-use super::compare::{cycles_of, unquote};
+use super::compare::{Unit, figure_of, unquote};
 use super::*;
 
 fn snapshot(head: u32, op_cycles: &[u64]) -> String {
@@ -29,6 +29,86 @@ fn one_tick_of_clock_noise_passes_on_a_virtual_board() {
     assert_eq!(compare(&old, &new, VIRTUAL), Comparison::default());
     // Exact comparison would have flagged them.
     assert!(!compare(&old, &new, Tolerance::EXACT).regressions.is_empty());
+}
+
+/// A snapshot of a run the QEMU plugin observed: exact instructions and
+/// estimated cycles per op.
+fn observed_snapshot(ops: &[(u64, u64)]) -> String {
+    let mut s = String::from(
+        "scenario: s\nboard: b\nlayout:\n  head: 64\n  buffers:\n    - 'tensor 0 x: steps 0..1, size 16, align 16, offset 0'\nlatency:\n",
+    );
+    for (section, unit, pick) in [
+        ("", "instructions", 0),
+        ("estimated ", "estimated cycles", 1),
+    ] {
+        let figure = |op: &(u64, u64)| if pick == 0 { op.0 } else { op.1 };
+        let total: u64 = ops.iter().map(figure).sum();
+        s.push_str(&format!(
+            "  {section}steps:\n    - 'case0 step 0: {total} {unit}'\n  {section}ops:\n"
+        ));
+        for (i, op) in ops.iter().enumerate() {
+            s.push_str(&format!("    - 'op {i} CONV_2D: {} {unit}'\n", figure(op)));
+        }
+    }
+    s
+}
+
+#[test]
+fn the_plugins_counts_are_held_to_the_instruction_whatever_the_tolerance() {
+    let old = observed_snapshot(&[(1_980_000, 2_400_000), (40_000, 52_000)]);
+    // One instruction more in op 1: a tick of SysTick would have hidden it.
+    let new = observed_snapshot(&[(1_980_000, 2_400_000), (40_001, 52_000)]);
+    let moved = compare(&old, &new, VIRTUAL);
+    assert_eq!(
+        moved.regressions,
+        vec![
+            "op 1 CONV_2D: 40000 → 40001 instructions (+0.0%, slower)".to_string(),
+            "case0 step 0: 2020000 → 2020001 instructions (+0.0%, slower)".to_string(),
+        ]
+    );
+    // One estimated cycle fewer: an improvement, listed.
+    let new = observed_snapshot(&[(1_980_000, 2_399_999), (40_000, 52_000)]);
+    let moved = compare(&old, &new, VIRTUAL);
+    assert!(moved.regressions.is_empty(), "{moved:?}");
+    assert!(
+        moved
+            .improvements
+            .iter()
+            .any(|d| d == "op 0 CONV_2D: 2400000 → 2399999 estimated cycles (-0.0%, faster)"),
+        "{moved:?}"
+    );
+    // The same figures: nothing to say.
+    assert_eq!(compare(&old, &old, VIRTUAL), Comparison::default());
+}
+
+#[test]
+fn a_run_observed_for_the_first_time_is_a_change_of_unit_not_a_speed_up() {
+    let old = snapshot(64, &[1_980_000, 40_000]);
+    let new = observed_snapshot(&[(1_979_990, 2_400_000), (39_990, 52_000)]);
+    let moved = compare(&old, &new, VIRTUAL);
+    assert!(
+        moved
+            .regressions
+            .iter()
+            .any(|d| d == "ops op 0 CONV_2D: 1980000 cycles → 1979990 instructions"),
+        "{moved:?}"
+    );
+    assert!(moved.improvements.is_empty(), "{moved:?}");
+}
+
+#[test]
+fn figures_are_read_with_their_unit() {
+    assert_eq!(figure_of("3840 cycles"), Some((3840.0, Unit::Cycles)));
+    assert_eq!(
+        figure_of("3412 instructions"),
+        Some((3412.0, Unit::Instructions))
+    );
+    assert_eq!(
+        figure_of("4102 estimated cycles"),
+        Some((4102.0, Unit::EstimatedCycles))
+    );
+    assert_eq!(figure_of("3412instructions"), None);
+    assert_eq!(figure_of("many cycles"), None);
 }
 
 #[test]
@@ -107,6 +187,7 @@ fn run_from_snapshot(body: &str) -> (BoardRun, ModelNames) {
     run.arena = Some([n("capacity: "), n("head: "), n("tail: "), n("used: ")]);
     let mut names = ModelNames::default();
     let mut op_cycles = Vec::new();
+    let mut observed_ops: Vec<crate::outcome::OpCount> = Vec::new();
     for line in body.lines().filter_map(|l| l.trim().strip_prefix("- ")) {
         let line = unquote(line);
         if let Some((name, figures)) = line.split_once(": start ") {
@@ -154,23 +235,58 @@ fn run_from_snapshot(body: &str) -> (BoardRun, ModelNames) {
                 offset: v[4],
             });
         } else if let Some(rest) = line.strip_prefix("op ") {
-            let (head, cycles) = rest.rsplit_once(": ").unwrap();
-            names.ops.push(head.split_once(' ').unwrap().1.to_string());
-            op_cycles.push(cycles_of(cycles).unwrap() as u32);
-        } else if let Some((head, cycles)) = line.rsplit_once(": ") {
+            let (head, figure) = rest.rsplit_once(": ").unwrap();
+            let (value, unit) = figure_of(figure).unwrap();
+            let value = value as u64;
+            let op: usize = head.split_once(' ').unwrap().0.parse().unwrap();
+            if names.ops.len() <= op {
+                names.ops.push(head.split_once(' ').unwrap().1.to_string());
+            }
+            match unit {
+                Unit::Cycles => op_cycles.push(value as u32),
+                Unit::Instructions => observed_ops.push(crate::outcome::OpCount {
+                    instructions: value,
+                    ..Default::default()
+                }),
+                Unit::EstimatedCycles => observed_ops[op].estimated_cycles = value,
+            }
+        } else if let Some((head, figure)) = line.rsplit_once(": ") {
             let (case, step) = head.split_once(" step ").unwrap();
-            run.steps.push(StepResult {
-                case: case.into(),
-                step: step.parse().unwrap(),
-                total_cycles: cycles_of(cycles).unwrap() as u64,
-                op_cycles: Vec::new(),
-                mismatch: None,
-                observed: None,
-                offload: None,
-            });
+            let (value, unit) = figure_of(figure).unwrap();
+            let value = value as u64;
+            let observed = |instructions| crate::outcome::ObservedStep {
+                instructions,
+                estimated_cycles: 0,
+                stack_high_water: 0,
+                ops: Vec::new(),
+                engine_instructions: 0,
+            };
+            match unit {
+                Unit::EstimatedCycles => {
+                    let step = run
+                        .steps
+                        .iter_mut()
+                        .find(|s| s.case == case && s.step.to_string() == step)
+                        .unwrap();
+                    step.observed.as_mut().unwrap().estimated_cycles = value;
+                    continue;
+                }
+                Unit::Instructions | Unit::Cycles => run.steps.push(StepResult {
+                    case: case.into(),
+                    step: step.parse().unwrap(),
+                    total_cycles: if unit == Unit::Cycles { value } else { 0 },
+                    op_cycles: Vec::new(),
+                    mismatch: None,
+                    observed: (unit == Unit::Instructions).then(|| observed(value)),
+                    offload: None,
+                }),
+            }
         }
     }
     run.steps[0].op_cycles = op_cycles;
+    if let Some(first) = run.steps[0].observed.as_mut() {
+        first.ops = observed_ops;
+    }
     (run, names)
 }
 

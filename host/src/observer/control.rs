@@ -162,7 +162,14 @@ pub fn plan_text(
         end.saturating_sub(start)
     );
     for b in plan {
-        let _ = writeln!(text, "buffer {:#x} {:#x}", head + b.offset, b.size);
+        let _ = writeln!(
+            text,
+            "buffer {:#x} {:#x} {} {}",
+            head + b.offset,
+            b.size,
+            b.first_step,
+            b.last_step
+        );
     }
     let model = model.model();
     for op in model.operators() {

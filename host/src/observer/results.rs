@@ -17,6 +17,9 @@ pub struct InvokeCount {
     pub ops: Vec<OpCount>,
     /// Violations seen so far in the QEMU run.
     pub violations_so_far: u64,
+    /// Instructions the accelerator's jobs ran (the firmware emulating the
+    /// engine), taken out of `total` and the ops.
+    pub engine_instructions: u64,
 }
 
 /// One access outside what the runner may touch, as the plugin saw it.
@@ -89,6 +92,7 @@ impl Results {
                     total: count(),
                     ops: std::mem::take(&mut ops),
                     violations_so_far: num(&f, "violations"),
+                    engine_instructions: num(&f, "engine_instructions"),
                 }),
                 Some("violation") => r.violations.push(RawViolation {
                     invoke: num(&f, "invoke"),
@@ -118,7 +122,7 @@ mod tests {
             "op invoke=1 index=0 instructions=10 cycles=14 stack=64\n\
              op invoke=1 index=1 instructions=5 cycles=9 stack=128\n\
              violation invoke=1 fault=not-its-buffer runner=op:1 in_flight=- access=load addr=0x20000060 size=1 pc=0x1234\n\
-             invoke invoke=1 instructions=15 cycles=23 ops=2 stack=128 violations=1\n\
+             invoke invoke=1 instructions=15 cycles=23 ops=2 stack=128 violations=1 engine_instructions=500 engine_cycles=640\n\
              op invoke=2 index=0 instr",
         );
         assert_eq!(r.invokes.len(), 1);
@@ -127,6 +131,7 @@ mod tests {
         assert_eq!(inv.total.instructions, 15);
         assert_eq!(inv.ops[1].stack_high_water, 128);
         assert_eq!(inv.violations_so_far, 1);
+        assert_eq!(inv.engine_instructions, 500);
         let v = &r.violations[0];
         assert_eq!(
             (v.addr, v.size, v.pc, v.store),

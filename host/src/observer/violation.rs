@@ -134,6 +134,18 @@ impl Context<'_> {
                 !(u32::from(b.first_step) <= op && op <= u32::from(b.last_step))
             });
         }
+        if raw.fault == "overwrites-live-buffer"
+            && let (Some(op), [first, second, ..]) = (op, inside.as_slice())
+        {
+            // The plan put two buffers live at the op on the same bytes.
+            return format!(
+                "byte {} of {} and byte {} of {}: both live at op {op}, sharing these bytes (the plan overlaps them)",
+                offset - at(&self.plan[*first]),
+                self.buffer_words(*first),
+                offset - at(&self.plan[*second]),
+                self.buffer_words(*second),
+            );
+        }
         if let Some(&n) = inside.first() {
             let into = offset - at(&self.plan[n]);
             return format!("byte {into} of {}{}", self.buffer_words(n), relation(n));

@@ -112,16 +112,31 @@ fn arena_bar(run: &BoardRun) -> String {
     )
 }
 
+/// The first step's ops as bars: the QEMU plugin's exact instructions
+/// when it observed the run (with its estimated cycles), else the
+/// firmware's per-op cycles.
 fn op_bars(run: &BoardRun, context: Option<&ScenarioContext>) -> String {
     let Some(step) = run.steps.first() else {
         return r#"<p class="none">No cycle figures: the board stopped before the first step finished.</p>"#.into();
     };
-    let largest = step.op_cycles.iter().copied().max().unwrap_or(0).max(1);
-    let sum: u64 = step.op_cycles.iter().map(|&c| u64::from(c)).sum();
+    let (figures, unit, total): (Vec<u64>, &str, u64) = match &step.observed {
+        Some(seen) => (
+            seen.ops.iter().map(|o| o.instructions).collect(),
+            "instructions",
+            seen.instructions,
+        ),
+        None => (
+            step.op_cycles.iter().map(|&c| u64::from(c)).collect(),
+            "cycles",
+            step.total_cycles,
+        ),
+    };
+    let largest = figures.iter().copied().max().unwrap_or(0).max(1);
+    let sum: u64 = figures.iter().sum();
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "<h3>Per-op cycles ({} step {}{}, {} cycles in all)</h3>",
+        "<h3>Per-op {unit} ({} step {}{}, {} {unit} in all)</h3>",
         escape(&step.case),
         step.step,
         if run.steps.len() > 1 {
@@ -129,27 +144,40 @@ fn op_bars(run: &BoardRun, context: Option<&ScenarioContext>) -> String {
         } else {
             String::new()
         },
-        thousands(step.total_cycles)
+        thousands(total)
     );
-    if step.op_cycles.is_empty() {
+    if let Some(seen) = &step.observed {
+        let _ = writeln!(
+            s,
+            "<p>Counted by hilt's QEMU plugin, exactly: {} estimated cycles on {}, stack high-water {} B, {} access violations.</p>",
+            thousands(seen.estimated_cycles),
+            escape(run.timing.as_deref().unwrap_or("the board's core")),
+            thousands(seen.stack_high_water),
+            run.access_violations.unwrap_or(0)
+        );
+    }
+    if figures.is_empty() {
         s.push_str(r#"<p class="none">The firmware reported no per-op figures.</p>"#);
         return s;
     }
-    s.push_str(r#"<div class="ops"><span class="idx head-row">op</span><span class="head-row">name</span><span class="head-row">relative to the largest</span><span class="cyc head-row">cycles</span><span class="pct head-row">share</span>"#);
+    let _ = write!(
+        s,
+        r#"<div class="ops"><span class="idx head-row">op</span><span class="head-row">name</span><span class="head-row">relative to the largest</span><span class="cyc head-row">{unit}</span><span class="pct head-row">share</span>"#
+    );
     s.push('\n');
-    for (op, &cycles) in step.op_cycles.iter().enumerate() {
+    for (op, &figure) in figures.iter().enumerate() {
         let name = op_name(context, op);
         let share = if sum == 0 {
             0.0
         } else {
-            100.0 * f64::from(cycles) / sum as f64
+            100.0 * figure as f64 / sum as f64
         };
         let _ = writeln!(
             s,
             r#"<span class="idx">{op}</span><span class="name" title="{name}">{name}</span><div class="track"><div class="bar{}" style="width:{:.2}%"></div></div><span class="cyc">{}</span><span class="pct">{share:.1}%</span>"#,
-            if cycles == largest { " top" } else { "" },
-            100.0 * f64::from(cycles) / f64::from(largest),
-            thousands(u64::from(cycles)),
+            if figure == largest { " top" } else { "" },
+            100.0 * figure as f64 / largest as f64,
+            thousands(figure),
             name = escape(name),
         );
     }

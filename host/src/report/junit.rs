@@ -33,24 +33,57 @@ fn run_text(run: &BoardRun, context: Option<&ScenarioContext>) -> String {
             "arena: {used} of {capacity} bytes used (head {head}, tail {tail})"
         );
     }
-    for step in &run.steps {
+    if let (Some(violations), Some(timing)) = (run.access_violations, &run.timing) {
         let _ = writeln!(
             s,
-            "{} step {}: {} cycles{}",
-            step.case,
-            step.step,
-            thousands(step.total_cycles),
-            step.mismatch
-                .as_deref()
-                .map_or(String::new(), |m| format!(" — MISMATCH: {m}"))
+            "QEMU plugin: {violations} access violations, cycles estimated for {timing}"
         );
-        for (op, cycles) in step.op_cycles.iter().enumerate() {
-            let _ = writeln!(
-                s,
-                "  op {op:>3} {:<28} {:>12} cycles",
-                op_name(context, op),
-                thousands(u64::from(*cycles))
-            );
+    }
+    for step in &run.steps {
+        let mismatch = step
+            .mismatch
+            .as_deref()
+            .map_or(String::new(), |m| format!(" — MISMATCH: {m}"));
+        match &step.observed {
+            // The plugin's exact count first, the firmware's beside it.
+            Some(seen) => {
+                let _ = writeln!(
+                    s,
+                    "{} step {}: {} instructions, {} estimated cycles, stack {} B (SysTick: {}){mismatch}",
+                    step.case,
+                    step.step,
+                    thousands(seen.instructions),
+                    thousands(seen.estimated_cycles),
+                    seen.stack_high_water,
+                    thousands(step.total_cycles),
+                );
+                for (op, count) in seen.ops.iter().enumerate() {
+                    let _ = writeln!(
+                        s,
+                        "  op {op:>3} {:<28} {:>12} instructions {:>12} estimated cycles",
+                        op_name(context, op),
+                        thousands(count.instructions),
+                        thousands(count.estimated_cycles)
+                    );
+                }
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    "{} step {}: {} cycles{mismatch}",
+                    step.case,
+                    step.step,
+                    thousands(step.total_cycles),
+                );
+                for (op, cycles) in step.op_cycles.iter().enumerate() {
+                    let _ = writeln!(
+                        s,
+                        "  op {op:>3} {:<28} {:>12} cycles",
+                        op_name(context, op),
+                        thousands(u64::from(*cycles))
+                    );
+                }
+            }
         }
     }
     if !run.logs.is_empty() {

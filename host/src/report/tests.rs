@@ -133,6 +133,58 @@ fn the_html_lists_failures_first_and_loads_nothing_from_outside() {
     assert!(page.contains("width:100.00%") && page.contains("width:25.00%"));
 }
 
+#[test]
+fn a_run_the_plugin_observed_shows_its_exact_counts_in_junit_and_html() {
+    use crate::outcome::{ObservedStep, OpCount};
+    let mut observed = run("kws", "qemu-mps2-an386", Outcome::Passed);
+    observed.steps[0].observed = Some(ObservedStep {
+        instructions: 1_482,
+        estimated_cycles: 1_903,
+        stack_high_water: 312,
+        ops: vec![
+            OpCount {
+                instructions: 1_000,
+                estimated_cycles: 1_300,
+                stack_high_water: 312,
+            },
+            OpCount {
+                instructions: 482,
+                estimated_cycles: 603,
+                stack_high_water: 200,
+            },
+        ],
+        engine_instructions: 0,
+    });
+    observed.access_violations = Some(0);
+    observed.timing = Some("cortex-m4".into());
+    let r = report(
+        vec![observed, run("kws", "real", Outcome::Passed)],
+        Vec::new(),
+    );
+    let xml = junit_xml(&r);
+    assert!(
+        xml.contains(
+            "case0 step 0: 1,482 instructions, 1,903 estimated cycles, stack 312 B (SysTick: 1,500)"
+        ),
+        "{xml}"
+    );
+    assert!(xml.contains("QEMU plugin: 0 access violations, cycles estimated for cortex-m4"));
+    assert!(
+        xml.contains("482 instructions          603 estimated cycles"),
+        "{xml}"
+    );
+    // The run it did not observe keeps the firmware's cycles.
+    assert!(xml.contains("case0 step 0: 1,500 cycles"));
+    let page = html(&r);
+    assert!(page.contains("Per-op instructions (case0 step 0, 1,482 instructions in all)"));
+    assert!(page.contains(
+        "1,903 estimated cycles on cortex-m4, stack high-water 312 B, 0 access violations"
+    ));
+    // Bars over the exact counts: 482 of the largest op's 1,000.
+    assert!(page.contains("width:48.20%"), "{page}");
+    assert!(page.contains("Per-op cycles (case0 step 0, 1,500 cycles in all)"));
+}
+
 fn planned(index: u16, steps: (u16, u16), size: u32, align: u32, offset: u32) -> PlannedBuffer {
     PlannedBuffer {
         kind: "tensor",

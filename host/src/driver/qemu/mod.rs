@@ -202,6 +202,7 @@ impl SessionObserver for Watching<'_> {
             estimated_cycles: inv.total.estimated_cycles,
             stack_high_water: inv.total.stack_high_water,
             ops: inv.ops,
+            engine_instructions: inv.engine_instructions,
         })
     }
 }
