@@ -16,7 +16,7 @@ is one a run still gives. Usage: ci/check-transcripts.py HILT_BINARY
 - Compared: the shown lines against stdout and stderr together, without
   hilt's firmware-build progress lines and the `reports:` line, with wall
   times and planner times masked (they are the host's, not the run's) and
-  RAM addresses too (they move with any change to the firmware). A
+  RAM and code addresses too (they move with any change to the firmware). A
   `…` line in a transcript stands for any number of lines.
 """
 
@@ -35,6 +35,9 @@ MASKS = [
     (re.compile(r"^(time\s+)[\d.]+ ms$"), r"\1N ms"),
     # RAM addresses move with any change to the firmware's statics.
     (re.compile(r"\b0x2[0-9a-f]{7}\b"), "0x2XXXXXXX"),
+    # So do code addresses and offsets into a function (an access check's
+    # `pc 0x000a4c14 in conv_i8+0x37de`).
+    (re.compile(r"\bpc 0x[0-9a-f]{8} in (\S+)\+0x[0-9a-f]+"), r"pc 0xXXXXXXXX in \1+0xN"),
 ]
 DROPPED = re.compile(r"^(hilt: build(ing|t) |reports: )")
 WRITES = {"-o", "--output", "--write-offline"}

@@ -86,14 +86,19 @@ fn every_injected_fault_is_caught_where_it_differs() {
             "host/tests/fixtures/too_small.toml",
             "host/tests/fixtures/stack.toml",
             "host/tests/fixtures/blind.toml",
+            "host/tests/fixtures/over_read.toml",
+            "host/tests/fixtures/write_input.toml",
+            "host/tests/fixtures/stack_in_op.toml",
         ],
         None,
     );
     // Each fault on the boards where it differs: the plugin's check over
     // RTT and over a UART; the planner's and the allocator's refusals once
     // per memory budget; the stack on every memory map; the host's own
-    // guard check through RTT's memory reads and through the gdbstub.
-    assert_eq!(results.len(), 10);
+    // guard check through RTT's memory reads and through the gdbstub; the
+    // plugin's other checks (a read past an input, a store into an input,
+    // the stack overflowing inside an op) over RTT and over a UART.
+    assert_eq!(results.len(), 16);
     let on = |scenario: &str| -> Vec<&str> {
         results
             .iter()
@@ -108,7 +113,7 @@ fn every_injected_fault_is_caught_where_it_differs() {
         let m = error_of(&results, "overrun", board);
         assert!(
             m.contains("access check: op 0 (RESHAPE): store of 1 byte at 0x")
-                && m.contains("past the end of buffer 1 (tensor 2 `y`, 64 bytes, live 0..0), not a buffer of op 0")
+                && m.contains("past the end of buffer 1 (tensor 2 `y`, 64 bytes, live 0..0), outside every buffer of op 0")
                 && m.contains("(8 violations in all)"),
             "{m}"
         );
@@ -128,6 +133,31 @@ fn every_injected_fault_is_caught_where_it_differs() {
         let m = error_of(&results, "stack", board);
         assert!(
             m.contains("firmware check: the arena's end guard was overwritten"),
+            "{m}"
+        );
+    }
+    for board in on("over_read") {
+        let m = error_of(&results, "over_read", board);
+        assert!(
+            m.contains("access check: op 0 (RESHAPE): load of 1 byte at 0x")
+                && m.contains("1 byte past the end of buffer")
+                && m.contains("outside every buffer of op 0"),
+            "{m}"
+        );
+    }
+    for board in on("write_input") {
+        let m = error_of(&results, "write_input", board);
+        assert!(
+            m.contains("access check: op 1 (DEPTHWISE_CONV_2D): store of 1 byte at 0x")
+                && m.contains("an input of op 1: it may read it, not store into it"),
+            "{m}"
+        );
+    }
+    for board in on("stack_in_op") {
+        let m = error_of(&results, "stack_in_op", board);
+        assert!(
+            m.contains("access check: op 0 (RESHAPE): store of 4 bytes at 0x")
+                && m.contains("a stack access 4 bytes below the stack's end"),
             "{m}"
         );
     }

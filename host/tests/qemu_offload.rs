@@ -21,16 +21,16 @@ use hilt_proto::AccelFault;
 
 use common::repo;
 
-/// The boards the every-scenario sweep runs on: one per firmware kind the
-/// offload path differs by — the M4 over RTT, the product-firmware example
-/// over its own UART driver, the M33, the ARMv6-M build and the 128 KiB
-/// STM32F405 (where non-coherent halves do not fit). The AN500 and the
-/// second UART board run the same code as two of these (the nightly job
-/// sets `HILT_OFFLOAD_BOARDS='qemu-*'` for all of them).
-const OFFLOAD_BOARDS: [&str; 5] = [
+/// The boards the every-scenario sweep runs on in CI: one per kind of
+/// kernel and memory the offload path differs by — the M4 with the DSP
+/// kernels, the ARMv6-M build with the portable ones, and the 128 KiB
+/// STM32F405 (where non-coherent halves do not fit). Every other virtual
+/// board runs an offloaded scenario in the gate (`branches_vnpu`: the M33,
+/// the product-firmware example, the UART boards), and the nightly job
+/// sets `HILT_OFFLOAD_BOARDS='qemu-*'` for the whole sweep on all of them.
+/// (Five boards here took 200 s of CI's 25 minutes.)
+const OFFLOAD_BOARDS: [&str; 3] = [
     "qemu-mps2-an386",
-    "qemu-mps2-an386-custom",
-    "qemu-mps2-an505",
     "qemu-mps2-an386-armv6m",
     "qemu-netduinoplus2",
 ];
@@ -292,7 +292,7 @@ fn the_branch_model_overlaps_cpu_and_engine() {
 }
 
 /// A fault, the memory mode it shows in, and what the error must say.
-const FAULTS: [(AccelFault, bool, &[&str]); 9] = [
+const FAULTS: [(AccelFault, bool, &[&str]); 10] = [
     (
         AccelFault::SkipWait,
         true,
@@ -337,6 +337,13 @@ const FAULTS: [(AccelFault, bool, &[&str]); 9] = [
         &["op 0", "the job missed its deadline"],
     ),
     (AccelFault::EngineError, true, &["op 0", "engine error 225"]),
+    // Nothing the engine reports: the QEMU plugin's access check, at the
+    // job's first read outside its op's buffers.
+    (
+        AccelFault::OverRead,
+        true,
+        &["access check: the job of op 0 (CONV_2D): load of 1 byte at 0x"],
+    ),
 ];
 
 #[test]

@@ -16,7 +16,9 @@
 //! the rule above: each op writes only its own buffers. So a store by an
 //! op (or its job) into bytes that one of its written buffers shares with
 //! another buffer live at that op is a violation of its own, made at the
-//! first store that clobbers live data.
+//! first store that clobbers live data. And an op stores only into the
+//! buffers it writes (outputs, scratch, intermediates): a store into one of
+//! its inputs is a violation too.
 
 use crate::control::{Control, Plan, Span};
 
@@ -44,6 +46,8 @@ pub enum Fault {
     Unmapped,
     /// Into bytes its output shares with another buffer live at the op.
     OverwritesLiveBuffer,
+    /// A store into one of its inputs (a buffer it may only read).
+    WritesInput,
 }
 
 impl Fault {
@@ -55,6 +59,7 @@ impl Fault {
             Fault::StackOverflow => "stack-overflow",
             Fault::Unmapped => "unmapped",
             Fault::OverwritesLiveBuffer => "overwrites-live-buffer",
+            Fault::WritesInput => "writes-input",
         }
     }
 }
@@ -243,7 +248,13 @@ impl Checker {
             return Some(Fault::OverwritesLiveBuffer);
         }
         match self.uses.get(op as usize) {
-            Some(uses) if Self::within(uses, a) => None,
+            // Its own buffers: a store only into what it writes (an
+            // in-place op's output shares its input's bytes, and is among
+            // them).
+            Some(uses) if Self::within(uses, a) => {
+                let writes = self.writes.get(op as usize).map_or(&[][..], Vec::as_slice);
+                (a.store && !Self::within(writes, a)).then_some(Fault::WritesInput)
+            }
             Some(_) => Some(Fault::NotItsBuffer),
             // No plan for this op (none sent yet): not checked.
             None => None,
@@ -393,5 +404,28 @@ mod tests {
         assert_eq!(c.check(Runner::Op(0), None, &load(base + 32, 4)), None);
         // Op 1 writes buffer 2 over buffer 0's bytes after buffer 0 died.
         assert_eq!(c.check(Runner::Op(1), None, &store(base)), None);
+    }
+
+    #[test]
+    fn an_op_may_read_its_inputs_but_store_only_into_what_it_writes() {
+        let c = checker();
+        let store = |addr| Access {
+            addr,
+            size: 1,
+            store: true,
+            via_sp: false,
+        };
+        // Op 0 uses buffers 0 [0,64) and 1 [64,96) and writes 1.
+        let base = 0x2001_0000;
+        assert_eq!(c.check(Runner::Op(0), None, &load(base, 1)), None);
+        assert_eq!(c.check(Runner::Op(0), None, &store(base + 64)), None);
+        assert_eq!(
+            c.check(Runner::Op(0), None, &store(base)),
+            Some(Fault::WritesInput)
+        );
+        assert_eq!(
+            c.check(Runner::Job(0), None, &store(base + 8)),
+            Some(Fault::WritesInput)
+        );
     }
 }

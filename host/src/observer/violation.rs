@@ -105,6 +105,9 @@ impl Context<'_> {
         let at = |b: &PlannedBuffer| self.head_start + b.offset;
         let relation = |n: usize| -> String {
             match (raw.fault.as_str(), op) {
+                ("writes-input", Some(op)) => {
+                    format!(", an input of op {op}: it may read it, not store into it")
+                }
                 ("held-by-job", _) => raw.in_flight.map_or_else(
                     || ", held by the job in flight".to_string(),
                     |j| format!(", held by the job of {} in flight", op_words(self.model, j)),
@@ -157,11 +160,16 @@ impl Context<'_> {
         match below {
             Some(n) if offset < self.head_end => {
                 let past = offset - (at(&self.plan[n]) + self.plan[n].size) + 1;
+                // The buffer below may be the op's own (a kernel running
+                // off its end): what counts is where the byte is.
+                let relation = match (raw.fault.as_str(), op) {
+                    ("not-its-buffer", Some(op)) => format!(", outside every buffer of op {op}"),
+                    _ => relation(n),
+                };
                 format!(
-                    "{past} byte{} past the end of {}{}",
+                    "{past} byte{} past the end of {}{relation}",
                     if past == 1 { "" } else { "s" },
                     self.buffer_words(n),
-                    relation(n)
                 )
             }
             _ if offset < self.head_start => "in the arena's start guard".to_string(),

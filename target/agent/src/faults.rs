@@ -65,6 +65,42 @@ fn dig(arena_end: usize) -> u32 {
     }
 }
 
+/// One push just below the stack's end (`__sheap`, where cortex-m-rt's
+/// RAM sections end and the stack may not go), from inside an op: a stack
+/// overflow by one word. The word already there is pushed back, so nothing
+/// is damaged and only the QEMU plugin's stack check can see it.
+/// Interrupts are masked meanwhile: an exception frame would land further
+/// below.
+#[cfg(feature = "fault-stack-in-op")]
+pub(crate) fn push_below_stack() {
+    #[cfg(target_arch = "arm")]
+    {
+        unsafe extern "C" {
+            static __sheap: u8;
+        }
+        let word_below = (&raw const __sheap) as usize - 4;
+        // SAFETY: reads and rewrites, unchanged, the word just below the
+        // stack's end; SP is put back before interrupts are unmasked.
+        unsafe {
+            core::arch::asm!(
+                "mrs r1, primask",
+                "cpsid i",
+                "mov r3, sp",
+                "ldr r2, [r0]",
+                "adds r0, r0, #4",
+                "mov sp, r0",
+                "push {{r2}}",
+                "mov sp, r3",
+                "msr primask, r1",
+                inout("r0") word_below => _,
+                out("r1") _,
+                out("r2") _,
+                out("r3") _,
+            );
+        }
+    }
+}
+
 /// Passes of [`calibration_loop`]: two instructions each.
 #[cfg(feature = "calibration-loop")]
 pub(crate) const CALIBRATION_PASSES: u32 = 50_000;

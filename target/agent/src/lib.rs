@@ -7,6 +7,7 @@ mod counter;
 #[cfg(any(
     feature = "fault-corrupt-frame",
     feature = "fault-stack-overflow",
+    feature = "fault-stack-in-op",
     feature = "fault-hang-on-invoke",
     feature = "fault-blind-checker",
     feature = "calibration-loop",

@@ -254,6 +254,12 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
                 }
                 #[cfg(feature = "fault-overrun")]
                 interpreter.inject_overrun(0, 8);
+                #[cfg(feature = "fault-over-read")]
+                interpreter.inject_over_read(0);
+                #[cfg(feature = "fault-write-input")]
+                interpreter.inject_write_input(1);
+                #[cfg(feature = "fault-stack-in-op")]
+                interpreter.inject_after_op(0, crate::faults::push_below_stack);
                 #[cfg(feature = "fault-slow-op")]
                 interpreter.inject_slowdown(2, 10);
                 #[cfg(feature = "fault-slow-op-3-ticks")]

@@ -182,6 +182,7 @@ impl OffloadChoice {
         match self.fault {
             AccelFault::NeverCompletes => EngineFault::NeverCompletes,
             AccelFault::EngineError => EngineFault::Error(0xE1),
+            AccelFault::OverRead => EngineFault::OverRead,
             _ => EngineFault::None,
         }
     }

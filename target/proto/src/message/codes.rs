@@ -81,11 +81,14 @@ pub enum AccelFault {
     NeverCompletes = 8,
     /// The engine fails every job with an error of its own.
     EngineError = 9,
+    /// The engine reads one byte past a job's first input (only an access
+    /// check sees it: the QEMU plugin's on a virtual board).
+    OverRead = 10,
 }
 
 impl AccelFault {
     /// Every fault, in wire order.
-    pub const ALL: [AccelFault; 10] = [
+    pub const ALL: [AccelFault; 11] = [
         AccelFault::None,
         AccelFault::SkipWait,
         AccelFault::DropHolds,
@@ -96,6 +99,7 @@ impl AccelFault {
         AccelFault::MissingInvalidate,
         AccelFault::NeverCompletes,
         AccelFault::EngineError,
+        AccelFault::OverRead,
     ];
 
     /// From its wire byte.
@@ -116,6 +120,7 @@ impl AccelFault {
             AccelFault::MissingInvalidate => "missing-invalidate",
             AccelFault::NeverCompletes => "never-completes",
             AccelFault::EngineError => "engine-error",
+            AccelFault::OverRead => "over-read",
         }
     }
 }

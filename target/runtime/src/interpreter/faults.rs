@@ -29,6 +29,16 @@ pub(super) struct Faults {
     offload_fault: Option<OffloadFault>,
     #[cfg(feature = "fault-injection")]
     unchecked_plan: bool,
+    /// Op whose kernel then reads one byte past its first input.
+    #[cfg(feature = "fault-injection")]
+    over_read: Option<u32>,
+    /// Op whose kernel then writes its first input (the byte it holds).
+    #[cfg(feature = "fault-injection")]
+    write_input: Option<u32>,
+    /// Op after whose kernel a function of the firmware's runs, inside the
+    /// op (a fault the runtime cannot make itself: a stack overflow).
+    #[cfg(feature = "fault-injection")]
+    after_op: Option<(u32, fn())>,
 }
 
 impl Faults {
@@ -37,7 +47,13 @@ impl Faults {
     #[inline(always)]
     pub(super) fn any(&self) -> bool {
         #[cfg(feature = "fault-injection")]
-        if self.overrun.is_some() || self.slowdown.is_some() || self.offload_fault.is_some() {
+        if self.overrun.is_some()
+            || self.slowdown.is_some()
+            || self.offload_fault.is_some()
+            || self.over_read.is_some()
+            || self.write_input.is_some()
+            || self.after_op.is_some()
+        {
             return true;
         }
         false
@@ -125,29 +141,67 @@ impl Faults {
         }
     }
 
-    /// After op `op` ran: writes past the end of its first output (the
-    /// tensor `first_output` names, asked only when armed), as a buggy
-    /// kernel would.
+    /// After op `op`'s kernel, still inside the op: the armed kernel bug
+    /// of that op, if any. Writes past the end of its first output (the
+    /// tensor `first_output` names, asked only when armed), reads one byte
+    /// past its first input, writes its first input (the byte it holds, so
+    /// only an access check sees it), or runs the firmware's own fault.
     #[cfg_attr(not(feature = "fault-injection"), allow(unused_variables))]
     #[inline(always)]
-    pub(super) fn overrun(
+    pub(super) fn after_kernel(
         &self,
         op: u32,
+        first_input: impl FnOnce() -> Option<u32>,
         first_output: impl FnOnce() -> Option<u32>,
         slots: &[TensorSlot],
         base: *mut u8,
         len: usize,
     ) {
         #[cfg(feature = "fault-injection")]
-        if let Some((fault_op, bytes)) = self.overrun
-            && fault_op == op
-            && let Some(out) = first_output()
-            && let Some(slot) = slots.get(out as usize)
         {
-            let end = (slot.offset + slot.bytes) as usize;
-            for i in 0..(bytes as usize).min(len.saturating_sub(end)) {
-                // SAFETY: inside the arena; this is the injected bug itself.
-                unsafe { *base.add(end + i) = !canary::pattern(i) };
+            if let Some((fault_op, bytes)) = self.overrun
+                && fault_op == op
+                && let Some(out) = first_output()
+                && let Some(slot) = slots.get(out as usize)
+            {
+                let end = (slot.offset + slot.bytes) as usize;
+                for i in 0..(bytes as usize).min(len.saturating_sub(end)) {
+                    // SAFETY: inside the arena; this is the injected bug itself.
+                    unsafe { *base.add(end + i) = !canary::pattern(i) };
+                }
+            }
+            let input = if self.over_read == Some(op) || self.write_input == Some(op) {
+                first_input()
+                    .and_then(|t| slots.get(t as usize))
+                    .filter(|s| s.bytes > 0 && s.offset & TensorSlot::IN_MODEL == 0)
+            } else {
+                None
+            };
+            if self.over_read == Some(op)
+                && let Some(slot) = input
+                && ((slot.offset + slot.bytes) as usize) < len
+            {
+                // SAFETY: inside the arena; the injected bug: a loop bound
+                // one element too far.
+                let byte = unsafe {
+                    core::ptr::read_volatile(base.add((slot.offset + slot.bytes) as usize))
+                };
+                core::hint::black_box(byte);
+            }
+            if self.write_input == Some(op)
+                && let Some(slot) = input
+            {
+                // SAFETY: inside the arena, the input's own first byte,
+                // written back unchanged: the injected bug is the store.
+                unsafe {
+                    let at = base.add(slot.offset as usize);
+                    core::ptr::write_volatile(at, core::ptr::read_volatile(at));
+                }
+            }
+            if let Some((fault_op, fault)) = self.after_op
+                && fault_op == op
+            {
+                fault();
             }
         }
     }
@@ -159,6 +213,24 @@ impl Interpreter<'_, '_, '_> {
     /// the end of its first output, as a buggy kernel would.
     pub fn inject_overrun(&mut self, op: u32, bytes: u32) {
         self.faults.overrun = Some((op, bytes));
+    }
+
+    /// Test builds only: after op `op` runs, read one byte just past its
+    /// first input, as a kernel whose loop runs one element too far would.
+    pub fn inject_over_read(&mut self, op: u32) {
+        self.faults.over_read = Some(op);
+    }
+
+    /// Test builds only: after op `op` runs, store into its first input (a
+    /// buffer still live, not its output).
+    pub fn inject_write_input(&mut self, op: u32) {
+        self.faults.write_input = Some(op);
+    }
+
+    /// Test builds only: after op `op`'s kernel, inside the op, run
+    /// `fault` (the firmware's own, e.g. a stack overflow).
+    pub fn inject_after_op(&mut self, op: u32, fault: fn()) {
+        self.faults.after_op = Some((op, fault));
     }
 
     /// Test builds only: the offload path has `fault` (see [`OffloadFault`]).

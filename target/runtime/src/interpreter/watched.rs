@@ -220,8 +220,9 @@ impl<C: Clock + ?Sized> WatchedRun<'_, '_, '_, C> {
         if let (Some(p), Some(start)) = (self.profile.as_mut(), start) {
             p.charge(index, start);
         }
-        self.faults.overrun(
+        self.faults.after_kernel(
             index,
+            || IndexList::new(raw.inputs()).get(0),
             || IndexList::new(raw.outputs()).get(0),
             views.slots,
             views.base,

@@ -233,6 +233,11 @@ impl<'c> VnpuCore<'c> {
             if running.outcome.is_none() {
                 running.outcome = Some(match self.config.fault {
                     EngineFault::Error(code) => Err(AccelError::Engine { code }),
+                    EngineFault::OverRead => {
+                        let outcome = self.execute(&running.job);
+                        read_past_first_input(&running.job, self.config.line_size as usize);
+                        outcome
+                    }
                     _ => self.execute(&running.job),
                 });
                 // The engine's own writes are now part of what it holds.
@@ -414,4 +419,39 @@ fn checksum(bytes: &[u8]) -> u32 {
     bytes.iter().fold(0x811c_9dc5u32, |h, &b| {
         (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
     })
+}
+
+/// [`EngineFault::OverRead`]: one byte read just past the job's first
+/// input region inside the arena (a region in flash is left alone), past
+/// the whole cache lines the plan reserves for it and past any other
+/// region of the job that follows: a byte no buffer of the job's op holds.
+fn read_past_first_input(job: &Job, line: usize) {
+    let Some(work) = job.work() else {
+        return;
+    };
+    let (arena, len) = work.arena();
+    let line = line.max(1);
+    let reserved_end = |r: &JobRegion| (r.address + r.len as usize).next_multiple_of(line);
+    let Some(mut at) = job
+        .regions()
+        .iter()
+        .filter(|r| matches!(r.role, RegionRole::Input(_)))
+        .map(reserved_end)
+        .find(|&end| end >= arena && end < arena + len)
+    else {
+        return;
+    };
+    // Step over the job's own regions that start where the last one ended.
+    while let Some(r) = job
+        .regions()
+        .iter()
+        .find(|r| r.address <= at && at < reserved_end(r))
+    {
+        at = reserved_end(r);
+    }
+    if at < arena + len {
+        // SAFETY: inside the arena the job was given; a read only.
+        let byte = unsafe { core::ptr::read_volatile(at as *const u8) };
+        core::hint::black_box(byte);
+    }
 }

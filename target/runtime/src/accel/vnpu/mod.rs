@@ -186,6 +186,10 @@ pub enum EngineFault {
     NeverCompletes,
     /// Every job completes with `AccelError::Engine { code }`.
     Error(u32),
+    /// Each job, computing, also reads one byte just past its first input
+    /// in the arena (a transfer a beat too long): nothing the engine
+    /// reports, only an access check (the QEMU plugin) can see it.
+    OverRead,
 }
 
 /// vnpu's settings: what it reports as its capabilities, and its latency.
