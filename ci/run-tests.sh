@@ -11,12 +11,14 @@
 # - the fuzz targets (target/runtime/fuzz, a workspace of its own), each
 #   fuzzed for a fixed count of executions (seeded, so a failure reproduces; about a
 #   minute each) on its committed seeds with plain
-#   cargo (ci/fuzz-bounded.sh; no cargo-fuzz or nightly needed);
+#   cargo (ci/fuzz-bounded.sh; no cargo-fuzz or nightly needed), in the
+#   background beside the sections up to the workspace tests;
 # - the QEMU end-to-end tests (qemu-system-arm is installed by setup);
 # - `hilt gate` over the shipped scenarios on the virtual boards, then
 #   `hilt bench-target` (hilt's instructions beside TFLM's, in
 #   build/reports/bench-target.md; it fails when hilt needs more than TFLM +
-#   CMSIS-NN on the M4, and ci/check-figures.py holds the book's table to it);
+#   CMSIS-NN on the M4, and ci/check-figures.py holds the book's table to it),
+#   then the QEMU plugin's overhead (ci/plugin-overhead.sh, fails above 3x);
 # - the README's and the book's transcripts (`$ hilt ...` and its output),
 #   run again and compared line for line (ci/check-transcripts.py);
 # - no QEMU left running at the end (one left would hold a core);
@@ -130,6 +132,8 @@ if [ -f "$first_set/manifest.json" ]; then
   "$hilt" bench-target --format markdown | tee build/reports/bench-target.md || status=1
   # The book's table (docs/performance.md) is this run's, figure for figure.
   ci/check-figures.py build/reports/bench-target.md || status=1
+  section "QEMU plugin overhead: KWS with access checks on against off (fails above 3x)"
+  ci/plugin-overhead.sh "$hilt" || status=1
   section "transcripts: every hilt command the README and the book show, run again and compared"
   ci/check-transcripts.py "$hilt" || status=1
 elif [ "${HILT_CONFORMANCE_REQUIRED:-0}" = 1 ]; then
