@@ -89,6 +89,7 @@ fn every_injected_fault_is_caught_where_it_differs() {
             "host/tests/fixtures/over_read.toml",
             "host/tests/fixtures/write_input.toml",
             "host/tests/fixtures/stack_in_op.toml",
+            "host/tests/fixtures/misplan_unchecked.toml",
         ],
         None,
     );
@@ -97,8 +98,9 @@ fn every_injected_fault_is_caught_where_it_differs() {
     // per memory budget; the stack on every memory map; the host's own
     // guard check through RTT's memory reads and through the gdbstub; the
     // plugin's other checks (a read past an input, a store into an input,
-    // the stack overflowing inside an op) over RTT and over a UART.
-    assert_eq!(results.len(), 16);
+    // the stack overflowing inside an op, two live buffers sharing bytes)
+    // over RTT and over a UART.
+    assert_eq!(results.len(), 18);
     let on = |scenario: &str| -> Vec<&str> {
         results
             .iter()
@@ -158,6 +160,16 @@ fn every_injected_fault_is_caught_where_it_differs() {
         assert!(
             m.contains("access check: op 0 (RESHAPE): store of 4 bytes at 0x")
                 && m.contains("a stack access 4 bytes below the stack's end"),
+            "{m}"
+        );
+    }
+    // A planner's overlap committed unchecked (as a broken allocator
+    // port's would be): the first store into the shared bytes.
+    for board in on("misplan_unchecked") {
+        let m = error_of(&results, "misplan_unchecked", board);
+        assert!(
+            m.contains("access check: op 0 (RESHAPE): store of")
+                && m.contains("both live at op 0, sharing these bytes (the plan overlaps them)"),
             "{m}"
         );
     }

@@ -20,7 +20,7 @@ use qemu_plugin::{Error, PluginId, TranslationBlock, VCPUIndex};
 use crate::checker::{Access, Checker, Fault, Runner};
 use crate::control::{Control, Mark, Plan};
 use crate::ledger::{Counts, Invoke, Ledger};
-use crate::restart::{Block, Restarts};
+use crate::restart::{Block, BlockInsn, Restarts};
 use crate::timing::{self, Core};
 
 /// The counters QEMU's inline ops add to (their addresses must not move).
@@ -92,16 +92,25 @@ impl State {
     }
 
     /// A block is entered: takes back the count of an instruction it runs
-    /// again after QEMU abandoned it in the previous block.
+    /// again after QEMU abandoned it in the previous block, and costs its
+    /// first instruction against the one that really ran before it.
     fn enter_block(&mut self, start: u64, block: Block) {
         // SAFETY: as in `counts`.
         let finished = unsafe { *self.counters.finished_blocks.get() };
-        if let Some(cycles) = self.restarts.enter(start, block, finished) {
-            // SAFETY: as in `counts`.
-            unsafe {
+        let first = block.first().map(|i| i.insn);
+        let entry = self.restarts.enter(start, block, finished);
+        let mut back = entry.rerun.unwrap_or(0);
+        if let (Some(first), Some(previous)) = (first, entry.previous) {
+            let alone = u64::from(timing::cost(self.core, &first, None).cycles);
+            let after = u64::from(timing::cost(self.core, &first, Some(&previous)).cycles);
+            back += alone.saturating_sub(after);
+        }
+        // SAFETY: as in `counts`.
+        unsafe {
+            if entry.rerun.is_some() {
                 *self.counters.instructions.get() -= 1;
-                *self.counters.cycles.get() -= cycles;
             }
+            *self.counters.cycles.get() -= back;
         }
     }
 
@@ -318,7 +327,12 @@ fn translate(s: &mut State, tb: &TranslationBlock) -> Result<(), Error> {
     let block: Block = insns
         .iter()
         .zip(&costs)
-        .map(|(insn, cost)| (insn.vaddr(), u64::from(cost.cycles) + fetch_wait))
+        .zip(&decoded)
+        .map(|((insn, cost), d)| BlockInsn {
+            pc: insn.vaddr(),
+            cycles: u64::from(cost.cycles) + fetch_wait,
+            insn: *d,
+        })
         .collect();
     // Was the last block's conditional branch taken? Known only now, from
     // where execution went. And was the last block abandoned mid-way?
