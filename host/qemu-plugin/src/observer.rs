@@ -324,16 +324,7 @@ fn translate(s: &mut State, tb: &TranslationBlock) -> Result<(), Error> {
     let cycles = s.counters.cycles.get() as *mut c_void;
     let start = tb.vaddr();
     let finished_blocks = s.counters.finished_blocks.get() as *mut c_void;
-    let block: Block = insns
-        .iter()
-        .zip(&costs)
-        .zip(&decoded)
-        .map(|((insn, cost), d)| BlockInsn {
-            pc: insn.vaddr(),
-            cycles: u64::from(cost.cycles) + fetch_wait,
-            insn: *d,
-        })
-        .collect();
+    let block = block_of(&insns, &costs, &decoded, fetch_wait);
     // Was the last block's conditional branch taken? Known only now, from
     // where execution went. And was the last block abandoned mid-way?
     tb.register_execute_callback_flags(
@@ -415,6 +406,26 @@ fn translate(s: &mut State, tb: &TranslationBlock) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// The block's instructions as [`Restarts`] needs them: address, the
+/// cycles charged at its start, decoding.
+fn block_of(
+    insns: &[qemu_plugin::Instruction<'_>],
+    costs: &[timing::Cost],
+    decoded: &[timing::Insn],
+    fetch_wait: u64,
+) -> Block {
+    insns
+        .iter()
+        .zip(costs)
+        .zip(decoded)
+        .map(|((insn, cost), d)| BlockInsn {
+            pc: insn.vaddr(),
+            cycles: u64::from(cost.cycles) + fetch_wait,
+            insn: *d,
+        })
+        .collect()
 }
 
 /// Flash wait states each instruction of a block at `start` pays for its
