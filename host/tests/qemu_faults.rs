@@ -17,15 +17,14 @@ use hilt::outcome::{BoardRun, Outcome};
 
 use common::repo;
 
-/// The boards every check here runs on: an RTT board with room, the
-/// STM32F405 (RTT, a real memory budget) and the same over its UART. (Each
-/// canary mode is its own firmware build per scenario and board: three
-/// boards keep the suite's builds within CI's time.)
-const FAULT_BOARDS: [&str; 3] = [
-    "qemu-mps2-an386",
-    "qemu-netduinoplus2",
-    "qemu-netduinoplus2-uart",
-];
+/// The boards the shipped scenarios run on with buffer canaries: an RTT
+/// board with room, and the STM32F405 over its UART (a real memory budget,
+/// the host reading guards through the gdbstub). A canary mode is a
+/// firmware build per board, and the gate already runs every shipped
+/// scenario on every virtual board with the plugin's access checks, so two
+/// boards keep the suite within CI's time. (The fixtures above name their
+/// own boards.)
+const FAULT_BOARDS: [&str; 2] = ["qemu-mps2-an386", "qemu-netduinoplus2-uart"];
 
 fn run(paths: &[&str], canary_override: Option<&str>) -> Vec<BoardRun> {
     let boards = load_all(&repo().join("boards")).unwrap();
