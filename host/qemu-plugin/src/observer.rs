@@ -100,7 +100,11 @@ impl State {
         let first = block.first().map(|i| i.insn);
         let entry = self.restarts.enter(start, block, finished);
         let mut back = entry.rerun.unwrap_or(0);
-        if let (Some(first), Some(previous)) = (first, entry.previous) {
+        // Costed again only when the pair pipelines (every block entry runs
+        // this; most first instructions are not a load after a load).
+        if let (Some(first), Some(previous)) = (first, entry.previous)
+            && timing::pipelines_after(&previous, &first)
+        {
             let alone = u64::from(timing::cost(self.core, &first, None).cycles);
             let after = u64::from(timing::cost(self.core, &first, Some(&previous)).cycles);
             back += alone.saturating_sub(after);

@@ -50,7 +50,8 @@ pub(super) enum Unit {
 }
 
 impl Unit {
-    fn word(self) -> &'static str {
+    /// How a snapshot spells it after the figure.
+    pub(super) fn word(self) -> &'static str {
         match self {
             Unit::Cycles => "cycles",
             Unit::Instructions => "instructions",

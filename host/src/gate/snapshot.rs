@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use crate::layout::ModelNames;
 use crate::outcome::{BoardRun, ObservedStep, StepOffload};
 
+use super::compare::Unit;
+
 /// The snapshot text of a run: a YAML document of one entry per line, so
 /// that comparisons and diffs work line by line.
 pub fn render(run: &BoardRun, names: &ModelNames) -> String {
@@ -94,21 +96,22 @@ fn render_latency(s: &mut String, run: &BoardRun, names: &ModelNames) {
     match observed {
         Some(observed) if !observed.is_empty() => {
             type Figure = fn(u64, u64) -> u64;
-            let figures: [(&str, &str, Figure); 2] = [
-                ("", "instructions", |i, _| i),
-                ("estimated ", "estimated cycles", |_, c| c),
+            let figures: [(&str, Unit, Figure); 2] = [
+                ("", Unit::Instructions, |i, _| i),
+                ("estimated ", Unit::EstimatedCycles, |_, c| c),
             ];
             for (section, unit, pick) in figures {
                 let _ = writeln!(s, "  {section}steps:");
                 for (step, seen) in run.steps.iter().zip(&observed) {
                     let figure = pick(seen.instructions, seen.estimated_cycles);
-                    let line = format!("{} step {}: {figure} {unit}", step.case, step.step);
+                    let line =
+                        format!("{} step {}: {figure} {}", step.case, step.step, unit.word());
                     let _ = writeln!(s, "    - {}", quote(&line));
                 }
                 let _ = writeln!(s, "  {section}ops:");
                 for (op, count) in observed[0].ops.iter().enumerate() {
                     let figure = pick(count.instructions, count.estimated_cycles);
-                    let line = format!("op {op} {}: {figure} {unit}", op_name(op));
+                    let line = format!("op {op} {}: {figure} {}", op_name(op), unit.word());
                     let _ = writeln!(s, "    - {}", quote(&line));
                 }
             }
@@ -117,15 +120,18 @@ fn render_latency(s: &mut String, run: &BoardRun, names: &ModelNames) {
             let _ = writeln!(s, "  steps:");
             for step in &run.steps {
                 let line = format!(
-                    "{} step {}: {} cycles",
-                    step.case, step.step, step.total_cycles
+                    "{} step {}: {} {}",
+                    step.case,
+                    step.step,
+                    step.total_cycles,
+                    Unit::Cycles.word()
                 );
                 let _ = writeln!(s, "    - {}", quote(&line));
             }
             let _ = writeln!(s, "  ops:");
             if let Some(first) = run.steps.first() {
                 for (op, cycles) in first.op_cycles.iter().enumerate() {
-                    let line = format!("op {op} {}: {cycles} cycles", op_name(op));
+                    let line = format!("op {op} {}: {cycles} {}", op_name(op), Unit::Cycles.word());
                     let _ = writeln!(s, "    - {}", quote(&line));
                 }
             }
