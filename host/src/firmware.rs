@@ -42,7 +42,8 @@ pub enum BuildError {
         /// The tail of cargo's output.
         output: String,
     },
-    /// The firmware crate's manifest does not name its package.
+    /// The firmware crate's manifest does not name its package, or a board
+    /// file does not parse.
     #[error("{path}: {problem}")]
     Manifest {
         /// The `Cargo.toml`.
@@ -184,17 +185,57 @@ fn source_digest(repo: &Path, crate_dir: &Path, board_files: &[&Path]) -> Result
     }
     files.sort();
     files.push(repo.join("rust-toolchain.toml"));
-    files.extend(board_files.iter().map(|p| p.to_path_buf()));
+    let read = |file: &Path| {
+        std::fs::read(file).map_err(|source| BuildError::Io {
+            path: file.into(),
+            source,
+        })
+    };
     let mut digest = 0;
     for file in &files {
-        let bytes = std::fs::read(file).map_err(|source| BuildError::Io {
-            path: file.clone(),
-            source,
-        })?;
         let name = file.strip_prefix(repo).unwrap_or(file);
-        digest = fnv(&bytes, fnv(name.to_string_lossy().as_bytes(), digest));
+        digest = fnv(&read(file)?, fnv(name.to_string_lossy().as_bytes(), digest));
+    }
+    // A board's files count by name and by what the firmware reads of them,
+    // wherever their folder is (`--boards-dir`, a test's temporary copy).
+    for file in board_files {
+        let name = file.file_name().unwrap_or_default();
+        let bytes = read(file)?;
+        let bytes = if file.extension().is_some_and(|e| e == "toml") {
+            firmware_part_of_board(file, &bytes)?
+        } else {
+            bytes
+        };
+        digest = fnv(&bytes, fnv(name.as_encoded_bytes(), digest));
     }
     Ok(digest)
+}
+
+/// Board keys only the host reads (how it reaches and starts the board,
+/// and the description): a change to them builds the same firmware.
+const HOST_ONLY_BOARD_KEYS: [&str; 5] = [
+    "description",
+    "runner",
+    "serial_port",
+    "flash_command",
+    "qemu",
+];
+
+/// A board file's content without [`HOST_ONLY_BOARD_KEYS`] (parsed, so
+/// comments and layout count for nothing either): the
+/// same board reached through another runner or port (a serial-only copy
+/// of a virtual board, say) builds the same firmware once.
+fn firmware_part_of_board(file: &Path, bytes: &[u8]) -> Result<Vec<u8>, BuildError> {
+    let manifest = |problem: String| BuildError::Manifest {
+        path: file.into(),
+        problem,
+    };
+    let text = std::str::from_utf8(bytes).map_err(|e| manifest(e.to_string()))?;
+    let mut table: toml::Table = toml::from_str(text).map_err(|e| manifest(e.to_string()))?;
+    for key in HOST_ONLY_BOARD_KEYS {
+        table.remove(key);
+    }
+    Ok(format!("{table:?}").into_bytes())
 }
 
 /// The key a model-less ELF is cached under: everything that went into it.
@@ -663,13 +704,19 @@ fn package_name(manifest: &Path) -> Result<String, BuildError> {
 /// inputs); the final fat-LTO link runs on one core, so on a machine with
 /// two cores or more two builds in two folders take the time of one.
 fn build_folders(repo: &Path) -> Vec<PathBuf> {
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    (1..=cores.min(2))
+    (1..=parallel_builds())
         .map(|k| match k {
             1 => repo.join("build/firmware/cache"),
             k => repo.join(format!("build/firmware/cache-{k}")),
         })
         .collect()
+}
+
+/// How many firmware builds may run at once: one per build folder, two on
+/// a machine with two cores or more (see [`build_folders`]).
+pub fn parallel_builds() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    cores.min(2)
 }
 
 /// Takes the lock of a free build folder (waiting while all are busy):
@@ -747,6 +794,23 @@ fn build_failure(board: &str, stderr: &str) -> BuildError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_board_reached_another_way_builds_the_same_firmware() {
+        let file = Path::new("boards/b.toml");
+        let part = |text: &str| firmware_part_of_board(file, text.as_bytes()).unwrap();
+        let shipped =
+            "target = \"t\"\narena_size = 4096\nrunner = \"qemu\"\n[qemu]\nmachine = \"m\"\n";
+        // A serial-only copy of it, with a comment: the same firmware.
+        let serial = "# copy\ntarget = \"t\"\narena_size = 4096\nrunner = \"uart\"\nserial_port = \"/dev/x\"\n";
+        assert_eq!(part(shipped), part(serial));
+        // A key the firmware reads: another firmware.
+        assert_ne!(part(shipped), part(&shipped.replace("4096", "8192")));
+        assert!(matches!(
+            firmware_part_of_board(file, b"arena_size = "),
+            Err(BuildError::Manifest { .. })
+        ));
+    }
 
     #[test]
     fn a_busy_build_folder_sends_the_next_build_to_another() {

@@ -1,4 +1,4 @@
-//! Many boards at once: build each (board, model) firmware, then run the
+//! Many boards at once: build each (board, model) firmware and run the
 //! boards concurrently on blocking threads, each under its own time limit.
 //! One board's failure or hang never loses another board's results: results
 //! are handed out as each board finishes.
@@ -54,9 +54,8 @@ fn error_run(job: &Job, message: String) -> BoardRun {
     }
 }
 
-/// Builds every job's firmware (one cargo at a time: builds share a lock
-/// anyway), then runs up to `parallel` boards at once; `on_result` sees
-/// each result as soon as its board finishes.
+/// Builds every job's firmware and runs up to `parallel` boards at once;
+/// `on_result` sees each result as soon as its board finishes.
 pub async fn run_jobs(
     repo: &Path,
     jobs: Vec<Job>,
@@ -70,13 +69,18 @@ pub async fn run_jobs(
 /// from its turn to run (not its wait for its board or a free slot) to its
 /// result, or the firmware build's time when the build failed. Reports need
 /// it; [`BoardRun`] stays what the board produced.
+///
+/// Builds and runs overlap: a job's board runs as soon as its firmware is
+/// built, while later jobs' firmware builds, as many at once as there are
+/// build folders ([`firmware::parallel_builds`]). A fat-LTO link keeps one
+/// core busy and a virtual board another, so building everything first and
+/// running afterwards left a core idle for most of a many-board run.
 pub async fn run_jobs_timed(
     repo: &Path,
     jobs: Vec<Job>,
     parallel: usize,
     on_result: impl FnMut(&BoardRun, Duration),
 ) -> Vec<BoardRun> {
-    let mut built: Vec<(Job, Result<PathBuf, String>, Duration)> = Vec::new();
     // Every virtual board runs with hilt's QEMU plugin: built (or found
     // cached) once, before the firmware; a plugin that does not build
     // fails those runs, never leaves them unobserved.
@@ -93,29 +97,77 @@ pub async fn run_jobs_timed(
     } else {
         Ok(())
     };
+    let builds = Arc::new(tokio::sync::Semaphore::new(firmware::parallel_builds()));
+    let runs = Arc::new(tokio::sync::Semaphore::new(parallel.max(1)));
+    let mut tasks = tokio::task::JoinSet::new();
     for job in jobs {
-        if let (Err(e), board::RunnerKind::Qemu) = (&observing, job.board.runner) {
-            built.push((job, Err(e.clone()), Duration::ZERO));
-            continue;
-        }
-        let repo = repo.to_path_buf();
-        let j = job.clone();
-        let build_started = Instant::now();
-        let elf = tokio::task::spawn_blocking(move || {
-            // A pool choice the board cannot meet is the scenario's error,
-            // named before any build (the build script would only panic).
-            j.scenario
-                .pool_layout(&j.board)
-                .map_err(|e| e.to_string())?;
-            firmware::build(&repo, &FirmwareRequest::for_scenario(&j.board, &j.scenario))
-                .map_err(|e| e.to_string())
-        })
-        .await
-        .unwrap_or_else(|e| Err(format!("build task failed: {e}")));
-        built.push((job, elf, build_started.elapsed()));
+        let (repo, builds, runs) = (repo.to_path_buf(), builds.clone(), runs.clone());
+        let observing = observing.clone();
+        tasks.spawn(async move {
+            let (elf, build_time) = match (observing, job.board.runner) {
+                (Err(e), board::RunnerKind::Qemu) => (Err(e), Duration::ZERO),
+                _ => build_one(&repo, &job, &builds).await,
+            };
+            match elf {
+                Err(message) => (error_run(&job, message), build_time),
+                Ok(elf) => {
+                    let board = lock_if_real(&job.board).await;
+                    let _permit = runs.acquire_owned().await;
+                    let started = Instant::now();
+                    let run = run_one(job, elf, board).await;
+                    (run, started.elapsed())
+                }
+            }
+        });
     }
+    collect(tasks, on_result).await
+}
 
-    run_built_timed(built, parallel, on_result).await
+/// Builds (or finds cached) `job`'s firmware once one of `builds`' places
+/// is free; the time is the build's own, from that place on.
+async fn build_one(
+    repo: &Path,
+    job: &Job,
+    builds: &Arc<tokio::sync::Semaphore>,
+) -> (Result<PathBuf, String>, Duration) {
+    let _permit = builds.clone().acquire_owned().await;
+    let (repo, j) = (repo.to_path_buf(), job.clone());
+    let started = Instant::now();
+    let elf = tokio::task::spawn_blocking(move || {
+        // A pool choice the board cannot meet is the scenario's error,
+        // named before any build (the build script would only panic).
+        j.scenario
+            .pool_layout(&j.board)
+            .map_err(|e| e.to_string())?;
+        firmware::build(&repo, &FirmwareRequest::for_scenario(&j.board, &j.scenario))
+            .map_err(|e| e.to_string())
+    })
+    .await
+    .unwrap_or_else(|e| Err(format!("build task failed: {e}")));
+    (elf, started.elapsed())
+}
+
+/// Every task's run as it finishes, handed to `on_result` then kept; a task
+/// that panicked is an error run, never a lost one.
+async fn collect(
+    mut tasks: tokio::task::JoinSet<(BoardRun, Duration)>,
+    mut on_result: impl FnMut(&BoardRun, Duration),
+) -> Vec<BoardRun> {
+    let mut results = Vec::new();
+    while let Some(joined) = tasks.join_next().await {
+        let (run, wall) = joined.unwrap_or_else(|e| {
+            (
+                BoardRun {
+                    outcome: Outcome::Error(format!("board task failed: {e}")),
+                    ..BoardRun::new("", "")
+                },
+                Duration::ZERO,
+            )
+        });
+        on_result(&run, wall);
+        results.push(run);
+    }
+    results
 }
 
 /// The board lock of `name`: one per board name for the whole process, so
@@ -190,23 +242,17 @@ pub async fn run_built(
 pub async fn run_built_timed(
     built: Vec<(Job, Result<PathBuf, String>, Duration)>,
     parallel: usize,
-    mut on_result: impl FnMut(&BoardRun, Duration),
+    on_result: impl FnMut(&BoardRun, Duration),
 ) -> Vec<BoardRun> {
     let semaphore = Arc::new(tokio::sync::Semaphore::new(parallel.max(1)));
     let mut tasks = tokio::task::JoinSet::new();
-    let mut results = Vec::new();
     for (job, elf, build_time) in built {
-        let elf = match elf {
-            Ok(e) => e,
-            Err(message) => {
-                let run = error_run(&job, message);
-                on_result(&run, build_time);
-                results.push(run);
-                continue;
-            }
-        };
         let semaphore = semaphore.clone();
         tasks.spawn(async move {
+            let elf = match elf {
+                Ok(e) => e,
+                Err(message) => return (error_run(&job, message), build_time),
+            };
             let board = lock_if_real(&job.board).await;
             let _permit = semaphore.acquire_owned().await;
             let started = Instant::now();
@@ -214,21 +260,7 @@ pub async fn run_built_timed(
             (run, started.elapsed())
         });
     }
-    while let Some(joined) = tasks.join_next().await {
-        let (run, wall) = match joined {
-            Ok(timed) => timed,
-            Err(e) => (
-                BoardRun {
-                    outcome: Outcome::Error(format!("board task failed: {e}")),
-                    ..BoardRun::new("", "")
-                },
-                Duration::ZERO,
-            ),
-        };
-        on_result(&run, wall);
-        results.push(run);
-    }
-    results
+    collect(tasks, on_result).await
 }
 
 async fn run_one(job: Job, elf: PathBuf, board: Option<OwnedMutexGuard<()>>) -> BoardRun {
