@@ -9,8 +9,11 @@ row `hilt bench-target --format markdown` printed in this run
 - the firmware's flash bytes within 1 % (they move with any change of code
   or panic message, which is not a figure the book claims to the byte);
 - TFLM's columns exactly (the external figures, from the conformance set);
-- and the second table, hilt's estimated cycles on the MLPerf Tiny
-  reference part beside the published records, cell for cell.
+- the second table, hilt's estimated cycles on the MLPerf Tiny
+  reference part beside the published records, cell for cell;
+- and the third, the flash of a firmware with only the model's kernels:
+  the operators exactly, the model bytes exactly, every other byte
+  figure within 1 % of that firmware's flash.
 
 Usage: ci/check-figures.py RUN.md [BOOK.md]. Exit 1 naming each row that
 differs, or a row of the book the run does not have."""
@@ -51,6 +54,24 @@ def column(record: dict, prefix: str) -> str:
     raise KeyError(prefix)
 
 
+def pairs(run_path, book_path, header: str, key: str, label: str, faults: list) -> list:
+    """(where, book row, run row) for every row of the book's table under
+    HEADER; a missing table or a row the run lacks is a fault."""
+    run = rows(run_path.read_text(), header, key)
+    book = rows(book_path.read_text(), header, key)
+    if not book:
+        faults.append(f"{book_path.name}: no table {header} ...")
+    out = []
+    for (model, other), want in book.items():
+        where = f"{book_path.name}: {model}, " + label.format(other)
+        got = run.get((model, other))
+        if got is None:
+            faults.append(f"{where}: not in this run's table ({run_path})")
+        else:
+            out.append((where, want, got))
+    return out
+
+
 def main() -> int:
     run_path = pathlib.Path(sys.argv[1])
     book_path = pathlib.Path(sys.argv[2]) if len(sys.argv) > 2 else REPO / "docs/performance.md"
@@ -74,25 +95,27 @@ def main() -> int:
             faults.append(f"{where}: flash: the book says {a:,}, this run {b:,} (more than 1 % apart)")
     # The estimates on the MLPerf Tiny reference part beside its records:
     # every figure exactly (the estimate is the plugin's, deterministic).
-    part_header = "| model | timing profile |"
-    run_part = rows(run_path.read_text(), part_header, "timing profile")
-    book_part = rows(book_path.read_text(), part_header, "timing profile")
-    if not book_part:
-        faults.append(f"{book_path.name}: no table of estimates on the reference part ({part_header} ...)")
-    for key, want in book_part.items():
-        got = run_part.get(key)
-        where = f"{book_path.name}: {key[0]} with the {key[1]} profile"
-        if got is None:
-            faults.append(f"{where}: not in this run's table ({run_path})")
-            continue
+    book_part = pairs(run_path, book_path, "| model | timing profile |", "timing profile", "with the {} profile", faults)
+    for where, want, got in book_part:
         for name, cell in want.items():
             if got.get(name) != cell:
+                faults.append(f"{where}: {name}: the book says {cell}, this run {got.get(name)}")
+    # The flash of the model's-kernels firmware, by part.
+    book_flash = pairs(run_path, book_path, "| model | board | flash, every kernel |", "board", "flash on {}", faults)
+    for where, want, got in book_flash:
+        total = number(want["flash, the model's kernels"])
+        for name, cell in want.items():
+            if name in ("model", "board"):
+                continue
+            exact = name in ("operators", "model bytes")
+            a, b = number(cell), number(got.get(name, "-1"))
+            if (a != b) if exact else abs(a - b) > total / 100:
                 faults.append(f"{where}: {name}: the book says {cell}, this run {got.get(name)}")
     for fault in faults:
         print(fault, file=sys.stderr)
     print(
-        f"check-figures: {len(book)} rows and {len(book_part)} estimates of {book_path.name} "
-        f"against {run_path.name}: {len(faults)} fault(s)"
+        f"check-figures: {len(book)} rows, {len(book_part)} estimates and {len(book_flash)} flash "
+        f"rows of {book_path.name} against {run_path.name}: {len(faults)} fault(s)"
     )
     return 1 if faults else 0
 

@@ -15,6 +15,8 @@ use std::sync::atomic::AtomicBool;
 
 use crate::config::board::Board;
 use crate::model_file::ModelFile;
+use hilt_contract::scenario::KernelChoice;
+use hilt_runtime::model::OpCode;
 
 /// Whether firmware builds show cargo's own output (`hilt -v`).
 static VERBOSE: AtomicBool = AtomicBool::new(false);
@@ -27,6 +29,8 @@ pub fn set_verbose(verbose: bool) {
 use hilt_proto::model_slot;
 use hilt_runtime::canary::CanaryMode;
 use hilt_runtime::planner::PlannerKind;
+
+mod digest;
 
 /// A firmware build that failed.
 #[derive(Debug, thiserror::Error)]
@@ -112,6 +116,8 @@ pub struct FirmwareRequest<'a> {
     pub align: u32,
     /// The board pools the model's buffers may use (None: one memory).
     pub pools: Option<&'a [String]>,
+    /// Every kernel, or only the model's.
+    pub kernels: KernelChoice,
 }
 
 impl<'a> FirmwareRequest<'a> {
@@ -127,7 +133,38 @@ impl<'a> FirmwareRequest<'a> {
             canary: scenario.canary,
             align: scenario.align,
             pools: scenario.pools.as_deref(),
+            kernels: scenario.kernels,
         }
+    }
+
+    /// The builtin operators whose kernels the firmware links, by name
+    /// (sorted, each once), when only the model's are asked for: those of
+    /// its operators hilt has a kernel for (an operator it has none for is
+    /// named when the model is loaded, as with every kernel linked).
+    pub fn kernel_names(&self) -> Option<Vec<&'static str>> {
+        if self.kernels == KernelChoice::All {
+            return None;
+        }
+        let mut names: Vec<&'static str> = self
+            .model
+            .model()
+            .operators()
+            .filter_map(|op| match op.code {
+                OpCode::Builtin(code) => {
+                    hilt_runtime::kernels::builtin(code).and_then(|_| code.variant_name())
+                }
+                OpCode::Custom(_) => None,
+            })
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        Some(names)
+    }
+
+    /// `HILT_KERNELS` for this build: `all`, or the model's by name.
+    fn kernels_variable(&self) -> String {
+        self.kernel_names()
+            .map_or_else(|| "all".to_string(), |k| k.join(","))
     }
 }
 
@@ -135,107 +172,6 @@ pub(crate) fn fnv(bytes: &[u8], seed: u64) -> u64 {
     bytes.iter().fold(seed ^ 0xcbf2_9ce4_8422_2325, |h, &b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })
-}
-
-/// A digest of every file a firmware build reads from the repository: the
-/// crates under `target/` (their sources, manifests, lock files, linker
-/// scripts, build scripts and `.cargo` flags; not their tests, benches or
-/// fuzzers), the
-/// pinned toolchain, the firmware crate built (a board's own may live
-/// elsewhere) and the board's own files. A build whose key (this and
-/// the request) names an ELF already built is not run again: cargo would
-/// rebuild anyway whenever another (board, model) was built in between, as
-/// every firmware shares one output folder, and a fat-LTO link costs seconds.
-fn source_digest(repo: &Path, crate_dir: &Path, board_files: &[&Path]) -> Result<u64, BuildError> {
-    fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), BuildError> {
-        let entries = std::fs::read_dir(dir).map_err(|source| BuildError::Io {
-            path: dir.into(),
-            source,
-        })?;
-        for entry in entries {
-            let entry = entry.map_err(|source| BuildError::Io {
-                path: dir.into(),
-                source,
-            })?;
-            let path = entry.path();
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            if path.is_dir() {
-                // `.cargo` holds the crates' build flags (rustflags).
-                let skipped = (name.starts_with('.') && name != ".cargo")
-                    || matches!(name.as_ref(), "tests" | "benches" | "fuzz" | "build");
-                if !skipped {
-                    walk(&path, files)?;
-                }
-            } else if [".rs", ".toml", ".lock", ".x", ".ld", ".fbs"]
-                .iter()
-                .any(|ext| name.ends_with(ext))
-            {
-                files.push(path);
-            }
-        }
-        Ok(())
-    }
-    let mut files = Vec::new();
-    let target = repo.join("target");
-    walk(&target, &mut files)?;
-    // A board's own firmware crate may live outside `target/`.
-    if !crate_dir.starts_with(&target) {
-        walk(crate_dir, &mut files)?;
-    }
-    files.sort();
-    files.push(repo.join("rust-toolchain.toml"));
-    let read = |file: &Path| {
-        std::fs::read(file).map_err(|source| BuildError::Io {
-            path: file.into(),
-            source,
-        })
-    };
-    let mut digest = 0;
-    for file in &files {
-        let name = file.strip_prefix(repo).unwrap_or(file);
-        digest = fnv(&read(file)?, fnv(name.to_string_lossy().as_bytes(), digest));
-    }
-    // A board's files count by name and by what the firmware reads of them,
-    // wherever their folder is (`--boards-dir`, a test's temporary copy).
-    for file in board_files {
-        let name = file.file_name().unwrap_or_default();
-        let bytes = read(file)?;
-        let bytes = if file.extension().is_some_and(|e| e == "toml") {
-            firmware_part_of_board(file, &bytes)?
-        } else {
-            bytes
-        };
-        digest = fnv(&bytes, fnv(name.as_encoded_bytes(), digest));
-    }
-    Ok(digest)
-}
-
-/// Board keys only the host reads (how it reaches and starts the board,
-/// and the description): a change to them builds the same firmware.
-const HOST_ONLY_BOARD_KEYS: [&str; 5] = [
-    "description",
-    "runner",
-    "serial_port",
-    "flash_command",
-    "qemu",
-];
-
-/// A board file's content without [`HOST_ONLY_BOARD_KEYS`] (parsed, so
-/// comments and layout count for nothing either): the
-/// same board reached through another runner or port (a serial-only copy
-/// of a virtual board, say) builds the same firmware once.
-fn firmware_part_of_board(file: &Path, bytes: &[u8]) -> Result<Vec<u8>, BuildError> {
-    let manifest = |problem: String| BuildError::Manifest {
-        path: file.into(),
-        problem,
-    };
-    let text = std::str::from_utf8(bytes).map_err(|e| manifest(e.to_string()))?;
-    let mut table: toml::Table = toml::from_str(text).map_err(|e| manifest(e.to_string()))?;
-    for key in HOST_ONLY_BOARD_KEYS {
-        table.remove(key);
-    }
-    Ok(format!("{table:?}").into_bytes())
 }
 
 /// The key a model-less ELF is cached under: everything that went into it.
@@ -246,8 +182,9 @@ fn elf_key(
     sources: u64,
     cargo_config: &str,
 ) -> String {
+    let kernels = request.kernels_variable();
     let text = format!(
-        "{}:{}:{}:{}:{}:{pools}:{slot}:{sources:016x}:{cargo_config}",
+        "{}:{}:{}:{}:{}:{pools}:{slot}:{sources:016x}:{cargo_config}:{kernels}",
         request.arena_size,
         request.planner.name(),
         request.features.join(","),
@@ -267,7 +204,12 @@ fn elf_key(
 pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, BuildError> {
     let model = request.model.bytes();
     let least = least_slot(model.len());
-    let class = slot_for(request.board.model_slot, model.len());
+    // A firmware for one model's kernels holds that model only: its slot
+    // is just the model's size, not the board's slot for every model.
+    let class = match request.kernels {
+        KernelChoice::All => slot_for(request.board.model_slot, model.len()),
+        KernelChoice::Model => least,
+    };
     let base = match build_base(repo, request, class) {
         Err(BuildError::Failed { output, .. })
             if output.contains("will not fit in region") && least < class =>
@@ -417,7 +359,7 @@ fn build_base(
     let boards_dir = boards_dir(repo, request)?;
     let pools = request.pools.map(|p| p.join(",")).unwrap_or_default();
     let board_toml = boards_dir.join(format!("{}.toml", request.board.name));
-    let sources = source_digest(repo, &crate_dir, &[&board_toml, &request.board.memory_x])?;
+    let sources = digest::source_digest(repo, &crate_dir, &[&board_toml, &request.board.memory_x])?;
     let remapping = path_remapping(repo);
     // The profile's debug info may be overridden for a debugging session
     // (`CARGO_PROFILE_RELEASE_DEBUG=full`): another ELF, the same code.
@@ -524,6 +466,7 @@ impl FirmwareBuild<'_> {
             .env("HILT_CANARY", request.canary.name())
             .env("HILT_ALIGN", request.align.to_string())
             .env("HILT_POOLS", self.pools)
+            .env("HILT_KERNELS", request.kernels_variable())
             .env("HILT_BOARDS_DIR", self.boards_dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped());
@@ -544,8 +487,11 @@ impl FirmwareBuild<'_> {
         let verbose = VERBOSE.load(std::sync::atomic::Ordering::Relaxed);
         let mut cargo = self.command(verbose);
         let features = self.features;
+        let kernels = request.kernel_names().map_or_else(String::new, |k| {
+            format!(", the model's {} kernels", k.len())
+        });
         let what = format!(
-            "firmware for {} ({}{}{})",
+            "firmware for {} ({}{}{}{kernels})",
             request.board.name,
             request.board.target,
             if features.is_empty() {
@@ -794,23 +740,6 @@ fn build_failure(board: &str, stderr: &str) -> BuildError {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_board_reached_another_way_builds_the_same_firmware() {
-        let file = Path::new("boards/b.toml");
-        let part = |text: &str| firmware_part_of_board(file, text.as_bytes()).unwrap();
-        let shipped =
-            "target = \"t\"\narena_size = 4096\nrunner = \"qemu\"\n[qemu]\nmachine = \"m\"\n";
-        // A serial-only copy of it, with a comment: the same firmware.
-        let serial = "# copy\ntarget = \"t\"\narena_size = 4096\nrunner = \"uart\"\nserial_port = \"/dev/x\"\n";
-        assert_eq!(part(shipped), part(serial));
-        // A key the firmware reads: another firmware.
-        assert_ne!(part(shipped), part(&shipped.replace("4096", "8192")));
-        assert!(matches!(
-            firmware_part_of_board(file, b"arena_size = "),
-            Err(BuildError::Manifest { .. })
-        ));
-    }
 
     #[test]
     fn a_busy_build_folder_sends_the_next_build_to_another() {

@@ -34,6 +34,7 @@ pub mod conformance;
 pub mod driver;
 pub mod elf;
 pub mod firmware;
+pub mod flash_parts;
 pub mod gate;
 pub mod holds;
 pub mod host_run;

@@ -11,11 +11,10 @@
 //! anything the build copies into flash).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use hilt_runtime::model::{Model, OpCode, TensorInfo};
 use hilt_runtime::schema::BuiltinOperator;
-use object::{Object, ObjectSection, SectionFlags, SectionKind};
 use serde::Serialize;
 
 use crate::report::thousands;
@@ -48,13 +47,8 @@ pub enum TargetBenchError {
         problem: String,
     },
     /// The firmware cannot be read.
-    #[error("{elf}: {problem}")]
-    Elf {
-        /// The ELF.
-        elf: String,
-        /// Why.
-        problem: String,
-    },
+    #[error(transparent)]
+    Flash(#[from] crate::flash_parts::FlashError),
 }
 
 /// A figure as printed in the table: `43,039,880`, `22,772 (16,000 / 6,772)`.
@@ -171,44 +165,6 @@ pub fn model_macs(model: &crate::model_file::ModelFile) -> u64 {
     count_macs(&model.model())
 }
 
-/// Bytes a firmware ELF puts in flash: every allocated section that holds
-/// data in the file (code, read-only data with the model's weights, the
-/// vector table and `.data`'s initial image); zero-initialised and
-/// uninitialised sections (`.bss`, the arena, the stack) take none.
-pub fn flash_bytes(elf: &Path) -> Result<u64, TargetBenchError> {
-    let fail = |problem: String| TargetBenchError::Elf {
-        elf: elf.display().to_string(),
-        problem,
-    };
-    let data = std::fs::read(elf).map_err(|e| fail(e.to_string()))?;
-    let file = object::File::parse(&*data).map_err(|e| fail(format!("not an ELF file: {e}")))?;
-    // The model slot is a size class: only the model's bytes (and the
-    // slot's header) are the model's flash, the rest of the slot is free.
-    let (slot_start, slot_len) = crate::firmware::slot_range(&file).map_err(fail)?;
-    let model = hilt_proto::model_slot::read(&data[slot_start..slot_start + slot_len])
-        .map_err(|e| fail(e.to_string()))?;
-    let free = slot_len - hilt_proto::model_slot::HEADER - model.bytes.len();
-    let allocated: u64 = file
-        .sections()
-        .filter(|s| {
-            let allocated = match s.flags() {
-                SectionFlags::Elf { sh_flags } => sh_flags & u64::from(object::elf::SHF_ALLOC) != 0,
-                _ => false,
-            };
-            allocated
-                && !matches!(
-                    s.kind(),
-                    SectionKind::UninitializedData
-                        | SectionKind::UninitializedTls
-                        | SectionKind::Metadata
-                )
-                && s.file_range().is_some()
-        })
-        .map(|s| s.size())
-        .sum();
-    Ok(allocated - free as u64)
-}
-
 /// One (model, board) of the report.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TargetRow {
@@ -234,6 +190,9 @@ pub struct TargetRow {
     /// The estimate on the MLPerf Tiny reference part beside its record
     /// (MLPerf Tiny models on the reference board only).
     pub part: Option<crate::part_estimate::PartFigure>,
+    /// The firmware with only the model's kernels (rows of the reference
+    /// board only).
+    pub own_kernels: Option<crate::flash_parts::OwnKernels>,
 }
 
 /// Within this many counter ticks of TFLM + CMSIS-NN a model is at
@@ -455,6 +414,7 @@ mod tests {
             }),
             m4_tick: Some(40),
             part: None,
+            own_kernels: None,
         };
         let md = render_markdown(&[
             row.clone(),
@@ -496,6 +456,7 @@ mod tests {
             tflm: Some(tflm),
             m4_tick,
             part: None,
+            own_kernels: None,
         };
         // hello_world's 3,480 against 3,520 is one tick of 40: parity.
         assert_eq!(row(3_480, Some(40)).standing(), Some(Standing::Parity));

@@ -32,6 +32,7 @@ fn an_arena_that_leaves_too_little_stack_is_refused_with_the_figures() {
         canary: CanaryMode::Bounds,
         align: 16,
         pools: None,
+        kernels: hilt::config::scenario::KernelChoice::All,
     };
     match build(&repo(), &request(96 * 1024)) {
         Err(BuildError::Stack {
@@ -76,6 +77,7 @@ fn two_models_share_one_build_and_differ_only_in_the_slot() {
                 canary: CanaryMode::Off,
                 align: 16,
                 pools: None,
+                kernels: hilt::config::scenario::KernelChoice::All,
             };
             std::fs::read(build(&repo(), &request).unwrap()).unwrap()
         })
@@ -203,6 +205,7 @@ fn a_cached_firmware_is_used_while_another_build_holds_the_lock() {
         canary: CanaryMode::Off,
         align: 16,
         pools: None,
+        kernels: hilt::config::scenario::KernelChoice::All,
     };
     let first = build(&repo(), &request(&board)).unwrap();
     let lock_path = repo().join("build/firmware/cache/hilt-build.lock");
@@ -225,6 +228,7 @@ fn a_cached_firmware_is_used_while_another_build_holds_the_lock() {
             canary: CanaryMode::Off,
             align: 16,
             pools: None,
+            kernels: hilt::config::scenario::KernelChoice::All,
         };
         let _ = tx.send(build(&repo(), &request).map_err(|e| e.to_string()));
     });

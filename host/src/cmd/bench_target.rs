@@ -7,12 +7,14 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
+use hilt::config::scenario::KernelChoice;
+use hilt::flash_parts::{FlashRow, OwnKernels, flash_bytes, flash_parts};
 use hilt::orchestrate::{Job, run_jobs_timed};
 use hilt::outcome::{BoardRun, Outcome};
 use hilt::part_estimate::{
     PartFigure, REFERENCE_BOARD, REFERENCE_PROFILE, benchmark_of, part_of, read_records,
 };
-use hilt::target_bench::{TargetRow, TflmM4, flash_bytes, median, model_macs, read_tflm_figures};
+use hilt::target_bench::{TargetRow, TflmM4, median, model_macs, read_tflm_figures};
 
 use crate::cmd::args::{OffloadArgs, TableFormat, WorkspaceArgs};
 use crate::cmd::print::file_stem;
@@ -90,37 +92,14 @@ pub(crate) fn run(args: BenchTargetArgs) -> anyhow::Result<()> {
         },
     ));
     let (mut rows, mut failed) = target_rows(&place, &results, &jobs_by_pair, &figures)?;
-    failed.extend(add_part_estimates(
+    failed.extend(rerun_on_the_reference_part(
         &place,
         &jobs_by_pair,
         &mut rows,
         args.jobs,
     )?);
     rows.sort_by(|a, b| (&a.model, &a.board).cmp(&(&b.model, &b.board)));
-    let estimated: Vec<(&str, &PartFigure)> = rows
-        .iter()
-        .filter_map(|r| r.part.as_ref().map(|p| (r.model.as_str(), p)))
-        .collect();
-    match args.format {
-        TableFormat::Table => {
-            print!("{}", hilt::target_bench::render_table(&rows));
-            if !estimated.is_empty() {
-                println!();
-                print!("{}", hilt::part_estimate::render_table(&estimated));
-            }
-        }
-        TableFormat::Markdown => {
-            print!("{}", hilt::target_bench::render_markdown(&rows));
-            if !estimated.is_empty() {
-                println!();
-                print!("{}", hilt::part_estimate::render_markdown(&estimated));
-            }
-        }
-        TableFormat::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&hilt::target_bench::judged(&rows))?
-        ),
-    }
+    print_tables(args.format, &rows)?;
     if figures.is_empty() {
         eprintln!(
             "note: no {} in {}: TFLM's columns are empty",
@@ -143,6 +122,51 @@ pub(crate) fn run(args: BenchTargetArgs) -> anyhow::Result<()> {
             above.len(),
             hilt::target_bench::PARITY_TICKS,
             above.join("\n  ")
+        );
+    }
+    Ok(())
+}
+
+/// The three tables (`--format table` or `markdown`), or the rows as JSON.
+fn print_tables(format: TableFormat, rows: &[TargetRow]) -> anyhow::Result<()> {
+    let estimated: Vec<(&str, &PartFigure)> = rows
+        .iter()
+        .filter_map(|r| r.part.as_ref().map(|p| (r.model.as_str(), p)))
+        .collect();
+    let flash: Vec<FlashRow<'_>> = rows
+        .iter()
+        .filter_map(|r| {
+            r.own_kernels
+                .as_ref()
+                .map(|o| (r.model.as_str(), r.board.as_str(), r.flash, o))
+        })
+        .collect();
+    let markdown = match format {
+        TableFormat::Json => {
+            let json = serde_json::to_string_pretty(&hilt::target_bench::judged(rows))?;
+            println!("{json}");
+            return Ok(());
+        }
+        TableFormat::Table => false,
+        TableFormat::Markdown => true,
+    };
+    use hilt::{flash_parts as fp, part_estimate as pe, target_bench as tb};
+    let pick = |md: String, plain: String| if markdown { md } else { plain };
+    print!(
+        "{}",
+        pick(tb::render_markdown(rows), tb::render_table(rows))
+    );
+    if !estimated.is_empty() {
+        let text = pick(
+            pe::render_markdown(&estimated),
+            pe::render_table(&estimated),
+        );
+        print!("\n{text}");
+    }
+    if !flash.is_empty() {
+        print!(
+            "\n{}",
+            pick(fp::render_markdown(&flash), fp::render_table(&flash))
         );
     }
     Ok(())
@@ -213,17 +237,20 @@ fn target_rows(
             arena_used: run.arena.map_or(0, |[_, _, _, used]| u64::from(used)),
             flash: flash_bytes(&elf)?,
             part: None,
+            own_kernels: None,
         });
     }
     Ok((rows, failed))
 }
 
-/// Runs the MLPerf Tiny models of `rows` on the reference board again,
-/// with the reference part's timing profile in the QEMU plugin, and gives
-/// each its estimate beside the part's published record. Returns a line
-/// per failed run. The instructions are the first run's: the profile
-/// changes only what the plugin estimates.
-fn add_part_estimates(
+/// Runs every model of `rows` on the reference board again as a product
+/// on the reference part would carry it: a firmware with only the model's
+/// kernels, with the part's timing profile in the QEMU plugin. Gives each
+/// row its estimate (beside the part's published record, for the MLPerf
+/// Tiny models) and that firmware's flash by part. Returns a line per
+/// failed run. The estimate's instructions are this run's: another
+/// firmware, whose code the linker laid out otherwise.
+fn rerun_on_the_reference_part(
     place: &Workspace,
     jobs_by_pair: &HashMap<(String, String), Job>,
     rows: &mut [TargetRow],
@@ -231,13 +258,21 @@ fn add_part_estimates(
 ) -> anyhow::Result<Vec<String>> {
     let work: Vec<Job> = rows
         .iter()
-        .filter(|r| r.board == REFERENCE_BOARD && benchmark_of(&r.model).is_some())
+        .filter(|r| r.board == REFERENCE_BOARD)
         .filter_map(|r| {
             jobs_by_pair
                 .values()
                 .find(|j| j.board.name == r.board && file_stem(&j.scenario.model) == r.model)
                 .cloned()
         })
+        .map(|mut job| {
+            std::sync::Arc::make_mut(&mut job.scenario).kernels = KernelChoice::Model;
+            job
+        })
+        .collect();
+    let own_jobs: HashMap<(String, String), Job> = work
+        .iter()
+        .map(|j| ((j.scenario.name.clone(), j.board.name.clone()), j.clone()))
         .collect();
     if work.is_empty() {
         return Ok(Vec::new());
@@ -264,7 +299,7 @@ fn add_part_estimates(
     hilt::observer::configure(before);
     let mut failed = Vec::new();
     for run in &results {
-        let job = &jobs_by_pair[&(run.scenario.clone(), run.board.clone())];
+        let job = &own_jobs[&(run.scenario.clone(), run.board.clone())];
         let model = file_stem(&job.scenario.model);
         let observed: Vec<_> = run
             .steps
@@ -290,6 +325,13 @@ fn add_part_estimates(
             continue;
         }
         let record = benchmark_of(&model).and_then(|b| records.get(b)).cloned();
+        let request = hilt::firmware::FirmwareRequest::for_scenario(&job.board, &job.scenario);
+        // The ELF the run used, from the firmware cache (built already).
+        let elf = hilt::firmware::build(&place.repo, &request)?;
+        let own = OwnKernels {
+            operators: request.kernel_names().map_or(0, |k| k.len()),
+            flash: flash_parts(&elf)?,
+        };
         if let Some(row) = rows
             .iter_mut()
             .find(|r| r.model == model && r.board == run.board)
@@ -300,6 +342,7 @@ fn add_part_estimates(
                 estimated_cycles: median(&mut estimates),
                 record,
             });
+            row.own_kernels = Some(own);
         }
     }
     Ok(failed)

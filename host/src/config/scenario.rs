@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use hilt_contract::scenario::{ScenarioFile, ScenarioSource, StepFiles};
+pub use hilt_contract::scenario::{KernelChoice, ScenarioFile, ScenarioSource, StepFiles};
 
 use crate::config::ConfigError;
 use crate::conformance::{Comparison, ModelEntry, read_manifest};
@@ -85,6 +85,8 @@ pub struct Scenario {
     /// plain `Invoke()` timed from outside, with no per-op profiler, and
     /// the gate keeps the per-op figures of `hilt run`.
     pub op_profile: bool,
+    /// Which kernels the firmware links (every one, or the model's).
+    pub kernels: KernelChoice,
 }
 
 impl Scenario {
@@ -199,6 +201,7 @@ pub fn load(path: &Path, conformance_sets: &[PathBuf]) -> Result<Scenario, Scena
         accel_fault: AccelFault::None,
         pools: file.pools,
         op_profile: true,
+        kernels: file.kernels,
     })
 }
 

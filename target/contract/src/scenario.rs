@@ -16,6 +16,7 @@
 //! offload = ["CONV_2D", "ADD"]            # ops vnpu may claim (default: the runtime's list)
 //! coherent = true                         # false: vnpu behind a modelled cache
 //! pools = ["fast", "sram"]                # the board pools buffers may use (default: one memory)
+//! kernels = "all"                         # all | model: link only the model's kernels
 //! [vnpu]                                  # overrides the board's latency model
 //! job_cycles = 10000
 //! cycles_per_1000_macs = 64
@@ -88,6 +89,8 @@ struct RawScenario {
     vnpu: Option<RawVnpu>,
     #[serde(default)]
     pools: Option<Vec<String>>,
+    #[serde(default)]
+    kernels: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -162,6 +165,30 @@ pub struct ScenarioFile {
     /// The board pools the model's buffers may use (`None`: the arena as
     /// one memory). Checked against each board when the pair is made.
     pub pools: Option<Vec<String>>,
+    /// Which kernels the firmware links.
+    pub kernels: KernelChoice,
+}
+
+/// Which kernels a scenario's firmware links (`kernels = "all" | "model"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KernelChoice {
+    /// Every kernel hilt has: one firmware for any model (and, on a board
+    /// with a fixed model slot, one build for every scenario).
+    #[default]
+    All,
+    /// Only the model's operators' kernels (TFLM's `MicroMutableOpResolver`
+    /// written for the model): the least flash, a build per operator set.
+    Model,
+}
+
+impl KernelChoice {
+    /// The name a scenario file uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelChoice::All => "all",
+            KernelChoice::Model => "model",
+        }
+    }
 }
 
 /// Reads and checks `path`.
@@ -214,6 +241,17 @@ fn validate(path: &Path, raw: RawScenario) -> Result<ScenarioFile, ConfigError> 
             format!("a split arena is the board's pools: drop arena_size ({size})"),
         ));
     }
+    let kernels = match raw.kernels.as_deref() {
+        None | Some("all") => KernelChoice::All,
+        Some("model") => KernelChoice::Model,
+        Some(other) => {
+            return Err(ConfigError::invalid(
+                path,
+                "kernels",
+                format!("{other:?}: use all or model"),
+            ));
+        }
+    };
     Ok(ScenarioFile {
         name,
         description: raw.description,
@@ -228,6 +266,7 @@ fn validate(path: &Path, raw: RawScenario) -> Result<ScenarioFile, ConfigError> 
         align,
         offload,
         pools,
+        kernels,
     })
 }
 

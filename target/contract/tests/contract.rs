@@ -159,6 +159,22 @@ fn offload_keys_are_read_and_override_the_board_engine_key_by_key() {
 }
 
 #[test]
+fn the_kernels_key_chooses_every_kernel_or_the_models() {
+    use hilt_contract::scenario::KernelChoice;
+    let all = scenario_with("kernels-default", "").unwrap();
+    assert_eq!(all.kernels, KernelChoice::All);
+    let own = scenario_with("kernels-model", "kernels = \"model\"").unwrap();
+    assert_eq!(own.kernels, KernelChoice::Model);
+    let e = scenario_with("kernels-bad", "kernels = \"some\"")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("kernels-bad.toml") && e.contains("field `kernels`") && e.contains("\"some\""),
+        "{e}"
+    );
+}
+
+#[test]
 fn bad_offload_keys_name_the_file_the_key_and_the_value() {
     let e = scenario_with("offload-bad-op", "offload = [\"CONV_2D\", \"CONV_9D\"]")
         .unwrap_err()

@@ -11,7 +11,8 @@
 //!   with its name and CRC-32, padded to `HILT_MODEL_SLOT` bytes so that the
 //!   host can write another model into a copy of the built ELF;
 //! - `hilt.rs`: the agent's [`Config`](../hilt_agent/struct.Config.html)
-//!   as `config()`, the planner asked for as `PLANNER`, and the statics (model
+//!   as `config()`, the planner asked for as `PLANNER`, the kernels asked
+//!   for as `resolver()`, and the statics (model
 //!   in flash, arena, workspace, meta record) handed out once by
 //!   `unsafe fn take() -> hilt_agent::Parts<'static>`.
 //!
@@ -31,7 +32,10 @@
 //! (`linear`, `greedy`, `offline`; default greedy), `HILT_CANARY` (`off`,
 //! `bounds`, `buffers`; default off), `HILT_ALIGN` (default 16),
 //! `HILT_POOLS` (the board pools the model's buffers may use, by name,
-//! comma-separated; default: the arena as one memory).
+//! comma-separated; default: the arena as one memory), `HILT_KERNELS`
+//! (`all`, the default: every kernel, a firmware for any model; or the
+//! model's builtin operators by name, comma-separated, e.g.
+//! `FULLY_CONNECTED,SOFTMAX`: a firmware that links only those kernels).
 //!
 //! The board file is read and checked by `hilt-contract`, the same typed
 //! contract the host uses ([`FirmwareBuild::board`]); the planner and
@@ -115,6 +119,9 @@ pub struct FirmwareBuild {
     pub align: u32,
     /// The arena's memory pools (`HILT_POOLS` over the board's `pools`).
     pub pools: hilt_runtime::pool::PoolLayout,
+    /// The builtin operators whose kernels the firmware links
+    /// (`HILT_KERNELS`); `None`: every kernel hilt has.
+    pub kernels: Option<Vec<String>>,
     /// The model file.
     pub model: PathBuf,
     /// Its bytes.
@@ -179,6 +186,7 @@ impl FirmwareBuild {
             planner: planner()?,
             canary: canary()?,
             align: align()?,
+            kernels: kernels()?,
             model,
             model_bytes,
             slot_len,
@@ -247,11 +255,37 @@ impl FirmwareBuild {
                 self.canary,
                 pools_source(&self.pools)
             ),
+            self.resolver_source(),
         ];
         for line in lines {
             let _ = writeln!(s, "{line}");
         }
         s.push_str(STATICS);
+        s
+    }
+
+    /// `resolver()`: every kernel, or only those of the operators asked
+    /// for, each looked up at compile time so that no other kernel is
+    /// linked.
+    fn resolver_source(&self) -> String {
+        let head = "pub fn resolver() -> hilt_agent::runtime::kernels::OpResolver<{ hilt_agent::runtime::kernels::BUILTINS_CAPACITY }> {";
+        let Some(ops) = &self.kernels else {
+            return format!(
+                "/// Every kernel hilt has: a firmware for any model.\n{head}\n    hilt_agent::runtime::kernels::all_builtins()\n}}"
+            );
+        };
+        let mut s = format!(
+            "/// The kernels of the model's operators only ({}).\n{head}\n    use hilt_agent::runtime::schema::BuiltinOperator as Op;\n    const KERNELS: [(Op, Option<hilt_agent::runtime::kernels::Registration>); {}] = [\n",
+            ops.join(", "),
+            ops.len()
+        );
+        for op in ops {
+            let _ = writeln!(
+                s,
+                "        (Op::{op}, hilt_agent::runtime::kernels::builtin(Op::{op})),"
+            );
+        }
+        s.push_str("    ];\n    let mut r = hilt_agent::runtime::kernels::OpResolver::new();\n    for (op, kernel) in KERNELS {\n        if let Some(kernel) = kernel {\n            let _ = r.add(op, kernel);\n        }\n    }\n    r\n}");
         s
     }
 }
@@ -309,6 +343,32 @@ fn planner() -> Result<PlannerKind, BuildError> {
             expected: "use linear, greedy, offline or optimal",
         }),
     }
+}
+
+/// `HILT_KERNELS`: `None` for every kernel (unset, empty or `all`), else
+/// the operators named, each one hilt has a kernel for.
+fn kernels() -> Result<Option<Vec<String>>, BuildError> {
+    let Some(v) = var("HILT_KERNELS").filter(|v| !v.is_empty() && v != "all") else {
+        return Ok(None);
+    };
+    let mut ops: Vec<String> = Vec::new();
+    for name in v.split(',').map(str::trim) {
+        let known = hilt_runtime::schema::BuiltinOperator::ENUM_VALUES
+            .iter()
+            .find(|op| op.variant_name() == Some(name))
+            .is_some_and(|&op| hilt_runtime::kernels::builtin(op).is_some());
+        if !known {
+            return Err(BuildError::Variable {
+                name: "HILT_KERNELS",
+                value: v.clone(),
+                expected: "all, or builtin operators hilt has kernels for, by name (CONV_2D,SOFTMAX)",
+            });
+        }
+        if !ops.iter().any(|o| o == name) {
+            ops.push(name.to_string());
+        }
+    }
+    Ok(Some(ops))
 }
 
 fn canary() -> Result<CanaryMode, BuildError> {
@@ -499,6 +559,7 @@ mod tests {
             canary: CanaryMode::Buffers,
             align: 64,
             pools: hilt_runtime::pool::PoolLayout::WHOLE,
+            kernels: None,
             model: "/models/tiny.tflite".into(),
             model_bytes: b"123456789".to_vec(),
             slot_len: 128,
@@ -549,6 +610,26 @@ mod tests {
         ] {
             assert!(s.contains(expected), "missing {expected:?} in\n{s}");
         }
+    }
+
+    #[test]
+    fn a_model_specific_firmware_names_only_its_kernels() {
+        let every = build().agent_source();
+        assert!(
+            every.contains("    hilt_agent::runtime::kernels::all_builtins()\n"),
+            "{every}"
+        );
+        let mut own = build();
+        own.kernels = Some(vec!["FULLY_CONNECTED".into(), "SOFTMAX".into()]);
+        let s = own.agent_source();
+        for expected in [
+            "(FULLY_CONNECTED, SOFTMAX)",
+            "(Op::FULLY_CONNECTED, hilt_agent::runtime::kernels::builtin(Op::FULLY_CONNECTED)),",
+            "(Op::SOFTMAX, hilt_agent::runtime::kernels::builtin(Op::SOFTMAX)),",
+        ] {
+            assert!(s.contains(expected), "missing {expected:?} in\n{s}");
+        }
+        assert!(!s.contains("all_builtins"), "{s}");
     }
 
     #[test]

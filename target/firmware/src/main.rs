@@ -20,7 +20,6 @@ use core::fmt::Write as _;
 
 use cortex_m_rt::entry;
 use hilt_agent::runtime::accel::vnpu::{NEGATE, NEGATE_NAME};
-use hilt_agent::runtime::kernels::all_builtins;
 use hilt_agent::{Agent, Line, TickVnpu};
 
 /// Build-time configuration and statics (board, model, arena): `build.rs`.
@@ -57,7 +56,8 @@ fn main() -> ! {
     #[cfg(not(feature = "fault-misplan"))]
     let agent = agent.planner(hilt::PLANNER);
 
-    let mut resolver = all_builtins();
+    // Every kernel, or the model's only (`kernels = "model"`).
+    let mut resolver = hilt::resolver();
     // vnpu's own custom op, so a model carrying it runs (on the CPU, or
     // claimed by the engine).
     let _ = resolver.add_custom(NEGATE_NAME, NEGATE);

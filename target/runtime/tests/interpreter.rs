@@ -2,8 +2,10 @@
 
 use hilt_runtime::allocation::{AllocError, AllocOptions};
 use hilt_runtime::interpreter::{Clock, Interpreter, InterpreterError, OpName};
-use hilt_runtime::kernels::{KernelError, OpResolver, all_builtins};
-use hilt_runtime::model::Model;
+use hilt_runtime::kernels::{
+    KernelError, OpResolver, Registration, Resolver, all_builtins, builtin,
+};
+use hilt_runtime::model::{Model, OpCode};
 use hilt_runtime::planner::{Greedy, Linear};
 use hilt_runtime::schema::{BuiltinOperator, TensorType};
 use hilt_runtime::writer::{ModelWriter, Options, i32_bytes};
@@ -111,6 +113,36 @@ fn unsupported_operator_is_named() {
         }
     );
     assert_eq!(err.to_string(), "operator 0 (RELU) is not supported");
+}
+
+/// A resolver of just the model's operators, found at compile time (as a
+/// model-specific firmware builds its own) runs it; one without them names
+/// what is missing.
+#[test]
+fn a_resolver_of_the_models_own_kernels_runs_it() {
+    const RESHAPE: Option<Registration> = builtin(BuiltinOperator::RESHAPE);
+    // An operator hilt has no kernel for has none here either.
+    assert!(builtin(BuiltinOperator(-7)).is_none());
+    // The one kernel `all_builtins` has for it, by name.
+    let everything = all_builtins();
+    let code = OpCode::Builtin(BuiltinOperator::RESHAPE);
+    let listed = everything.get(everything.find(code).unwrap()).unwrap();
+    assert_eq!(RESHAPE.unwrap().name, listed.name);
+    let bytes = reshape_chain();
+    let model = Model::from_bytes(&bytes).unwrap();
+    let mut own: OpResolver<1> = OpResolver::new();
+    own.add(BuiltinOperator::RESHAPE, RESHAPE.unwrap()).unwrap();
+    let mut arena = vec![0u8; 4096];
+    let mut interpreter = Interpreter::new(model, &own, &mut arena);
+    interpreter
+        .allocate(&Greedy, &AllocOptions::default())
+        .unwrap();
+    interpreter
+        .input_mut(0)
+        .unwrap()
+        .copy_from_slice(&[1, 2, 3, 4, 5, 6]);
+    interpreter.invoke().unwrap();
+    assert_eq!(interpreter.output(0).unwrap(), &[1, 2, 3, 4, 5, 6]);
 }
 
 #[test]

@@ -18,7 +18,6 @@ mod uart;
 use core::fmt::Write as _;
 
 use cortex_m_rt::{entry, exception};
-use hilt_agent::runtime::kernels::all_builtins;
 #[cfg(not(any(feature = "port-first-fit", feature = "port-broken")))]
 use hilt_agent::PlannerKind;
 use hilt_agent::{Agent, Line, NoPin, SysTickCounter, TickVnpu, WireError};
@@ -50,7 +49,7 @@ fn main() -> ! {
     // kernels, the statics, and the agent on the product's UART.
     let counter = SysTickCounter::start(peripherals.SYST);
     VNPU.start(SysTickCounter::read);
-    let resolver = all_builtins();
+    let resolver = hilt::resolver();
     // SAFETY: the only call.
     let parts = unsafe { hilt::take() };
     let agent = Agent::new(hilt::config(), uart, counter);

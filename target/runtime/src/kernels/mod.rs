@@ -213,7 +213,7 @@ impl fmt::Display for KernelError {
                 QuantProblem::Scale { channel, bits } => write!(
                     f,
                     "tensor {tensor}: quantisation scale {} (channel {channel}) is not a positive finite number",
-                    f32::from_bits(bits)
+                    crate::float_text::ShortFloat(f32::from_bits(bits))
                 ),
                 QuantProblem::ZeroPoint {
                     channel,
@@ -557,16 +557,42 @@ const EXTENDED_KERNELS: &[(BuiltinOperator, Registration)] = &[
     ),
 ];
 
-/// Every builtin kernel hilt has.
+/// The kernel tables this build carries.
+#[cfg(not(feature = "core-kernels-only"))]
+const TABLES: [&[(BuiltinOperator, Registration)]; 2] = [CORE_KERNELS, EXTENDED_KERNELS];
+#[cfg(feature = "core-kernels-only")]
+const TABLES: [&[(BuiltinOperator, Registration)]; 1] = [CORE_KERNELS];
+
+/// Every builtin kernel hilt has. Every one is linked into a firmware that
+/// calls this, whatever its model runs (a firmware for many models).
 pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
     let mut r = OpResolver::new();
-    #[cfg(not(feature = "core-kernels-only"))]
-    let tables = [CORE_KERNELS, EXTENDED_KERNELS];
-    #[cfg(feature = "core-kernels-only")]
-    let tables = [CORE_KERNELS];
-    for &(op, kernel) in tables.iter().flat_map(|t| t.iter()) {
+    for &(op, kernel) in TABLES.iter().flat_map(|t| t.iter()) {
         // BUILTINS_CAPACITY entries hold every builtin above.
         let _ = r.add(op, kernel);
     }
     r
+}
+
+/// hilt's kernel for builtin `op`, if it has one.
+///
+/// Evaluated in a constant (`const { builtin(BuiltinOperator::CONV_2D) }`)
+/// the lookup happens at compile time and names only that kernel: a
+/// firmware that registers its model's operators this way (TFLM's
+/// `MicroMutableOpResolver`, written for the model) links only their
+/// kernels, where [`all_builtins`] links all of them.
+pub const fn builtin(op: BuiltinOperator) -> Option<Registration> {
+    let mut t = 0;
+    while t < TABLES.len() {
+        let table = TABLES[t];
+        let mut i = 0;
+        while i < table.len() {
+            if table[i].0.0 == op.0 {
+                return Some(table[i].1);
+            }
+            i += 1;
+        }
+        t += 1;
+    }
+    None
 }
