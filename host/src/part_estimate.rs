@@ -1,13 +1,15 @@
-//! hilt's estimated cycles on the MLPerf Tiny reference part, beside the
-//! part's published records: `hilt bench-target`'s second table.
+//! hilt's estimated cycles on the parts of MLPerf Tiny's records (the
+//! Cortex-M4 reference part and a Cortex-M33), beside the parts' published
+//! records: `hilt bench-target`'s second table.
 //!
 //! The records are external figures. The conformance set's
 //! `mlperf-tiny-records.md` gathers them from the closed-division results
 //! of MLPerf Tiny v1.1–v1.3: cycles per inference on real silicon. hilt's
 //! figure beside them is an estimate: the QEMU plugin's timing model of
 //! the part (`boards/timing/stm32l4r5.toml`: a Cortex-M4 at 120 MHz with
-//! five flash wait states behind the ART cache), applied to the
-//! instructions the virtual Cortex-M4 board executed. The table puts
+//! five flash wait states behind the ART cache; `stm32u575.toml`: a
+//! Cortex-M33 at 160 MHz with four behind its instruction cache), applied
+//! to the instructions the virtual board of that core executed. The table puts
 //! both side by side and never mixes them.
 
 use std::collections::BTreeMap;
@@ -18,12 +20,15 @@ use serde::Serialize;
 /// The conformance set's file of published records.
 pub const RECORDS_FILE: &str = "mlperf-tiny-records.md";
 
-/// The timing profile of the MLPerf Tiny reference part.
-pub const REFERENCE_PROFILE: &str = "stm32l4r5";
-
-/// The virtual board whose core the reference part has (a Cortex-M4 built
-/// for ARMv7E-M), which runs the model for the estimate.
-pub const REFERENCE_BOARD: &str = "qemu-mps2-an386";
+/// The parts of the MLPerf Tiny records hilt estimates for, each with the
+/// virtual board whose core it has (the board runs the model, the part's
+/// timing profile in the QEMU plugin costs it): the Cortex-M4 reference
+/// part (STM32L4R5) on the AN386, and the Cortex-M33 record holder
+/// (STM32U575) on the AN505.
+pub const REFERENCE_PARTS: [(&str, &str); 2] = [
+    ("qemu-mps2-an386", "stm32l4r5"),
+    ("qemu-mps2-an505", "stm32u575"),
+];
 
 /// One published record.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -27,13 +27,14 @@ fn shipped_boards_are_valid() {
             "qemu-mps2-an386-uart",
             "qemu-mps2-an500",
             "qemu-mps2-an505",
+            "qemu-mps3-an547",
             "qemu-netduinoplus2",
             "qemu-netduinoplus2-uart",
             "stm32f746g-disco"
         ]
     );
     let virtual_boards = select(&boards, "qemu-*").unwrap();
-    assert_eq!(virtual_boards.len(), 8);
+    assert_eq!(virtual_boards.len(), 9);
     for b in &virtual_boards {
         assert_eq!(
             b.transport == Transport::Uart,

@@ -60,6 +60,7 @@ fn smoke_scenario_passes_on_every_virtual_board_with_repeatable_cycles() {
         "qemu-mps2-an386-uart",
         "qemu-mps2-an500",
         "qemu-mps2-an505",
+        "qemu-mps3-an547",
         "qemu-netduinoplus2",
         "qemu-netduinoplus2-uart",
     ] {
@@ -69,7 +70,7 @@ fn smoke_scenario_passes_on_every_virtual_board_with_repeatable_cycles() {
             "{board} did not pass:\n{out}"
         );
     }
-    assert!(out.contains("8 board runs: 8 passed, 0 failed"), "{out}");
+    assert!(out.contains("9 board runs: 9 passed, 0 failed"), "{out}");
     let second = hilt(["run", "scenarios/smoke_reshape.toml"]);
     let again = String::from_utf8_lossy(&second.stdout).into_owned();
     let (mut a, mut b) = (cycles_lines(&out), cycles_lines(&again));

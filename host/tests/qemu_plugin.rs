@@ -135,7 +135,7 @@ fn an_unknown_timing_profile_is_named_with_the_known_ones() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("timing profile `stm32l4r9`") && err.contains("(known: stm32l4r5)"),
+        err.contains("timing profile `stm32l4r9`") && err.contains("(known: stm32l4r5, stm32u575)"),
         "{err}"
     );
 }

@@ -105,8 +105,10 @@ fn a_virtual_board_row_has_hilts_and_tflms_figures() {
 }
 
 /// An MLPerf Tiny model on the reference board gets a second run with the
-/// STM32L4R5 timing profile: the QEMU plugin's exact instructions, its
-/// estimated cycles, and the part's published record beside them.
+/// STM32L4R5 timing profile and only its own kernels: the QEMU plugin's
+/// exact instructions, its estimated cycles, the part's published record
+/// beside them, and that firmware's flash; on the M33 board, the same with
+/// the STM32U575's.
 #[test]
 fn an_mlperf_model_on_the_m4_board_is_estimated_on_the_reference_part() {
     if !common::qemu_available("hilt bench-target") {
@@ -143,15 +145,36 @@ fn an_mlperf_model_on_the_m4_board_is_estimated_on_the_reference_part() {
         part["record"]["system"], "Cortex-M4 (NUCLEO-L4R5ZI @ 120 MHz)",
         "{row}"
     );
-    // Not the reference board: no estimate.
+    // That run's firmware links the model's kernels only: its one
+    // operator's, in less flash than the every-kernel firmware's.
+    let own = &row["own_kernels"];
+    assert_eq!(own["operators"], 1, "{row}");
+    let own_flash = own["flash"].as_object().unwrap();
+    let parts: u64 = own_flash.values().map(|v| v.as_u64().unwrap()).sum();
+    assert!(parts < row["flash"].as_u64().unwrap(), "{row}");
+    // The Cortex-M33 board: the STM32U575's profile and record.
     let out = common::hilt([
         "bench-target",
         "scenarios/ad_autoencoder_int8.toml",
         "--board",
         "qemu-mps2-an505",
+        "--board",
+        "qemu-mps2-an500",
         "--format",
         "json",
     ]);
     let rows: serde_json::Value = serde_json::from_str(&common::succeeded(&out)).unwrap();
-    assert!(rows[0]["part"].is_null(), "{rows}");
+    let on = |board: &str| {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["board"] == board)
+            .unwrap()
+    };
+    let m33 = &on("qemu-mps2-an505")["part"];
+    assert_eq!(m33["profile"], "stm32u575", "{rows}");
+    assert_eq!(m33["record"]["cycles"], 495_000, "{rows}");
+    assert_eq!(m33["record"]["by"], "Bosch, v1.2", "{rows}");
+    // A board of no record's part (the M7): no estimate.
+    assert!(on("qemu-mps2-an500")["part"].is_null(), "{rows}");
 }

@@ -11,9 +11,7 @@ use hilt::config::scenario::KernelChoice;
 use hilt::flash_parts::{FlashRow, OwnKernels, flash_bytes, flash_parts};
 use hilt::orchestrate::{Job, run_jobs_timed};
 use hilt::outcome::{BoardRun, Outcome};
-use hilt::part_estimate::{
-    PartFigure, REFERENCE_BOARD, REFERENCE_PROFILE, benchmark_of, part_of, read_records,
-};
+use hilt::part_estimate::{PartFigure, REFERENCE_PARTS, benchmark_of, part_of, read_records};
 use hilt::target_bench::{TargetRow, TflmM4, median, model_macs, read_tflm_figures};
 
 use crate::cmd::args::{OffloadArgs, TableFormat, WorkspaceArgs};
@@ -92,7 +90,7 @@ pub(crate) fn run(args: BenchTargetArgs) -> anyhow::Result<()> {
         },
     ));
     let (mut rows, mut failed) = target_rows(&place, &results, &jobs_by_pair, &figures)?;
-    failed.extend(rerun_on_the_reference_part(
+    failed.extend(rerun_on_the_reference_parts(
         &place,
         &jobs_by_pair,
         &mut rows,
@@ -243,22 +241,44 @@ fn target_rows(
     Ok((rows, failed))
 }
 
-/// Runs every model of `rows` on the reference board again as a product
-/// on the reference part would carry it: a firmware with only the model's
-/// kernels, with the part's timing profile in the QEMU plugin. Gives each
-/// row its estimate (beside the part's published record, for the MLPerf
-/// Tiny models) and that firmware's flash by part. Returns a line per
-/// failed run. The estimate's instructions are this run's: another
-/// firmware, whose code the linker laid out otherwise.
-fn rerun_on_the_reference_part(
+/// [`rerun_on_part`] for every part of [`REFERENCE_PARTS`], one after the
+/// other (the plugin's timing profile is the process's).
+fn rerun_on_the_reference_parts(
     place: &Workspace,
     jobs_by_pair: &HashMap<(String, String), Job>,
     rows: &mut [TargetRow],
     jobs: Option<usize>,
 ) -> anyhow::Result<Vec<String>> {
+    let mut failed = Vec::new();
+    for (board, profile) in REFERENCE_PARTS {
+        failed.extend(rerun_on_part(
+            place,
+            jobs_by_pair,
+            rows,
+            jobs,
+            (board, profile),
+        )?);
+    }
+    Ok(failed)
+}
+
+/// Runs every model of `rows` on `board` again as a product on the part
+/// of `profile` would carry it: a firmware with only the model's kernels,
+/// with the part's timing profile in the QEMU plugin. Gives each row its
+/// estimate (beside the part's published record, for the MLPerf Tiny
+/// models) and that firmware's flash by part. Returns a line per failed
+/// run. The estimate's instructions are this run's: another firmware,
+/// whose code the linker laid out otherwise.
+fn rerun_on_part(
+    place: &Workspace,
+    jobs_by_pair: &HashMap<(String, String), Job>,
+    rows: &mut [TargetRow],
+    jobs: Option<usize>,
+    (board, profile_name): (&str, &str),
+) -> anyhow::Result<Vec<String>> {
     let work: Vec<Job> = rows
         .iter()
-        .filter(|r| r.board == REFERENCE_BOARD)
+        .filter(|r| r.board == board)
         .filter_map(|r| {
             jobs_by_pair
                 .values()
@@ -279,11 +299,11 @@ fn rerun_on_the_reference_part(
     }
     let boards_dir = place.repo.join("boards");
     let profile =
-        hilt::observer::load_profile(&boards_dir, REFERENCE_PROFILE).map_err(anyhow::Error::msg)?;
-    let records = read_records(&place.conformance, &part_of(REFERENCE_PROFILE))?;
+        hilt::observer::load_profile(&boards_dir, profile_name).map_err(anyhow::Error::msg)?;
+    let records = read_records(&place.conformance, &part_of(profile_name))?;
     let before = hilt::observer::settings();
     let mut settings = before.clone();
-    settings.profile = Some((REFERENCE_PROFILE.to_string(), profile));
+    settings.profile = Some((profile_name.to_string(), profile));
     hilt::observer::configure(settings);
     let results = runtime()?.block_on(run_jobs_timed(
         &place.repo,
@@ -291,7 +311,7 @@ fn rerun_on_the_reference_part(
         parallel(jobs),
         |run, _| {
             eprintln!(
-                "{} on {} with the {REFERENCE_PROFILE} timing profile: {}",
+                "{} on {} with the {profile_name} timing profile: {}",
                 run.scenario, run.board, run.outcome
             );
         },
@@ -313,7 +333,7 @@ fn rerun_on_the_reference_part(
             || estimates.is_empty()
         {
             failed.push(format!(
-                "{} on {} with the {REFERENCE_PROFILE} timing profile: {}",
+                "{} on {} with the {profile_name} timing profile: {}",
                 run.scenario,
                 run.board,
                 if run.outcome == Outcome::Passed {
@@ -337,7 +357,7 @@ fn rerun_on_the_reference_part(
             .find(|r| r.model == model && r.board == run.board)
         {
             row.part = Some(PartFigure {
-                profile: REFERENCE_PROFILE.to_string(),
+                profile: profile_name.to_string(),
                 instructions: median(&mut instructions),
                 estimated_cycles: median(&mut estimates),
                 record,

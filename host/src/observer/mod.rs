@@ -82,7 +82,7 @@ pub fn prepare(repo: &Path) -> Result<(), ObserverError> {
 pub fn load_profile(boards: &Path, name: &str) -> Result<Timing, String> {
     let path = boards.join("timing").join(format!("{name}.toml"));
     let text = std::fs::read_to_string(&path).map_err(|e| {
-        let known: Vec<String> = std::fs::read_dir(boards.join("timing"))
+        let mut known: Vec<String> = std::fs::read_dir(boards.join("timing"))
             .map(|d| {
                 d.filter_map(|e| e.ok())
                     .filter_map(|e| {
@@ -94,6 +94,7 @@ pub fn load_profile(boards: &Path, name: &str) -> Result<Timing, String> {
                     .collect()
             })
             .unwrap_or_default();
+        known.sort();
         format!(
             "timing profile `{name}`: {}: {e} (known: {})",
             path.display(),

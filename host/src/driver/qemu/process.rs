@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use crate::children::Registered;
-use crate::config::board::QemuSettings;
+use crate::config::board::{QemuBoot, QemuSettings};
 use crate::link::gdbstub::GdbClient;
 use crate::memory::MemoryError;
 
@@ -132,10 +132,16 @@ impl Qemu {
                 "-icount",
                 &format!("shift={},sleep=off", settings.icount_shift),
             ])
-            .arg("-S")
-            .arg("-kernel")
-            .arg(elf)
-            .args(extra)
+            .arg("-S");
+        match settings.boot {
+            QemuBoot::VectorTable => cmd.arg("-kernel").arg(elf),
+            QemuBoot::Entry => {
+                // QEMU's option syntax doubles a comma inside a value.
+                let file = elf.to_string_lossy().replace(',', ",,");
+                cmd.args(["-device", &format!("loader,cpu-num=0,file={file}")])
+            }
+        };
+        cmd.args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

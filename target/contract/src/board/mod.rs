@@ -20,6 +20,7 @@
 //! machine = "mps2-an386"
 //! cpu = "cortex-m4"
 //! icount_shift = 0
+//! boot = "vector-table"        # or "entry": started at the ELF's entry point
 //! ```
 //!
 //! A board reached over a serial line adds a `[uart]` table (the UART the
@@ -144,6 +145,25 @@ pub struct QemuSettings {
     /// `-icount shift=N`: instructions are counted deterministically.
     #[serde(default)]
     pub icount_shift: u8,
+    /// How QEMU starts the firmware.
+    #[serde(default)]
+    pub boot: QemuBoot,
+}
+
+/// How QEMU starts a virtual board's firmware (`[qemu] boot`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum QemuBoot {
+    /// `-kernel`: the core takes its stack pointer and reset vector from
+    /// the firmware's vector table, which lies where the core boots.
+    #[default]
+    VectorTable,
+    /// QEMU's generic loader starts the core at the firmware's entry point
+    /// and the firmware sets its own stack pointer and vector table
+    /// (cortex-m-rt's `set-sp` and `set-vtor`): for a core that boots from
+    /// a memory too small for the firmware (the AN547's Cortex-M55 boots
+    /// from a 512 KiB ITCM).
+    Entry,
 }
 
 /// How cycles are estimated on a board (`[timing]`), or a timing profile
