@@ -178,11 +178,10 @@ pub(crate) fn fnv(bytes: &[u8], seed: u64) -> u64 {
 fn elf_key(
     request: &FirmwareRequest<'_>,
     slot: usize,
-    pools: &str,
+    (pools, kernels): (&str, &str),
     sources: u64,
     cargo_config: &str,
 ) -> String {
-    let kernels = request.kernels_variable();
     let text = format!(
         "{}:{}:{}:{}:{}:{pools}:{slot}:{sources:016x}:{cargo_config}:{kernels}",
         request.arena_size,
@@ -358,6 +357,7 @@ fn build_base(
         .join(",");
     let boards_dir = boards_dir(repo, request)?;
     let pools = request.pools.map(|p| p.join(",")).unwrap_or_default();
+    let kernels = request.kernels_variable();
     let board_toml = boards_dir.join(format!("{}.toml", request.board.name));
     let sources = digest::source_digest(repo, &crate_dir, &[&board_toml, &request.board.memory_x])?;
     let remapping = path_remapping(repo);
@@ -367,7 +367,7 @@ fn build_base(
     let key = elf_key(
         request,
         slot,
-        &pools,
+        (&pools, &kernels),
         sources,
         &format!("{remapping};debug={debug}"),
     );
@@ -397,6 +397,7 @@ fn build_base(
         target_dir: &target_dir,
         boards_dir: &boards_dir,
         pools: &pools,
+        kernels: &kernels,
         remapping: &remapping,
         slot,
     };
@@ -437,6 +438,8 @@ struct FirmwareBuild<'a> {
     target_dir: &'a Path,
     boards_dir: &'a Path,
     pools: &'a str,
+    /// `HILT_KERNELS`: `all`, or the model's operators.
+    kernels: &'a str,
     remapping: &'a str,
     slot: usize,
 }
@@ -459,20 +462,26 @@ impl FirmwareBuild<'_> {
         cargo
             .env("CARGO_TARGET_DIR", self.target_dir)
             .env("HILT_BOARD", &request.board.name)
-            .env_remove("HILT_MODEL")
             .env("HILT_MODEL_SLOT", self.slot.to_string())
             .env("HILT_ARENA_SIZE", request.arena_size.to_string())
             .env("HILT_PLANNER", request.planner.name())
             .env("HILT_CANARY", request.canary.name())
             .env("HILT_ALIGN", request.align.to_string())
             .env("HILT_POOLS", self.pools)
-            .env("HILT_KERNELS", request.kernels_variable())
+            .env("HILT_KERNELS", self.kernels)
             .env("HILT_BOARDS_DIR", self.boards_dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped());
         // With -v cargo's own output goes straight to the terminal as it
         // builds; without, it is kept for the error and a line per build
         // says what is being built and how long it took.
+        // The slot's placeholder model: the build's own seed model, except
+        // in a slot of just the model's size, which the seed may not fit;
+        // there the model itself (the host writes it into a copy anyway).
+        match (request.kernels, std::path::absolute(request.model.path())) {
+            (KernelChoice::Model, Ok(model)) => cargo.env("HILT_MODEL", model),
+            _ => cargo.env_remove("HILT_MODEL"),
+        };
         cargo.stderr(if verbose {
             Stdio::inherit()
         } else {
@@ -487,9 +496,10 @@ impl FirmwareBuild<'_> {
         let verbose = VERBOSE.load(std::sync::atomic::Ordering::Relaxed);
         let mut cargo = self.command(verbose);
         let features = self.features;
-        let kernels = request.kernel_names().map_or_else(String::new, |k| {
-            format!(", the model's {} kernels", k.len())
-        });
+        let kernels = match self.kernels {
+            "all" => String::new(),
+            some => format!(", the model's {} kernels", some.split(',').count()),
+        };
         let what = format!(
             "firmware for {} ({}{}{}{kernels})",
             request.board.name,

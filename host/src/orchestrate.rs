@@ -108,16 +108,7 @@ pub async fn run_jobs_timed(
                 (Err(e), board::RunnerKind::Qemu) => (Err(e), Duration::ZERO),
                 _ => build_one(&repo, &job, &builds).await,
             };
-            match elf {
-                Err(message) => (error_run(&job, message), build_time),
-                Ok(elf) => {
-                    let board = lock_if_real(&job.board).await;
-                    let _permit = runs.acquire_owned().await;
-                    let started = Instant::now();
-                    let run = run_one(job, elf, board).await;
-                    (run, started.elapsed())
-                }
-            }
+            run_built_job(job, elf, build_time, runs).await
         });
     }
     collect(tasks, on_result).await
@@ -247,20 +238,29 @@ pub async fn run_built_timed(
     let semaphore = Arc::new(tokio::sync::Semaphore::new(parallel.max(1)));
     let mut tasks = tokio::task::JoinSet::new();
     for (job, elf, build_time) in built {
-        let semaphore = semaphore.clone();
-        tasks.spawn(async move {
-            let elf = match elf {
-                Ok(e) => e,
-                Err(message) => return (error_run(&job, message), build_time),
-            };
-            let board = lock_if_real(&job.board).await;
-            let _permit = semaphore.acquire_owned().await;
-            let started = Instant::now();
-            let run = run_one(job, elf, board).await;
-            (run, started.elapsed())
-        });
+        tasks.spawn(run_built_job(job, elf, build_time, semaphore.clone()));
     }
     collect(tasks, on_result).await
+}
+
+/// Runs `job` on its built `elf` once its board (if real) and one of
+/// `runs`' places are free, with the run's wall time; a failed build is
+/// the job's error, with the build's time.
+async fn run_built_job(
+    job: Job,
+    elf: Result<PathBuf, String>,
+    build_time: Duration,
+    runs: Arc<tokio::sync::Semaphore>,
+) -> (BoardRun, Duration) {
+    let elf = match elf {
+        Ok(e) => e,
+        Err(message) => return (error_run(&job, message), build_time),
+    };
+    let board = lock_if_real(&job.board).await;
+    let _permit = runs.acquire_owned().await;
+    let started = Instant::now();
+    let run = run_one(job, elf, board).await;
+    (run, started.elapsed())
 }
 
 async fn run_one(job: Job, elf: PathBuf, board: Option<OwnedMutexGuard<()>>) -> BoardRun {

@@ -349,3 +349,31 @@ fn a_cancelled_hilt_leaves_no_qemu_running() {
         );
     }
 }
+
+/// A firmware of the model's kernels only, for a model smaller than the
+/// build's own seed model: its slot is just the model's size, so the
+/// build's placeholder is the model itself (the seed would not fit).
+#[test]
+fn a_small_model_runs_on_a_firmware_of_its_own_kernels() {
+    if !common::qemu_available("QEMU end-to-end tests") {
+        return;
+    }
+    let scenario = scenario_outside(
+        "own-kernels",
+        r#"model = "@SCENARIOS@/models/reshape_int8.tflite"
+compare = "exact"
+expected_from_host = true
+boards = ["qemu-mps2-an386"]
+kernels = "model"
+
+[[steps]]
+inputs = ["@SCENARIOS@/data/reshape_in.bin"]
+"#,
+    );
+    let out = hilt([std::ffi::OsStr::new("run"), scenario.as_os_str()]);
+    let stdout = common::succeeded(&out);
+    assert!(
+        stdout.contains("1 board runs: 1 passed, 0 failed"),
+        "{stdout}"
+    );
+}

@@ -111,7 +111,9 @@ fn shipped() -> Vec<String> {
 /// halves the arena (the other half is the engine's view of memory), so a
 /// model whose arena (planned on the host, as the firmware plans it) needs
 /// more than half of the board's arena must be refused, naming the arena.
-fn too_big_for_half(scenarios: &[Scenario]) -> Vec<(String, String)> {
+fn too_big_for_half<'a>(
+    scenarios: impl IntoIterator<Item = &'a Scenario>,
+) -> Vec<(String, String)> {
     use hilt_runtime::allocation::AllocOptions;
     use hilt_runtime::interpreter::Interpreter;
     let boards = load_all(&repo().join("boards")).unwrap();
@@ -167,13 +169,7 @@ fn every_shipped_scenario_passes_offloaded_coherent_and_not() {
                 }),
         );
     }
-    let too_big = too_big_for_half(
-        &scenarios
-            .iter()
-            .filter(|s| !s.offload.coherent)
-            .cloned()
-            .collect::<Vec<_>>(),
-    );
+    let too_big = too_big_for_half(scenarios.iter().filter(|s| !s.offload.coherent));
     let every = run(scenarios);
     for coherent in [true, false] {
         let results: Vec<&BoardRun> = every

@@ -139,33 +139,31 @@ fn print_tables(format: TableFormat, rows: &[TargetRow]) -> anyhow::Result<()> {
                 .map(|o| (r.model.as_str(), r.board.as_str(), r.flash, o))
         })
         .collect();
-    let markdown = match format {
+    use hilt::{flash_parts as fp, part_estimate as pe, target_bench as tb};
+    type Renderers = (
+        fn(&[TargetRow]) -> String,
+        fn(&[(&str, &PartFigure)]) -> String,
+        fn(&[FlashRow<'_>]) -> String,
+    );
+    let (main, part, own): Renderers = match format {
         TableFormat::Json => {
-            let json = serde_json::to_string_pretty(&hilt::target_bench::judged(rows))?;
+            let json = serde_json::to_string_pretty(&tb::judged(rows))?;
             println!("{json}");
             return Ok(());
         }
-        TableFormat::Table => false,
-        TableFormat::Markdown => true,
+        TableFormat::Table => (tb::render_table, pe::render_table, fp::render_table),
+        TableFormat::Markdown => (
+            tb::render_markdown,
+            pe::render_markdown,
+            fp::render_markdown,
+        ),
     };
-    use hilt::{flash_parts as fp, part_estimate as pe, target_bench as tb};
-    let pick = |md: String, plain: String| if markdown { md } else { plain };
-    print!(
-        "{}",
-        pick(tb::render_markdown(rows), tb::render_table(rows))
-    );
+    print!("{}", main(rows));
     if !estimated.is_empty() {
-        let text = pick(
-            pe::render_markdown(&estimated),
-            pe::render_table(&estimated),
-        );
-        print!("\n{text}");
+        print!("\n{}", part(&estimated));
     }
     if !flash.is_empty() {
-        print!(
-            "\n{}",
-            pick(fp::render_markdown(&flash), fp::render_table(&flash))
-        );
+        print!("\n{}", own(&flash));
     }
     Ok(())
 }
