@@ -289,6 +289,13 @@ mod tests {
         }
     }
 
+    fn store(addr: u64, size: u64) -> Access {
+        Access {
+            store: true,
+            ..load(addr, size)
+        }
+    }
+
     #[test]
     fn an_op_touches_its_own_buffers_and_nothing_else_in_the_head() {
         let c = checker();
@@ -381,12 +388,7 @@ mod tests {
         )
         .unwrap();
         let c = Checker::new(&control, Some(&plan));
-        let store = |addr| Access {
-            addr,
-            size: 4,
-            store: true,
-            via_sp: false,
-        };
+        let store = |addr| store(addr, 4);
         let base = 0x2001_0000;
         // Op 0's store into the shared bytes: caught at the first one.
         assert_eq!(
@@ -409,12 +411,7 @@ mod tests {
     #[test]
     fn an_op_may_read_its_inputs_but_store_only_into_what_it_writes() {
         let c = checker();
-        let store = |addr| Access {
-            addr,
-            size: 1,
-            store: true,
-            via_sp: false,
-        };
+        let store = |addr| store(addr, 1);
         // Op 0 uses buffers 0 [0,64) and 1 [64,96) and writes 1.
         let base = 0x2001_0000;
         assert_eq!(c.check(Runner::Op(0), None, &load(base, 1)), None);
