@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every fuzz target of target/runtime/fuzz, each for a bounded number of
-# executions on its committed seeds (CI: ci/run-tests.sh, about a minute a
-# target on the 2-core machine; the nightly workflow runs
+# executions on its committed seeds (CI: ci/run-tests.sh, about half a
+# minute a target on the 2-core machine; the nightly workflow runs
 # target/runtime/fuzz/run.sh for an hour instead).
 #
 #   ci/fuzz-bounded.sh [SCALE]   # executions × SCALE (default 1)
@@ -44,9 +44,9 @@ bin="$CARGO_TARGET_DIR/$host/release"
 status=0
 for target in load_and_plan plan_requests invoke; do
   case "$target" in
-    load_and_plan) runs=2500000 ;;
-    plan_requests) runs=600000 ;;
-    invoke) runs=4000000 ;;
+    load_and_plan) runs=1250000 ;;
+    plan_requests) runs=300000 ;;
+    invoke) runs=2000000 ;;
   esac
   runs=$((runs * scale))
   started=$SECONDS

@@ -9,8 +9,8 @@
 #   builds, the bring-your-own example's included, are the QEMU tests' and
 #   the gate's, which run them;
 # - the fuzz targets (target/runtime/fuzz, a workspace of its own), each
-#   fuzzed for a fixed count of executions (seeded, so a failure reproduces; about a
-#   minute each) on its committed seeds with plain
+#   fuzzed for a fixed count of executions (seeded, so a failure reproduces; about
+#   half a minute each) on its committed seeds with plain
 #   cargo (ci/fuzz-bounded.sh; no cargo-fuzz or nightly needed), in the
 #   background beside the sections up to the workspace tests;
 # - the QEMU end-to-end tests (qemu-system-arm is installed by setup);
@@ -103,7 +103,9 @@ section "the book (docs/, mkdocs.yml)"
 ci/check-docs.sh || status=1
 
 section "conformance suite"
-cargo test -p hilt --test conformance -- --nocapture 2>&1 | tee -a "$log" || status=1
+# --workspace: the same features as the workspace tests below, so those reuse
+# this build instead of compiling probe-rs and hilt again with other features.
+cargo test --workspace --test conformance -- --nocapture 2>&1 | tee -a "$log" || status=1
 
 section "QEMU plugin (host/qemu-plugin, a workspace and licence of its own): format and unit tests"
 cargo fmt --manifest-path host/qemu-plugin/Cargo.toml -- --check || status=1

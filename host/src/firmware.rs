@@ -26,6 +26,7 @@ static VERBOSE: AtomicBool = AtomicBool::new(false);
 pub fn set_verbose(verbose: bool) {
     VERBOSE.store(verbose, std::sync::atomic::Ordering::Relaxed);
 }
+use hilt_proto::armed_faults::{self, ArmedFaults};
 use hilt_proto::model_slot;
 use hilt_runtime::canary::CanaryMode;
 use hilt_runtime::planner::PlannerKind;
@@ -87,6 +88,14 @@ pub enum BuildError {
         /// What is wrong.
         problem: String,
     },
+    /// Faults were armed for a firmware that cannot take them.
+    #[error("{path}: cannot arm the scenario's faults: {problem}")]
+    Faults {
+        /// The ELF.
+        path: PathBuf,
+        /// What is wrong.
+        problem: String,
+    },
     /// A file could not be read or copied.
     #[error("{path}: {source}")]
     Io {
@@ -108,8 +117,12 @@ pub struct FirmwareRequest<'a> {
     pub arena_size: u64,
     /// Planner.
     pub planner: PlannerKind,
-    /// Extra firmware features (fault injection in tests).
+    /// Extra cargo features of the firmware.
     pub features: &'a [String],
+    /// The faults armed in it (none: a firmware without fault injection).
+    /// Every set of faults shares one build, with `fault-injection`; the
+    /// set is written into each copy of the ELF, as the model is.
+    pub faults: ArmedFaults,
     /// Canary mode.
     pub canary: CanaryMode,
     /// Activation buffer alignment.
@@ -130,6 +143,7 @@ impl<'a> FirmwareRequest<'a> {
             arena_size: scenario.arena_size.unwrap_or(board.arena_size),
             planner: scenario.planner,
             features: &scenario.firmware_features,
+            faults: scenario.faults,
             canary: scenario.canary,
             align: scenario.align,
             pools: scenario.pools.as_deref(),
@@ -161,6 +175,16 @@ impl<'a> FirmwareRequest<'a> {
         Some(names)
     }
 
+    /// The cargo features asked for: the scenario's, and `fault-injection`
+    /// when faults are armed (one build for every set of them).
+    fn cargo_features(&self) -> Vec<String> {
+        let mut features = self.features.to_vec();
+        if !self.faults.is_empty() && !features.iter().any(|f| f == "fault-injection") {
+            features.push("fault-injection".to_string());
+        }
+        features
+    }
+
     /// `HILT_KERNELS` for this build: `all`, or the model's by name.
     fn kernels_variable(&self) -> String {
         self.kernel_names()
@@ -186,7 +210,7 @@ fn elf_key(
         "{}:{}:{}:{}:{}:{pools}:{slot}:{sources:016x}:{cargo_config}:{kernels}",
         request.arena_size,
         request.planner.name(),
-        request.features.join(","),
+        request.cargo_features().join(","),
         request.canary,
         request.align
     );
@@ -223,7 +247,7 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    write_model(&base, &request.board.name, model, &name)
+    write_model(&base, &request.board.name, (model, &name), request.faults)
 }
 
 /// The slot a model of `model_len` bytes is built into: the board's fixed
@@ -242,11 +266,22 @@ fn least_slot(model_len: usize) -> usize {
     (model_len + model_slot::HEADER).next_multiple_of(64)
 }
 
-/// A copy of the model-less ELF `base` with `model` in its slot, beside it
-/// under a key over both (reused when already written).
-fn write_model(base: &Path, board: &str, model: &[u8], name: &str) -> Result<PathBuf, BuildError> {
+/// A copy of the model-less ELF `base` with `model` in its slot and
+/// `faults` armed, beside it under a key over all three (reused when
+/// already written).
+fn write_model(
+    base: &Path,
+    board: &str,
+    (model, name): (&[u8], &str),
+    faults: ArmedFaults,
+) -> Result<PathBuf, BuildError> {
     let stem = base.file_stem().unwrap_or_default().to_string_lossy();
     let key = fnv(model, fnv(name.as_bytes(), fnv(stem.as_bytes(), 0)));
+    let key = if faults.is_empty() {
+        key
+    } else {
+        fnv(&faults.to_le_bytes(), key)
+    };
     let elves = base.parent().and_then(Path::parent).unwrap_or(base);
     let elf = elves.join(format!("{board}-{key:016x}.elf"));
     if elf.is_file() {
@@ -261,12 +296,33 @@ fn write_model(base: &Path, board: &str, model: &[u8], name: &str) -> Result<Pat
         problem,
     };
     let mut bytes = std::fs::read(base).map_err(io(base))?;
-    let (start, len) = {
+    let (start, len, faults_at) = {
         let file = object::File::parse(&*bytes).map_err(|e| slot_error(e.to_string()))?;
-        slot_range(&file).map_err(slot_error)?
+        let (start, len) = symbol_range(&file, model_slot::SYMBOL).map_err(slot_error)?;
+        let faults_at = if faults.is_empty() {
+            None
+        } else {
+            let (at, len) = symbol_range(&file, armed_faults::SYMBOL).map_err(|problem| {
+                BuildError::Faults {
+                    path: base.into(),
+                    problem: format!("{problem} (the firmware has no `fault-injection` feature)"),
+                }
+            })?;
+            if len != 4 {
+                return Err(BuildError::Faults {
+                    path: base.into(),
+                    problem: format!("`{}` is {len} bytes, not 4", armed_faults::SYMBOL),
+                });
+            }
+            Some(at)
+        };
+        (start, len, faults_at)
     };
     model_slot::write(&mut bytes[start..start + len], model, name)
         .map_err(|e| slot_error(e.to_string()))?;
+    if let Some(at) = faults_at {
+        bytes[at..at + 4].copy_from_slice(&faults.to_le_bytes());
+    }
     // Written under a temporary name of its own, then renamed: an ELF under
     // its key is always whole (a later run reuses it without looking
     // inside), and two runs writing the same one at once (two tests, two
@@ -289,21 +345,26 @@ fn unique_partial(elf: &Path) -> PathBuf {
 
 /// Where an ELF's model slot lies in the file: (offset, bytes).
 pub(crate) fn slot_range(file: &object::File<'_>) -> Result<(usize, usize), String> {
+    symbol_range(file, model_slot::SYMBOL)
+}
+
+/// Where the bytes of the symbol `name` lie in the file: (offset, bytes).
+fn symbol_range(file: &object::File<'_>, name: &str) -> Result<(usize, usize), String> {
     use object::{Object, ObjectSection, ObjectSymbol};
     let symbol = file
         .symbols()
-        .find(|s| s.name() == Ok(model_slot::SYMBOL))
-        .ok_or_else(|| format!("no `{}` symbol", model_slot::SYMBOL))?;
+        .find(|s| s.name() == Ok(name))
+        .ok_or_else(|| format!("no `{name}` symbol"))?;
     let section = symbol
         .section_index()
         .and_then(|i| file.section_by_index(i).ok())
-        .ok_or("the slot symbol is in no section")?;
+        .ok_or_else(|| format!("`{name}` is in no section"))?;
     let (offset, size) = section
         .file_range()
-        .ok_or("the slot's section has no bytes in the file")?;
+        .ok_or_else(|| format!("`{name}`'s section has no bytes in the file"))?;
     let within = symbol.address() - section.address();
     if within + symbol.size() > size {
-        return Err("the slot runs past its section".into());
+        return Err(format!("`{name}` runs past its section"));
     }
     Ok(((offset + within) as usize, symbol.size() as usize))
 }
@@ -352,7 +413,7 @@ fn build_base(
     let (crate_dir, board_feature) = firmware_crate(repo, request.board)?;
     let features = board_feature
         .into_iter()
-        .chain(request.features.iter().cloned())
+        .chain(request.cargo_features())
         .collect::<Vec<_>>()
         .join(",");
     let boards_dir = boards_dir(repo, request)?;

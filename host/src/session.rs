@@ -849,7 +849,7 @@ fn expect_done(link: &mut Link<'_>, wait: Duration, request: u8) -> Result<(), R
 }
 
 /// A refused `SetOffload`: UNSUPPORTED says what the firmware lacks (the
-/// `fault-accel` feature for an injected fault, offload itself otherwise);
+/// `accel` fault armed for an injected fault, offload itself otherwise);
 /// any other error is the firmware's own.
 fn offload_refused(link: &Link<'_>, e: hilt_proto::TargetError, fault: AccelFault) -> RunFailure {
     if e.code != ErrorCode::UNSUPPORTED {
@@ -860,7 +860,7 @@ fn offload_refused(link: &Link<'_>, e: hilt_proto::TargetError, fault: AccelFaul
             .to_string()
     } else {
         format!(
-            "fault {:?} needs a firmware built with the `fault-accel` feature (add \"fault-accel\" to the scenario's firmware_features)",
+            "fault {:?} needs a firmware with the `accel` fault armed (add \"accel\" to the scenario's faults)",
             fault.name()
         )
     };

@@ -29,6 +29,7 @@ fn an_arena_that_leaves_too_little_stack_is_refused_with_the_figures() {
         arena_size,
         planner: PlannerKind::Greedy,
         features: &[],
+        faults: hilt_proto::armed_faults::ArmedFaults::NONE,
         canary: CanaryMode::Bounds,
         align: 16,
         pools: None,
@@ -74,6 +75,7 @@ fn two_models_share_one_build_and_differ_only_in_the_slot() {
                 arena_size: board.arena_size,
                 planner: PlannerKind::Greedy,
                 features: &[],
+                faults: hilt_proto::armed_faults::ArmedFaults::NONE,
                 canary: CanaryMode::Off,
                 align: 16,
                 pools: None,
@@ -115,6 +117,65 @@ fn two_models_share_one_build_and_differ_only_in_the_slot() {
             slot.name,
             model.path().file_name().unwrap().to_str().unwrap()
         );
+    }
+}
+
+/// Faults are armed in a copy of one build, as models are written: two
+/// sets of faults get ELFs that differ only in the armed-faults word, and
+/// each word holds its set. (The request is the `overrun` fixture's on the
+/// AN386, so `qemu_faults` reuses this build.)
+#[test]
+fn two_sets_of_faults_share_one_build_and_differ_only_in_their_word() {
+    use hilt_proto::armed_faults::{ArmedFaults, Fault, SYMBOL};
+    use object::{Object, ObjectSection, ObjectSymbol};
+    let boards = load_all(&repo().join("boards")).unwrap();
+    let board = boards.iter().find(|b| b.name == "qemu-mps2-an386").unwrap();
+    let model = ModelFile::open(&repo().join("scenarios/models/reshape_int8.tflite")).unwrap();
+    let sets = [
+        ArmedFaults::NONE.with(Fault::Overrun),
+        ArmedFaults::NONE
+            .with(Fault::Misplan)
+            .with(Fault::UncheckedPlan),
+    ];
+    let elves: Vec<Vec<u8>> = sets
+        .iter()
+        .map(|&faults| {
+            let request = FirmwareRequest {
+                board,
+                model: &model,
+                arena_size: board.arena_size,
+                planner: PlannerKind::Greedy,
+                features: &[],
+                faults,
+                canary: CanaryMode::Buffers,
+                align: 16,
+                pools: None,
+                kernels: hilt::config::scenario::KernelChoice::All,
+            };
+            std::fs::read(build(&repo(), &request).unwrap()).unwrap()
+        })
+        .collect();
+    assert_eq!(elves[0].len(), elves[1].len());
+    let file = object::File::parse(&*elves[0]).unwrap();
+    let symbol = file
+        .symbols()
+        .find(|s| s.name() == Ok(SYMBOL))
+        .expect("a fault-injection firmware has the armed-faults word");
+    assert_eq!(symbol.size(), 4);
+    let section = file
+        .section_by_index(symbol.section_index().unwrap())
+        .unwrap();
+    let at = (section.file_range().unwrap().0 + symbol.address() - section.address()) as usize;
+    let differ: Vec<usize> = (0..elves[0].len())
+        .filter(|&i| elves[0][i] != elves[1][i])
+        .collect();
+    assert!(
+        !differ.is_empty() && differ.iter().all(|i| (at..at + 4).contains(i)),
+        "bytes {differ:?} differ, the word is at {at}"
+    );
+    for (elf, set) in elves.iter().zip(sets) {
+        let word = u32::from_le_bytes(elf[at..at + 4].try_into().unwrap());
+        assert_eq!(ArmedFaults(word), set);
     }
 }
 
@@ -202,6 +263,7 @@ fn a_cached_firmware_is_used_while_another_build_holds_the_lock() {
         arena_size: board.arena_size,
         planner: PlannerKind::Greedy,
         features: &[],
+        faults: hilt_proto::armed_faults::ArmedFaults::NONE,
         canary: CanaryMode::Off,
         align: 16,
         pools: None,
@@ -225,6 +287,7 @@ fn a_cached_firmware_is_used_while_another_build_holds_the_lock() {
             arena_size: board.arena_size,
             planner: PlannerKind::Greedy,
             features: &[],
+            faults: hilt_proto::armed_faults::ArmedFaults::NONE,
             canary: CanaryMode::Off,
             align: 16,
             pools: None,

@@ -113,10 +113,10 @@ fn gate_passes_unchanged_fails_on_moved_buffers_and_passes_after_accepting() {
 /// Latencies on a virtual board: an edit to the firmware outside the timed
 /// region (`edit-outside-timing`: more code and work before the session,
 /// every address after it moved) leaves the gate green; a kernel made 1%
-/// slower in one op (`fault-slow-op`: op 2, a 107 K-instruction CONV_2D,
+/// slower in one op (the `slow-op` fault: op 2, a 107 K-instruction CONV_2D,
 /// runs 1% longer) fails it, naming that op with its change (the QEMU
 /// plugin's exact instructions: 1%), and so does one only 3 ticks slower
-/// (`fault-slow-op-3-ticks`).
+/// (`slow-op-3-ticks`).
 #[test]
 fn gate_is_quiet_on_an_unrelated_edit_and_fails_on_a_one_percent_slower_op() {
     if !common::qemu_available("gate latency test") {
@@ -141,10 +141,7 @@ fn gate_is_quiet_on_an_unrelated_edit_and_fails_on_a_one_percent_slower_op() {
         "an edit outside the timed region must leave the gate green:\n{out}"
     );
 
-    let path = scenario(
-        &dir,
-        &format!("{base}\nfirmware_features = [\"fault-slow-op\"]"),
-    );
+    let path = scenario(&dir, &format!("{base}\nfaults = [\"slow-op\"]"));
     let (ok, out) = gate(&path, &snapshots);
     assert!(!ok, "a 1% slower op must fail the gate:\n{out}");
     // The QEMU plugin's exact counts, "op 2 CONV_2D: 107404 → 108535
@@ -181,10 +178,7 @@ fn gate_is_quiet_on_an_unrelated_edit_and_fails_on_a_one_percent_slower_op() {
 
     // The smallest slowdown the gate must catch: 3 ticks (120 instructions)
     // on the same 107 K-instruction op, 0.1%.
-    let path = scenario(
-        &dir,
-        &format!("{base}\nfirmware_features = [\"fault-slow-op-3-ticks\"]"),
-    );
+    let path = scenario(&dir, &format!("{base}\nfaults = [\"slow-op-3-ticks\"]"));
     let (ok, out) = gate(&path, &snapshots);
     assert!(!ok, "an op 3 ticks slower must fail the gate:\n{out}");
     assert!(

@@ -508,7 +508,7 @@ fn offload_is_set_after_the_barrier_and_its_figures_are_kept_per_step() {
 }
 
 #[test]
-fn a_refused_fault_says_which_feature_the_firmware_lacks() {
+fn a_refused_fault_says_which_fault_the_firmware_lacks() {
     let (board, mut scenario, crc) = smoke();
     offloading(&mut scenario, true);
     scenario.accel_fault = AccelFault::SkipWait;
@@ -526,7 +526,7 @@ fn a_refused_fault_says_which_feature_the_firmware_lacks() {
     assert!(
         err.starts_with("the firmware refused SetOffload (UNSUPPORTED)")
             && err.contains("\"skip-wait\"")
-            && err.contains("fault-accel"),
+            && err.contains("add \"accel\" to the scenario's faults"),
         "{err}"
     );
 }

@@ -4,6 +4,12 @@
 //! location; clean runs of the shipped scenarios with buffer canaries raise
 //! no alarm.
 //!
+//! Every fault is armed in one fault-injection firmware per board and
+//! canary mode (the host writes the armed faults into a copy of the ELF,
+//! as it writes the model), so the fixtures share their builds: the
+//! plugin's checks and the planner's faults all run with buffer canaries,
+//! the stack faults with bounds canaries (the mode they test).
+//!
 //! Skipped (with a message) without `qemu-system-arm`, unless
 //! `HILT_QEMU_REQUIRED=1`.
 

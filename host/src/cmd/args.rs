@@ -106,7 +106,7 @@ pub(crate) struct OffloadArgs {
     #[arg(long, value_name = "true|false")]
     coherent: Option<bool>,
     /// Fault for the firmware to inject into its offload path (tests of
-    /// hilt itself; needs a firmware built with the `fault-accel` feature).
+    /// hilt itself; builds the fault-injection firmware with `accel` armed).
     #[arg(long, value_name = "NAME", value_parser = parse_accel_fault, hide = true)]
     accel_fault: Option<hilt_proto::AccelFault>,
 }
@@ -139,6 +139,11 @@ impl OffloadArgs {
                 );
             }
             scenario.accel_fault = fault;
+            if fault != hilt_proto::AccelFault::None {
+                // The firmware takes the host's offload faults only with
+                // this one armed.
+                scenario.faults = scenario.faults.with(hilt_proto::armed_faults::Fault::Accel);
+            }
         }
         Ok(())
     }

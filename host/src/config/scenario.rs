@@ -66,15 +66,17 @@ pub struct Scenario {
     pub compare: Comparison,
     /// The cases.
     pub cases: Vec<CaseData>,
-    /// Extra firmware features: fault injection, for the host's own tests.
+    /// Extra cargo features of the firmware.
     pub firmware_features: Vec<String>,
+    /// The faults armed in a fault-injection firmware (hilt's own tests).
+    pub faults: hilt_proto::armed_faults::ArmedFaults,
     /// Guard bands.
     pub canary: CanaryMode,
     /// Alignment of every activation buffer.
     pub align: u32,
     /// Accelerator offload: engine, ops, memory view, latency override.
     pub offload: OffloadChoice,
-    /// A fault for a `fault-accel` firmware to inject into its offload
+    /// A fault for a firmware with the `accel` fault armed to inject into its offload
     /// path (`--accel-fault`; never from a file: a test's choice).
     pub accel_fault: AccelFault,
     /// The board pools the model's buffers may use (`None`: the arena as
@@ -195,6 +197,7 @@ pub fn load(path: &Path, conformance_sets: &[PathBuf]) -> Result<Scenario, Scena
         compare,
         cases,
         firmware_features: file.firmware_features,
+        faults: file.faults,
         canary: file.canary,
         align: file.align,
         offload: file.offload,

@@ -1,15 +1,32 @@
-//! Fault injection for hilt's failure tests (cargo features `fault-*`,
-//! never in a release build): each fault must be caught by the host or by
-//! the canaries, and reported as the right fault. Also the calibration
-//! loop (`calibration-loop`), which is not a fault but, like them, exists
-//! only for hilt's own tests.
+//! Fault injection for hilt's failure tests (cargo feature
+//! `fault-injection`, never in a release build): every fault of
+//! [`Fault`] is compiled in, and those the host armed in the firmware's
+//! [`SYMBOL`](hilt_proto::armed_faults::SYMBOL) word act. Each must be
+//! caught by the host or by the canaries, and reported as the right fault.
 
-#[cfg(feature = "fault-corrupt-frame")]
 use hilt_proto::Message;
+pub(crate) use hilt_proto::armed_faults::Fault;
+use hilt_runtime::planner::{MemoryPlanner, PlanError};
+use hilt_runtime::request::BufferRequest;
+
+/// The armed-faults word, in flash. Built as zero (nothing armed); the
+/// host writes the faults a test arms into a copy of the ELF.
+#[unsafe(no_mangle)]
+#[used]
+static HILT_ARMED_FAULTS: u32 = 0;
+
+/// Whether the host armed `fault` in this firmware.
+pub(crate) fn armed(fault: Fault) -> bool {
+    // The word is rewritten after the build: the compiler must not fold
+    // the zero it was built with, so it is read as memory.
+    // SAFETY: a valid, aligned `u32` static that nothing writes while the
+    // firmware runs.
+    let word = unsafe { core::ptr::read_volatile(&raw const HILT_ARMED_FAULTS) };
+    hilt_proto::armed_faults::ArmedFaults(word).contains(fault)
+}
 
 /// Flips one byte in the middle of the first `OutputChunk` frame, after its
 /// CRC was computed and keeping its delimiter: the host must see a CRC error.
-#[cfg(feature = "fault-corrupt-frame")]
 pub(crate) fn corrupt_first_output(message: &Message<'_>, frame: &mut [u8], done: &mut bool) {
     if !*done && matches!(message, Message::OutputChunk { .. }) {
         let i = frame.len() / 2;
@@ -20,7 +37,6 @@ pub(crate) fn corrupt_first_output(message: &Message<'_>, frame: &mut [u8], done
 
 /// Never answers again, as a firmware stuck in a kernel would. (Typed as
 /// returning, so the code after the call stays as it is in a real build.)
-#[cfg(feature = "fault-hang-on-invoke")]
 pub(crate) fn hang() {
     loop {
         core::hint::spin_loop();
@@ -29,7 +45,6 @@ pub(crate) fn hang() {
 
 /// Hides a canary failure of the invoke, as a firmware that does not check
 /// its own guards would: the host's read-back must still find the damage.
-#[cfg(feature = "fault-blind-checker")]
 pub(crate) fn blind(
     result: Result<(), hilt_runtime::interpreter::InterpreterError>,
 ) -> Result<(), hilt_runtime::interpreter::InterpreterError> {
@@ -44,12 +59,10 @@ pub(crate) fn blind(
 /// the deepest frame spill 8 bytes into the arena's last bytes, as a stack
 /// overflow would (deeper spills would also wreck the tail's records, and
 /// the point is to see the guard catch the first bytes).
-#[cfg(feature = "fault-stack-overflow")]
 pub(crate) fn grow_stack_into_arena(arena_end: usize) {
     core::hint::black_box(dig(arena_end));
 }
 
-#[cfg(feature = "fault-stack-overflow")]
 #[inline(never)]
 fn dig(arena_end: usize) -> u32 {
     let mut frame = [0x5Au8; 64];
@@ -71,7 +84,6 @@ fn dig(arena_end: usize) -> u32 {
 /// is damaged and only the QEMU plugin's stack check can see it.
 /// Interrupts are masked meanwhile: an exception frame would land further
 /// below.
-#[cfg(feature = "fault-stack-in-op")]
 pub(crate) fn push_below_stack() {
     #[cfg(target_arch = "arm")]
     {
@@ -101,31 +113,37 @@ pub(crate) fn push_below_stack() {
     }
 }
 
-/// Passes of [`calibration_loop`]: two instructions each.
-#[cfg(feature = "calibration-loop")]
-pub(crate) const CALIBRATION_PASSES: u32 = 50_000;
+/// The session's planner with one fault: its plan, then one buffer moved
+/// onto a neighbour that is live at the same time (a planner port's bug;
+/// the allocator's plan check must refuse it, or with
+/// [`Fault::UncheckedPlan`] the QEMU plugin must name the first store into
+/// the shared bytes).
+pub(crate) struct Misplanned<'p>(pub(crate) &'p dyn MemoryPlanner);
 
-/// Runs exactly `2 × CALIBRATION_PASSES` instructions (a `subs` and a
-/// taken `bne` per pass, the last `bne` falling through), plus the one
-/// that loads the count: under QEMU's `-icount` that many nanoseconds of
-/// virtual time, so the figures the host reads for it say how many
-/// instructions one count of the board's counter is.
-#[cfg(feature = "calibration-loop")]
-#[inline(never)]
-pub(crate) fn calibration_loop() {
-    #[cfg(target_arch = "arm")]
-    // SAFETY: touches only r0 (declared), no memory, no stack.
-    unsafe {
-        core::arch::asm!(
-            "2:",
-            "subs r0, #1",
-            "bne 2b",
-            inout("r0") CALIBRATION_PASSES => _,
-            options(nomem, nostack),
-        );
+impl MemoryPlanner for Misplanned<'_> {
+    fn name(&self) -> &'static str {
+        "misplan"
     }
-    #[cfg(not(target_arch = "arm"))]
-    for pass in 0..CALIBRATION_PASSES {
-        core::hint::black_box(pass);
+
+    fn workspace_words(&self, count: usize) -> usize {
+        self.0.workspace_words(count)
+    }
+
+    fn plan(
+        &self,
+        requests: &[BufferRequest],
+        workspace: &mut [u32],
+        offsets: &mut [u32],
+    ) -> Result<u32, PlanError> {
+        let head = self.0.plan(requests, workspace, offsets)?;
+        for i in 0..requests.len() {
+            for j in i + 1..requests.len() {
+                if requests[i].overlaps_in_time(&requests[j]) && offsets[i] != offsets[j] {
+                    offsets[j] = offsets[i];
+                    return Ok(head);
+                }
+            }
+        }
+        Ok(head)
     }
 }

@@ -2,16 +2,11 @@
 #![warn(missing_docs)]
 #![doc = include_str!("../README.md")]
 
+#[cfg(feature = "calibration-loop")]
+mod calibration;
 mod config;
 mod counter;
-#[cfg(any(
-    feature = "fault-corrupt-frame",
-    feature = "fault-stack-overflow",
-    feature = "fault-stack-in-op",
-    feature = "fault-hang-on-invoke",
-    feature = "fault-blind-checker",
-    feature = "calibration-loop",
-))]
+#[cfg(feature = "fault-injection")]
 mod faults;
 mod link;
 mod offload;

@@ -44,7 +44,7 @@ pub(crate) struct Link<'s, W> {
     /// Address of the arena's first byte (canary offsets are relative to it).
     pub(crate) arena_base: u32,
     frame: &'s mut [u8; MAX_FRAME],
-    #[cfg(feature = "fault-corrupt-frame")]
+    #[cfg(feature = "fault-injection")]
     corrupted: bool,
 }
 
@@ -54,15 +54,17 @@ impl<'s, W: Write> Link<'s, W> {
             wire,
             arena_base,
             frame,
-            #[cfg(feature = "fault-corrupt-frame")]
+            #[cfg(feature = "fault-injection")]
             corrupted: false,
         }
     }
 
     pub(crate) fn send(&mut self, message: &Message<'_>) -> Result<(), WireError> {
         let n = encode_frame(message, self.frame).map_err(WireError::Frame)?;
-        #[cfg(feature = "fault-corrupt-frame")]
-        crate::faults::corrupt_first_output(message, &mut self.frame[..n], &mut self.corrupted);
+        #[cfg(feature = "fault-injection")]
+        if crate::faults::armed(crate::faults::Fault::CorruptFrame) {
+            crate::faults::corrupt_first_output(message, &mut self.frame[..n], &mut self.corrupted);
+        }
         write_frame(&mut self.wire, &self.frame[..n])
     }
 

@@ -208,18 +208,30 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
             ops: self.offload.ops,
             timeout: WAIT_TIMEOUT,
         }));
-        #[cfg(feature = "fault-accel")]
+        #[cfg(feature = "fault-injection")]
         {
-            interpreter.inject_offload_fault(self.offload.runtime_fault());
-            if self.offload.fault == AccelFault::DropHolds {
-                interpreter.inject_drop_holds();
+            use crate::faults::{Fault, armed};
+            if armed(Fault::Accel) {
+                interpreter.inject_offload_fault(self.offload.runtime_fault());
+                if self.offload.fault == AccelFault::DropHolds {
+                    interpreter.inject_drop_holds();
+                }
+            }
+            if armed(Fault::UncheckedPlan) {
+                interpreter.inject_unchecked_plan();
             }
         }
-        #[cfg(feature = "fault-unchecked-plan")]
-        interpreter.inject_unchecked_plan();
         let (plan, plan_len) = (&mut *self.plan, &mut self.plan_len);
         let alloc = self.config.alloc;
         let result = self.planner.with(&model, |p| {
+            #[cfg(feature = "fault-injection")]
+            let misplanned = crate::faults::Misplanned(p);
+            #[cfg(feature = "fault-injection")]
+            let p: &dyn MemoryPlanner = if crate::faults::armed(crate::faults::Fault::Misplan) {
+                &misplanned
+            } else {
+                p
+            };
             interpreter
                 .allocate_with_report(p, &alloc, |report| {
                     for (r, &offset) in report.requests.iter().zip(report.offsets) {
@@ -252,18 +264,8 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
                         self.placement[i / 8] |= 1 << (i % 8);
                     }
                 }
-                #[cfg(feature = "fault-overrun")]
-                interpreter.inject_overrun(0, 8);
-                #[cfg(feature = "fault-over-read")]
-                interpreter.inject_over_read(0);
-                #[cfg(feature = "fault-write-input")]
-                interpreter.inject_write_input(1);
-                #[cfg(feature = "fault-stack-in-op")]
-                interpreter.inject_after_op(0, crate::faults::push_below_stack);
-                #[cfg(feature = "fault-slow-op")]
-                interpreter.inject_slowdown(2, 10);
-                #[cfg(feature = "fault-slow-op-3-ticks")]
-                interpreter.inject_delay(2, 3);
+                #[cfg(feature = "fault-injection")]
+                arm_kernel_faults(interpreter);
                 Ok(())
             }
             Some(Err(e)) => interpreter_error(&mut self.link, e),
@@ -335,12 +337,12 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
         let mode = choice.mode;
         let fault = match AccelFault::from_u8(fault) {
             Some(AccelFault::None) => AccelFault::None,
-            Some(f) if cfg!(feature = "fault-accel") => f,
+            Some(f) if accel_faults_armed() => f,
             _ => {
                 let mut line = Line::default();
                 let _ = write!(
                     line,
-                    "offload fault {fault}: this firmware was not built with `fault-accel`"
+                    "offload fault {fault}: this firmware was not built with `fault-injection` and the `accel` fault armed"
                 );
                 self.link.log(&line)?;
                 return self
@@ -523,8 +525,10 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
     /// and arena use, and `Done`. A failed run ends the request with its
     /// error instead.
     fn handle_invoke(&mut self, count: u32, per_op: bool, tag: u8) -> Result<(), WireError> {
-        #[cfg(feature = "fault-hang-on-invoke")]
-        crate::faults::hang();
+        #[cfg(feature = "fault-injection")]
+        if crate::faults::armed(crate::faults::Fault::HangOnInvoke) {
+            crate::faults::hang();
+        }
         let Some(ops) = self
             .interpreter
             .as_ref()
@@ -556,10 +560,12 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
         };
         let per_op = &mut self.per_op[..ops];
         per_op.fill(0);
-        #[cfg(feature = "fault-stack-overflow")]
-        crate::faults::grow_stack_into_arena(
-            self.link.arena_base as usize + self.arena_capacity as usize,
-        );
+        #[cfg(feature = "fault-injection")]
+        if crate::faults::armed(crate::faults::Fault::StackOverflow) {
+            crate::faults::grow_stack_into_arena(
+                self.link.arena_base as usize + self.arena_capacity as usize,
+            );
+        }
         let pin_high = self.pin.set_high();
         let engine = self
             .engine
@@ -582,7 +588,7 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
         #[cfg(feature = "calibration-loop")]
         let result = {
             let _ = (&interpreter, &per_op, profile_ops);
-            crate::faults::calibration_loop();
+            crate::calibration::calibration_loop();
             Ok(())
         };
         #[cfg(not(feature = "calibration-loop"))]
@@ -607,8 +613,12 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
         // invalidate missing.
         let violation = engine.and_then(|e| e.settle());
         self.invocations += 1;
-        #[cfg(feature = "fault-blind-checker")]
-        let result = crate::faults::blind(result);
+        #[cfg(feature = "fault-injection")]
+        let result = if crate::faults::armed(crate::faults::Fault::BlindChecker) {
+            crate::faults::blind(result)
+        } else {
+            result
+        };
         if pin_high.is_err() || pin_low.is_err() {
             let mut line = Line::default();
             let _ = write!(
@@ -766,4 +776,38 @@ fn plan_entry(r: &hilt_runtime::request::BufferRequest, offset: u32) -> PlanEntr
         align: r.align,
         offset,
     }
+}
+
+/// Arms the kernel faults the host armed in this firmware (each on the op
+/// its [`Fault`](crate::faults::Fault) names).
+#[cfg(feature = "fault-injection")]
+fn arm_kernel_faults(interpreter: &mut Interpreter<'_, '_, '_>) {
+    use crate::faults::{Fault, armed};
+    if armed(Fault::Overrun) {
+        interpreter.inject_overrun(0, 8);
+    }
+    if armed(Fault::OverRead) {
+        interpreter.inject_over_read(0);
+    }
+    if armed(Fault::WriteInput) {
+        interpreter.inject_write_input(1);
+    }
+    if armed(Fault::StackInOp) {
+        interpreter.inject_after_op(0, crate::faults::push_below_stack);
+    }
+    if armed(Fault::SlowOp) {
+        interpreter.inject_slowdown(2, 10);
+    }
+    if armed(Fault::SlowOp3Ticks) {
+        interpreter.inject_delay(2, 3);
+    }
+}
+
+/// Whether the host may ask for an offload fault (`SetOffload`'s `fault`).
+fn accel_faults_armed() -> bool {
+    #[cfg(feature = "fault-injection")]
+    if crate::faults::armed(crate::faults::Fault::Accel) {
+        return true;
+    }
+    false
 }

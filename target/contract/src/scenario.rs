@@ -11,7 +11,8 @@
 //! timeout_s = 120                         # per board
 //! canary = "buffers"                     # off | bounds | buffers
 //! align = 16                              # activation buffer alignment
-//! firmware_features = []                  # fault injection (tests only)
+//! firmware_features = []                  # extra cargo features of the firmware
+//! faults = ["overrun"]                    # faults armed in a fault-injection firmware (tests only)
 //! accelerator = "none"                    # none | vnpu (see `crate::offload`)
 //! offload = ["CONV_2D", "ADD"]            # ops vnpu may claim (default: the runtime's list)
 //! coherent = true                         # false: vnpu behind a modelled cache
@@ -41,6 +42,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use hilt_proto::armed_faults::{ArmedFaults, Fault};
 use serde::Deserialize;
 
 use crate::error::{ConfigError, read_toml};
@@ -73,6 +75,8 @@ struct RawScenario {
     timeout_s: Option<u64>,
     #[serde(default)]
     firmware_features: Vec<String>,
+    #[serde(default)]
+    faults: Vec<String>,
     #[serde(default)]
     canary: Option<String>,
     #[serde(default)]
@@ -154,8 +158,12 @@ pub struct ScenarioFile {
     pub iterations: u32,
     /// Per-board time limit.
     pub timeout: Duration,
-    /// Extra firmware features: fault injection, for the host's own tests.
+    /// Extra cargo features of the firmware.
     pub firmware_features: Vec<String>,
+    /// The faults armed in the firmware (hilt's own failure tests): the
+    /// firmware is then built with its `fault-injection` feature, and the
+    /// host writes these into the built ELF.
+    pub faults: ArmedFaults,
     /// Guard bands.
     pub canary: CanaryMode,
     /// Alignment of every activation buffer.
@@ -252,6 +260,7 @@ fn validate(path: &Path, raw: RawScenario) -> Result<ScenarioFile, ConfigError> 
             ));
         }
     };
+    let faults = armed_faults(path, &raw.faults)?;
     Ok(ScenarioFile {
         name,
         description: raw.description,
@@ -262,11 +271,30 @@ fn validate(path: &Path, raw: RawScenario) -> Result<ScenarioFile, ConfigError> 
         iterations: raw.iterations.unwrap_or(1).max(1),
         timeout: Duration::from_secs(raw.timeout_s.unwrap_or(300)),
         firmware_features: raw.firmware_features,
+        faults,
         canary,
         align,
         offload,
         pools,
         kernels,
+    })
+}
+
+/// The faults a scenario arms, each named as [`Fault::name`] spells it.
+fn armed_faults(path: &Path, names: &[String]) -> Result<ArmedFaults, ConfigError> {
+    names.iter().try_fold(ArmedFaults::NONE, |set, name| {
+        let fault = Fault::from_name(name).ok_or_else(|| {
+            let known: Vec<&str> = Fault::ALL.iter().map(|f| f.name()).collect();
+            ConfigError::invalid(
+                path,
+                "faults",
+                format!(
+                    "{name:?} is no fault hilt injects (one of: {})",
+                    known.join(", ")
+                ),
+            )
+        })?;
+        Ok(set.with(fault))
     })
 }
 

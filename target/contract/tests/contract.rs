@@ -175,6 +175,31 @@ fn the_kernels_key_chooses_every_kernel_or_the_models() {
 }
 
 #[test]
+fn the_faults_key_arms_named_faults_and_names_an_unknown_one() {
+    use hilt_proto::armed_faults::{ArmedFaults, Fault};
+    let none = scenario_with("faults-default", "").unwrap();
+    assert_eq!(none.faults, ArmedFaults::NONE);
+    let two = scenario_with("faults-two", "faults = [\"misplan\", \"unchecked-plan\"]").unwrap();
+    assert_eq!(
+        two.faults,
+        ArmedFaults::NONE
+            .with(Fault::Misplan)
+            .with(Fault::UncheckedPlan)
+    );
+    // The old cargo feature's name is not a fault's: the error lists them.
+    let e = scenario_with("faults-bad", "faults = [\"fault-overrun\"]")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("faults-bad.toml")
+            && e.contains("field `faults`")
+            && e.contains("\"fault-overrun\" is no fault hilt injects")
+            && e.contains("overrun, over-read"),
+        "{e}"
+    );
+}
+
+#[test]
 fn bad_offload_keys_name_the_file_the_key_and_the_value() {
     let e = scenario_with("offload-bad-op", "offload = [\"CONV_2D\", \"CONV_9D\"]")
         .unwrap_err()

@@ -10,8 +10,8 @@
 
 extern crate alloc;
 
-mod faults;
 mod heap;
+mod timing_edit;
 #[cfg(hilt_uart)]
 mod uart;
 mod wire;
@@ -42,7 +42,7 @@ static VNPU: TickVnpu = TickVnpu::new();
 #[entry]
 fn main() -> ! {
     #[cfg(feature = "edit-outside-timing")]
-    faults::edit_outside_timing();
+    timing_edit::edit_outside_timing();
     let wire = wire::open();
     let peripherals = cortex_m::Peripherals::take().unwrap_or_else(|| halt());
     #[cfg(feature = "qemu")]
@@ -51,9 +51,6 @@ fn main() -> ! {
     let counter = Counter::start(peripherals.DCB, peripherals.DWT).with_tick(peripherals.SYST);
     VNPU.start(Counter::read);
     let agent = Agent::new(hilt::config(), wire, counter).offload_engine(&VNPU);
-    #[cfg(feature = "fault-misplan")]
-    let agent = agent.custom_planner(faults::Misplan);
-    #[cfg(not(feature = "fault-misplan"))]
     let agent = agent.planner(hilt::PLANNER);
 
     // Every kernel, or the model's only (`kernels = "model"`).

@@ -2,6 +2,7 @@
 #![warn(missing_docs)]
 #![doc = include_str!("../README.md")]
 
+pub mod armed_faults;
 pub mod cobs;
 pub mod crc;
 pub mod frame;

@@ -188,7 +188,7 @@ impl OffloadChoice {
     }
 
     /// The interpreter's part of an injected fault.
-    #[cfg(feature = "fault-accel")]
+    #[cfg(feature = "fault-injection")]
     pub(crate) fn runtime_fault(&self) -> Option<hilt_runtime::accel::OffloadFault> {
         use hilt_runtime::accel::OffloadFault as F;
         match self.fault {

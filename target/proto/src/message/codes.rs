@@ -55,7 +55,7 @@ impl OffloadMode {
     }
 }
 
-/// Faults a `fault-accel` firmware injects into its offload path, by the
+/// Faults a firmware with the `accel` fault armed injects into its offload path, by the
 /// byte [`Message::SetOffload`](super::Message::SetOffload) carries: each is a bug a real NPU
 /// integration has, and each must be caught and named.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -56,8 +56,8 @@ pub enum Message<'a> {
     SetOffload {
         /// Off, coherent or non-coherent.
         mode: OffloadMode,
-        /// Fault to inject (0: none); only firmware built with the
-        /// `fault-accel` feature accepts another value.
+        /// Fault to inject (0: none); only a firmware with the
+        /// `accel` fault armed accepts another value.
         fault: u8,
         /// Latency model: fixed cycles per job.
         job_cycles: u32,
