@@ -5,7 +5,8 @@
 # - the runtime, protocol and agent checked no_std for every pinned thumb
 #   target, with defmt (the firmware builds compile them for each);
 # - the firmware built for every real board in boards/ (hilt's, or the
-#   crate a board names with `firmware = "..."`); the virtual boards' own
+#   crate a board names with `firmware = "..."`; compiled and linked into
+#   the board's memory map, without fat LTO); the virtual boards' own
 #   builds, the bring-your-own example's included, are the QEMU tests' and
 #   the gate's, which run them;
 # - the fuzz targets (target/runtime/fuzz, a workspace of its own), each
@@ -69,6 +70,12 @@ ci/fuzz-bounded.sh >"$fuzz_log" 2>&1 &
 fuzz_pid=$!
 
 section "firmware for every real board (the virtual ones are built and run by the QEMU tests and the gate below)"
+# A check that each compiles and links into its board's memory map: the
+# release profile without fat LTO (an unoptimised link is larger, so what
+# fits here fits LTO'd; the fat-LTO link is a minute of one core per
+# board). hilt builds the LTO firmware it flashes when it runs a board, as
+# the QEMU tests and the gate do for the virtual ones.
+export CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
 for board_file in boards/*.toml; do
   board="$(basename "$board_file" .toml)"
   triple="$(sed -n 's/^target *= *"\(.*\)"/\1/p' "$board_file")"
@@ -86,6 +93,8 @@ for board_file in boards/*.toml; do
     echo "firmware builds for $board ($triple)"
   fi
 done
+
+unset CARGO_PROFILE_RELEASE_LTO CARGO_PROFILE_RELEASE_CODEGEN_UNITS
 
 log="$(mktemp)"
 trap 'rm -f "$log" "$fuzz_log"; [ -z "${fuzz_pid:-}" ] || { pkill -P "$fuzz_pid"; kill "$fuzz_pid"; } 2>/dev/null || true' EXIT
