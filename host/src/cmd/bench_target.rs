@@ -248,13 +248,13 @@ fn rerun_on_the_reference_parts(
     jobs: Option<usize>,
 ) -> anyhow::Result<Vec<String>> {
     let mut failed = Vec::new();
-    for (board, profile) in REFERENCE_PARTS {
+    for (i, (board, profile)) in REFERENCE_PARTS.into_iter().enumerate() {
         failed.extend(rerun_on_part(
             place,
             jobs_by_pair,
             rows,
             jobs,
-            (board, profile),
+            (board, profile, i == 0),
         )?);
     }
     Ok(failed)
@@ -264,7 +264,8 @@ fn rerun_on_the_reference_parts(
 /// of `profile` would carry it: a firmware with only the model's kernels,
 /// with the part's timing profile in the QEMU plugin. Gives each row its
 /// estimate (beside the part's published record, for the MLPerf Tiny
-/// models) and that firmware's flash by part. Returns a line per failed
+/// models) and that firmware's flash by part; with `every_model` false,
+/// only the models with a record on the part. Returns a line per failed
 /// run. The estimate's instructions are this run's: another firmware,
 /// whose code the linker laid out otherwise.
 fn rerun_on_part(
@@ -272,11 +273,13 @@ fn rerun_on_part(
     jobs_by_pair: &HashMap<(String, String), Job>,
     rows: &mut [TargetRow],
     jobs: Option<usize>,
-    (board, profile_name): (&str, &str),
+    (board, profile_name, every_model): (&str, &str, bool),
 ) -> anyhow::Result<Vec<String>> {
+    let records = read_records(&place.conformance, &part_of(profile_name))?;
     let work: Vec<Job> = rows
         .iter()
         .filter(|r| r.board == board)
+        .filter(|r| every_model || benchmark_of(&r.model).is_some_and(|b| records.contains_key(b)))
         .filter_map(|r| {
             jobs_by_pair
                 .values()
@@ -298,7 +301,6 @@ fn rerun_on_part(
     let boards_dir = place.repo.join("boards");
     let profile =
         hilt::observer::load_profile(&boards_dir, profile_name).map_err(anyhow::Error::msg)?;
-    let records = read_records(&place.conformance, &part_of(profile_name))?;
     let before = hilt::observer::settings();
     let mut settings = before.clone();
     settings.profile = Some((profile_name.to_string(), profile));
