@@ -37,6 +37,8 @@ struct ScriptedWire {
     incoming: VecDeque<u8>,
     sent: Vec<u8>,
     per_transfer: usize,
+    /// How many times the host looked at the wire.
+    looks: usize,
 }
 
 impl Wire for ScriptedWire {
@@ -46,6 +48,7 @@ impl Wire for ScriptedWire {
         incoming: &mut Vec<u8>,
         _log: &mut Vec<u8>,
     ) -> Result<usize, LinkError> {
+        self.looks += 1;
         let n = out.len().min(self.per_transfer);
         self.sent.extend_from_slice(&out[..n]);
         for _ in 0..self.per_transfer {
@@ -67,6 +70,7 @@ fn wire(incoming: Vec<u8>, per_transfer: usize) -> ScriptedWire {
         incoming: incoming.into(),
         sent: Vec::new(),
         per_transfer,
+        looks: 0,
     }
 }
 
@@ -136,6 +140,45 @@ fn a_fired_kill_switch_ends_a_wait_at_once() {
         .unwrap_err();
     assert!(matches!(err, LinkError::Cancelled(_)), "{err:?}");
     assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn an_idle_wire_is_looked_at_less_and_less_often() {
+    // Every look at an RTT wire halts the core, so through a long silence
+    // the host backs off from `poll_interval` (1 ms) to MAX_IDLE_POLL
+    // (16 ms): 1 + 2 + 4 + 8 ms, then one look per 16 ms. Looking every
+    // millisecond would take about 300 looks to time out here.
+    let mut w = wire(Vec::new(), 8);
+    {
+        let mut link = Link::over(Box::new(&mut w));
+        let err = link
+            .recv(Duration::from_millis(300), "Hello", |_| ())
+            .unwrap_err();
+        assert!(matches!(err, LinkError::Timeout { .. }), "{err:?}");
+    }
+    let most = 4 + 300 / hilt::link::MAX_IDLE_POLL.as_millis() as usize + 2;
+    assert!((2..=most).contains(&w.looks), "{} looks in 300 ms", w.looks);
+}
+
+#[test]
+fn bytes_arriving_after_a_silence_are_taken_at_once() {
+    // A frame that trickles in 3 bytes per look: once bytes flow again the
+    // wait drops back to `poll_interval`, so a 100-byte frame (34 looks)
+    // arrives well inside a timeout that 34 looks at 16 ms would miss.
+    let chunk = [7u8; 90];
+    let bytes = frame(&Message::LoadInput {
+        input: 0,
+        offset: 0,
+        chunk: &chunk,
+    });
+    let looks_needed = bytes.len().div_ceil(3);
+    let mut link = Link::over(Box::new(wire(bytes, 3)));
+    let timeout = hilt::link::MAX_IDLE_POLL * (looks_needed as u32) / 2;
+    let got = link.recv(timeout, "LoadInput", |m| match m {
+        Message::LoadInput { chunk, .. } => chunk.len(),
+        other => panic!("unexpected {other:?}"),
+    });
+    assert_eq!(got.unwrap(), 90);
 }
 
 #[test]

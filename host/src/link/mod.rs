@@ -157,9 +157,19 @@ pub struct Link<'m> {
     cancel: Option<crate::cancel::KillSwitch>,
     /// Log lines the firmware wrote on up channel 1 (and `Log` messages).
     pub logs: Vec<String>,
-    /// How often to look at the buffers.
+    /// How often to look at the buffers while bytes arrive; while none
+    /// do, the wait between looks doubles up to [`MAX_IDLE_POLL`].
     pub poll_interval: Duration,
+    /// Bytes received so far (to tell an idle look from a busy one).
+    received: usize,
 }
+
+/// The longest wait between two looks at an idle wire. Each look at an RTT
+/// wire halts the core (QEMU's gdbstub reads memory only while it is
+/// stopped), so looking every millisecond through a long invoke stops it
+/// a thousand times a second, costing the guest and the host's CPU alike;
+/// backing off to this bounds what an answer waits at 16 ms.
+pub const MAX_IDLE_POLL: Duration = Duration::from_millis(16);
 
 impl std::fmt::Debug for Link<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -189,6 +199,7 @@ impl<'m> Link<'m> {
             cancel: None,
             logs: Vec::new(),
             poll_interval: Duration::from_millis(1),
+            received: 0,
         }
     }
 
@@ -238,6 +249,7 @@ impl<'m> Link<'m> {
     fn pump(&mut self, out: &[u8]) -> Result<usize, LinkError> {
         let mut log = Vec::new();
         let written = self.wire.transfer(out, &mut self.incoming, &mut log)?;
+        self.received += self.incoming.len() + log.len();
         for byte in std::mem::take(&mut self.incoming) {
             match self.accumulator.push(byte) {
                 None => {}
@@ -300,6 +312,7 @@ impl<'m> Link<'m> {
     ) -> Result<T, LinkError> {
         let deadline = Instant::now() + timeout;
         let mut scratch = vec![0u8; MAX_FRAME];
+        let mut idle = self.poll_interval;
         loop {
             while let Some(frame) = self.frames.pop_front() {
                 let message = match decode_frame(&frame, &mut scratch) {
@@ -326,9 +339,15 @@ impl<'m> Link<'m> {
                     timeout,
                 });
             }
+            let before = self.received;
             self.pump(&[])?;
             if self.frames.is_empty() {
-                std::thread::sleep(self.poll_interval);
+                std::thread::sleep(idle);
+                idle = if self.received > before {
+                    self.poll_interval
+                } else {
+                    (idle * 2).min(MAX_IDLE_POLL.max(self.poll_interval))
+                };
             }
         }
     }
