@@ -35,6 +35,6 @@ pub use offload::{
     EngineLedger, EngineSetup, OffloadEngine, ShadowMemory, TICK_COUNTS, WAIT_TIMEOUT,
 };
 pub use pin::NoPin;
-pub use planner::{NoCustomPlanner, PlannerKind};
+pub use planner::{Custom, OfflineFromModel, PlannerKind, PlannerSource};
 pub use session::{Agent, Session};
 pub use workspace::{MAX_JOBS, MAX_OPS, MAX_PLAN, Parts, Workspace};

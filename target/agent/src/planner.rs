@@ -1,71 +1,106 @@
 //! Which memory planner places the arena's buffers.
+//!
+//! The choice is a type, not only a value: a session is generic over its
+//! [`PlannerSource`], so a firmware that names one planner at build time
+//! (`hilt::PLANNER`, a [`Greedy`] or an [`OfflineFromModel`]) links that
+//! planner alone. [`PlannerKind`] picks at run time and so links every
+//! planner (the optimal search, the offline plan's reader and their sorts:
+//! about 13 KB of flash on a Cortex-M4).
 
 use hilt_runtime::model::Model;
-use hilt_runtime::planner::{Greedy, Linear, MemoryPlanner, Offline, Optimal, PlanError};
-use hilt_runtime::request::BufferRequest;
+use hilt_runtime::planner::{Greedy, Linear, MemoryPlanner, Offline, OfflinePlanError, Optimal};
 
 /// One of the runtime's planners, by name: the runtime's own choice type
-/// (the one the host's CLI and the firmware build script use too).
-/// `Offline` needs the model (its `OfflineMemoryAllocation` metadata), so
-/// the choice is a value the agent resolves once the model is read; a model
-/// without a valid plan is an error the agent reports in its Hello. A
-/// planner of your own goes to `Agent::custom_planner` instead.
+/// (the one the host's CLI and the firmware build script use too). As a
+/// [`PlannerSource`] it links every planner; `Offline` needs the model (its
+/// `OfflineMemoryAllocation` metadata), so a model without a valid plan is
+/// an error the agent reports in its Hello.
 pub use hilt_runtime::planner::PlannerKind;
 
-/// The planner a session uses: one of the runtime's, or the firmware's own.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum PlannerChoice<C> {
-    Builtin(PlannerKind),
-    Custom(C),
-}
+/// Where a session's planner comes from: the planner itself, or how to
+/// make one from the model. `Agent::planner` takes any of them.
+pub trait PlannerSource {
+    /// The planner's name, for the Hello and the logs.
+    fn name(&self) -> &'static str;
 
-impl<C: MemoryPlanner> PlannerChoice<C> {
-    pub(crate) fn name(&self) -> &'static str {
-        match self {
-            PlannerChoice::Builtin(p) => p.name(),
-            PlannerChoice::Custom(c) => c.name(),
-        }
-    }
-
-    /// Calls `f` with the planner to use for `model`; `None` when the
-    /// model has no valid offline plan for `Offline`.
-    pub(crate) fn with<R>(
+    /// Calls `f` with the planner to use for `model`; an error when the
+    /// model cannot be planned this way (no valid offline plan).
+    fn with<R>(
         &self,
         model: &Model<'_>,
         f: impl FnOnce(&dyn MemoryPlanner) -> R,
-    ) -> Option<R> {
-        match self {
-            PlannerChoice::Builtin(PlannerKind::Linear) => Some(f(&Linear)),
-            PlannerChoice::Builtin(PlannerKind::Greedy) => Some(f(&Greedy)),
-            PlannerChoice::Builtin(PlannerKind::Optimal) => Some(f(&Optimal::default())),
-            PlannerChoice::Builtin(PlannerKind::Offline) => {
-                Offline::from_model(model).ok().map(|o| f(&o))
-            }
-            PlannerChoice::Custom(c) => Some(f(c)),
-        }
+    ) -> Result<R, OfflinePlanError>;
+}
+
+impl PlannerSource for PlannerKind {
+    fn name(&self) -> &'static str {
+        PlannerKind::name(*self)
+    }
+
+    fn with<R>(
+        &self,
+        model: &Model<'_>,
+        f: impl FnOnce(&dyn MemoryPlanner) -> R,
+    ) -> Result<R, OfflinePlanError> {
+        Ok(f(&self.planner(model)?))
     }
 }
 
-/// The custom planner type of a session that uses one of the runtime's
-/// planners: it has no values, so it is never asked to plan.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NoCustomPlanner {}
+/// The runtime's planners that need nothing from the model.
+macro_rules! planner_itself {
+    ($($planner:ty),*) => {$(
+        impl PlannerSource for $planner {
+            fn name(&self) -> &'static str {
+                MemoryPlanner::name(self)
+            }
 
-impl MemoryPlanner for NoCustomPlanner {
+            fn with<R>(
+                &self,
+                _model: &Model<'_>,
+                f: impl FnOnce(&dyn MemoryPlanner) -> R,
+            ) -> Result<R, OfflinePlanError> {
+                Ok(f(self))
+            }
+        }
+    )*};
+}
+
+planner_itself!(Linear, Greedy, Optimal);
+
+/// The plan the model carries (its `OfflineMemoryAllocation` metadata),
+/// read when the model is: the runtime's [`Offline`] planner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OfflineFromModel;
+
+impl PlannerSource for OfflineFromModel {
     fn name(&self) -> &'static str {
-        match *self {}
+        PlannerKind::Offline.name()
     }
 
-    fn workspace_words(&self, _count: usize) -> usize {
-        match *self {}
-    }
-
-    fn plan(
+    fn with<R>(
         &self,
-        _requests: &[BufferRequest],
-        _workspace: &mut [u32],
-        _offsets: &mut [u32],
-    ) -> Result<u32, PlanError> {
-        match *self {}
+        model: &Model<'_>,
+        f: impl FnOnce(&dyn MemoryPlanner) -> R,
+    ) -> Result<R, OfflinePlanError> {
+        Ok(f(&Offline::from_model(model)?))
+    }
+}
+
+/// A planner of the firmware's own (an allocator port, a test planner),
+/// as `Agent::custom_planner` holds it.
+#[derive(Debug, Clone, Copy)]
+pub struct Custom<P>(pub P);
+
+impl<P: MemoryPlanner> PlannerSource for Custom<P> {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+
+    fn with<R>(
+        &self,
+        _model: &Model<'_>,
+        f: impl FnOnce(&dyn MemoryPlanner) -> R,
+    ) -> Result<R, OfflinePlanError> {
+        Ok(f(&self.0))
     }
 }

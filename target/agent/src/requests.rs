@@ -16,6 +16,7 @@ use hilt_runtime::canary::{CanaryMode, GUARD_BYTES};
 use hilt_runtime::interpreter::{Clock, Interpreter};
 use hilt_runtime::kernels::Resolver;
 use hilt_runtime::model::Model;
+#[cfg(feature = "fault-injection")]
 use hilt_runtime::planner::MemoryPlanner;
 use hilt_runtime::request::BufferOwner;
 
@@ -26,7 +27,7 @@ use crate::offload::{
     EngineLedger, EngineSetup, NetClock, OffloadChoice, OffloadEngine, ShadowMemory, TICK_COUNTS,
     WAIT_TIMEOUT, op_set,
 };
-use crate::planner::PlannerChoice;
+use crate::planner::PlannerSource;
 use crate::report::{accelerator_error, interpreter_error};
 use crate::workspace::{MAX_JOBS, MAX_OPS, MAX_PLAN};
 
@@ -45,7 +46,7 @@ const JOBS_PER_MESSAGE: usize = 48;
 pub(crate) struct Seams<'s, C, T, P> {
     pub(crate) counter: C,
     pub(crate) pin: T,
-    pub(crate) planner: PlannerChoice<P>,
+    pub(crate) planner: P,
     pub(crate) engine: Option<&'s dyn OffloadEngine>,
 }
 
@@ -77,7 +78,7 @@ pub(crate) struct Service<'s, W, C, T, P> {
     status: Status,
     counter: C,
     pin: T,
-    planner: PlannerChoice<P>,
+    planner: P,
     engine: Option<&'s dyn OffloadEngine>,
     /// The model and kernels, kept to re-plan when the offload changes.
     model: Option<Model<'s>>,
@@ -146,7 +147,7 @@ impl<'s, W, C, T, P> Service<'s, W, C, T, P> {
     }
 }
 
-impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, W, C, T, P> {
+impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Service<'s, W, C, T, P> {
     pub(crate) fn log_start(&mut self, model_len: usize) -> Result<(), WireError> {
         let mut line = Line::default();
         let _ = write!(
@@ -245,16 +246,12 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
                 .map(|_| ())
         });
         match result {
-            None => {
+            Err(e) => {
                 let mut line = Line::default();
-                let _ = write!(
-                    line,
-                    "planner {}: the model has no valid offline plan",
-                    self.planner.name()
-                );
+                let _ = write!(line, "planner {}: {e}", self.planner.name());
                 self.link.log(&line)
             }
-            Some(Ok(())) => {
+            Ok(Ok(())) => {
                 self.status = Status::Ready;
                 let mut claimed = [false; MAX_OPS];
                 let ops = (model.operator_count() as usize).min(MAX_OPS);
@@ -268,7 +265,7 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Service<'s, 
                 arm_kernel_faults(interpreter);
                 Ok(())
             }
-            Some(Err(e)) => interpreter_error(&mut self.link, e),
+            Ok(Err(e)) => interpreter_error(&mut self.link, e),
         }
     }
 

@@ -14,7 +14,7 @@ use crate::counter::CycleCounter;
 use crate::link::{Link, WireError};
 use crate::offload::OffloadEngine;
 use crate::pin::NoPin;
-use crate::planner::{NoCustomPlanner, PlannerChoice, PlannerKind};
+use crate::planner::{Custom, PlannerKind, PlannerSource};
 use crate::requests::{NO_OP, Seams, Service};
 use crate::workspace::Parts;
 
@@ -23,12 +23,12 @@ const READ_CHUNK: usize = 256;
 
 /// A session being set up: the seams first, then [`start`](Self::start)
 /// with the memory to run in.
-pub struct Agent<W, C, T = NoPin, P = NoCustomPlanner> {
+pub struct Agent<W, C, T = NoPin, P = PlannerKind> {
     config: Config,
     wire: W,
     counter: C,
     pin: T,
-    planner: PlannerChoice<P>,
+    planner: P,
     engine: Option<&'static dyn OffloadEngine>,
 }
 
@@ -50,13 +50,13 @@ impl<W: Read + Write, C: CycleCounter> Agent<W, C> {
             wire,
             counter,
             pin: NoPin,
-            planner: PlannerChoice::Builtin(PlannerKind::Greedy),
+            planner: PlannerKind::Greedy,
             engine: None,
         }
     }
 }
 
-impl<W: Read + Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Agent<W, C, T, P> {
+impl<W: Read + Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Agent<W, C, T, P> {
     /// Holds `pin` high for the duration of each invoke (set just outside
     /// the timed region, so the cycle figures do not include it).
     pub fn timestamp_pin<T2: OutputPin>(self, pin: T2) -> Agent<W, C, T2, P> {
@@ -70,19 +70,21 @@ impl<W: Read + Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Agent<W, 
         }
     }
 
-    /// Plans the arena with one of the runtime's planners.
-    pub fn planner(self, planner: PlannerKind) -> Agent<W, C, T, NoCustomPlanner> {
-        self.with_planner(PlannerChoice::Builtin(planner))
+    /// Plans the arena with one of the runtime's planners: a
+    /// [`PlannerKind`] chosen at run time (links every planner), or one
+    /// named as a type (`Greedy`, `OfflineFromModel`, ...: links only it).
+    pub fn planner<P2: PlannerSource>(self, planner: P2) -> Agent<W, C, T, P2> {
+        self.with_planner(planner)
     }
 
     /// Plans the arena with a planner of your own (an allocator port, a
     /// test planner): it gets the same requests and its plan the same
     /// checks as the runtime's.
-    pub fn custom_planner<P2: MemoryPlanner>(self, planner: P2) -> Agent<W, C, T, P2> {
-        self.with_planner(PlannerChoice::Custom(planner))
+    pub fn custom_planner<P2: MemoryPlanner>(self, planner: P2) -> Agent<W, C, T, Custom<P2>> {
+        self.with_planner(Custom(planner))
     }
 
-    fn with_planner<P2>(self, planner: PlannerChoice<P2>) -> Agent<W, C, T, P2> {
+    fn with_planner<P2>(self, planner: P2) -> Agent<W, C, T, P2> {
         Agent {
             config: self.config,
             wire: self.wire,
@@ -146,7 +148,7 @@ impl<W: Read + Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Agent<W, 
 
 /// A running session: [`poll`](Self::poll) it, or [`run`](Self::run) it
 /// for good.
-pub struct Session<'s, W, C, T = NoPin, P = NoCustomPlanner> {
+pub struct Session<'s, W, C, T = NoPin, P = PlannerKind> {
     service: Service<'s, W, C, T, P>,
     accumulator: FrameAccumulator,
     input: [u8; READ_CHUNK],
@@ -162,7 +164,7 @@ impl<W, C, T, P> core::fmt::Debug for Session<'_, W, C, T, P> {
     }
 }
 
-impl<'s, W: Read + Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Session<'s, W, C, T, P> {
+impl<'s, W: Read + Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Session<'s, W, C, T, P> {
     /// Waits for bytes from the host (a blocking `read`), then handles every
     /// request they complete. A damaged frame is answered with a
     /// `BAD_FRAME` error and the session goes on.
@@ -208,7 +210,7 @@ impl<'s, W: Read + Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner> Sessi
     }
 }
 
-impl<'s, W: Read + ReadReady + Write, C: CycleCounter, T: OutputPin, P: MemoryPlanner>
+impl<'s, W: Read + ReadReady + Write, C: CycleCounter, T: OutputPin, P: PlannerSource>
     Session<'s, W, C, T, P>
 {
     /// [`poll`](Self::poll) without the wait: handles what has arrived and

@@ -14,10 +14,12 @@ use hilt_agent::runtime::allocation::AllocOptions;
 use hilt_agent::runtime::canary::CanaryMode;
 use hilt_agent::runtime::interpreter::Clock;
 use hilt_agent::runtime::kernels::all_builtins;
-use hilt_agent::runtime::planner::{Linear, MemoryPlanner, PlanError};
+use hilt_agent::runtime::planner::{Greedy, Linear, MemoryPlanner, PlanError};
 use hilt_agent::runtime::request::BufferRequest;
 use hilt_agent::runtime::writer::examples;
-use hilt_agent::{Agent, Config, CycleCounter, Parts, PlannerKind, WireError, Workspace};
+use hilt_agent::{
+    Agent, Config, CycleCounter, OfflineFromModel, Parts, PlannerKind, WireError, Workspace,
+};
 
 /// Both directions of a serial line, in memory: the test queues the
 /// host's bytes in `rx` and reads the agent's from `tx`. An empty `rx` is
@@ -155,6 +157,10 @@ fn replies(tx: &[u8]) -> Vec<String> {
 enum Choice<P> {
     Builtin(PlannerKind),
     Custom(P),
+    /// Greedy named as a type (links it alone).
+    GreedyType,
+    /// The model's own plan, named as a type.
+    OfflineType,
 }
 
 /// Runs `requests` through a fresh session on `model` and returns the
@@ -190,6 +196,19 @@ fn serve<P: MemoryPlanner>(
         }
         Choice::Custom(p) => {
             let mut session = agent.custom_planner(p).start(parts, &resolver).unwrap();
+            assert_eq!(session.run(), WireError::Closed);
+            std::mem::take(&mut session.wire().tx)
+        }
+        Choice::GreedyType => {
+            let mut session = agent.planner(Greedy).start(parts, &resolver).unwrap();
+            assert_eq!(session.run(), WireError::Closed);
+            std::mem::take(&mut session.wire().tx)
+        }
+        Choice::OfflineType => {
+            let mut session = agent
+                .planner(OfflineFromModel)
+                .start(parts, &resolver)
+                .unwrap();
             assert_eq!(session.run(), WireError::Closed);
             std::mem::take(&mut session.wire().tx)
         }
@@ -432,9 +451,44 @@ fn an_arena_too_small_and_a_missing_offline_plan_are_allocation_errors() {
     );
     assert_eq!(
         offline[1],
-        "Log(\"planner offline: the model has no valid offline plan\")"
+        "Log(\"planner offline: the model has no `OfflineMemoryAllocation` metadata\")"
     );
     assert!(offline.last().unwrap().contains(&allocate), "{offline:?}");
+    // The same planner named as a type (what a firmware built for one
+    // planner holds) fails the same way.
+    let typed = serve(
+        &examples::reshape_int8(),
+        4096,
+        Choice::<Shifted>::OfflineType,
+        &[Message::HelloRequest],
+        FakeCounter::default(),
+    );
+    assert_eq!(typed, offline);
+}
+
+#[test]
+fn a_planner_named_as_a_type_plans_as_its_kind_does() {
+    let requests = [Message::HelloRequest, Message::PlanRequest];
+    let by_kind = serve(
+        &examples::tiny_convnet_int8(),
+        8192,
+        greedy(),
+        &requests,
+        FakeCounter::default(),
+    );
+    let by_type = serve(
+        &examples::tiny_convnet_int8(),
+        8192,
+        Choice::<Shifted>::GreedyType,
+        &requests,
+        FakeCounter::default(),
+    );
+    assert!(count(&by_kind, "PlanEntries") > 0, "{by_kind:?}");
+    // The guards' addresses are the host's (each run's own arena).
+    let placed = |r: Vec<String>| -> Vec<String> {
+        r.into_iter().filter(|l| !l.starts_with("Guards")).collect()
+    };
+    assert_eq!(placed(by_type), placed(by_kind));
 }
 
 /// A user's own planner: linear, with every buffer one alignment step

@@ -241,11 +241,7 @@ impl FirmwareBuild {
                 "/// Bytes of the model slot (header, model, zeros).\npub const MODEL_SLOT_LEN: usize = {};",
                 self.slot_len
             ),
-            format!(
-                "/// The planner the scenario asks for ({}).\n#[allow(dead_code)]\npub const PLANNER: hilt_agent::PlannerKind = hilt_agent::PlannerKind::{:?};",
-                self.planner.name(),
-                self.planner
-            ),
+            planner_source(self.planner),
             format!(
                 "/// What the agent says in its Hello (the model's name and CRC-32 come\n\
                  /// from the slot, whichever model the host wrote there), and how it lays\n\
@@ -541,6 +537,33 @@ pub unsafe fn take() -> hilt_agent::Parts<'static> {
 }
 "#;
 
+/// `PLANNER`: the planner the scenario asks for, as the type that links it
+/// alone (`hilt_agent::PlannerSource`), so the firmware carries one planner.
+fn planner_source(planner: PlannerKind) -> String {
+    let (ty, value) = match planner {
+        PlannerKind::Linear => (
+            "hilt_agent::runtime::planner::Linear",
+            "hilt_agent::runtime::planner::Linear",
+        ),
+        PlannerKind::Greedy => (
+            "hilt_agent::runtime::planner::Greedy",
+            "hilt_agent::runtime::planner::Greedy",
+        ),
+        PlannerKind::Optimal => (
+            "hilt_agent::runtime::planner::Optimal",
+            "hilt_agent::runtime::planner::Optimal::new(hilt_agent::runtime::planner::Optimal::DEFAULT_NODE_BUDGET)",
+        ),
+        PlannerKind::Offline => (
+            "hilt_agent::OfflineFromModel",
+            "hilt_agent::OfflineFromModel",
+        ),
+    };
+    format!(
+        "/// The planner the scenario asks for ({}).\n#[allow(dead_code)]\npub const PLANNER: {ty} = {value};",
+        planner.name()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -578,7 +601,7 @@ mod tests {
             "static HILT_MODEL_SLOT: hilt_agent::Aligned<[u8; MODEL_SLOT_LEN]>",
             "model_name: model.name,",
             "model_hash: model.crc,",
-            "hilt_agent::PlannerKind::Offline;",
+            "pub const PLANNER: hilt_agent::OfflineFromModel = hilt_agent::OfflineFromModel;",
             "align: 64,",
             "CanaryMode::Buffers,",
             "#[unsafe(link_section = \".hilt_arena\")]",
