@@ -131,6 +131,11 @@ pub struct FirmwareRequest<'a> {
     pub pools: Option<&'a [String]>,
     /// Every kernel, or only the model's.
     pub kernels: KernelChoice,
+    /// Whether the firmware links the virtual NPU (`HILT_ENGINE`): every
+    /// firmware of every kernel does (a shared build may meet any
+    /// scenario); one of the model's kernels only when its scenario
+    /// offloads, so that the flash it reports is the model's alone.
+    pub engine: bool,
 }
 
 impl<'a> FirmwareRequest<'a> {
@@ -148,6 +153,8 @@ impl<'a> FirmwareRequest<'a> {
             align: scenario.align,
             pools: scenario.pools.as_deref(),
             kernels: scenario.kernels,
+            engine: scenario.kernels == KernelChoice::All
+                || scenario.offload.accelerator != hilt_contract::offload::Accelerator::None,
         }
     }
 
@@ -156,23 +163,42 @@ impl<'a> FirmwareRequest<'a> {
     /// its operators hilt has a kernel for (an operator it has none for is
     /// named when the model is loaded, as with every kernel linked).
     pub fn kernel_names(&self) -> Option<Vec<&'static str>> {
+        self.kernel_types()
+            .map(|kernels| kernels.into_iter().map(|(name, _)| name).collect())
+    }
+
+    /// [`kernel_names`](Self::kernel_names) with the types the model gives
+    /// each (its first input's, as [`hilt_runtime::kernels::types`] bits):
+    /// a kernel with a variant per type links only those.
+    pub fn kernel_types(&self) -> Option<Vec<(&'static str, u8)>> {
+        use hilt_runtime::kernels::types;
         if self.kernels == KernelChoice::All {
             return None;
         }
-        let mut names: Vec<&'static str> = self
-            .model
-            .model()
-            .operators()
-            .filter_map(|op| match op.code {
-                OpCode::Builtin(code) => {
-                    hilt_runtime::kernels::builtin(code).and_then(|_| code.variant_name())
-                }
-                OpCode::Custom(_) => None,
-            })
-            .collect();
-        names.sort_unstable();
-        names.dedup();
-        Some(names)
+        let model = self.model.model();
+        let mut kernels: Vec<(&'static str, u8)> = Vec::new();
+        for op in model.operators() {
+            let OpCode::Builtin(code) = op.code else {
+                continue;
+            };
+            let Some(name) = hilt_runtime::kernels::builtin(code).and_then(|_| code.variant_name())
+            else {
+                continue;
+            };
+            let bit = op
+                .inputs()
+                .next()
+                .flatten()
+                .and_then(|t| model.tensor(t))
+                .and_then(|t| types::bit(t.dtype))
+                .unwrap_or(types::ALL);
+            match kernels.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, set)) => *set |= bit,
+                None => kernels.push((name, bit)),
+            }
+        }
+        kernels.sort_unstable();
+        Some(kernels)
     }
 
     /// The cargo features asked for: the scenario's, and `fault-injection`
@@ -185,10 +211,39 @@ impl<'a> FirmwareRequest<'a> {
         features
     }
 
-    /// `HILT_KERNELS` for this build: `all`, or the model's by name.
+    /// `HILT_ENGINE` for this build.
+    fn engine_variable(&self) -> &'static str {
+        if self.engine { "vnpu" } else { "none" }
+    }
+
+    /// `HILT_KERNELS` for this build: `all`, or the model's by name, each
+    /// with the types it needs unless it needs all (`CONV_2D:INT8`).
     fn kernels_variable(&self) -> String {
-        self.kernel_names()
-            .map_or_else(|| "all".to_string(), |k| k.join(","))
+        use hilt_runtime::kernels::types;
+        let Some(kernels) = self.kernel_types() else {
+            return "all".to_string();
+        };
+        let names = [
+            (types::FLOAT32, "FLOAT32"),
+            (types::INT8, "INT8"),
+            (types::INT16, "INT16"),
+        ];
+        kernels
+            .iter()
+            .map(|&(name, set)| {
+                let mut entry = name.to_string();
+                if set != types::ALL {
+                    for (bit, dtype) in names {
+                        if set & bit != 0 {
+                            entry.push(':');
+                            entry.push_str(dtype);
+                        }
+                    }
+                }
+                entry
+            })
+            .collect::<Vec<_>>()
+            .join(",")
     }
 }
 
@@ -207,12 +262,13 @@ fn elf_key(
     cargo_config: &str,
 ) -> String {
     let text = format!(
-        "{}:{}:{}:{}:{}:{pools}:{slot}:{sources:016x}:{cargo_config}:{kernels}",
+        "{}:{}:{}:{}:{}:{pools}:{slot}:{sources:016x}:{cargo_config}:{kernels}:{}",
         request.arena_size,
         request.planner.name(),
         request.cargo_features().join(","),
         request.canary,
-        request.align
+        request.align,
+        request.engine_variable()
     );
     format!("{:016x}", fnv(text.as_bytes(), 0))
 }
@@ -530,6 +586,7 @@ impl FirmwareBuild<'_> {
             .env("HILT_ALIGN", request.align.to_string())
             .env("HILT_POOLS", self.pools)
             .env("HILT_KERNELS", self.kernels)
+            .env("HILT_ENGINE", request.engine_variable())
             .env("HILT_BOARDS_DIR", self.boards_dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped());

@@ -34,6 +34,7 @@ fn an_arena_that_leaves_too_little_stack_is_refused_with_the_figures() {
         align: 16,
         pools: None,
         kernels: hilt::config::scenario::KernelChoice::All,
+        engine: true,
     };
     match build(&repo(), &request(96 * 1024)) {
         Err(BuildError::Stack {
@@ -80,6 +81,7 @@ fn two_models_share_one_build_and_differ_only_in_the_slot() {
                 align: 16,
                 pools: None,
                 kernels: hilt::config::scenario::KernelChoice::All,
+                engine: true,
             };
             std::fs::read(build(&repo(), &request).unwrap()).unwrap()
         })
@@ -151,6 +153,7 @@ fn two_sets_of_faults_share_one_build_and_differ_only_in_their_word() {
                 align: 16,
                 pools: None,
                 kernels: hilt::config::scenario::KernelChoice::All,
+                engine: true,
             };
             std::fs::read(build(&repo(), &request).unwrap()).unwrap()
         })
@@ -268,6 +271,7 @@ fn a_cached_firmware_is_used_while_another_build_holds_the_lock() {
         align: 16,
         pools: None,
         kernels: hilt::config::scenario::KernelChoice::All,
+        engine: true,
     };
     let first = build(&repo(), &request(&board)).unwrap();
     let lock_path = repo().join("build/firmware/cache/hilt-build.lock");
@@ -292,6 +296,7 @@ fn a_cached_firmware_is_used_while_another_build_holds_the_lock() {
             align: 16,
             pools: None,
             kernels: hilt::config::scenario::KernelChoice::All,
+            engine: true,
         };
         let _ = tx.send(build(&repo(), &request).map_err(|e| e.to_string()));
     });

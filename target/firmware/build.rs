@@ -3,7 +3,8 @@
 //! `hilt-firmware-build` (the same helper a user's firmware uses; its docs
 //! list the `HILT_*` variables; the board file is read and checked by
 //! `hilt-contract`, as the host reads it); then, for a board that talks
-//! over a UART, the UART's constants for `src/uart.rs`.
+//! over a UART, the UART's constants for `src/uart.rs`; and `hilt_vnpu`
+//! unless `HILT_ENGINE=none` (the firmware links the virtual NPU).
 
 use std::fmt::Write as _;
 use std::fs;
@@ -19,6 +20,10 @@ fn main() {
     // hard-float targets) stay the only ones and never shadow it.
     println!("cargo::rustc-link-arg-bins=-Tlink.x");
     println!("cargo::rustc-check-cfg=cfg(hilt_uart)");
+    println!("cargo::rustc-check-cfg=cfg(hilt_vnpu)");
+    if build.engine {
+        println!("cargo::rustc-cfg=hilt_vnpu");
+    }
     if let Some(uart) = uart_config(&build) {
         println!("cargo::rustc-cfg=hilt_uart");
         fs::write(build.out_dir.join("uart.rs"), uart).unwrap();

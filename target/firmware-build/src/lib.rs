@@ -35,7 +35,12 @@
 //! comma-separated; default: the arena as one memory), `HILT_KERNELS`
 //! (`all`, the default: every kernel, a firmware for any model; or the
 //! model's builtin operators by name, comma-separated, e.g.
-//! `FULLY_CONNECTED,SOFTMAX`: a firmware that links only those kernels).
+//! `FULLY_CONNECTED,SOFTMAX`: a firmware that links only those kernels;
+//! a name may carry the types the model gives it, `CONV_2D:INT8`, and a
+//! kernel with a variant per type then links only those),
+//! `HILT_ENGINE` (`vnpu`, the default: the firmware gives the host its
+//! virtual NPU to offload to; `none`: it links no offload engine, for a
+//! scenario that offloads nothing; read as [`FirmwareBuild::engine`]).
 //!
 //! The board file is read and checked by `hilt-contract`, the same typed
 //! contract the host uses ([`FirmwareBuild::board`]); the planner and
@@ -122,6 +127,10 @@ pub struct FirmwareBuild {
     /// The builtin operators whose kernels the firmware links
     /// (`HILT_KERNELS`); `None`: every kernel hilt has.
     pub kernels: Option<Vec<String>>,
+    /// Whether the firmware links the virtual NPU the host may offload to
+    /// (`HILT_ENGINE`): a firmware without it is smaller (about 16 KB on a
+    /// Cortex-M4) and answers an offload request with an error.
+    pub engine: bool,
     /// The model file.
     pub model: PathBuf,
     /// Its bytes.
@@ -187,6 +196,7 @@ impl FirmwareBuild {
             canary: canary()?,
             align: align()?,
             kernels: kernels()?,
+            engine: engine()?,
             model,
             model_bytes,
             slot_len,
@@ -275,11 +285,18 @@ impl FirmwareBuild {
             ops.join(", "),
             ops.len()
         );
-        for op in ops {
-            let _ = writeln!(
-                s,
-                "        (Op::{op}, hilt_agent::runtime::kernels::builtin(Op::{op})),"
-            );
+        for entry in ops {
+            let (op, mask) = kernel_entry(entry).unwrap_or((entry.as_str(), None));
+            let _ = match mask {
+                None => writeln!(
+                    s,
+                    "        (Op::{op}, hilt_agent::runtime::kernels::builtin(Op::{op})),"
+                ),
+                Some(mask) => writeln!(
+                    s,
+                    "        (Op::{op}, hilt_agent::runtime::kernels::builtin_typed::<{mask}>(Op::{op})),"
+                ),
+            };
         }
         s.push_str("    ];\n    let mut r = hilt_agent::runtime::kernels::OpResolver::new();\n    for (op, kernel) in KERNELS {\n        if let Some(kernel) = kernel {\n            let _ = r.add(op, kernel);\n        }\n    }\n    r\n}");
         s
@@ -343,28 +360,63 @@ fn planner() -> Result<PlannerKind, BuildError> {
 
 /// `HILT_KERNELS`: `None` for every kernel (unset, empty or `all`), else
 /// the operators named, each one hilt has a kernel for.
+fn engine() -> Result<bool, BuildError> {
+    match var("HILT_ENGINE").as_deref() {
+        None | Some("vnpu") => Ok(true),
+        Some("none") => Ok(false),
+        Some(other) => Err(BuildError::Variable {
+            name: "HILT_ENGINE",
+            value: other.to_string(),
+            expected: "vnpu or none",
+        }),
+    }
+}
+
 fn kernels() -> Result<Option<Vec<String>>, BuildError> {
     let Some(v) = var("HILT_KERNELS").filter(|v| !v.is_empty() && v != "all") else {
         return Ok(None);
     };
     let mut ops: Vec<String> = Vec::new();
-    for name in v.split(',').map(str::trim) {
-        let known = hilt_runtime::schema::BuiltinOperator::ENUM_VALUES
-            .iter()
-            .find(|op| op.variant_name() == Some(name))
-            .is_some_and(|&op| hilt_runtime::kernels::builtin(op).is_some());
+    for entry in v.split(',').map(str::trim) {
+        let known = kernel_entry(entry).is_some_and(|(name, _)| {
+            hilt_runtime::schema::BuiltinOperator::ENUM_VALUES
+                .iter()
+                .find(|op| op.variant_name() == Some(name))
+                .is_some_and(|&op| hilt_runtime::kernels::builtin(op).is_some())
+        });
         if !known {
             return Err(BuildError::Variable {
                 name: "HILT_KERNELS",
                 value: v.clone(),
-                expected: "all, or builtin operators hilt has kernels for, by name (CONV_2D,SOFTMAX)",
+                expected: "all, or builtin operators hilt has kernels for, by name, each with the \
+                           types it needs if not all (CONV_2D:INT8,SOFTMAX)",
             });
         }
-        if !ops.iter().any(|o| o == name) {
-            ops.push(name.to_string());
+        if !ops.iter().any(|o| o == entry) {
+            ops.push(entry.to_string());
         }
     }
     Ok(Some(ops))
+}
+
+/// One `HILT_KERNELS` entry: the operator's name and, when types follow it
+/// (`CONV_2D:INT8:INT16`), their [`hilt_runtime::kernels::types`] bits;
+/// `None` for a type name hilt's kernels have no variant for.
+fn kernel_entry(entry: &str) -> Option<(&str, Option<u8>)> {
+    use hilt_runtime::kernels::types;
+    let mut parts = entry.split(':');
+    let name = parts.next()?;
+    let mut mask = None;
+    for dtype in parts {
+        let bit = match dtype {
+            "FLOAT32" => types::FLOAT32,
+            "INT8" => types::INT8,
+            "INT16" => types::INT16,
+            _ => return None,
+        };
+        mask = Some(mask.unwrap_or(0) | bit);
+    }
+    Some((name, mask))
 }
 
 fn canary() -> Result<CanaryMode, BuildError> {
@@ -583,6 +635,7 @@ mod tests {
             align: 64,
             pools: hilt_runtime::pool::PoolLayout::WHOLE,
             kernels: None,
+            engine: true,
             model: "/models/tiny.tflite".into(),
             model_bytes: b"123456789".to_vec(),
             slot_len: 128,
@@ -643,11 +696,11 @@ mod tests {
             "{every}"
         );
         let mut own = build();
-        own.kernels = Some(vec!["FULLY_CONNECTED".into(), "SOFTMAX".into()]);
+        own.kernels = Some(vec!["FULLY_CONNECTED:INT8:INT16".into(), "SOFTMAX".into()]);
         let s = own.agent_source();
         for expected in [
-            "(FULLY_CONNECTED, SOFTMAX)",
-            "(Op::FULLY_CONNECTED, hilt_agent::runtime::kernels::builtin(Op::FULLY_CONNECTED)),",
+            "(FULLY_CONNECTED:INT8:INT16, SOFTMAX)",
+            "(Op::FULLY_CONNECTED, hilt_agent::runtime::kernels::builtin_typed::<6>(Op::FULLY_CONNECTED)),",
             "(Op::SOFTMAX, hilt_agent::runtime::kernels::builtin(Op::SOFTMAX)),",
         ] {
             assert!(s.contains(expected), "missing {expected:?} in\n{s}");

@@ -20,7 +20,9 @@ use core::fmt::Write as _;
 
 use cortex_m_rt::entry;
 use hilt_agent::runtime::accel::vnpu::{NEGATE, NEGATE_NAME};
-use hilt_agent::{Agent, Line, TickVnpu};
+#[cfg(hilt_vnpu)]
+use hilt_agent::TickVnpu;
+use hilt_agent::{Agent, Line};
 
 /// Build-time configuration and statics (board, model, arena): `build.rs`.
 mod hilt {
@@ -36,7 +38,9 @@ type Counter = hilt_agent::SysTickCounter;
 type Counter = hilt_agent::DwtCounter;
 
 /// The virtual NPU the host may offload ops to (`SetOffload`): stepped by
-/// SysTick, computing in PendSV.
+/// SysTick, computing in PendSV. A firmware built with `HILT_ENGINE=none`
+/// has none (the host asks it for no offload).
+#[cfg(hilt_vnpu)]
 static VNPU: TickVnpu = TickVnpu::new();
 
 #[entry]
@@ -49,8 +53,12 @@ fn main() -> ! {
     let counter = Counter::start(peripherals.SYST);
     #[cfg(not(feature = "qemu"))]
     let counter = Counter::start(peripherals.DCB, peripherals.DWT).with_tick(peripherals.SYST);
-    VNPU.start(Counter::read);
-    let agent = Agent::new(hilt::config(), wire, counter).offload_engine(&VNPU);
+    let agent = Agent::new(hilt::config(), wire, counter);
+    #[cfg(hilt_vnpu)]
+    let agent = {
+        VNPU.start(Counter::read);
+        agent.offload_engine(&VNPU)
+    };
     let agent = agent.planner(hilt::PLANNER);
 
     // Every kernel, or the model's only (`kernels = "model"`).
@@ -73,10 +81,12 @@ fn main() -> ! {
 fn SysTick() {
     #[cfg(feature = "qemu")]
     Counter::on_wrap();
+    #[cfg(hilt_vnpu)]
     VNPU.on_tick();
 }
 
 /// The engine: steps the job and runs its kernel when its time is up.
+#[cfg(hilt_vnpu)]
 #[cortex_m_rt::exception]
 fn PendSV() {
     // SAFETY: this is the PendSV handler.

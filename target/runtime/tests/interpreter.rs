@@ -461,3 +461,56 @@ fn bad_quantisation_is_refused_at_prepare_naming_op_and_tensor() {
         assert_eq!(err.to_string(), format!("operator 0 (ADD): {text}"));
     }
 }
+
+/// A kernel registered with only some types' variants refuses the others
+/// at prepare, naming the tensor, and runs its own as the full kernel does.
+#[test]
+fn a_kernel_of_some_types_refuses_the_others_and_runs_its_own() {
+    use hilt_runtime::kernels::{builtin_typed, types};
+    const INT8_ONLY: Option<Registration> =
+        builtin_typed::<{ types::INT8 }>(BuiltinOperator::FULLY_CONNECTED);
+    const FLOAT_ONLY: Option<Registration> =
+        builtin_typed::<{ types::FLOAT32 }>(BuiltinOperator::FULLY_CONNECTED);
+    // The float seed model: FULLY_CONNECTED, RELU, FULLY_CONNECTED.
+    let bytes = hilt_runtime::writer::examples::seed_fc_float();
+    let model = Model::from_bytes(&bytes).unwrap();
+    let run = |kernel: Registration| {
+        let mut resolver: OpResolver<2> = OpResolver::new();
+        resolver
+            .add(BuiltinOperator::FULLY_CONNECTED, kernel)
+            .unwrap();
+        let relu = builtin(BuiltinOperator::RELU).unwrap();
+        resolver.add(BuiltinOperator::RELU, relu).unwrap();
+        let mut arena = vec![0u8; 4096];
+        let mut interpreter = Interpreter::new(model, &resolver, &mut arena);
+        interpreter.allocate(&Greedy, &AllocOptions::default())?;
+        let input = interpreter.input_mut(0).unwrap();
+        for (i, b) in input.iter_mut().enumerate() {
+            *b = (i * 37) as u8;
+        }
+        interpreter.invoke()?;
+        Ok::<_, InterpreterError>(interpreter.output(0).unwrap().to_vec())
+    };
+    let err = run(INT8_ONLY.unwrap()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            InterpreterError::Kernel {
+                op: 0,
+                error: KernelError::UnsupportedType {
+                    tensor: 0,
+                    dtype: 0
+                },
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let full = run(builtin(BuiltinOperator::FULLY_CONNECTED).unwrap()).unwrap();
+    assert_eq!(run(FLOAT_ONLY.unwrap()).unwrap(), full);
+    // An operator without a variant per type gets its one kernel.
+    assert_eq!(
+        builtin_typed::<{ types::INT8 }>(BuiltinOperator::RESHAPE).map(|k| k.name),
+        builtin(BuiltinOperator::RESHAPE).map(|k| k.name)
+    );
+}

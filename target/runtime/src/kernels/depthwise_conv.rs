@@ -28,16 +28,22 @@ use super::fixed_point::activation_range_float;
 use super::fully_connected::activate;
 use super::quant_math::{self, ChannelParams, ChannelSetup, Requant, ScaleRule};
 use super::tensor::{Dims, expect_float_weights, expect_type};
-use super::{InvokeContext, KernelError, PrepareContext, Registration};
+use super::{InvokeContext, KernelError, PrepareContext, Registration, types};
 use crate::model::TensorInfo;
 use crate::schema::{DepthwiseConv2DOptions, TensorType};
 
 /// The DEPTHWISE_CONV_2D kernel.
-pub const REGISTRATION: Registration = Registration {
-    name: "DEPTHWISE_CONV_2D",
-    prepare,
-    invoke,
-};
+pub const REGISTRATION: Registration = typed::<{ types::ALL }>();
+
+/// The DEPTHWISE_CONV_2D kernel with only the variants of the types in `T`
+/// ([`types`]): what a firmware for one model registers.
+pub(crate) const fn typed<const T: u8>() -> Registration {
+    Registration {
+        name: "DEPTHWISE_CONV_2D",
+        prepare: prepare::<T>,
+        invoke: invoke::<T>,
+    }
+}
 
 const KIND_FLOAT: u32 = 0;
 const KIND_INT8: u32 = 1;
@@ -65,7 +71,7 @@ struct OpData {
     channels: ChannelParams,
 }
 
-fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
+fn prepare<const T: u8>(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
     let input = ctx.input(0)?;
     let filter = ctx.input(1)?;
     let bias = ctx.optional_input(2);
@@ -105,12 +111,14 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
         activation,
     };
     match input.dtype {
-        TensorType::FLOAT32 => {
+        TensorType::FLOAT32 if T & types::FLOAT32 != 0 => {
             expect_float_weights(&filter, bias.as_ref(), out_c)?;
             (data.float_min, data.float_max) = activation_range_float(activation);
         }
-        TensorType::INT8 => prepare_int8(ctx, &mut data, &setup, bias.as_ref())?,
-        TensorType::INT16 => {
+        TensorType::INT8 if T & types::INT8 != 0 => {
+            prepare_int8(ctx, &mut data, &setup, bias.as_ref())?
+        }
+        TensorType::INT16 if T & types::INT16 != 0 => {
             data.channels = prepare_int16(ctx, &setup, bias.as_ref())?;
             data.kind = KIND_INT16;
         }
@@ -194,7 +202,7 @@ fn prepare_int8(
     Ok(())
 }
 
-fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
+fn invoke<const T: u8>(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
     let data: &OpData = ctx.op_data()?;
     let g = &data.geometry;
     let input = ctx.input(0)?;
@@ -204,7 +212,7 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
     let out_c = g.out_c as usize;
     let filter_len = (g.y.filter * g.x.filter) as usize * out_c;
     match data.kind {
-        KIND_FLOAT => {
+        KIND_FLOAT if T & types::FLOAT32 != 0 => {
             let bias = match &bias {
                 Some(b) => Some(b.values::<f32>()?),
                 None => None,
@@ -224,7 +232,7 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
             depthwise_f32(data, x, &w[..filter_len], bias.map(|b| &b[..out_c]), out);
             Ok(())
         }
-        KIND_INT8 | KIND_INT8_NARROW => {
+        KIND_INT8 | KIND_INT8_NARROW if T & types::INT8 != 0 => {
             let p = &data.channels;
             let bias = match &bias {
                 Some(b) => Some(b.values::<i32>()?),
@@ -257,7 +265,7 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
             };
             depthwise_i8(data, x, &w[..filter_len], &biases, &requant, &tables, out)
         }
-        KIND_INT16 => {
+        KIND_INT16 if T & types::INT16 != 0 => {
             let q = Wide::stored(ctx, &data.channels)?;
             let (x, w) = (input.values::<i16>()?, filter.values::<i8>()?);
             let (m, out) = (data.multiplier as usize, output.values::<i16>()?);

@@ -22,16 +22,22 @@ use super::fixed_point::{
 };
 use super::quant_math::{self, ChannelParams, ChannelRequant, ChannelSetup, Requant, ScaleRule};
 use super::tensor::{Dims, Tensor, TensorMut, expect_type, require_quant};
-use super::{InvokeContext, KernelError, PrepareContext, Registration};
+use super::{InvokeContext, KernelError, PrepareContext, Registration, types};
 use crate::model::TensorInfo;
 use crate::schema::{ActivationFunctionType, FullyConnectedOptionsWeightsFormat, TensorType};
 
 /// The FULLY_CONNECTED kernel.
-pub const REGISTRATION: Registration = Registration {
-    name: "FULLY_CONNECTED",
-    prepare,
-    invoke,
-};
+pub const REGISTRATION: Registration = typed::<{ types::ALL }>();
+
+/// The FULLY_CONNECTED kernel with only the variants of the types in `T`
+/// ([`types`]): what a firmware for one model registers.
+pub(crate) const fn typed<const T: u8>() -> Registration {
+    Registration {
+        name: "FULLY_CONNECTED",
+        prepare: prepare::<T>,
+        invoke: invoke::<T>,
+    }
+}
 
 const KIND_FLOAT: u8 = 0;
 const KIND_INT8: u8 = 1;
@@ -61,7 +67,7 @@ struct OpData {
     channels: ChannelParams,
 }
 
-fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
+fn prepare<const T: u8>(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
     let input = ctx.input(0)?;
     let filter = ctx.input(1)?;
     let bias = ctx.optional_input(2);
@@ -98,11 +104,11 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
         activation,
     };
     match input.dtype {
-        TensorType::FLOAT32 => {
+        TensorType::FLOAT32 if T & types::FLOAT32 != 0 => {
             (data.float_min, data.float_max) =
                 float_range(&filter, bias.as_ref(), output_depth, activation)?;
         }
-        TensorType::INT8 => {
+        TensorType::INT8 if T & types::INT8 != 0 => {
             let rule = if quantized_per_channel(&filter) {
                 ScaleRule::PerChannel
             } else {
@@ -110,7 +116,7 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
             };
             prepare_int8(ctx, &mut data, &setup(rule), bias.as_ref())?;
         }
-        TensorType::INT16 => {
+        TensorType::INT16 if T & types::INT16 != 0 => {
             let setup = setup(ScaleRule::PerChannel);
             (data.channels, data.filter_offset) = prepare_int16(ctx, &setup, accum_depth)?;
             data.kind = KIND_INT16;
@@ -241,7 +247,7 @@ fn quantized_per_channel(filter: &TensorInfo<'_>) -> bool {
     super::tensor::channel_scales(filter).is_some_and(|s| s.len() > 1)
 }
 
-fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
+fn invoke<const T: u8>(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
     let data: &OpData = ctx.op_data()?;
     let input = ctx.input(0)?;
     let filter = ctx.input(1)?;
@@ -251,7 +257,7 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
     let k = data.accum_depth as usize;
     let n = data.output_depth as usize;
     match data.kind {
-        KIND_FLOAT => {
+        KIND_FLOAT if T & types::FLOAT32 != 0 => {
             let x = input.values::<f32>()?;
             let w = filter.values::<f32>()?;
             let bias = match &bias {
@@ -279,8 +285,8 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
             }
             Ok(())
         }
-        KIND_INT8 => invoke_int8(data, input, filter, bias, output, ctx),
-        KIND_INT16 => invoke_int16(data, input, filter, bias, output, ctx),
+        KIND_INT8 if T & types::INT8 != 0 => invoke_int8(data, input, filter, bias, output, ctx),
+        KIND_INT16 if T & types::INT16 != 0 => invoke_int16(data, input, filter, bias, output, ctx),
         _ => Err(KernelError::Internal),
     }
 }

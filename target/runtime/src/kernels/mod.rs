@@ -574,6 +574,61 @@ pub fn all_builtins() -> OpResolver<BUILTINS_CAPACITY> {
     r
 }
 
+/// Which tensor types a kernel's variants cover, as bits (of the input the
+/// kernel dispatches on). A firmware for one model registers the kernels
+/// that have a variant per type through [`builtin_typed`], with only the
+/// types its model gives them: the other variants are not linked, and their
+/// prepare refuses those types as it refuses any type it has no variant for
+/// ([`KernelError::UnsupportedType`], naming the tensor).
+pub mod types {
+    use crate::schema::TensorType;
+
+    /// `FLOAT32`.
+    pub const FLOAT32: u8 = 1;
+    /// `INT8`.
+    pub const INT8: u8 = 2;
+    /// `INT16`.
+    pub const INT16: u8 = 4;
+    /// Every variant: what [`builtin`](super::builtin) registers.
+    pub const ALL: u8 = FLOAT32 | INT8 | INT16;
+
+    /// The bit of `dtype`; `None` for a type with no bit of its own (a
+    /// firmware whose model has one registers every variant).
+    pub const fn bit(dtype: TensorType) -> Option<u8> {
+        match dtype.0 {
+            x if x == TensorType::FLOAT32.0 => Some(FLOAT32),
+            x if x == TensorType::INT8.0 => Some(INT8),
+            x if x == TensorType::INT16.0 => Some(INT16),
+            _ => None,
+        }
+    }
+
+    /// Whether the variants `set` cover `dtype`.
+    pub const fn covers(set: u8, dtype: TensorType) -> bool {
+        match bit(dtype) {
+            Some(b) => set & b != 0,
+            None => set == ALL,
+        }
+    }
+}
+
+/// hilt's kernel for builtin `op` with only the variants of the types in
+/// `T` ([`types`]) linked, for the kernels that have a variant per type
+/// (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, AVERAGE_POOL_2D,
+/// MAX_POOL_2D and SOFTMAX); for any other operator, [`builtin`]. Evaluate it in a
+/// constant, as [`builtin`].
+pub const fn builtin_typed<const T: u8>(op: BuiltinOperator) -> Option<Registration> {
+    match op.0 {
+        x if x == BuiltinOperator::CONV_2D.0 => Some(conv::typed::<T>()),
+        x if x == BuiltinOperator::DEPTHWISE_CONV_2D.0 => Some(depthwise_conv::typed::<T>()),
+        x if x == BuiltinOperator::FULLY_CONNECTED.0 => Some(fully_connected::typed::<T>()),
+        x if x == BuiltinOperator::AVERAGE_POOL_2D.0 => Some(pooling::average_typed::<T>()),
+        x if x == BuiltinOperator::MAX_POOL_2D.0 => Some(pooling::max_typed::<T>()),
+        x if x == BuiltinOperator::SOFTMAX.0 => Some(softmax::typed::<T>()),
+        _ => builtin(op),
+    }
+}
+
 /// hilt's kernel for builtin `op`, if it has one.
 ///
 /// Evaluated in a constant (`const { builtin(BuiltinOperator::CONV_2D) }`)

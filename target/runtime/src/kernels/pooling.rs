@@ -14,23 +14,49 @@ use bytemuck::{Pod, Zeroable};
 use super::fixed_point::activation_range_float;
 use super::fixed_point::activation_range_quantized;
 use super::tensor::{Dims, require_quant};
-use super::{InvokeContext, KernelError, PrepareContext, Registration};
+use super::{InvokeContext, KernelError, PrepareContext, Registration, types};
 use crate::model::TensorInfo;
 use crate::schema::{Padding, Pool2DOptions, TensorType};
 
 /// The AVERAGE_POOL_2D kernel.
 pub const AVERAGE_POOL_2D: Registration = Registration {
     name: "AVERAGE_POOL_2D",
-    prepare: prepare_average,
-    invoke,
+    prepare: prepare_average::<{ types::ALL }>,
+    invoke: invoke::<{ types::ALL }, EITHER_MODE>,
 };
 
 /// The MAX_POOL_2D kernel.
 pub const MAX_POOL_2D: Registration = Registration {
     name: "MAX_POOL_2D",
-    prepare: prepare_max,
-    invoke,
+    prepare: prepare_max::<{ types::ALL }>,
+    invoke: invoke::<{ types::ALL }, EITHER_MODE>,
 };
+
+/// AVERAGE_POOL_2D with only the variants of the types in `T` ([`types`])
+/// and no max pooling: what a firmware for one model registers.
+pub(crate) const fn average_typed<const T: u8>() -> Registration {
+    Registration {
+        name: "AVERAGE_POOL_2D",
+        prepare: prepare_average::<T>,
+        invoke: invoke::<T, AVERAGE_ONLY>,
+    }
+}
+
+/// MAX_POOL_2D with only the variants of the types in `T` ([`types`]) and
+/// no average pooling.
+pub(crate) const fn max_typed<const T: u8>() -> Registration {
+    Registration {
+        name: "MAX_POOL_2D",
+        prepare: prepare_max::<T>,
+        invoke: invoke::<T, MAX_ONLY>,
+    }
+}
+
+/// Which windows an invoke reduces: the shared kernel of both operators
+/// reads it from the op data, a typed one knows it.
+const EITHER_MODE: u8 = 0;
+const AVERAGE_ONLY: u8 = 1;
+const MAX_ONLY: u8 = 2;
 
 /// The L2_POOL_2D kernel (an invoke of its own, so that the average and
 /// max pools' code stays as it was without it).
@@ -104,21 +130,24 @@ fn window(o: i32, stride: i32, padding: i32, filter: i32, image: i32) -> (i32, i
     (origin, start, end)
 }
 
-fn prepare_average(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
-    prepare(ctx, MODE_AVERAGE)
+fn prepare_average<const T: u8>(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
+    prepare::<T>(ctx, MODE_AVERAGE)
 }
 
-fn prepare_max(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
-    prepare(ctx, MODE_MAX)
+fn prepare_max<const T: u8>(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
+    prepare::<T>(ctx, MODE_MAX)
 }
 
 fn prepare_l2(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
     let input = ctx.input(0)?;
     super::tensor::expect_type(&input, &[TensorType::FLOAT32])?;
-    prepare(ctx, MODE_L2)
+    prepare::<{ types::ALL }>(ctx, MODE_L2)
 }
 
-fn prepare(ctx: &mut PrepareContext<'_, '_, '_>, mode: u32) -> Result<(), KernelError> {
+fn prepare<const T: u8>(
+    ctx: &mut PrepareContext<'_, '_, '_>,
+    mode: u32,
+) -> Result<(), KernelError> {
     let input = ctx.input(0)?;
     let output = ctx.output(0)?;
     let options = ctx
@@ -137,12 +166,12 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>, mode: u32) -> Result<(), Kernel
     data.mode = mode;
     let activation = options.fused_activation_function();
     match input.dtype {
-        TensorType::FLOAT32 => {
+        TensorType::FLOAT32 if T & types::FLOAT32 != 0 => {
             let (lo, hi) = activation_range_float(activation);
             data.activation_min_f32 = lo;
             data.activation_max_f32 = hi;
         }
-        TensorType::INT8 | TensorType::INT16 => {
+        TensorType::INT8 | TensorType::INT16 if types::covers(T, input.dtype) => {
             let qi = require_quant(&input)?;
             let qo = require_quant(&output)?;
             if (f64::from(qi.scale) - f64::from(qo.scale)).abs() > 1.0e-6
@@ -412,14 +441,18 @@ fn invoke_l2(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
     )
 }
 
-fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
+fn invoke<const T: u8, const MODES: u8>(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
     let p: &PoolData = ctx.op_data()?;
     let input = ctx.input(0)?;
     let output = ctx.output(0)?;
     let (lo, hi) = (p.activation_min, p.activation_max);
-    let max = p.mode == MODE_MAX;
+    let max = match MODES {
+        AVERAGE_ONLY => false,
+        MAX_ONLY => true,
+        _ => p.mode == MODE_MAX,
+    };
     match p.kind {
-        KIND_FLOAT32 => {
+        KIND_FLOAT32 if T & types::FLOAT32 != 0 => {
             let (lo, hi) = (p.activation_min_f32, p.activation_max_f32);
             // TFLM's ActivationFunctionWithMinMax: min(max(x, lo), hi).
             let clamp = move |x: f32| {
@@ -440,7 +473,7 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
                 pool(p, i, o, 0.0f32, |s, v| s + v, |s, n| clamp(s / n as f32))
             }
         }
-        KIND_INT8 => {
+        KIND_INT8 if T & types::INT8 != 0 => {
             let (i, o) = (input.values::<i8>()?, output.values::<i8>()?);
             if max {
                 pool(
@@ -462,7 +495,7 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
                 )
             }
         }
-        KIND_INT16 => {
+        KIND_INT16 if T & types::INT16 != 0 => {
             let (i, o) = (input.values::<i16>()?, output.values::<i16>()?);
             if max {
                 pool(

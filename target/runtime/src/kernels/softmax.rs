@@ -29,15 +29,21 @@ use super::fixed_point::{
 use super::float_math::expf;
 use super::softmax_i16;
 use super::tensor::{Dims, require_quant};
-use super::{InvokeContext, KernelError, PrepareContext, Registration};
+use super::{InvokeContext, KernelError, PrepareContext, Registration, types};
 use crate::schema::TensorType;
 
 /// The SOFTMAX kernel.
-pub const REGISTRATION: Registration = Registration {
-    name: "SOFTMAX",
-    prepare,
-    invoke,
-};
+pub const REGISTRATION: Registration = typed::<{ types::ALL }>();
+
+/// The SOFTMAX kernel with only the variants of the input types in `T`
+/// ([`types`]): what a firmware for one model registers.
+pub(crate) const fn typed<const T: u8>() -> Registration {
+    Registration {
+        name: "SOFTMAX",
+        prepare: prepare::<T>,
+        invoke: invoke::<T>,
+    }
+}
 
 const KIND_FLOAT32: u32 = 0;
 const KIND_INT8_INT8: u32 = 1;
@@ -77,13 +83,19 @@ fn exp_of_diff(diff: i32, multiplier: i32, left_shift: i32) -> i32 {
     exp_on_negative_values(scaled, SCALED_DIFF_INTEGER_BITS)
 }
 
-fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
+fn prepare<const T: u8>(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
     if ctx.input_count() != 1 || ctx.output_count() != 1 {
         return Err(KernelError::UnsupportedParameter {
             what: "SOFTMAX takes one input and one output",
         });
     }
     let input = ctx.input(0)?;
+    if !types::covers(T, input.dtype) {
+        return Err(KernelError::UnsupportedType {
+            tensor: input.index,
+            dtype: input.dtype.0,
+        });
+    }
     let output = ctx.output(0)?;
     let in_dims = Dims::of(&input)?;
     let out_dims = Dims::of(&output)?;
@@ -119,8 +131,8 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
         dtype: t.dtype.0,
     };
     match (input.dtype, output.dtype) {
-        (TensorType::FLOAT32, TensorType::FLOAT32) => {}
-        (TensorType::INT8, TensorType::INT8 | TensorType::INT16) => {
+        (TensorType::FLOAT32, TensorType::FLOAT32) if T & types::FLOAT32 != 0 => {}
+        (TensorType::INT8, TensorType::INT8 | TensorType::INT16) if T & types::INT8 != 0 => {
             let qi = require_quant(&input)?;
             let qo = require_quant(&output)?;
             let bad = |what| KernelError::UnsupportedParameter { what };
@@ -155,7 +167,9 @@ fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
                 data.has_table = 1;
             }
         }
-        (TensorType::INT16, TensorType::INT16) => prepare_int16(ctx, &mut data, &input, &output)?,
+        (TensorType::INT16, TensorType::INT16) if T & types::INT16 != 0 => {
+            prepare_int16(ctx, &mut data, &input, &output)?
+        }
         (TensorType::FLOAT32 | TensorType::INT8 | TensorType::INT16, _) => {
             return Err(unsupported(&output));
         }
@@ -354,10 +368,10 @@ fn run_int8<O: QuantizedOutput + bytemuck::Pod>(
     Ok(())
 }
 
-fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
+fn invoke<const T: u8>(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
     let data: &SoftmaxData = ctx.op_data()?;
     match data.kind {
-        KIND_FLOAT32 => {
+        KIND_FLOAT32 if T & types::FLOAT32 != 0 => {
             let input = ctx.input(0)?.values::<f32>()?;
             let output = ctx.output(0)?.values::<f32>()?;
             let depth = data.depth as usize;
@@ -375,9 +389,9 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
             }
             Ok(())
         }
-        KIND_INT8_INT8 => run_int8::<i8>(ctx, data),
-        KIND_INT8_INT16 => run_int8::<i16>(ctx, data),
-        KIND_INT16_INT16 => run_int16(ctx, data),
+        KIND_INT8_INT8 if T & types::INT8 != 0 => run_int8::<i8>(ctx, data),
+        KIND_INT8_INT16 if T & types::INT8 != 0 => run_int8::<i16>(ctx, data),
+        KIND_INT16_INT16 if T & types::INT16 != 0 => run_int16(ctx, data),
         _ => Err(KernelError::Internal),
     }
 }
