@@ -53,12 +53,11 @@ fn main() -> ! {
     let counter = Counter::start(peripherals.SYST);
     #[cfg(not(feature = "qemu"))]
     let counter = Counter::start(peripherals.DCB, peripherals.DWT).with_tick(peripherals.SYST);
+    #[cfg(hilt_vnpu)]
+    VNPU.start(Counter::read);
     let agent = Agent::new(hilt::config(), wire, counter);
     #[cfg(hilt_vnpu)]
-    let agent = {
-        VNPU.start(Counter::read);
-        agent.offload_engine(&VNPU)
-    };
+    let agent = agent.offload_engine(&VNPU);
     let agent = agent.planner(hilt::PLANNER);
 
     // Every kernel, or the model's only (`kernels = "model"`).

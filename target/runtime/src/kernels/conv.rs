@@ -142,14 +142,17 @@ fn prepare<const T: u8>(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), Kern
         activation,
     };
     match input.dtype {
-        TensorType::FLOAT32 if T & types::FLOAT32 != 0 => {
+        TensorType::FLOAT32 => {
+            types::need::<T>(types::FLOAT32, &input)?;
             expect_float_weights(&filter, bias.as_ref(), out_c)?;
             (data.float_min, data.float_max) = activation_range_float(activation);
         }
-        TensorType::INT8 if T & types::INT8 != 0 => {
+        TensorType::INT8 => {
+            types::need::<T>(types::INT8, &input)?;
             prepare_int8(ctx, &mut data, &setup, bias.as_ref())?
         }
-        TensorType::INT16 if T & types::INT16 != 0 => {
+        TensorType::INT16 => {
+            types::need::<T>(types::INT16, &input)?;
             data.channels = prepare_int16(ctx, &setup, bias.as_ref())?;
             data.kind = KIND_INT16;
         }
@@ -241,7 +244,8 @@ fn invoke<const T: u8>(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
     let out_c = g.out_c as usize;
     let filter_len = (g.y.filter * g.x.filter) as usize * (g.in_c / data.groups) as usize;
     match data.kind {
-        KIND_FLOAT if T & types::FLOAT32 != 0 => {
+        KIND_FLOAT => {
+            types::linked::<T>(types::FLOAT32)?;
             let bias = match &bias {
                 Some(b) => Some(b.values::<f32>()?),
                 None => None,
@@ -262,7 +266,8 @@ fn invoke<const T: u8>(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
             conv_f32(data, x, &w[..out_c * filter_len], bias, out);
             Ok(())
         }
-        KIND_INT8 if T & types::INT8 != 0 => {
+        KIND_INT8 => {
+            types::linked::<T>(types::INT8)?;
             let p = &data.channels;
             let bias = match &bias {
                 Some(b) => Some(b.values::<i32>()?),
@@ -296,7 +301,8 @@ fn invoke<const T: u8>(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
             }
             Ok(())
         }
-        KIND_INT16 if T & types::INT16 != 0 => {
+        KIND_INT16 => {
+            types::linked::<T>(types::INT16)?;
             let q = Wide::stored(ctx, &data.channels)?;
             let (x, w) = (input.values::<i16>()?, filter.values::<i8>()?);
             let bias = bias.map(|b| b.data);

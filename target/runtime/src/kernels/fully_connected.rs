@@ -104,11 +104,13 @@ fn prepare<const T: u8>(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), Kern
         activation,
     };
     match input.dtype {
-        TensorType::FLOAT32 if T & types::FLOAT32 != 0 => {
+        TensorType::FLOAT32 => {
+            types::need::<T>(types::FLOAT32, &input)?;
             (data.float_min, data.float_max) =
                 float_range(&filter, bias.as_ref(), output_depth, activation)?;
         }
-        TensorType::INT8 if T & types::INT8 != 0 => {
+        TensorType::INT8 => {
+            types::need::<T>(types::INT8, &input)?;
             let rule = if quantized_per_channel(&filter) {
                 ScaleRule::PerChannel
             } else {
@@ -116,7 +118,8 @@ fn prepare<const T: u8>(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), Kern
             };
             prepare_int8(ctx, &mut data, &setup(rule), bias.as_ref())?;
         }
-        TensorType::INT16 if T & types::INT16 != 0 => {
+        TensorType::INT16 => {
+            types::need::<T>(types::INT16, &input)?;
             let setup = setup(ScaleRule::PerChannel);
             (data.channels, data.filter_offset) = prepare_int16(ctx, &setup, accum_depth)?;
             data.kind = KIND_INT16;
@@ -257,7 +260,8 @@ fn invoke<const T: u8>(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
     let k = data.accum_depth as usize;
     let n = data.output_depth as usize;
     match data.kind {
-        KIND_FLOAT if T & types::FLOAT32 != 0 => {
+        KIND_FLOAT => {
+            types::linked::<T>(types::FLOAT32)?;
             let x = input.values::<f32>()?;
             let w = filter.values::<f32>()?;
             let bias = match &bias {
@@ -285,8 +289,14 @@ fn invoke<const T: u8>(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
             }
             Ok(())
         }
-        KIND_INT8 if T & types::INT8 != 0 => invoke_int8(data, input, filter, bias, output, ctx),
-        KIND_INT16 if T & types::INT16 != 0 => invoke_int16(data, input, filter, bias, output, ctx),
+        KIND_INT8 => {
+            types::linked::<T>(types::INT8)?;
+            invoke_int8(data, input, filter, bias, output, ctx)
+        }
+        KIND_INT16 => {
+            types::linked::<T>(types::INT16)?;
+            invoke_int16(data, input, filter, bias, output, ctx)
+        }
         _ => Err(KernelError::Internal),
     }
 }

@@ -610,6 +610,34 @@ pub mod types {
             None => set == ALL,
         }
     }
+
+    /// The first statement of a typed kernel's prepare arm for the type
+    /// `bit`: `UnsupportedType` naming `tensor` when `T` leaves that type
+    /// out (the arm's code is then not linked); nothing at all for
+    /// [`ALL`], so the full kernel compiles as it did without types.
+    #[inline(always)]
+    pub(crate) fn need<const T: u8>(
+        bit: u8,
+        tensor: &crate::model::TensorInfo<'_>,
+    ) -> Result<(), super::KernelError> {
+        if T & bit == 0 {
+            return Err(super::KernelError::UnsupportedType {
+                tensor: tensor.index,
+                dtype: tensor.dtype.0,
+            });
+        }
+        Ok(())
+    }
+
+    /// [`need`] in invoke, whose op data prepare wrote only for a type it
+    /// took: another type there is an internal error.
+    #[inline(always)]
+    pub(crate) fn linked<const T: u8>(bit: u8) -> Result<(), super::KernelError> {
+        if T & bit == 0 {
+            return Err(super::KernelError::Internal);
+        }
+        Ok(())
+    }
 }
 
 /// hilt's kernel for builtin `op` with only the variants of the types in

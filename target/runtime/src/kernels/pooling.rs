@@ -166,12 +166,19 @@ fn prepare<const T: u8>(
     data.mode = mode;
     let activation = options.fused_activation_function();
     match input.dtype {
-        TensorType::FLOAT32 if T & types::FLOAT32 != 0 => {
+        TensorType::FLOAT32 => {
+            types::need::<T>(types::FLOAT32, &input)?;
             let (lo, hi) = activation_range_float(activation);
             data.activation_min_f32 = lo;
             data.activation_max_f32 = hi;
         }
-        TensorType::INT8 | TensorType::INT16 if types::covers(T, input.dtype) => {
+        TensorType::INT8 | TensorType::INT16 => {
+            if T != types::ALL && !types::covers(T, input.dtype) {
+                return Err(KernelError::UnsupportedType {
+                    tensor: input.index,
+                    dtype: input.dtype.0,
+                });
+            }
             let qi = require_quant(&input)?;
             let qo = require_quant(&output)?;
             if (f64::from(qi.scale) - f64::from(qo.scale)).abs() > 1.0e-6
@@ -452,7 +459,8 @@ fn invoke<const T: u8, const MODES: u8>(ctx: &InvokeContext<'_, '_>) -> Result<(
         _ => p.mode == MODE_MAX,
     };
     match p.kind {
-        KIND_FLOAT32 if T & types::FLOAT32 != 0 => {
+        KIND_FLOAT32 => {
+            types::linked::<T>(types::FLOAT32)?;
             let (lo, hi) = (p.activation_min_f32, p.activation_max_f32);
             // TFLM's ActivationFunctionWithMinMax: min(max(x, lo), hi).
             let clamp = move |x: f32| {
@@ -473,7 +481,8 @@ fn invoke<const T: u8, const MODES: u8>(ctx: &InvokeContext<'_, '_>) -> Result<(
                 pool(p, i, o, 0.0f32, |s, v| s + v, |s, n| clamp(s / n as f32))
             }
         }
-        KIND_INT8 if T & types::INT8 != 0 => {
+        KIND_INT8 => {
+            types::linked::<T>(types::INT8)?;
             let (i, o) = (input.values::<i8>()?, output.values::<i8>()?);
             if max {
                 pool(
@@ -495,7 +504,8 @@ fn invoke<const T: u8, const MODES: u8>(ctx: &InvokeContext<'_, '_>) -> Result<(
                 )
             }
         }
-        KIND_INT16 if T & types::INT16 != 0 => {
+        KIND_INT16 => {
+            types::linked::<T>(types::INT16)?;
             let (i, o) = (input.values::<i16>()?, output.values::<i16>()?);
             if max {
                 pool(

@@ -90,7 +90,7 @@ fn prepare<const T: u8>(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), Kern
         });
     }
     let input = ctx.input(0)?;
-    if !types::covers(T, input.dtype) {
+    if T != types::ALL && !types::covers(T, input.dtype) {
         return Err(KernelError::UnsupportedType {
             tensor: input.index,
             dtype: input.dtype.0,
@@ -131,8 +131,11 @@ fn prepare<const T: u8>(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), Kern
         dtype: t.dtype.0,
     };
     match (input.dtype, output.dtype) {
-        (TensorType::FLOAT32, TensorType::FLOAT32) if T & types::FLOAT32 != 0 => {}
-        (TensorType::INT8, TensorType::INT8 | TensorType::INT16) if T & types::INT8 != 0 => {
+        (TensorType::FLOAT32, TensorType::FLOAT32) => {
+            types::need::<T>(types::FLOAT32, &input)?;
+        }
+        (TensorType::INT8, TensorType::INT8 | TensorType::INT16) => {
+            types::need::<T>(types::INT8, &input)?;
             let qi = require_quant(&input)?;
             let qo = require_quant(&output)?;
             let bad = |what| KernelError::UnsupportedParameter { what };
@@ -167,7 +170,8 @@ fn prepare<const T: u8>(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), Kern
                 data.has_table = 1;
             }
         }
-        (TensorType::INT16, TensorType::INT16) if T & types::INT16 != 0 => {
+        (TensorType::INT16, TensorType::INT16) => {
+            types::need::<T>(types::INT16, &input)?;
             prepare_int16(ctx, &mut data, &input, &output)?
         }
         (TensorType::FLOAT32 | TensorType::INT8 | TensorType::INT16, _) => {
@@ -371,7 +375,8 @@ fn run_int8<O: QuantizedOutput + bytemuck::Pod>(
 fn invoke<const T: u8>(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
     let data: &SoftmaxData = ctx.op_data()?;
     match data.kind {
-        KIND_FLOAT32 if T & types::FLOAT32 != 0 => {
+        KIND_FLOAT32 => {
+            types::linked::<T>(types::FLOAT32)?;
             let input = ctx.input(0)?.values::<f32>()?;
             let output = ctx.output(0)?.values::<f32>()?;
             let depth = data.depth as usize;
@@ -389,9 +394,18 @@ fn invoke<const T: u8>(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
             }
             Ok(())
         }
-        KIND_INT8_INT8 if T & types::INT8 != 0 => run_int8::<i8>(ctx, data),
-        KIND_INT8_INT16 if T & types::INT8 != 0 => run_int8::<i16>(ctx, data),
-        KIND_INT16_INT16 if T & types::INT16 != 0 => run_int16(ctx, data),
+        KIND_INT8_INT8 => {
+            types::linked::<T>(types::INT8)?;
+            run_int8::<i8>(ctx, data)
+        }
+        KIND_INT8_INT16 => {
+            types::linked::<T>(types::INT8)?;
+            run_int8::<i16>(ctx, data)
+        }
+        KIND_INT16_INT16 => {
+            types::linked::<T>(types::INT16)?;
+            run_int16(ctx, data)
+        }
         _ => Err(KernelError::Internal),
     }
 }
