@@ -131,10 +131,8 @@ pub struct FirmwareRequest<'a> {
     pub pools: Option<&'a [String]>,
     /// Every kernel, or only the model's.
     pub kernels: KernelChoice,
-    /// Whether the firmware links the virtual NPU (`HILT_ENGINE`): every
-    /// firmware of every kernel does (a shared build may meet any
-    /// scenario); one of the model's kernels only when its scenario
-    /// offloads, so that the flash it reports is the model's alone.
+    /// Whether the firmware links the virtual NPU (`HILT_ENGINE`): always
+    /// with every kernel; with the model's only if its scenario offloads.
     pub engine: bool,
 }
 
@@ -167,9 +165,8 @@ impl<'a> FirmwareRequest<'a> {
             .map(|kernels| kernels.into_iter().map(|(name, _)| name).collect())
     }
 
-    /// [`kernel_names`](Self::kernel_names) with the types the model gives
-    /// each (its first input's, as [`hilt_runtime::kernels::types`] bits):
-    /// a kernel with a variant per type links only those.
+    /// [`kernel_names`](Self::kernel_names) with the types (first input's,
+    /// [`hilt_runtime::kernels::types`] bits) the model gives each.
     pub fn kernel_types(&self) -> Option<Vec<(&'static str, u8)>> {
         use hilt_runtime::kernels::types;
         if self.kernels == KernelChoice::All {
@@ -211,11 +208,6 @@ impl<'a> FirmwareRequest<'a> {
         features
     }
 
-    /// `HILT_ENGINE` for this build.
-    fn engine_variable(&self) -> &'static str {
-        if self.engine { "vnpu" } else { "none" }
-    }
-
     /// `HILT_KERNELS` for this build: `all`, or the model's by name, each
     /// with the types it needs unless it needs all (`CONV_2D:INT8`).
     fn kernels_variable(&self) -> String {
@@ -231,16 +223,10 @@ impl<'a> FirmwareRequest<'a> {
         kernels
             .iter()
             .map(|&(name, set)| {
-                let mut entry = name.to_string();
-                if set != types::ALL {
-                    for (bit, dtype) in names {
-                        if set & bit != 0 {
-                            entry.push(':');
-                            entry.push_str(dtype);
-                        }
-                    }
-                }
-                entry
+                let kept = names
+                    .iter()
+                    .filter(|(bit, _)| set != types::ALL && set & bit != 0);
+                kept.fold(name.to_string(), |entry, (_, dtype)| entry + ":" + dtype)
             })
             .collect::<Vec<_>>()
             .join(",")
@@ -268,7 +254,7 @@ fn elf_key(
         request.cargo_features().join(","),
         request.canary,
         request.align,
-        request.engine_variable()
+        ["none", "vnpu"][usize::from(request.engine)]
     );
     format!("{:016x}", fnv(text.as_bytes(), 0))
 }
@@ -586,7 +572,7 @@ impl FirmwareBuild<'_> {
             .env("HILT_ALIGN", request.align.to_string())
             .env("HILT_POOLS", self.pools)
             .env("HILT_KERNELS", self.kernels)
-            .env("HILT_ENGINE", request.engine_variable())
+            .env("HILT_ENGINE", ["none", "vnpu"][usize::from(request.engine)])
             .env("HILT_BOARDS_DIR", self.boards_dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped());
