@@ -509,14 +509,8 @@ impl<'a> Model<'a> {
                 position: 0,
             });
         }
-        let opts = flatbuffers::VerifierOptions {
-            max_depth: 64,
-            max_tables: 1_000_000,
-            max_apparent_size: 1 << 31,
-            ignore_missing_null_terminator: false,
-        };
-        let root =
-            schema::root_as_model_with_opts(&opts, bytes).map_err(|e| map_verifier_error(&e))?;
+        let root = schema::root_as_model_with_opts(&schema::verify::OPTIONS, bytes)
+            .map_err(|e| map_verifier_error(&e))?;
         let subgraphs = root.subgraphs().ok_or(ModelError::NoSubgraph)?;
         if subgraphs.is_empty() {
             return Err(ModelError::NoSubgraph);

@@ -3,7 +3,8 @@
 //! The generated file is committed and fenced: lints are off for it and it is
 //! never edited by hand (run `schema/generate.sh`). Everything else in the
 //! crate goes through [`crate::model::Model`], which verifies a buffer before
-//! any accessor here touches it.
+//! any accessor here touches it, with [`verify`]: the generated verifiers are
+//! field lists that one shared function walks.
 
 #[allow(
     clippy::all,
@@ -23,93 +24,4 @@ mod tflite_generated;
 
 pub use tflite_generated::tflite::*;
 
-/// Verifies the options table that the union field at `pos` points to,
-/// when all its fields are scalars: `fields` lists each field's vtable slot
-/// and byte size. A scalar field is checked as flatc's verifier checks it
-/// (inside the buffer and aligned to its size), so this accepts and rejects
-/// what the table's own verifier would; one copy serves every such table
-/// (`schema/slim_options_verifier.py` writes the lists into the generated
-/// union verifier), where flatc inlines a verifier per table.
-pub(crate) fn verify_scalar_table(
-    v: &mut flatbuffers::Verifier<'_, '_>,
-    pos: usize,
-    fields: &[(flatbuffers::VOffsetT, u8)],
-) -> Result<(), flatbuffers::InvalidFlatbuffer> {
-    let table = pos.saturating_add(v.get_uoffset(pos)? as usize);
-    let mut t = v.visit_table(table)?;
-    for &(slot, bytes) in fields {
-        if let Some(at) = t.deref(slot)? {
-            let v = t.verifier();
-            match bytes {
-                1 => v.in_buffer::<u8>(at)?,
-                2 => v.in_buffer::<u16>(at)?,
-                4 => v.in_buffer::<u32>(at)?,
-                _ => v.in_buffer::<u64>(at)?,
-            }
-        }
-    }
-    t.finish();
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    extern crate std;
-    use std::vec::Vec;
-
-    use flatbuffers::{FlatBufferBuilder, ForwardsUOffset, Verifiable, Verifier, VerifierOptions};
-
-    use super::*;
-
-    /// Conv2DOptions' fields as `slim_options_verifier.py` lists them.
-    const CONV_FIELDS: [(flatbuffers::VOffsetT, u8); 6] = [
-        (Conv2DOptions::VT_PADDING, 1),
-        (Conv2DOptions::VT_STRIDE_W, 4),
-        (Conv2DOptions::VT_STRIDE_H, 4),
-        (Conv2DOptions::VT_FUSED_ACTIVATION_FUNCTION, 1),
-        (Conv2DOptions::VT_DILATION_W_FACTOR, 4),
-        (Conv2DOptions::VT_DILATION_H_FACTOR, 4),
-    ];
-
-    fn both(bytes: &[u8]) -> (bool, bool) {
-        let opts = VerifierOptions::default();
-        let slim = verify_scalar_table(&mut Verifier::new(&opts, bytes), 0, &CONV_FIELDS);
-        let flatc =
-            ForwardsUOffset::<Conv2DOptions>::run_verifier(&mut Verifier::new(&opts, bytes), 0);
-        (slim.is_ok(), flatc.is_ok())
-    }
-
-    #[test]
-    fn the_shared_scalar_verifier_accepts_and_rejects_what_flatc_s_does() {
-        let mut fbb = FlatBufferBuilder::new();
-        let args = Conv2DOptionsArgs {
-            padding: Padding::VALID,
-            stride_w: 2,
-            stride_h: 3,
-            fused_activation_function: ActivationFunctionType::RELU6,
-            dilation_w_factor: 4,
-            dilation_h_factor: 5,
-        };
-        let table = Conv2DOptions::create(&mut fbb, &args);
-        fbb.finish_minimal(table);
-        let good: Vec<u8> = fbb.finished_data().to_vec();
-        assert_eq!(both(&good), (true, true));
-        let (mut accepted, mut rejected) = (0, 0);
-        // Every truncation, and every byte set to each of a few values.
-        for len in 0..good.len() {
-            let (slim, flatc) = both(&good[..len]);
-            assert_eq!(slim, flatc, "truncated to {len}");
-        }
-        for at in 0..good.len() {
-            for value in [0u8, 1, 2, 3, 4, 7, 0x10, 0x7f, 0x80, 0xff] {
-                let mut bad = good.clone();
-                bad[at] = value;
-                let (slim, flatc) = both(&bad);
-                assert_eq!(slim, flatc, "byte {at} set to {value:#x}");
-                if flatc { accepted += 1 } else { rejected += 1 }
-            }
-        }
-        // The mutations exercise both answers.
-        assert!(accepted > 0 && rejected > 0, "{accepted} / {rejected}");
-    }
-}
+pub(crate) mod verify;

@@ -1834,31 +1834,19 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, f32>>>(
-                    "min",
-                    Self::VT_MIN,
-                    false,
-                )?
-                .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, f32>>>(
-                    "max",
-                    Self::VT_MAX,
-                    false,
-                )?
-                .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, f32>>>(
-                    "scale",
-                    Self::VT_SCALE,
-                    false,
-                )?
-                .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, i64>>>(
-                    "zero_point",
-                    Self::VT_ZERO_POINT,
-                    false,
-                )?
-                .visit_field::<i32>("quantized_dimension", Self::VT_QUANTIZED_DIMENSION, false)?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, QuantizationParameters::VERIFY)
         }
+    }
+    impl QuantizationParameters<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] = &[
+            crate::schema::verify::Field::Vector(QuantizationParameters::VT_MIN, 4),
+            crate::schema::verify::Field::Vector(QuantizationParameters::VT_MAX, 4),
+            crate::schema::verify::Field::Vector(QuantizationParameters::VT_SCALE, 4),
+            crate::schema::verify::Field::Vector(QuantizationParameters::VT_ZERO_POINT, 8),
+            crate::schema::verify::Field::Scalar(QuantizationParameters::VT_QUANTIZED_DIMENSION, 4),
+        ];
     }
     pub struct QuantizationParametersArgs<'a> {
         pub min: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, f32>>>,
@@ -2083,24 +2071,23 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, i32>>>(
-                    "shape",
-                    Self::VT_SHAPE,
-                    false,
-                )?
-                .visit_field::<TensorType>("type_", Self::VT_TYPE_, false)?
-                .visit_field::<u32>("buffer", Self::VT_BUFFER, false)?
-                .visit_field::<::flatbuffers::ForwardsUOffset<&str>>("name", Self::VT_NAME, false)?
-                .visit_field::<::flatbuffers::ForwardsUOffset<QuantizationParameters>>(
-                    "quantization",
-                    Self::VT_QUANTIZATION,
-                    false,
-                )?
-                .visit_field::<bool>("is_variable", Self::VT_IS_VARIABLE, false)?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, Tensor::VERIFY)
         }
+    }
+    impl Tensor<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] = &[
+            crate::schema::verify::Field::Vector(Tensor::VT_SHAPE, 4),
+            crate::schema::verify::Field::Scalar(Tensor::VT_TYPE_, 1),
+            crate::schema::verify::Field::Scalar(Tensor::VT_BUFFER, 4),
+            crate::schema::verify::Field::Str(Tensor::VT_NAME),
+            crate::schema::verify::Field::Table(
+                Tensor::VT_QUANTIZATION,
+                QuantizationParameters::VERIFY,
+            ),
+            crate::schema::verify::Field::Scalar(Tensor::VT_IS_VARIABLE, 1),
+        ];
     }
     pub struct TensorArgs<'a> {
         pub shape: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, i32>>>,
@@ -2322,20 +2309,20 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<Padding>("padding", Self::VT_PADDING, false)?
-                .visit_field::<i32>("stride_w", Self::VT_STRIDE_W, false)?
-                .visit_field::<i32>("stride_h", Self::VT_STRIDE_H, false)?
-                .visit_field::<ActivationFunctionType>(
-                    "fused_activation_function",
-                    Self::VT_FUSED_ACTIVATION_FUNCTION,
-                    false,
-                )?
-                .visit_field::<i32>("dilation_w_factor", Self::VT_DILATION_W_FACTOR, false)?
-                .visit_field::<i32>("dilation_h_factor", Self::VT_DILATION_H_FACTOR, false)?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, Conv2DOptions::VERIFY)
         }
+    }
+    impl Conv2DOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] = &[
+            crate::schema::verify::Field::Scalar(Conv2DOptions::VT_PADDING, 1),
+            crate::schema::verify::Field::Scalar(Conv2DOptions::VT_STRIDE_W, 4),
+            crate::schema::verify::Field::Scalar(Conv2DOptions::VT_STRIDE_H, 4),
+            crate::schema::verify::Field::Scalar(Conv2DOptions::VT_FUSED_ACTIVATION_FUNCTION, 1),
+            crate::schema::verify::Field::Scalar(Conv2DOptions::VT_DILATION_W_FACTOR, 4),
+            crate::schema::verify::Field::Scalar(Conv2DOptions::VT_DILATION_H_FACTOR, 4),
+        ];
     }
     pub struct Conv2DOptionsArgs {
         pub padding: Padding,
@@ -2571,21 +2558,24 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<Padding>("padding", Self::VT_PADDING, false)?
-                .visit_field::<i32>("stride_w", Self::VT_STRIDE_W, false)?
-                .visit_field::<i32>("stride_h", Self::VT_STRIDE_H, false)?
-                .visit_field::<i32>("depth_multiplier", Self::VT_DEPTH_MULTIPLIER, false)?
-                .visit_field::<ActivationFunctionType>(
-                    "fused_activation_function",
-                    Self::VT_FUSED_ACTIVATION_FUNCTION,
-                    false,
-                )?
-                .visit_field::<i32>("dilation_w_factor", Self::VT_DILATION_W_FACTOR, false)?
-                .visit_field::<i32>("dilation_h_factor", Self::VT_DILATION_H_FACTOR, false)?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, DepthwiseConv2DOptions::VERIFY)
         }
+    }
+    impl DepthwiseConv2DOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] = &[
+            crate::schema::verify::Field::Scalar(DepthwiseConv2DOptions::VT_PADDING, 1),
+            crate::schema::verify::Field::Scalar(DepthwiseConv2DOptions::VT_STRIDE_W, 4),
+            crate::schema::verify::Field::Scalar(DepthwiseConv2DOptions::VT_STRIDE_H, 4),
+            crate::schema::verify::Field::Scalar(DepthwiseConv2DOptions::VT_DEPTH_MULTIPLIER, 4),
+            crate::schema::verify::Field::Scalar(
+                DepthwiseConv2DOptions::VT_FUSED_ACTIVATION_FUNCTION,
+                1,
+            ),
+            crate::schema::verify::Field::Scalar(DepthwiseConv2DOptions::VT_DILATION_W_FACTOR, 4),
+            crate::schema::verify::Field::Scalar(DepthwiseConv2DOptions::VT_DILATION_H_FACTOR, 4),
+        ];
     }
     pub struct DepthwiseConv2DOptionsArgs {
         pub padding: Padding,
@@ -2828,20 +2818,20 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<Padding>("padding", Self::VT_PADDING, false)?
-                .visit_field::<i32>("stride_w", Self::VT_STRIDE_W, false)?
-                .visit_field::<i32>("stride_h", Self::VT_STRIDE_H, false)?
-                .visit_field::<i32>("filter_width", Self::VT_FILTER_WIDTH, false)?
-                .visit_field::<i32>("filter_height", Self::VT_FILTER_HEIGHT, false)?
-                .visit_field::<ActivationFunctionType>(
-                    "fused_activation_function",
-                    Self::VT_FUSED_ACTIVATION_FUNCTION,
-                    false,
-                )?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, Pool2DOptions::VERIFY)
         }
+    }
+    impl Pool2DOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] = &[
+            crate::schema::verify::Field::Scalar(Pool2DOptions::VT_PADDING, 1),
+            crate::schema::verify::Field::Scalar(Pool2DOptions::VT_STRIDE_W, 4),
+            crate::schema::verify::Field::Scalar(Pool2DOptions::VT_STRIDE_H, 4),
+            crate::schema::verify::Field::Scalar(Pool2DOptions::VT_FILTER_WIDTH, 4),
+            crate::schema::verify::Field::Scalar(Pool2DOptions::VT_FILTER_HEIGHT, 4),
+            crate::schema::verify::Field::Scalar(Pool2DOptions::VT_FUSED_ACTIVATION_FUNCTION, 1),
+        ];
     }
     pub struct Pool2DOptionsArgs {
         pub padding: Padding,
@@ -3021,21 +3011,17 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<i32>("rank", Self::VT_RANK, false)?
-                .visit_field::<ActivationFunctionType>(
-                    "fused_activation_function",
-                    Self::VT_FUSED_ACTIVATION_FUNCTION,
-                    false,
-                )?
-                .visit_field::<bool>(
-                    "asymmetric_quantize_inputs",
-                    Self::VT_ASYMMETRIC_QUANTIZE_INPUTS,
-                    false,
-                )?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, SVDFOptions::VERIFY)
         }
+    }
+    impl SVDFOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] = &[
+            crate::schema::verify::Field::Scalar(SVDFOptions::VT_RANK, 4),
+            crate::schema::verify::Field::Scalar(SVDFOptions::VT_FUSED_ACTIVATION_FUNCTION, 1),
+            crate::schema::verify::Field::Scalar(SVDFOptions::VT_ASYMMETRIC_QUANTIZE_INPUTS, 1),
+        ];
     }
     pub struct SVDFOptionsArgs {
         pub rank: i32,
@@ -3219,26 +3205,24 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<ActivationFunctionType>(
-                    "fused_activation_function",
-                    Self::VT_FUSED_ACTIVATION_FUNCTION,
-                    false,
-                )?
-                .visit_field::<FullyConnectedOptionsWeightsFormat>(
-                    "weights_format",
-                    Self::VT_WEIGHTS_FORMAT,
-                    false,
-                )?
-                .visit_field::<bool>("keep_num_dims", Self::VT_KEEP_NUM_DIMS, false)?
-                .visit_field::<bool>(
-                    "asymmetric_quantize_inputs",
-                    Self::VT_ASYMMETRIC_QUANTIZE_INPUTS,
-                    false,
-                )?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, FullyConnectedOptions::VERIFY)
         }
+    }
+    impl FullyConnectedOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] = &[
+            crate::schema::verify::Field::Scalar(
+                FullyConnectedOptions::VT_FUSED_ACTIVATION_FUNCTION,
+                1,
+            ),
+            crate::schema::verify::Field::Scalar(FullyConnectedOptions::VT_WEIGHTS_FORMAT, 1),
+            crate::schema::verify::Field::Scalar(FullyConnectedOptions::VT_KEEP_NUM_DIMS, 1),
+            crate::schema::verify::Field::Scalar(
+                FullyConnectedOptions::VT_ASYMMETRIC_QUANTIZE_INPUTS,
+                1,
+            ),
+        ];
     }
     pub struct FullyConnectedOptionsArgs {
         pub fused_activation_function: ActivationFunctionType,
@@ -3389,11 +3373,17 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<f32>("beta", Self::VT_BETA, false)?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, SoftmaxOptions::VERIFY)
         }
+    }
+    impl SoftmaxOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] =
+            &[crate::schema::verify::Field::Scalar(
+                SoftmaxOptions::VT_BETA,
+                4,
+            )];
     }
     pub struct SoftmaxOptionsArgs {
         pub beta: f32,
@@ -3513,16 +3503,19 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<i32>("axis", Self::VT_AXIS, false)?
-                .visit_field::<ActivationFunctionType>(
-                    "fused_activation_function",
-                    Self::VT_FUSED_ACTIVATION_FUNCTION,
-                    false,
-                )?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, ConcatenationOptions::VERIFY)
         }
+    }
+    impl ConcatenationOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] = &[
+            crate::schema::verify::Field::Scalar(ConcatenationOptions::VT_AXIS, 4),
+            crate::schema::verify::Field::Scalar(
+                ConcatenationOptions::VT_FUSED_ACTIVATION_FUNCTION,
+                1,
+            ),
+        ];
     }
     pub struct ConcatenationOptionsArgs {
         pub axis: i32,
@@ -3661,16 +3654,16 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<ActivationFunctionType>(
-                    "fused_activation_function",
-                    Self::VT_FUSED_ACTIVATION_FUNCTION,
-                    false,
-                )?
-                .visit_field::<bool>("pot_scale_int16", Self::VT_POT_SCALE_INT16, false)?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, AddOptions::VERIFY)
         }
+    }
+    impl AddOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] = &[
+            crate::schema::verify::Field::Scalar(AddOptions::VT_FUSED_ACTIVATION_FUNCTION, 1),
+            crate::schema::verify::Field::Scalar(AddOptions::VT_POT_SCALE_INT16, 1),
+        ];
     }
     pub struct AddOptionsArgs {
         pub fused_activation_function: ActivationFunctionType,
@@ -3809,16 +3802,16 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<ActivationFunctionType>(
-                    "fused_activation_function",
-                    Self::VT_FUSED_ACTIVATION_FUNCTION,
-                    false,
-                )?
-                .visit_field::<bool>("pot_scale_int16", Self::VT_POT_SCALE_INT16, false)?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, SubOptions::VERIFY)
         }
+    }
+    impl SubOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] = &[
+            crate::schema::verify::Field::Scalar(SubOptions::VT_FUSED_ACTIVATION_FUNCTION, 1),
+            crate::schema::verify::Field::Scalar(SubOptions::VT_POT_SCALE_INT16, 1),
+        ];
     }
     pub struct SubOptionsArgs {
         pub fused_activation_function: ActivationFunctionType,
@@ -3944,15 +3937,17 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<ActivationFunctionType>(
-                    "fused_activation_function",
-                    Self::VT_FUSED_ACTIVATION_FUNCTION,
-                    false,
-                )?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, L2NormOptions::VERIFY)
         }
+    }
+    impl L2NormOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] =
+            &[crate::schema::verify::Field::Scalar(
+                L2NormOptions::VT_FUSED_ACTIVATION_FUNCTION,
+                1,
+            )];
     }
     pub struct L2NormOptionsArgs {
         pub fused_activation_function: ActivationFunctionType,
@@ -4070,15 +4065,17 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<ActivationFunctionType>(
-                    "fused_activation_function",
-                    Self::VT_FUSED_ACTIVATION_FUNCTION,
-                    false,
-                )?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, DivOptions::VERIFY)
         }
+    }
+    impl DivOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] =
+            &[crate::schema::verify::Field::Scalar(
+                DivOptions::VT_FUSED_ACTIVATION_FUNCTION,
+                1,
+            )];
     }
     pub struct DivOptionsArgs {
         pub fused_activation_function: ActivationFunctionType,
@@ -4258,16 +4255,20 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<i32>("begin_mask", Self::VT_BEGIN_MASK, false)?
-                .visit_field::<i32>("end_mask", Self::VT_END_MASK, false)?
-                .visit_field::<i32>("ellipsis_mask", Self::VT_ELLIPSIS_MASK, false)?
-                .visit_field::<i32>("new_axis_mask", Self::VT_NEW_AXIS_MASK, false)?
-                .visit_field::<i32>("shrink_axis_mask", Self::VT_SHRINK_AXIS_MASK, false)?
-                .visit_field::<bool>("offset", Self::VT_OFFSET, false)?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, StridedSliceOptions::VERIFY)
         }
+    }
+    impl StridedSliceOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] = &[
+            crate::schema::verify::Field::Scalar(StridedSliceOptions::VT_BEGIN_MASK, 4),
+            crate::schema::verify::Field::Scalar(StridedSliceOptions::VT_END_MASK, 4),
+            crate::schema::verify::Field::Scalar(StridedSliceOptions::VT_ELLIPSIS_MASK, 4),
+            crate::schema::verify::Field::Scalar(StridedSliceOptions::VT_NEW_AXIS_MASK, 4),
+            crate::schema::verify::Field::Scalar(StridedSliceOptions::VT_SHRINK_AXIS_MASK, 4),
+            crate::schema::verify::Field::Scalar(StridedSliceOptions::VT_OFFSET, 1),
+        ];
     }
     pub struct StridedSliceOptionsArgs {
         pub begin_mask: i32,
@@ -4445,17 +4446,20 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<bool>("adj_x", Self::VT_ADJ_X, false)?
-                .visit_field::<bool>("adj_y", Self::VT_ADJ_Y, false)?
-                .visit_field::<bool>(
-                    "asymmetric_quantize_inputs",
-                    Self::VT_ASYMMETRIC_QUANTIZE_INPUTS,
-                    false,
-                )?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, BatchMatMulOptions::VERIFY)
         }
+    }
+    impl BatchMatMulOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] = &[
+            crate::schema::verify::Field::Scalar(BatchMatMulOptions::VT_ADJ_X, 1),
+            crate::schema::verify::Field::Scalar(BatchMatMulOptions::VT_ADJ_Y, 1),
+            crate::schema::verify::Field::Scalar(
+                BatchMatMulOptions::VT_ASYMMETRIC_QUANTIZE_INPUTS,
+                1,
+            ),
+        ];
     }
     pub struct BatchMatMulOptionsArgs {
         pub adj_x: bool,
@@ -4641,23 +4645,22 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<Padding>("padding", Self::VT_PADDING, false)?
-                .visit_field::<i32>("stride_w", Self::VT_STRIDE_W, false)?
-                .visit_field::<i32>("stride_h", Self::VT_STRIDE_H, false)?
-                .visit_field::<ActivationFunctionType>(
-                    "fused_activation_function",
-                    Self::VT_FUSED_ACTIVATION_FUNCTION,
-                    false,
-                )?
-                .visit_field::<TensorType>(
-                    "quantized_bias_type",
-                    Self::VT_QUANTIZED_BIAS_TYPE,
-                    false,
-                )?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, TransposeConvOptions::VERIFY)
         }
+    }
+    impl TransposeConvOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] = &[
+            crate::schema::verify::Field::Scalar(TransposeConvOptions::VT_PADDING, 1),
+            crate::schema::verify::Field::Scalar(TransposeConvOptions::VT_STRIDE_W, 4),
+            crate::schema::verify::Field::Scalar(TransposeConvOptions::VT_STRIDE_H, 4),
+            crate::schema::verify::Field::Scalar(
+                TransposeConvOptions::VT_FUSED_ACTIVATION_FUNCTION,
+                1,
+            ),
+            crate::schema::verify::Field::Scalar(TransposeConvOptions::VT_QUANTIZED_BIAS_TYPE, 1),
+        ];
     }
     pub struct TransposeConvOptionsArgs {
         pub padding: Padding,
@@ -4826,12 +4829,19 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<bool>("align_corners", Self::VT_ALIGN_CORNERS, false)?
-                .visit_field::<bool>("half_pixel_centers", Self::VT_HALF_PIXEL_CENTERS, false)?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, ResizeNearestNeighborOptions::VERIFY)
         }
+    }
+    impl ResizeNearestNeighborOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] = &[
+            crate::schema::verify::Field::Scalar(ResizeNearestNeighborOptions::VT_ALIGN_CORNERS, 1),
+            crate::schema::verify::Field::Scalar(
+                ResizeNearestNeighborOptions::VT_HALF_PIXEL_CENTERS,
+                1,
+            ),
+        ];
     }
     pub struct ResizeNearestNeighborOptionsArgs {
         pub align_corners: bool,
@@ -4951,11 +4961,17 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<f32>("alpha", Self::VT_ALPHA, false)?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, LeakyReluOptions::VERIFY)
         }
+    }
+    impl LeakyReluOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] =
+            &[crate::schema::verify::Field::Scalar(
+                LeakyReluOptions::VT_ALPHA,
+                4,
+            )];
     }
     pub struct LeakyReluOptionsArgs {
         pub alpha: f32,
@@ -5063,15 +5079,17 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, i32>>>(
-                    "new_shape",
-                    Self::VT_NEW_SHAPE,
-                    false,
-                )?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, ReshapeOptions::VERIFY)
         }
+    }
+    impl ReshapeOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] =
+            &[crate::schema::verify::Field::Vector(
+                ReshapeOptions::VT_NEW_SHAPE,
+                4,
+            )];
     }
     pub struct ReshapeOptionsArgs<'a> {
         pub new_shape: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, i32>>>,
@@ -5183,15 +5201,17 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<ActivationFunctionType>(
-                    "fused_activation_function",
-                    Self::VT_FUSED_ACTIVATION_FUNCTION,
-                    false,
-                )?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, MulOptions::VERIFY)
         }
+    }
+    impl MulOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] =
+            &[crate::schema::verify::Field::Scalar(
+                MulOptions::VT_FUSED_ACTIVATION_FUNCTION,
+                1,
+            )];
     }
     pub struct MulOptionsArgs {
         pub fused_activation_function: ActivationFunctionType,
@@ -5291,9 +5311,13 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?.finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, PadOptions::VERIFY)
         }
+    }
+    impl PadOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] = &[];
     }
     pub struct PadOptionsArgs {}
     impl<'a> Default for PadOptionsArgs {
@@ -5389,11 +5413,17 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<bool>("keep_dims", Self::VT_KEEP_DIMS, false)?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, ReducerOptions::VERIFY)
         }
+    }
+    impl ReducerOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] =
+            &[crate::schema::verify::Field::Scalar(
+                ReducerOptions::VT_KEEP_DIMS,
+                1,
+            )];
     }
     pub struct ReducerOptionsArgs {
         pub keep_dims: bool,
@@ -5482,9 +5512,13 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?.finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, DequantizeOptions::VERIFY)
         }
+    }
+    impl DequantizeOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] = &[];
     }
     pub struct DequantizeOptionsArgs {}
     impl<'a> Default for DequantizeOptionsArgs {
@@ -5565,9 +5599,13 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?.finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, QuantizeOptions::VERIFY)
         }
+    }
+    impl QuantizeOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] = &[];
     }
     pub struct QuantizeOptionsArgs {}
     impl<'a> Default for QuantizeOptionsArgs {
@@ -5667,15 +5705,17 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, i32>>>(
-                    "squeeze_dims",
-                    Self::VT_SQUEEZE_DIMS,
-                    false,
-                )?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, SqueezeOptions::VERIFY)
         }
+    }
+    impl SqueezeOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] =
+            &[crate::schema::verify::Field::Vector(
+                SqueezeOptions::VT_SQUEEZE_DIMS,
+                4,
+            )];
     }
     pub struct SqueezeOptionsArgs<'a> {
         pub squeeze_dims: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, i32>>>,
@@ -5784,11 +5824,17 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<TensorType>("out_type", Self::VT_OUT_TYPE, false)?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, ShapeOptions::VERIFY)
         }
+    }
+    impl ShapeOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] =
+            &[crate::schema::verify::Field::Scalar(
+                ShapeOptions::VT_OUT_TYPE,
+                1,
+            )];
     }
     pub struct ShapeOptionsArgs {
         pub out_type: TensorType,
@@ -5897,11 +5943,17 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<MirrorPadMode>("mode", Self::VT_MODE, false)?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, MirrorPadOptions::VERIFY)
         }
+    }
+    impl MirrorPadOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] =
+            &[crate::schema::verify::Field::Scalar(
+                MirrorPadOptions::VT_MODE,
+                1,
+            )];
     }
     pub struct MirrorPadOptionsArgs {
         pub mode: MirrorPadMode,
@@ -6019,12 +6071,16 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<i32>("values_count", Self::VT_VALUES_COUNT, false)?
-                .visit_field::<i32>("axis", Self::VT_AXIS, false)?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, PackOptions::VERIFY)
         }
+    }
+    impl PackOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] = &[
+            crate::schema::verify::Field::Scalar(PackOptions::VT_VALUES_COUNT, 4),
+            crate::schema::verify::Field::Scalar(PackOptions::VT_AXIS, 4),
+        ];
     }
     pub struct PackOptionsArgs {
         pub values_count: i32,
@@ -6150,12 +6206,16 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<i32>("num", Self::VT_NUM, false)?
-                .visit_field::<i32>("axis", Self::VT_AXIS, false)?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, UnpackOptions::VERIFY)
         }
+    }
+    impl UnpackOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] = &[
+            crate::schema::verify::Field::Scalar(UnpackOptions::VT_NUM, 4),
+            crate::schema::verify::Field::Scalar(UnpackOptions::VT_AXIS, 4),
+        ];
     }
     pub struct UnpackOptionsArgs {
         pub num: i32,
@@ -6277,12 +6337,16 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<i32>("axis", Self::VT_AXIS, false)?
-                .visit_field::<i32>("batch_dims", Self::VT_BATCH_DIMS, false)?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, GatherOptions::VERIFY)
         }
+    }
+    impl GatherOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] = &[
+            crate::schema::verify::Field::Scalar(GatherOptions::VT_AXIS, 4),
+            crate::schema::verify::Field::Scalar(GatherOptions::VT_BATCH_DIMS, 4),
+        ];
     }
     pub struct GatherOptionsArgs {
         pub axis: i32,
@@ -6395,11 +6459,17 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<i32>("block_size", Self::VT_BLOCK_SIZE, false)?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, SpaceToDepthOptions::VERIFY)
         }
+    }
+    impl SpaceToDepthOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] =
+            &[crate::schema::verify::Field::Scalar(
+                SpaceToDepthOptions::VT_BLOCK_SIZE,
+                4,
+            )];
     }
     pub struct SpaceToDepthOptionsArgs {
         pub block_size: i32,
@@ -6503,11 +6573,17 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<i32>("block_size", Self::VT_BLOCK_SIZE, false)?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, DepthToSpaceOptions::VERIFY)
         }
+    }
+    impl DepthToSpaceOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] =
+            &[crate::schema::verify::Field::Scalar(
+                DepthToSpaceOptions::VT_BLOCK_SIZE,
+                4,
+            )];
     }
     pub struct DepthToSpaceOptionsArgs {
         pub block_size: i32,
@@ -6624,12 +6700,16 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<bool>("align_corners", Self::VT_ALIGN_CORNERS, false)?
-                .visit_field::<bool>("half_pixel_centers", Self::VT_HALF_PIXEL_CENTERS, false)?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, ResizeBilinearOptions::VERIFY)
         }
+    }
+    impl ResizeBilinearOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] = &[
+            crate::schema::verify::Field::Scalar(ResizeBilinearOptions::VT_ALIGN_CORNERS, 1),
+            crate::schema::verify::Field::Scalar(ResizeBilinearOptions::VT_HALF_PIXEL_CENTERS, 1),
+        ];
     }
     pub struct ResizeBilinearOptionsArgs {
         pub align_corners: bool,
@@ -6826,28 +6906,38 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<ActivationFunctionType>(
-                    "fused_activation_function",
-                    Self::VT_FUSED_ACTIVATION_FUNCTION,
-                    false,
-                )?
-                .visit_field::<f32>("cell_clip", Self::VT_CELL_CLIP, false)?
-                .visit_field::<f32>("proj_clip", Self::VT_PROJ_CLIP, false)?
-                .visit_field::<bool>("time_major", Self::VT_TIME_MAJOR, false)?
-                .visit_field::<bool>(
-                    "asymmetric_quantize_inputs",
-                    Self::VT_ASYMMETRIC_QUANTIZE_INPUTS,
-                    false,
-                )?
-                .visit_field::<bool>(
-                    "diagonal_recurrent_tensors",
-                    Self::VT_DIAGONAL_RECURRENT_TENSORS,
-                    false,
-                )?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, UnidirectionalSequenceLSTMOptions::VERIFY)
         }
+    }
+    impl UnidirectionalSequenceLSTMOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] = &[
+            crate::schema::verify::Field::Scalar(
+                UnidirectionalSequenceLSTMOptions::VT_FUSED_ACTIVATION_FUNCTION,
+                1,
+            ),
+            crate::schema::verify::Field::Scalar(
+                UnidirectionalSequenceLSTMOptions::VT_CELL_CLIP,
+                4,
+            ),
+            crate::schema::verify::Field::Scalar(
+                UnidirectionalSequenceLSTMOptions::VT_PROJ_CLIP,
+                4,
+            ),
+            crate::schema::verify::Field::Scalar(
+                UnidirectionalSequenceLSTMOptions::VT_TIME_MAJOR,
+                1,
+            ),
+            crate::schema::verify::Field::Scalar(
+                UnidirectionalSequenceLSTMOptions::VT_ASYMMETRIC_QUANTIZE_INPUTS,
+                1,
+            ),
+            crate::schema::verify::Field::Scalar(
+                UnidirectionalSequenceLSTMOptions::VT_DIAGONAL_RECURRENT_TENSORS,
+                1,
+            ),
+        ];
     }
     pub struct UnidirectionalSequenceLSTMOptionsArgs {
         pub fused_activation_function: ActivationFunctionType,
@@ -7029,11 +7119,17 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<TensorType>("output_type", Self::VT_OUTPUT_TYPE, false)?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, ArgMaxOptions::VERIFY)
         }
+    }
+    impl ArgMaxOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] =
+            &[crate::schema::verify::Field::Scalar(
+                ArgMaxOptions::VT_OUTPUT_TYPE,
+                1,
+            )];
     }
     pub struct ArgMaxOptionsArgs {
         pub output_type: TensorType,
@@ -7142,11 +7238,17 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<TensorType>("output_type", Self::VT_OUTPUT_TYPE, false)?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, ArgMinOptions::VERIFY)
         }
+    }
+    impl ArgMinOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] =
+            &[crate::schema::verify::Field::Scalar(
+                ArgMinOptions::VT_OUTPUT_TYPE,
+                1,
+            )];
     }
     pub struct ArgMinOptionsArgs {
         pub output_type: TensorType,
@@ -7268,12 +7370,16 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<bool>("exclusive", Self::VT_EXCLUSIVE, false)?
-                .visit_field::<bool>("reverse", Self::VT_REVERSE, false)?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, CumsumOptions::VERIFY)
         }
+    }
+    impl CumsumOptions<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] = &[
+            crate::schema::verify::Field::Scalar(CumsumOptions::VT_EXCLUSIVE, 1),
+            crate::schema::verify::Field::Scalar(CumsumOptions::VT_REVERSE, 1),
+        ];
     }
     pub struct CumsumOptionsArgs {
         pub exclusive: bool,
@@ -7430,22 +7536,18 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<i8>(
-                    "deprecated_builtin_code",
-                    Self::VT_DEPRECATED_BUILTIN_CODE,
-                    false,
-                )?
-                .visit_field::<::flatbuffers::ForwardsUOffset<&str>>(
-                    "custom_code",
-                    Self::VT_CUSTOM_CODE,
-                    false,
-                )?
-                .visit_field::<i32>("version", Self::VT_VERSION, false)?
-                .visit_field::<BuiltinOperator>("builtin_code", Self::VT_BUILTIN_CODE, false)?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, OperatorCode::VERIFY)
         }
+    }
+    impl OperatorCode<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] = &[
+            crate::schema::verify::Field::Scalar(OperatorCode::VT_DEPRECATED_BUILTIN_CODE, 1),
+            crate::schema::verify::Field::Str(OperatorCode::VT_CUSTOM_CODE),
+            crate::schema::verify::Field::Scalar(OperatorCode::VT_VERSION, 4),
+            crate::schema::verify::Field::Scalar(OperatorCode::VT_BUILTIN_CODE, 4),
+        ];
     }
     pub struct OperatorCodeArgs<'a> {
         pub deprecated_builtin_code: i8,
@@ -8246,57 +8348,98 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-     .visit_field::<u32>("opcode_index", Self::VT_OPCODE_INDEX, false)?
-     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, i32>>>("inputs", Self::VT_INPUTS, false)?
-     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, i32>>>("outputs", Self::VT_OUTPUTS, false)?
-     .visit_union::<BuiltinOptions, _>("builtin_options_type", Self::VT_BUILTIN_OPTIONS_TYPE, "builtin_options", Self::VT_BUILTIN_OPTIONS, false, |key, v, pos| {
-        match key {
-          BuiltinOptions::Conv2DOptions => crate::schema::verify_scalar_table(v, pos, &[(Conv2DOptions::VT_PADDING, 1), (Conv2DOptions::VT_STRIDE_W, 4), (Conv2DOptions::VT_STRIDE_H, 4), (Conv2DOptions::VT_FUSED_ACTIVATION_FUNCTION, 1), (Conv2DOptions::VT_DILATION_W_FACTOR, 4), (Conv2DOptions::VT_DILATION_H_FACTOR, 4)]),
-          BuiltinOptions::DepthwiseConv2DOptions => crate::schema::verify_scalar_table(v, pos, &[(DepthwiseConv2DOptions::VT_PADDING, 1), (DepthwiseConv2DOptions::VT_STRIDE_W, 4), (DepthwiseConv2DOptions::VT_STRIDE_H, 4), (DepthwiseConv2DOptions::VT_DEPTH_MULTIPLIER, 4), (DepthwiseConv2DOptions::VT_FUSED_ACTIVATION_FUNCTION, 1), (DepthwiseConv2DOptions::VT_DILATION_W_FACTOR, 4), (DepthwiseConv2DOptions::VT_DILATION_H_FACTOR, 4)]),
-          BuiltinOptions::Pool2DOptions => crate::schema::verify_scalar_table(v, pos, &[(Pool2DOptions::VT_PADDING, 1), (Pool2DOptions::VT_STRIDE_W, 4), (Pool2DOptions::VT_STRIDE_H, 4), (Pool2DOptions::VT_FILTER_WIDTH, 4), (Pool2DOptions::VT_FILTER_HEIGHT, 4), (Pool2DOptions::VT_FUSED_ACTIVATION_FUNCTION, 1)]),
-          BuiltinOptions::SVDFOptions => crate::schema::verify_scalar_table(v, pos, &[(SVDFOptions::VT_RANK, 4), (SVDFOptions::VT_FUSED_ACTIVATION_FUNCTION, 1), (SVDFOptions::VT_ASYMMETRIC_QUANTIZE_INPUTS, 1)]),
-          BuiltinOptions::FullyConnectedOptions => crate::schema::verify_scalar_table(v, pos, &[(FullyConnectedOptions::VT_FUSED_ACTIVATION_FUNCTION, 1), (FullyConnectedOptions::VT_WEIGHTS_FORMAT, 1), (FullyConnectedOptions::VT_KEEP_NUM_DIMS, 1), (FullyConnectedOptions::VT_ASYMMETRIC_QUANTIZE_INPUTS, 1)]),
-          BuiltinOptions::SoftmaxOptions => crate::schema::verify_scalar_table(v, pos, &[(SoftmaxOptions::VT_BETA, 4)]),
-          BuiltinOptions::ConcatenationOptions => crate::schema::verify_scalar_table(v, pos, &[(ConcatenationOptions::VT_AXIS, 4), (ConcatenationOptions::VT_FUSED_ACTIVATION_FUNCTION, 1)]),
-          BuiltinOptions::AddOptions => crate::schema::verify_scalar_table(v, pos, &[(AddOptions::VT_FUSED_ACTIVATION_FUNCTION, 1), (AddOptions::VT_POT_SCALE_INT16, 1)]),
-          BuiltinOptions::L2NormOptions => crate::schema::verify_scalar_table(v, pos, &[(L2NormOptions::VT_FUSED_ACTIVATION_FUNCTION, 1)]),
-          BuiltinOptions::ResizeBilinearOptions => crate::schema::verify_scalar_table(v, pos, &[(ResizeBilinearOptions::VT_ALIGN_CORNERS, 1), (ResizeBilinearOptions::VT_HALF_PIXEL_CENTERS, 1)]),
-          BuiltinOptions::ReshapeOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<ReshapeOptions>>("BuiltinOptions::ReshapeOptions", pos),
-          BuiltinOptions::SpaceToDepthOptions => crate::schema::verify_scalar_table(v, pos, &[(SpaceToDepthOptions::VT_BLOCK_SIZE, 4)]),
-          BuiltinOptions::MulOptions => crate::schema::verify_scalar_table(v, pos, &[(MulOptions::VT_FUSED_ACTIVATION_FUNCTION, 1)]),
-          BuiltinOptions::PadOptions => crate::schema::verify_scalar_table(v, pos, &[]),
-          BuiltinOptions::GatherOptions => crate::schema::verify_scalar_table(v, pos, &[(GatherOptions::VT_AXIS, 4), (GatherOptions::VT_BATCH_DIMS, 4)]),
-          BuiltinOptions::ReducerOptions => crate::schema::verify_scalar_table(v, pos, &[(ReducerOptions::VT_KEEP_DIMS, 1)]),
-          BuiltinOptions::SubOptions => crate::schema::verify_scalar_table(v, pos, &[(SubOptions::VT_FUSED_ACTIVATION_FUNCTION, 1), (SubOptions::VT_POT_SCALE_INT16, 1)]),
-          BuiltinOptions::DivOptions => crate::schema::verify_scalar_table(v, pos, &[(DivOptions::VT_FUSED_ACTIVATION_FUNCTION, 1)]),
-          BuiltinOptions::SqueezeOptions => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SqueezeOptions>>("BuiltinOptions::SqueezeOptions", pos),
-          BuiltinOptions::StridedSliceOptions => crate::schema::verify_scalar_table(v, pos, &[(StridedSliceOptions::VT_BEGIN_MASK, 4), (StridedSliceOptions::VT_END_MASK, 4), (StridedSliceOptions::VT_ELLIPSIS_MASK, 4), (StridedSliceOptions::VT_NEW_AXIS_MASK, 4), (StridedSliceOptions::VT_SHRINK_AXIS_MASK, 4), (StridedSliceOptions::VT_OFFSET, 1)]),
-          BuiltinOptions::DequantizeOptions => crate::schema::verify_scalar_table(v, pos, &[]),
-          BuiltinOptions::ArgMaxOptions => crate::schema::verify_scalar_table(v, pos, &[(ArgMaxOptions::VT_OUTPUT_TYPE, 1)]),
-          BuiltinOptions::TransposeConvOptions => crate::schema::verify_scalar_table(v, pos, &[(TransposeConvOptions::VT_PADDING, 1), (TransposeConvOptions::VT_STRIDE_W, 4), (TransposeConvOptions::VT_STRIDE_H, 4), (TransposeConvOptions::VT_FUSED_ACTIVATION_FUNCTION, 1), (TransposeConvOptions::VT_QUANTIZED_BIAS_TYPE, 1)]),
-          BuiltinOptions::ShapeOptions => crate::schema::verify_scalar_table(v, pos, &[(ShapeOptions::VT_OUT_TYPE, 1)]),
-          BuiltinOptions::ArgMinOptions => crate::schema::verify_scalar_table(v, pos, &[(ArgMinOptions::VT_OUTPUT_TYPE, 1)]),
-          BuiltinOptions::PackOptions => crate::schema::verify_scalar_table(v, pos, &[(PackOptions::VT_VALUES_COUNT, 4), (PackOptions::VT_AXIS, 4)]),
-          BuiltinOptions::UnpackOptions => crate::schema::verify_scalar_table(v, pos, &[(UnpackOptions::VT_NUM, 4), (UnpackOptions::VT_AXIS, 4)]),
-          BuiltinOptions::UnidirectionalSequenceLSTMOptions => crate::schema::verify_scalar_table(v, pos, &[(UnidirectionalSequenceLSTMOptions::VT_FUSED_ACTIVATION_FUNCTION, 1), (UnidirectionalSequenceLSTMOptions::VT_CELL_CLIP, 4), (UnidirectionalSequenceLSTMOptions::VT_PROJ_CLIP, 4), (UnidirectionalSequenceLSTMOptions::VT_TIME_MAJOR, 1), (UnidirectionalSequenceLSTMOptions::VT_ASYMMETRIC_QUANTIZE_INPUTS, 1), (UnidirectionalSequenceLSTMOptions::VT_DIAGONAL_RECURRENT_TENSORS, 1)]),
-          BuiltinOptions::ResizeNearestNeighborOptions => crate::schema::verify_scalar_table(v, pos, &[(ResizeNearestNeighborOptions::VT_ALIGN_CORNERS, 1), (ResizeNearestNeighborOptions::VT_HALF_PIXEL_CENTERS, 1)]),
-          BuiltinOptions::LeakyReluOptions => crate::schema::verify_scalar_table(v, pos, &[(LeakyReluOptions::VT_ALPHA, 4)]),
-          BuiltinOptions::MirrorPadOptions => crate::schema::verify_scalar_table(v, pos, &[(MirrorPadOptions::VT_MODE, 1)]),
-          BuiltinOptions::QuantizeOptions => crate::schema::verify_scalar_table(v, pos, &[]),
-          BuiltinOptions::DepthToSpaceOptions => crate::schema::verify_scalar_table(v, pos, &[(DepthToSpaceOptions::VT_BLOCK_SIZE, 4)]),
-          BuiltinOptions::BatchMatMulOptions => crate::schema::verify_scalar_table(v, pos, &[(BatchMatMulOptions::VT_ADJ_X, 1), (BatchMatMulOptions::VT_ADJ_Y, 1), (BatchMatMulOptions::VT_ASYMMETRIC_QUANTIZE_INPUTS, 1)]),
-          BuiltinOptions::CumsumOptions => crate::schema::verify_scalar_table(v, pos, &[(CumsumOptions::VT_EXCLUSIVE, 1), (CumsumOptions::VT_REVERSE, 1)]),
-          _ => Ok(()),
+            crate::schema::verify::verify_table(v, pos, Operator::VERIFY)
         }
-     })?
-     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, u8>>>("custom_options", Self::VT_CUSTOM_OPTIONS, false)?
-     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, i32>>>("intermediates", Self::VT_INTERMEDIATES, false)?
-     .visit_field::<u64>("large_custom_options_offset", Self::VT_LARGE_CUSTOM_OPTIONS_OFFSET, false)?
-     .visit_field::<u64>("large_custom_options_size", Self::VT_LARGE_CUSTOM_OPTIONS_SIZE, false)?
-     .finish();
-            Ok(())
-        }
+    }
+    impl Operator<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] = &[
+            crate::schema::verify::Field::Scalar(Operator::VT_OPCODE_INDEX, 4),
+            crate::schema::verify::Field::Vector(Operator::VT_INPUTS, 4),
+            crate::schema::verify::Field::Vector(Operator::VT_OUTPUTS, 4),
+            crate::schema::verify::Field::Union {
+                key: Operator::VT_BUILTIN_OPTIONS_TYPE,
+                value: Operator::VT_BUILTIN_OPTIONS,
+                variants: &[
+                    (BuiltinOptions::Conv2DOptions.0, Conv2DOptions::VERIFY),
+                    (
+                        BuiltinOptions::DepthwiseConv2DOptions.0,
+                        DepthwiseConv2DOptions::VERIFY,
+                    ),
+                    (BuiltinOptions::Pool2DOptions.0, Pool2DOptions::VERIFY),
+                    (BuiltinOptions::SVDFOptions.0, SVDFOptions::VERIFY),
+                    (
+                        BuiltinOptions::FullyConnectedOptions.0,
+                        FullyConnectedOptions::VERIFY,
+                    ),
+                    (BuiltinOptions::SoftmaxOptions.0, SoftmaxOptions::VERIFY),
+                    (
+                        BuiltinOptions::ConcatenationOptions.0,
+                        ConcatenationOptions::VERIFY,
+                    ),
+                    (BuiltinOptions::AddOptions.0, AddOptions::VERIFY),
+                    (BuiltinOptions::L2NormOptions.0, L2NormOptions::VERIFY),
+                    (
+                        BuiltinOptions::ResizeBilinearOptions.0,
+                        ResizeBilinearOptions::VERIFY,
+                    ),
+                    (BuiltinOptions::ReshapeOptions.0, ReshapeOptions::VERIFY),
+                    (
+                        BuiltinOptions::SpaceToDepthOptions.0,
+                        SpaceToDepthOptions::VERIFY,
+                    ),
+                    (BuiltinOptions::MulOptions.0, MulOptions::VERIFY),
+                    (BuiltinOptions::PadOptions.0, PadOptions::VERIFY),
+                    (BuiltinOptions::GatherOptions.0, GatherOptions::VERIFY),
+                    (BuiltinOptions::ReducerOptions.0, ReducerOptions::VERIFY),
+                    (BuiltinOptions::SubOptions.0, SubOptions::VERIFY),
+                    (BuiltinOptions::DivOptions.0, DivOptions::VERIFY),
+                    (BuiltinOptions::SqueezeOptions.0, SqueezeOptions::VERIFY),
+                    (
+                        BuiltinOptions::StridedSliceOptions.0,
+                        StridedSliceOptions::VERIFY,
+                    ),
+                    (
+                        BuiltinOptions::DequantizeOptions.0,
+                        DequantizeOptions::VERIFY,
+                    ),
+                    (BuiltinOptions::ArgMaxOptions.0, ArgMaxOptions::VERIFY),
+                    (
+                        BuiltinOptions::TransposeConvOptions.0,
+                        TransposeConvOptions::VERIFY,
+                    ),
+                    (BuiltinOptions::ShapeOptions.0, ShapeOptions::VERIFY),
+                    (BuiltinOptions::ArgMinOptions.0, ArgMinOptions::VERIFY),
+                    (BuiltinOptions::PackOptions.0, PackOptions::VERIFY),
+                    (BuiltinOptions::UnpackOptions.0, UnpackOptions::VERIFY),
+                    (
+                        BuiltinOptions::UnidirectionalSequenceLSTMOptions.0,
+                        UnidirectionalSequenceLSTMOptions::VERIFY,
+                    ),
+                    (
+                        BuiltinOptions::ResizeNearestNeighborOptions.0,
+                        ResizeNearestNeighborOptions::VERIFY,
+                    ),
+                    (BuiltinOptions::LeakyReluOptions.0, LeakyReluOptions::VERIFY),
+                    (BuiltinOptions::MirrorPadOptions.0, MirrorPadOptions::VERIFY),
+                    (BuiltinOptions::QuantizeOptions.0, QuantizeOptions::VERIFY),
+                    (
+                        BuiltinOptions::DepthToSpaceOptions.0,
+                        DepthToSpaceOptions::VERIFY,
+                    ),
+                    (
+                        BuiltinOptions::BatchMatMulOptions.0,
+                        BatchMatMulOptions::VERIFY,
+                    ),
+                    (BuiltinOptions::CumsumOptions.0, CumsumOptions::VERIFY),
+                ],
+            },
+            crate::schema::verify::Field::Vector(Operator::VT_CUSTOM_OPTIONS, 1),
+            crate::schema::verify::Field::Vector(Operator::VT_INTERMEDIATES, 4),
+            crate::schema::verify::Field::Scalar(Operator::VT_LARGE_CUSTOM_OPTIONS_OFFSET, 8),
+            crate::schema::verify::Field::Scalar(Operator::VT_LARGE_CUSTOM_OPTIONS_SIZE, 8),
+        ];
     }
     pub struct OperatorArgs<'a> {
         pub opcode_index: u32,
@@ -8927,27 +9070,19 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<::flatbuffers::ForwardsUOffset<
-                    ::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<Tensor>>,
-                >>("tensors", Self::VT_TENSORS, false)?
-                .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, i32>>>(
-                    "inputs",
-                    Self::VT_INPUTS,
-                    false,
-                )?
-                .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, i32>>>(
-                    "outputs",
-                    Self::VT_OUTPUTS,
-                    false,
-                )?
-                .visit_field::<::flatbuffers::ForwardsUOffset<
-                    ::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<Operator>>,
-                >>("operators", Self::VT_OPERATORS, false)?
-                .visit_field::<::flatbuffers::ForwardsUOffset<&str>>("name", Self::VT_NAME, false)?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, SubGraph::VERIFY)
         }
+    }
+    impl SubGraph<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] = &[
+            crate::schema::verify::Field::Tables(SubGraph::VT_TENSORS, Tensor::VERIFY),
+            crate::schema::verify::Field::Vector(SubGraph::VT_INPUTS, 4),
+            crate::schema::verify::Field::Vector(SubGraph::VT_OUTPUTS, 4),
+            crate::schema::verify::Field::Tables(SubGraph::VT_OPERATORS, Operator::VERIFY),
+            crate::schema::verify::Field::Str(SubGraph::VT_NAME),
+        ];
     }
     pub struct SubGraphArgs<'a> {
         pub tensors: Option<
@@ -9131,17 +9266,17 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, u8>>>(
-                    "data",
-                    Self::VT_DATA,
-                    false,
-                )?
-                .visit_field::<u64>("offset", Self::VT_OFFSET, false)?
-                .visit_field::<u64>("size", Self::VT_SIZE, false)?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, Buffer::VERIFY)
         }
+    }
+    impl Buffer<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] = &[
+            crate::schema::verify::Field::Vector(Buffer::VT_DATA, 1),
+            crate::schema::verify::Field::Scalar(Buffer::VT_OFFSET, 8),
+            crate::schema::verify::Field::Scalar(Buffer::VT_SIZE, 8),
+        ];
     }
     pub struct BufferArgs<'a> {
         pub data: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, u8>>>,
@@ -9271,12 +9406,16 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<::flatbuffers::ForwardsUOffset<&str>>("name", Self::VT_NAME, false)?
-                .visit_field::<u32>("buffer", Self::VT_BUFFER, false)?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, Metadata::VERIFY)
         }
+    }
+    impl Metadata<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] = &[
+            crate::schema::verify::Field::Str(Metadata::VT_NAME),
+            crate::schema::verify::Field::Scalar(Metadata::VT_BUFFER, 4),
+        ];
     }
     pub struct MetadataArgs<'a> {
         pub name: Option<::flatbuffers::WIPOffset<&'a str>>,
@@ -9487,33 +9626,21 @@ pub mod tflite {
             v: &mut ::flatbuffers::Verifier,
             pos: usize,
         ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-            v.visit_table(pos)?
-                .visit_field::<u32>("version", Self::VT_VERSION, false)?
-                .visit_field::<::flatbuffers::ForwardsUOffset<
-                    ::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<OperatorCode>>,
-                >>("operator_codes", Self::VT_OPERATOR_CODES, false)?
-                .visit_field::<::flatbuffers::ForwardsUOffset<
-                    ::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<SubGraph>>,
-                >>("subgraphs", Self::VT_SUBGRAPHS, false)?
-                .visit_field::<::flatbuffers::ForwardsUOffset<&str>>(
-                    "description",
-                    Self::VT_DESCRIPTION,
-                    false,
-                )?
-                .visit_field::<::flatbuffers::ForwardsUOffset<
-                    ::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<Buffer>>,
-                >>("buffers", Self::VT_BUFFERS, false)?
-                .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, i32>>>(
-                    "metadata_buffer",
-                    Self::VT_METADATA_BUFFER,
-                    false,
-                )?
-                .visit_field::<::flatbuffers::ForwardsUOffset<
-                    ::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<Metadata>>,
-                >>("metadata", Self::VT_METADATA, false)?
-                .finish();
-            Ok(())
+            crate::schema::verify::verify_table(v, pos, Model::VERIFY)
         }
+    }
+    impl Model<'_> {
+        /// The fields the verifier checks, in flatc's order
+        /// (`schema/slim_verifier.py`).
+        pub(crate) const VERIFY: &'static [crate::schema::verify::Field] = &[
+            crate::schema::verify::Field::Scalar(Model::VT_VERSION, 4),
+            crate::schema::verify::Field::Tables(Model::VT_OPERATOR_CODES, OperatorCode::VERIFY),
+            crate::schema::verify::Field::Tables(Model::VT_SUBGRAPHS, SubGraph::VERIFY),
+            crate::schema::verify::Field::Str(Model::VT_DESCRIPTION),
+            crate::schema::verify::Field::Tables(Model::VT_BUFFERS, Buffer::VERIFY),
+            crate::schema::verify::Field::Vector(Model::VT_METADATA_BUFFER, 4),
+            crate::schema::verify::Field::Tables(Model::VT_METADATA, Metadata::VERIFY),
+        ];
     }
     pub struct ModelArgs<'a> {
         pub version: u32,
