@@ -52,8 +52,8 @@ enum Command {
     Boards(BoardsArgs),
     /// Run a model once (or --steps N times) on the host.
     Infer(InferArgs),
-    /// Run the MLPerf Tiny scenarios and person_detect on the virtual
-    /// Cortex-M boards and print, per model and board, hilt's instructions
+    /// Run the MLPerf Tiny scenarios (int8, and IC and VWW in float32) and
+    /// person_detect on the virtual Cortex-M boards and print, per model and board, hilt's instructions
     /// per inference beside TFLM's (reference and CMSIS-NN, on a
     /// Cortex-M4), instructions per MAC, the arena against TFLM's and the
     /// firmware's flash bytes.

@@ -94,8 +94,12 @@ pub enum RecordsError {
 
 /// The MLPerf Tiny benchmark a model's name says it is
 /// (`mlperf_tiny_kws_dscnn_int8` → `kws`), matched against the first word
-/// of the records' column headers.
+/// of the records' column headers. A float32 model (`..._float`) is none:
+/// the closed division's records are of the int8 reference models.
 pub fn benchmark_of(model: &str) -> Option<&str> {
+    if model.ends_with("_float") {
+        return None;
+    }
     let rest = model.strip_prefix("mlperf_tiny_")?;
     rest.split('_').next().filter(|b| !b.is_empty())
 }
@@ -293,6 +297,7 @@ mod tests {
         assert_eq!(benchmark_of("mlperf_tiny_kws_dscnn_int8"), Some("kws"));
         assert_eq!(benchmark_of("mlperf_tiny_ad_autoencoder_int8"), Some("ad"));
         assert_eq!(benchmark_of("tflm_person_detect_int8"), None);
+        assert_eq!(benchmark_of("mlperf_tiny_ic_resnet8_float"), None);
         let part = PartFigure {
             profile: "stm32l4r5".into(),
             instructions: 7_605_662,

@@ -1,5 +1,5 @@
 //! `hilt bench-target`: run the MLPerf Tiny scenarios (and person_detect,
-//! hello_world) on the virtual Cortex-M boards and print one row per model
+//! hello_world, and ResNet-8 and VWW in float32) on the virtual Cortex-M boards and print one row per model
 //! and board: hilt's instructions per inference beside TFLM's, per MAC, the
 //! arena and the firmware's flash bytes. A failed run is listed after the
 //! table and fails the command, so a table is never silently short.
@@ -19,13 +19,15 @@ use crate::cmd::print::file_stem;
 use crate::cmd::workspace::{Workspace, parallel, runtime};
 
 /// The scenarios `hilt bench-target` runs by default (`scenarios/NAME.toml`).
-const BENCH_TARGET_SCENARIOS: [&str; 6] = [
+const BENCH_TARGET_SCENARIOS: [&str; 8] = [
     "kws_dscnn_int8",
     "vww_mobilenetv1_int8",
     "ic_resnet8_int8",
     "ad_autoencoder_int8",
     "person_detect_int8",
     "hello_world_int8",
+    "ic_resnet8_float",
+    "vww_mobilenetv1_float",
 ];
 
 /// The boards `hilt bench-target` runs on by default: the three virtual
@@ -41,7 +43,8 @@ const BENCH_TARGET_BOARDS: [&str; 3] = ["qemu-mps2-an386", "qemu-mps2-an500", "q
 )))]
 pub(crate) struct BenchTargetArgs {
     /// Scenario files [default: the repository's MLPerf Tiny scenarios
-    /// (KWS, VWW, IC, AD), person_detect and hello_world].
+    /// (KWS, VWW, IC, AD), person_detect and hello_world; ResNet-8 and
+    /// VWW in float32].
     scenarios: Vec<PathBuf>,
     /// Boards (names or globs; repeatable) [default: qemu-mps2-an386,
     /// qemu-mps2-an500, qemu-mps2-an505].
@@ -239,6 +242,13 @@ fn target_rows(
     Ok((rows, failed))
 }
 
+/// Whether `model` is a float32 one (`*_float`): those are compared with
+/// TFLM on instructions only; no MLPerf Tiny record is for a float model
+/// and their flash is not a product's, so they are not run again on a part.
+fn is_float(model: &str) -> bool {
+    model.ends_with("_float")
+}
+
 /// [`rerun_on_part`] for every part of [`REFERENCE_PARTS`], one after the
 /// other (the plugin's timing profile is the process's).
 fn rerun_on_the_reference_parts(
@@ -279,7 +289,10 @@ fn rerun_on_part(
     let work: Vec<Job> = rows
         .iter()
         .filter(|r| r.board == board)
-        .filter(|r| every_model || benchmark_of(&r.model).is_some_and(|b| records.contains_key(b)))
+        .filter(|r| {
+            (every_model && !is_float(&r.model))
+                || benchmark_of(&r.model).is_some_and(|b| records.contains_key(b))
+        })
         .filter_map(|r| {
             jobs_by_pair
                 .values()
