@@ -1,7 +1,9 @@
-//! A tiny bump allocator. hilt-runtime needs no heap, but the flatbuffers
-//! verifier builds an error trace (a `Vec`) when it *rejects* a model; this
-//! gives that rare path somewhere to go instead of a link error. It never
-//! frees; out of space returns null, which ends in the panic handler.
+//! A tiny bump allocator. Nothing in the firmware allocates (hilt's model
+//! verifier, `hilt_runtime::schema::verify`, builds no error trace), but
+//! the `flatbuffers` crate links `alloc` for its builder, and a binary that
+//! links `alloc` must name a global allocator. The linker drops this one
+//! when, as now, nothing calls it. It never frees; out of space returns
+//! null, which ends in the panic handler.
 
 use core::alloc::{GlobalAlloc, Layout};
 use core::cell::{Cell, UnsafeCell};

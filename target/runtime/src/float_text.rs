@@ -48,14 +48,15 @@ impl fmt::Display for ShortFloat {
             digits /= 10;
         }
         let len = text.iter().rposition(|&d| d != b'0').map_or(1, |i| i + 1);
-        let text = core::str::from_utf8(&text[..len]).map_err(|_| fmt::Error)?;
+        let text = &text[..len];
         if (-5..7).contains(&exp) {
             plain(f, text, exp)
         } else {
             let (first, rest) = text.split_at(1);
-            f.write_str(first)?;
+            write_digits(f, first)?;
             if !rest.is_empty() {
-                write!(f, ".{rest}")?;
+                f.write_str(".")?;
+                write_digits(f, rest)?;
             }
             write!(f, "e{exp}")
         }
@@ -63,25 +64,34 @@ impl fmt::Display for ShortFloat {
 }
 
 /// `digits` (the first one before the point) × 10^`exp`, written out.
-fn plain(f: &mut fmt::Formatter<'_>, digits: &str, exp: i32) -> fmt::Result {
+fn plain(f: &mut fmt::Formatter<'_>, digits: &[u8], exp: i32) -> fmt::Result {
     if exp < 0 {
         f.write_str("0.")?;
         for _ in 0..(-exp - 1) {
             f.write_str("0")?;
         }
-        return f.write_str(digits);
+        return write_digits(f, digits);
     }
     let whole = exp as usize + 1;
     if digits.len() <= whole {
-        f.write_str(digits)?;
+        write_digits(f, digits)?;
         for _ in digits.len()..whole {
             f.write_str("0")?;
         }
         Ok(())
     } else {
         let (int, frac) = digits.split_at(whole);
-        write!(f, "{int}.{frac}")
+        write_digits(f, int)?;
+        f.write_str(".")?;
+        write_digits(f, frac)
     }
+}
+
+/// ASCII digits as text. Split as bytes, not as a `str`: a `str` split
+/// checks for a character boundary, and its failure path formats the
+/// character (`core`'s Unicode tables, about 3.7 KB of flash).
+fn write_digits(f: &mut fmt::Formatter<'_>, digits: &[u8]) -> fmt::Result {
+    f.write_str(core::str::from_utf8(digits).map_err(|_| fmt::Error)?)
 }
 
 #[cfg(test)]
