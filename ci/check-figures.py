@@ -11,9 +11,12 @@ row `hilt bench-target --format markdown` printed in this run
 - TFLM's columns exactly (the external figures, from the conformance set);
 - the second table, hilt's estimated cycles on the MLPerf Tiny
   reference part beside the published records, cell for cell;
-- and the third, the flash of a firmware with only the model's kernels:
+- the third, the flash of a firmware with only the model's kernels:
   the operators exactly, the model bytes exactly, every other byte
-  figure within 1 % of that firmware's flash.
+  figure within 1 % of that firmware's flash;
+- and the fourth, that firmware built for speed and for size: the
+  instructions, the ratio and the estimated cycles exactly, the flash
+  within 1 %.
 
 Usage: ci/check-figures.py RUN.md [BOOK.md]. Exit 1 naming each row that
 differs, or a row of the book the run does not have."""
@@ -111,11 +114,25 @@ def main() -> int:
             a, b = number(cell), number(got.get(name, "-1"))
             if (a != b) if exact else abs(a - b) > total / 100:
                 faults.append(f"{where}: {name}: the book says {cell}, this run {got.get(name)}")
+    # The model's-kernels firmware built for speed and for size.
+    book_size = pairs(run_path, book_path, "| model | board | flash, for speed |", "board", "size on {}", faults)
+    for where, want, got in book_size:
+        for name, cell in want.items():
+            if name in ("model", "board"):
+                continue
+            if name.startswith("flash"):
+                a, b = number(cell), number(got.get(name, "-1"))
+                bad = abs(a - b) > a / 100
+            else:
+                bad = got.get(name) != cell
+            if bad:
+                faults.append(f"{where}: {name}: the book says {cell}, this run {got.get(name)}")
     for fault in faults:
         print(fault, file=sys.stderr)
     print(
-        f"check-figures: {len(book)} rows, {len(book_part)} estimates and {len(book_flash)} flash "
-        f"rows of {book_path.name} against {run_path.name}: {len(faults)} fault(s)"
+        f"check-figures: {len(book)} rows, {len(book_part)} estimates, {len(book_flash)} flash "
+        f"and {len(book_size)} speed-or-size rows of {book_path.name} against {run_path.name}: "
+        f"{len(faults)} fault(s)"
     )
     return 1 if faults else 0
 

@@ -15,7 +15,7 @@ use std::sync::atomic::AtomicBool;
 
 use crate::config::board::Board;
 use crate::model_file::ModelFile;
-use hilt_contract::scenario::KernelChoice;
+use hilt_contract::scenario::{KernelChoice, OptimizeFor};
 use hilt_runtime::model::OpCode;
 
 /// Whether firmware builds show cargo's own output (`hilt -v`).
@@ -32,6 +32,10 @@ use hilt_runtime::canary::CanaryMode;
 use hilt_runtime::planner::PlannerKind;
 
 mod digest;
+mod locks;
+
+pub use locks::parallel_builds;
+use locks::{lock_a_build_folder, lock_file};
 
 /// A firmware build that failed.
 #[derive(Debug, thiserror::Error)]
@@ -134,6 +138,8 @@ pub struct FirmwareRequest<'a> {
     /// Whether the firmware links the virtual NPU (`HILT_ENGINE`): always
     /// with every kernel; with the model's only if its scenario offloads.
     pub engine: bool,
+    /// Code generated for speed or for size (the profile's `opt-level`).
+    pub optimize: OptimizeFor,
 }
 
 impl<'a> FirmwareRequest<'a> {
@@ -153,6 +159,7 @@ impl<'a> FirmwareRequest<'a> {
             kernels: scenario.kernels,
             engine: scenario.kernels == KernelChoice::All
                 || scenario.offload.accelerator != hilt_contract::offload::Accelerator::None,
+            optimize: scenario.optimize,
         }
     }
 
@@ -247,14 +254,19 @@ fn elf_key(
     sources: u64,
     cargo_config: &str,
 ) -> String {
+    // A size build adds its `opt-level`; a speed build's key is unchanged.
     let text = format!(
-        "{}:{}:{}:{}:{}:{pools}:{slot}:{sources:016x}:{cargo_config}:{kernels}:{}",
+        "{}:{}:{}:{}:{}:{pools}:{slot}:{sources:016x}:{cargo_config}:{kernels}:{}{}",
         request.arena_size,
         request.planner.name(),
         request.cargo_features().join(","),
         request.canary,
         request.align,
-        ["none", "vnpu"][usize::from(request.engine)]
+        ["none", "vnpu"][usize::from(request.engine)],
+        match request.optimize {
+            OptimizeFor::Speed => String::new(),
+            size => format!(":opt-level={}", size.opt_level()),
+        }
     );
     format!("{:016x}", fnv(text.as_bytes(), 0))
 }
@@ -573,6 +585,10 @@ impl FirmwareBuild<'_> {
             .env("HILT_POOLS", self.pools)
             .env("HILT_KERNELS", self.kernels)
             .env("HILT_ENGINE", ["none", "vnpu"][usize::from(request.engine)])
+            .env(
+                "CARGO_PROFILE_RELEASE_OPT_LEVEL",
+                request.optimize.opt_level(),
+            )
             .env("HILT_BOARDS_DIR", self.boards_dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped());
@@ -758,78 +774,6 @@ fn package_name(manifest: &Path) -> Result<String, BuildError> {
         })
 }
 
-/// Build folders firmware builds may use at once. Dependencies are built
-/// once per folder and a change of slot, arena, planner, canary or features
-/// only re-runs the firmware crate's build script (it declares those
-/// inputs); the final fat-LTO link runs on one core, so on a machine with
-/// two cores or more two builds in two folders take the time of one.
-fn build_folders(repo: &Path) -> Vec<PathBuf> {
-    (1..=parallel_builds())
-        .map(|k| match k {
-            1 => repo.join("build/firmware/cache"),
-            k => repo.join(format!("build/firmware/cache-{k}")),
-        })
-        .collect()
-}
-
-/// How many firmware builds may run at once: one per build folder, two on
-/// a machine with two cores or more (see [`build_folders`]).
-pub fn parallel_builds() -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    cores.min(2)
-}
-
-/// Takes the lock of a free build folder (waiting while all are busy):
-/// held from the build until its ELF is copied out, so no other build
-/// replaces the folder's output in between. Released when the returned
-/// file is dropped.
-fn lock_a_build_folder(repo: &Path) -> Result<(PathBuf, std::fs::File), BuildError> {
-    let folders = build_folders(repo);
-    loop {
-        for dir in &folders {
-            let lock_path = dir.join("hilt-build.lock");
-            let lock = open_lock(&lock_path)?;
-            match lock.try_lock() {
-                Ok(()) => return Ok((dir.clone(), lock)),
-                Err(std::fs::TryLockError::WouldBlock) => {}
-                Err(std::fs::TryLockError::Error(source)) => {
-                    return Err(BuildError::Io {
-                        path: lock_path,
-                        source,
-                    });
-                }
-            }
-        }
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
-}
-
-/// Takes the lock file at `path` (made if new, its folder too), waiting
-/// for whoever holds it; released when the returned file is dropped.
-fn lock_file(path: &Path) -> Result<std::fs::File, BuildError> {
-    let lock = open_lock(path)?;
-    lock.lock().map_err(|source| BuildError::Io {
-        path: path.into(),
-        source,
-    })?;
-    Ok(lock)
-}
-
-/// Opens (or makes) a lock file and its folder.
-fn open_lock(path: &Path) -> Result<std::fs::File, BuildError> {
-    let io = |source| BuildError::Io {
-        path: path.into(),
-        source,
-    };
-    std::fs::create_dir_all(path.parent().unwrap_or(Path::new("."))).map_err(io)?;
-    std::fs::File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)
-        .map_err(io)
-}
-
 /// A failed build, with the compiler's or build script's own last words
 /// (without backtraces).
 fn build_failure(board: &str, stderr: &str) -> BuildError {
@@ -860,7 +804,7 @@ mod tests {
         let repo = std::env::temp_dir().join(format!("hilt-build-folders-{}", std::process::id()));
         let (first, _held) = lock_a_build_folder(&repo).unwrap();
         assert_eq!(first, repo.join("build/firmware/cache"));
-        if build_folders(&repo).len() > 1 {
+        if locks::build_folders(&repo).len() > 1 {
             // The first folder's lock is held: the next build takes the
             // second at once instead of waiting.
             let (second, _also_held) = lock_a_build_folder(&repo).unwrap();

@@ -83,6 +83,20 @@ pub struct OwnKernels {
     pub operators: usize,
     /// Its flash bytes, by part.
     pub flash: FlashParts,
+    /// The same firmware built for size, when it was.
+    pub for_size: Option<ForSize>,
+}
+
+/// A model's-kernels firmware built for size (`optimize = "size"`), run on
+/// the reference part's timing profile as the speed build was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ForSize {
+    /// Its flash bytes.
+    pub flash: u64,
+    /// Instructions per inference (the plugin's exact count, median).
+    pub instructions: u64,
+    /// Estimated cycles per inference on the part (median).
+    pub estimated_cycles: u64,
 }
 
 /// Which part a symbol's (mangled or demangled) name puts it in.
@@ -225,6 +239,65 @@ pub fn render_table(rows: &[FlashRow<'_>]) -> String {
     let mut s = line("model", "board", &head.map(String::from));
     for row in rows {
         s.push_str(&line(row.0, row.1, &cells(row)));
+    }
+    s
+}
+
+/// One row of the speed-or-size table: the model, the board, the speed
+/// build's flash, instructions and estimated cycles, and the size build's.
+pub type SizeRow<'r> = (&'r str, &'r str, [u64; 3], &'r ForSize);
+
+/// A size row's figures after its model and board.
+fn size_cells((_, _, speed, size): &SizeRow<'_>) -> [String; 7] {
+    let ratio = size.instructions as f64 / speed[1].max(1) as f64;
+    [
+        thousands(speed[0]),
+        thousands(size.flash),
+        thousands(speed[1]),
+        thousands(size.instructions),
+        format!("{ratio:.2}"),
+        thousands(speed[2]),
+        thousands(size.estimated_cycles),
+    ]
+}
+
+/// The speed-or-size table in Markdown (the book's).
+pub fn render_size_markdown(rows: &[SizeRow<'_>]) -> String {
+    let mut s = String::from(
+        "| model | board | flash, for speed | flash, for size | instructions, for speed | instructions, for size | size ÷ speed | estimated cycles, for speed | estimated cycles, for size |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for row in rows {
+        s.push_str(&format!(
+            "| {} | {} | {} |\n",
+            row.0,
+            row.1,
+            size_cells(row).join(" | ")
+        ));
+    }
+    s
+}
+
+/// The same for a terminal.
+pub fn render_size_table(rows: &[SizeRow<'_>]) -> String {
+    let line = |model: &str, board: &str, c: &[String]| {
+        format!(
+            "{model:<34} {board:<17} {:>11} {:>11} {:>12} {:>12} {:>6} {:>12} {:>12}\n",
+            c[0], c[1], c[2], c[3], c[4], c[5], c[6]
+        )
+    };
+    let head = [
+        "flash speed",
+        "flash size",
+        "instr speed",
+        "instr size",
+        "ratio",
+        "cycles speed",
+        "cycles size",
+    ];
+    let mut s = line("model", "board", &head.map(String::from));
+    for row in rows {
+        s.push_str(&line(row.0, row.1, &size_cells(row)));
     }
     s
 }

@@ -35,6 +35,7 @@ fn an_arena_that_leaves_too_little_stack_is_refused_with_the_figures() {
         pools: None,
         kernels: hilt::config::scenario::KernelChoice::All,
         engine: true,
+        optimize: hilt::config::scenario::OptimizeFor::Speed,
     };
     match build(&repo(), &request(96 * 1024)) {
         Err(BuildError::Stack {
@@ -82,6 +83,7 @@ fn two_models_share_one_build_and_differ_only_in_the_slot() {
                 pools: None,
                 kernels: hilt::config::scenario::KernelChoice::All,
                 engine: true,
+                optimize: hilt::config::scenario::OptimizeFor::Speed,
             };
             std::fs::read(build(&repo(), &request).unwrap()).unwrap()
         })
@@ -154,6 +156,7 @@ fn two_sets_of_faults_share_one_build_and_differ_only_in_their_word() {
                 pools: None,
                 kernels: hilt::config::scenario::KernelChoice::All,
                 engine: true,
+                optimize: hilt::config::scenario::OptimizeFor::Speed,
             };
             std::fs::read(build(&repo(), &request).unwrap()).unwrap()
         })
@@ -272,6 +275,7 @@ fn a_cached_firmware_is_used_while_another_build_holds_the_lock() {
         pools: None,
         kernels: hilt::config::scenario::KernelChoice::All,
         engine: true,
+        optimize: hilt::config::scenario::OptimizeFor::Speed,
     };
     let first = build(&repo(), &request(&board)).unwrap();
     let lock_path = repo().join("build/firmware/cache/hilt-build.lock");
@@ -297,6 +301,7 @@ fn a_cached_firmware_is_used_while_another_build_holds_the_lock() {
             pools: None,
             kernels: hilt::config::scenario::KernelChoice::All,
             engine: true,
+            optimize: hilt::config::scenario::OptimizeFor::Speed,
         };
         let _ = tx.send(build(&repo(), &request).map_err(|e| e.to_string()));
     });

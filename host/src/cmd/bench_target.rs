@@ -7,8 +7,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
-use hilt::config::scenario::KernelChoice;
-use hilt::flash_parts::{FlashRow, OwnKernels, flash_bytes, flash_parts};
+use hilt::config::scenario::{KernelChoice, OptimizeFor};
+use hilt::flash_parts::{FlashRow, ForSize, OwnKernels, SizeRow, flash_bytes, flash_parts};
 use hilt::orchestrate::{Job, run_jobs_timed};
 use hilt::outcome::{BoardRun, Outcome};
 use hilt::part_estimate::{PartFigure, REFERENCE_PARTS, benchmark_of, part_of, read_records};
@@ -99,6 +99,7 @@ pub(crate) fn run(args: BenchTargetArgs) -> anyhow::Result<()> {
         &mut rows,
         args.jobs,
     )?);
+    failed.extend(rerun_for_size(&place, &jobs_by_pair, &mut rows, args.jobs)?);
     rows.sort_by(|a, b| (&a.model, &a.board).cmp(&(&b.model, &b.board)));
     print_tables(args.format, &rows)?;
     if figures.is_empty() {
@@ -128,7 +129,7 @@ pub(crate) fn run(args: BenchTargetArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The three tables (`--format table` or `markdown`), or the rows as JSON.
+/// The four tables (`--format table` or `markdown`), or the rows as JSON.
 fn print_tables(format: TableFormat, rows: &[TargetRow]) -> anyhow::Result<()> {
     let estimated: Vec<(&str, &PartFigure)> = rows
         .iter()
@@ -142,23 +143,43 @@ fn print_tables(format: TableFormat, rows: &[TargetRow]) -> anyhow::Result<()> {
                 .map(|o| (r.model.as_str(), r.board.as_str(), r.flash, o))
         })
         .collect();
+    let for_size: Vec<SizeRow<'_>> = rows
+        .iter()
+        .filter_map(|r| {
+            let (own, part) = (r.own_kernels.as_ref()?, r.part.as_ref()?);
+            let speed = [own.flash.total(), part.instructions, part.estimated_cycles];
+            Some((
+                r.model.as_str(),
+                r.board.as_str(),
+                speed,
+                own.for_size.as_ref()?,
+            ))
+        })
+        .collect();
     use hilt::{flash_parts as fp, part_estimate as pe, target_bench as tb};
     type Renderers = (
         fn(&[TargetRow]) -> String,
         fn(&[(&str, &PartFigure)]) -> String,
         fn(&[FlashRow<'_>]) -> String,
+        fn(&[SizeRow<'_>]) -> String,
     );
-    let (main, part, own): Renderers = match format {
+    let (main, part, own, size): Renderers = match format {
         TableFormat::Json => {
             let json = serde_json::to_string_pretty(&tb::judged(rows))?;
             println!("{json}");
             return Ok(());
         }
-        TableFormat::Table => (tb::render_table, pe::render_table, fp::render_table),
+        TableFormat::Table => (
+            tb::render_table,
+            pe::render_table,
+            fp::render_table,
+            fp::render_size_table,
+        ),
         TableFormat::Markdown => (
             tb::render_markdown,
             pe::render_markdown,
             fp::render_markdown,
+            fp::render_size_markdown,
         ),
     };
     print!("{}", main(rows));
@@ -167,6 +188,9 @@ fn print_tables(format: TableFormat, rows: &[TargetRow]) -> anyhow::Result<()> {
     }
     if !flash.is_empty() {
         print!("\n{}", own(&flash));
+    }
+    if !for_size.is_empty() {
+        print!("\n{}", size(&for_size));
     }
     Ok(())
 }
@@ -286,31 +310,126 @@ fn rerun_on_part(
     (board, profile_name, every_model): (&str, &str, bool),
 ) -> anyhow::Result<Vec<String>> {
     let records = read_records(&place.conformance, &part_of(profile_name))?;
-    let work: Vec<Job> = rows
-        .iter()
-        .filter(|r| r.board == board)
-        .filter(|r| {
+    let work = rerun_jobs(
+        jobs_by_pair,
+        rows.iter().filter(|r| r.board == board).filter(|r| {
             (every_model && !is_float(&r.model))
                 || benchmark_of(&r.model).is_some_and(|b| records.contains_key(b))
-        })
-        .filter_map(|r| {
-            jobs_by_pair
-                .values()
-                .find(|j| j.board.name == r.board && file_stem(&j.scenario.model) == r.model)
-                .cloned()
-        })
-        .map(|mut job| {
-            std::sync::Arc::make_mut(&mut job.scenario).kernels = KernelChoice::Model;
-            job
-        })
-        .collect();
-    let own_jobs: HashMap<(String, String), Job> = work
-        .iter()
-        .map(|j| ((j.scenario.name.clone(), j.board.name.clone()), j.clone()))
-        .collect();
+        }),
+        OptimizeFor::Speed,
+    );
+    let mut failed = Vec::new();
+    for (job, run) in run_on_part(place, work, profile_name, jobs, "")? {
+        let model = file_stem(&job.scenario.model);
+        let Some((instructions, estimated_cycles)) = part_counts(&run, profile_name, &mut failed)
+        else {
+            continue;
+        };
+        let record = benchmark_of(&model).and_then(|b| records.get(b)).cloned();
+        let request = hilt::firmware::FirmwareRequest::for_scenario(&job.board, &job.scenario);
+        // The ELF the run used, from the firmware cache (built already).
+        let elf = hilt::firmware::build(&place.repo, &request)?;
+        let own = OwnKernels {
+            operators: request.kernel_names().map_or(0, |k| k.len()),
+            flash: flash_parts(&elf)?,
+            for_size: None,
+        };
+        if let Some(row) = rows
+            .iter_mut()
+            .find(|r| r.model == model && r.board == run.board)
+        {
+            row.part = Some(PartFigure {
+                profile: profile_name.to_string(),
+                instructions,
+                estimated_cycles,
+                record,
+            });
+            row.own_kernels = Some(own);
+        }
+    }
+    Ok(failed)
+}
+
+/// The M4 rows' models once more, their firmware with only the model's
+/// kernels built for size (`optimize = "size"`, `opt-level = "z"`), under
+/// the same part's timing profile: flash, instructions and estimated
+/// cycles beside the speed build's (in the rows' [`OwnKernels`]). Returns
+/// a line per failed run.
+fn rerun_for_size(
+    place: &Workspace,
+    jobs_by_pair: &HashMap<(String, String), Job>,
+    rows: &mut [TargetRow],
+    jobs: Option<usize>,
+) -> anyhow::Result<Vec<String>> {
+    let (board, profile_name) = REFERENCE_PARTS[0];
+    let work = rerun_jobs(
+        jobs_by_pair,
+        rows.iter()
+            .filter(|r| r.board == board && r.own_kernels.is_some()),
+        OptimizeFor::Size,
+    );
+    let mut failed = Vec::new();
+    for (job, run) in run_on_part(place, work, profile_name, jobs, " built for size")? {
+        let Some((instructions, estimated_cycles)) = part_counts(&run, profile_name, &mut failed)
+        else {
+            continue;
+        };
+        let request = hilt::firmware::FirmwareRequest::for_scenario(&job.board, &job.scenario);
+        let elf = hilt::firmware::build(&place.repo, &request)?;
+        let model = file_stem(&job.scenario.model);
+        if let Some(own) = rows
+            .iter_mut()
+            .find(|r| r.model == model && r.board == run.board)
+            .and_then(|r| r.own_kernels.as_mut())
+        {
+            own.for_size = Some(ForSize {
+                flash: flash_bytes(&elf)?,
+                instructions,
+                estimated_cycles,
+            });
+        }
+    }
+    Ok(failed)
+}
+
+/// The jobs of `rows` again, each with a firmware of only its model's
+/// kernels, generated for `optimize`.
+fn rerun_jobs<'r>(
+    jobs_by_pair: &HashMap<(String, String), Job>,
+    rows: impl Iterator<Item = &'r TargetRow>,
+    optimize: OptimizeFor,
+) -> Vec<Job> {
+    rows.filter_map(|r| {
+        jobs_by_pair
+            .values()
+            .find(|j| j.board.name == r.board && file_stem(&j.scenario.model) == r.model)
+            .cloned()
+    })
+    .map(|mut job| {
+        let scenario = std::sync::Arc::make_mut(&mut job.scenario);
+        scenario.kernels = KernelChoice::Model;
+        scenario.optimize = optimize;
+        job
+    })
+    .collect()
+}
+
+/// Runs `work` with `profile_name`'s timing profile in the QEMU plugin
+/// (the process's setting, put back after); each run with its job.
+fn run_on_part(
+    place: &Workspace,
+    work: Vec<Job>,
+    profile_name: &str,
+    jobs: Option<usize>,
+    built: &str,
+) -> anyhow::Result<Vec<(Job, BoardRun)>> {
     if work.is_empty() {
         return Ok(Vec::new());
     }
+    let by_pair: HashMap<(String, String), Job> = work
+        .iter()
+        .map(|j| ((j.scenario.name.clone(), j.board.name.clone()), j.clone()))
+        .collect();
     let boards_dir = place.repo.join("boards");
     let profile =
         hilt::observer::load_profile(&boards_dir, profile_name).map_err(anyhow::Error::msg)?;
@@ -324,59 +443,47 @@ fn rerun_on_part(
         parallel(jobs),
         |run, _| {
             eprintln!(
-                "{} on {} with the {profile_name} timing profile: {}",
+                "{} on {}{built} with the {profile_name} timing profile: {}",
                 run.scenario, run.board, run.outcome
             );
         },
     ));
     hilt::observer::configure(before);
-    let mut failed = Vec::new();
-    for run in &results {
-        let job = &own_jobs[&(run.scenario.clone(), run.board.clone())];
-        let model = file_stem(&job.scenario.model);
-        let observed: Vec<_> = run
-            .steps
-            .iter()
-            .filter_map(|s| s.observed.as_ref())
-            .collect();
-        let mut estimates: Vec<u64> = observed.iter().map(|o| o.estimated_cycles).collect();
-        let mut instructions: Vec<u64> = observed.iter().map(|o| o.instructions).collect();
-        if run.outcome != Outcome::Passed
-            || estimates.len() != run.steps.len()
-            || estimates.is_empty()
-        {
-            failed.push(format!(
-                "{} on {} with the {profile_name} timing profile: {}",
-                run.scenario,
-                run.board,
-                if run.outcome == Outcome::Passed {
-                    "the QEMU plugin gave no estimate for every step".to_string()
-                } else {
-                    run.outcome.to_string()
-                }
-            ));
-            continue;
-        }
-        let record = benchmark_of(&model).and_then(|b| records.get(b)).cloned();
-        let request = hilt::firmware::FirmwareRequest::for_scenario(&job.board, &job.scenario);
-        // The ELF the run used, from the firmware cache (built already).
-        let elf = hilt::firmware::build(&place.repo, &request)?;
-        let own = OwnKernels {
-            operators: request.kernel_names().map_or(0, |k| k.len()),
-            flash: flash_parts(&elf)?,
-        };
-        if let Some(row) = rows
-            .iter_mut()
-            .find(|r| r.model == model && r.board == run.board)
-        {
-            row.part = Some(PartFigure {
-                profile: profile_name.to_string(),
-                instructions: median(&mut instructions),
-                estimated_cycles: median(&mut estimates),
-                record,
-            });
-            row.own_kernels = Some(own);
-        }
+    Ok(results
+        .into_iter()
+        .map(|run| {
+            (
+                by_pair[&(run.scenario.clone(), run.board.clone())].clone(),
+                run,
+            )
+        })
+        .collect())
+}
+
+/// A part run's instructions and estimated cycles (medians over its
+/// steps), or `None` with a line in `failed` when it failed or the plugin
+/// did not estimate every step.
+fn part_counts(run: &BoardRun, profile_name: &str, failed: &mut Vec<String>) -> Option<(u64, u64)> {
+    let observed: Vec<_> = run
+        .steps
+        .iter()
+        .filter_map(|s| s.observed.as_ref())
+        .collect();
+    let mut estimates: Vec<u64> = observed.iter().map(|o| o.estimated_cycles).collect();
+    let mut instructions: Vec<u64> = observed.iter().map(|o| o.instructions).collect();
+    if run.outcome != Outcome::Passed || estimates.len() != run.steps.len() || estimates.is_empty()
+    {
+        failed.push(format!(
+            "{} on {} with the {profile_name} timing profile: {}",
+            run.scenario,
+            run.board,
+            if run.outcome == Outcome::Passed {
+                "the QEMU plugin gave no estimate for every step".to_string()
+            } else {
+                run.outcome.to_string()
+            }
+        ));
+        return None;
     }
-    Ok(failed)
+    Some((median(&mut instructions), median(&mut estimates)))
 }

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use hilt_contract::scenario::{KernelChoice, ScenarioFile, ScenarioSource, StepFiles};
+pub use hilt_contract::scenario::{
+    KernelChoice, OptimizeFor, ScenarioFile, ScenarioSource, StepFiles,
+};
 
 use crate::config::ConfigError;
 use crate::conformance::{Comparison, ModelEntry, read_manifest};
@@ -89,6 +91,8 @@ pub struct Scenario {
     pub op_profile: bool,
     /// Which kernels the firmware links (every one, or the model's).
     pub kernels: KernelChoice,
+    /// What the firmware's code is generated for (speed or size).
+    pub optimize: OptimizeFor,
 }
 
 impl Scenario {
@@ -205,6 +209,7 @@ pub fn load(path: &Path, conformance_sets: &[PathBuf]) -> Result<Scenario, Scena
         pools: file.pools,
         op_profile: true,
         kernels: file.kernels,
+        optimize: file.optimize,
     })
 }
 

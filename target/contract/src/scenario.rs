@@ -18,6 +18,7 @@
 //! coherent = true                         # false: vnpu behind a modelled cache
 //! pools = ["fast", "sram"]                # the board pools buffers may use (default: one memory)
 //! kernels = "all"                         # all | model: link only the model's kernels
+//! optimize = "speed"                      # speed | size: the firmware's code generation
 //! [vnpu]                                  # overrides the board's latency model
 //! job_cycles = 10000
 //! cycles_per_1000_macs = 64
@@ -95,6 +96,8 @@ struct RawScenario {
     pools: Option<Vec<String>>,
     #[serde(default)]
     kernels: Option<String>,
+    #[serde(default)]
+    optimize: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -175,6 +178,8 @@ pub struct ScenarioFile {
     pub pools: Option<Vec<String>>,
     /// Which kernels the firmware links.
     pub kernels: KernelChoice,
+    /// What the firmware's code is generated for.
+    pub optimize: OptimizeFor,
 }
 
 /// Which kernels a scenario's firmware links (`kernels = "all" | "model"`).
@@ -195,6 +200,38 @@ impl KernelChoice {
         match self {
             KernelChoice::All => "all",
             KernelChoice::Model => "model",
+        }
+    }
+}
+
+/// What a scenario's firmware is compiled for (`optimize = "speed" |
+/// "size"`), as TFLM builds at `-O2` or `-Os` and Zephyr picks
+/// `CONFIG_SPEED_OPTIMIZATIONS` or `CONFIG_SIZE_OPTIMIZATIONS`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OptimizeFor {
+    /// The fewest cycles (`opt-level = 3`): every figure hilt publishes
+    /// for speed is of such a firmware.
+    #[default]
+    Speed,
+    /// The least flash (`opt-level = "z"`): for a board whose flash the
+    /// speed build does not fit, at the cost of cycles.
+    Size,
+}
+
+impl OptimizeFor {
+    /// The name a scenario file uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            OptimizeFor::Speed => "speed",
+            OptimizeFor::Size => "size",
+        }
+    }
+
+    /// Cargo's `opt-level` for it.
+    pub fn opt_level(self) -> &'static str {
+        match self {
+            OptimizeFor::Speed => "3",
+            OptimizeFor::Size => "z",
         }
     }
 }
@@ -260,6 +297,17 @@ fn validate(path: &Path, raw: RawScenario) -> Result<ScenarioFile, ConfigError> 
             ));
         }
     };
+    let optimize = match raw.optimize.as_deref() {
+        None | Some("speed") => OptimizeFor::Speed,
+        Some("size") => OptimizeFor::Size,
+        Some(other) => {
+            return Err(ConfigError::invalid(
+                path,
+                "optimize",
+                format!("{other:?}: use speed or size"),
+            ));
+        }
+    };
     let faults = armed_faults(path, &raw.faults)?;
     Ok(ScenarioFile {
         name,
@@ -277,6 +325,7 @@ fn validate(path: &Path, raw: RawScenario) -> Result<ScenarioFile, ConfigError> 
         offload,
         pools,
         kernels,
+        optimize,
     })
 }
 

@@ -175,6 +175,25 @@ fn the_kernels_key_chooses_every_kernel_or_the_models() {
 }
 
 #[test]
+fn the_optimize_key_chooses_speed_or_size() {
+    use hilt_contract::scenario::OptimizeFor;
+    let speed = scenario_with("optimize-default", "").unwrap();
+    assert_eq!(speed.optimize, OptimizeFor::Speed);
+    let size = scenario_with("optimize-size", "optimize = \"size\"").unwrap();
+    assert_eq!(size.optimize, OptimizeFor::Size);
+    assert_eq!(size.optimize.opt_level(), "z");
+    let e = scenario_with("optimize-bad", "optimize = \"small\"")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("optimize-bad.toml")
+            && e.contains("field `optimize`")
+            && e.contains("\"small\": use speed or size"),
+        "{e}"
+    );
+}
+
+#[test]
 fn the_faults_key_arms_named_faults_and_names_an_unknown_one() {
     use hilt_proto::armed_faults::{ArmedFaults, Fault};
     let none = scenario_with("faults-default", "").unwrap();
