@@ -609,6 +609,10 @@ fn conv_f32(data: &OpData, x: &[f32], w: &[f32], bias: Option<&[f32]>, out: &mut
     let out_c = g.out_c as usize;
     let filter_len = w.len() / out_c.max(1);
     let range = (data.float_min, data.float_max);
+    #[cfg(not(target_arch = "arm"))]
+    if groups == 1 && filter_len <= super::conv_f32_tiles::MAX_PATCH {
+        return conv_f32_tiled(data, x, w, bias, out);
+    }
     if is_pointwise(g, groups) {
         let in_c = g.in_c as usize;
         g.for_each_pointwise_pixel(|px, o| {
@@ -616,35 +620,89 @@ fn conv_f32(data: &OpData, x: &[f32], w: &[f32], bias: Option<&[f32]>, out: &mut
         });
         return;
     }
+    g.for_each_pixel(|win, o| pixel_f32(data, x, w, bias, win, &mut out[o..][..out_c]));
+}
+
+/// One output pixel of a float convolution, its channels eight at a time.
+fn pixel_f32(
+    data: &OpData,
+    x: &[f32],
+    w: &[f32],
+    bias: Option<&[f32]>,
+    win: &Window,
+    out: &mut [f32],
+) {
+    let g = &data.geometry;
+    let groups = data.groups as usize;
+    let out_c = g.out_c as usize;
+    let filter_len = w.len() / out_c.max(1);
+    let range = (data.float_min, data.float_max);
     let bias_of = |c: usize| bias.map_or(0.0, |b| b[c]);
-    g.for_each_pixel(|win, o| {
-        let out = &mut out[o..][..out_c];
-        let mut c = 0;
-        if groups == 1 {
-            while c + ROWS <= out_c {
-                let ws: [&[f32]; ROWS] =
-                    core::array::from_fn(|i| &w[(c + i) * filter_len..][..filter_len]);
-                let mut t = [0.0f32; ROWS];
-                for_each_run(g, groups, win, 0, |xo, wo, len| {
-                    accumulate_rows_f32(&mut t, &x[xo..][..len], ws.map(|r| &r[wo..][..len]));
-                });
-                for (i, &v) in t.iter().enumerate() {
-                    out[c + i] = activate(v + bias_of(c + i), range);
-                }
-                c += ROWS;
-            }
-        }
-        let per_group = out_c / groups;
-        while c < out_c {
-            let wc = &w[c * filter_len..][..filter_len];
-            let mut t = 0.0f32;
-            for_each_run(g, groups, win, c / per_group, |xo, wo, len| {
-                t = accumulate_f32(t, &x[xo..][..len], &wc[wo..][..len]);
+    let mut c = 0;
+    if groups == 1 {
+        while c + ROWS <= out_c {
+            let ws: [&[f32]; ROWS] =
+                core::array::from_fn(|i| &w[(c + i) * filter_len..][..filter_len]);
+            let mut t = [0.0f32; ROWS];
+            for_each_run(g, groups, win, 0, |xo, wo, len| {
+                accumulate_rows_f32(&mut t, &x[xo..][..len], ws.map(|r| &r[wo..][..len]));
             });
-            out[c] = activate(t + bias_of(c), range);
-            c += 1;
+            for (i, &v) in t.iter().enumerate() {
+                out[c + i] = activate(v + bias_of(c + i), range);
+            }
+            c += ROWS;
         }
-    });
+    }
+    let per_group = out_c / groups;
+    while c < out_c {
+        let wc = &w[c * filter_len..][..filter_len];
+        let mut t = 0.0f32;
+        for_each_run(g, groups, win, c / per_group, |xo, wo, len| {
+            t = accumulate_f32(t, &x[xo..][..len], &wc[wo..][..len]);
+        });
+        out[c] = activate(t + bias_of(c), range);
+        c += 1;
+    }
+}
+
+/// [`conv_f32`] on the host: whole windows four at a time
+/// ([`super::conv_f32_tiles`]), the clipped ones pixel by pixel.
+#[cfg(not(target_arch = "arm"))]
+fn conv_f32_tiled(data: &OpData, x: &[f32], w: &[f32], bias: Option<&[f32]>, out: &mut [f32]) {
+    use super::conv_f32_tiles::{self as tiles, PIXELS, Pending};
+    let g = &data.geometry;
+    let out_c = g.out_c as usize;
+    let range = (data.float_min, data.float_max);
+    let mut patch = [[0.0f32; PIXELS]; tiles::MAX_PATCH];
+    let mut tile = Pending::new();
+    let pointwise = is_pointwise(g, 1);
+    let in_c = g.in_c as usize;
+    let mut flush = |tile: &mut Pending, out: &mut [f32]| {
+        let len = if pointwise {
+            tiles::pack_pixels(x, tile, in_c, &mut patch)
+        } else {
+            tiles::pack_windows(g, x, tile, &mut patch)
+        };
+        tiles::tile_outputs(&patch[..len], w, bias, range, tile, out_c, out);
+    };
+    if pointwise {
+        g.for_each_pointwise_pixel(|px, o| {
+            if tile.push(px, o) {
+                flush(&mut tile, out);
+            }
+        });
+    } else {
+        g.for_each_pixel(|win, o| {
+            if !tiles::is_whole(g, win) {
+                pixel_f32(data, x, w, bias, win, &mut out[o..][..out_c]);
+            } else if tile.push(win.input_at(g, 0, 0), o) {
+                flush(&mut tile, out);
+            }
+        });
+    }
+    if !tile.is_empty() {
+        flush(&mut tile, out);
+    }
 }
 
 #[cfg(test)]

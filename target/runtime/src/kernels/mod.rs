@@ -22,6 +22,8 @@ pub mod context;
 pub mod conv;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 pub(crate) mod conv_dsp;
+#[cfg(not(target_arch = "arm"))]
+mod conv_f32_tiles;
 mod conv_geometry;
 mod conv_i16;
 pub mod cumsum;
