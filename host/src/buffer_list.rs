@@ -3,7 +3,8 @@
 //!
 //! Why: a planner is only comparable with others on shared inputs. The
 //! list is MiniMalloc's CSV (a header line, then `id,lower,upper,size` and
-//! an optional `alignment`; a buffer is live on `[lower, upper)`), so the
+//! an optional `alignment`; a buffer is live on `[lower, upper)`; the
+//! header of its benchmark files, `buffer,start,end,size`, is read too), so the
 //! same files run through MiniMalloc, hilt and anything else that reads it.
 //! A buffer becomes a [`BufferRequest`] live from step `lower` to step
 //! `upper - 1`; without an alignment column it is aligned to 1 byte (the
@@ -33,6 +34,10 @@ use hilt_runtime::request::BufferRequest;
 /// The columns every file starts with, in order.
 const COLUMNS: [&str; 4] = ["id", "lower", "upper", "size"];
 
+/// The same columns as MiniMalloc's published benchmark files name them
+/// (`benchmarks/*/*.csv`: `buffer,start,end,size`).
+const BENCHMARK_COLUMNS: [&str; 4] = ["buffer", "start", "end", "size"];
+
 /// Everything that can go wrong reading, planning or writing a buffer list.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanFileError {
@@ -46,7 +51,7 @@ pub enum PlanFileError {
     },
     /// The header line is missing or names other columns.
     #[error(
-        "{path}:{line}: header {found:?}: expected id,lower,upper,size (then alignment and offset, both optional)"
+        "{path}:{line}: header {found:?}: expected id,lower,upper,size or buffer,start,end,size (then alignment and offset, both optional)"
     )]
     Header {
         /// The file.
@@ -179,7 +184,7 @@ pub fn parse_buffers(path: &Path, text: &str) -> Result<BufferSet, PlanFileError
         line: header_line,
         found: header.to_string(),
     };
-    if names.len() < COLUMNS.len() || names[..4] != COLUMNS {
+    if names.len() < COLUMNS.len() || (names[..4] != COLUMNS && names[..4] != BENCHMARK_COLUMNS) {
         return Err(header_error());
     }
     let extra: Vec<&str> = names[4..].iter().map(String::as_str).collect();

@@ -460,7 +460,7 @@ fn optimal_keeps_greedys_plan_when_its_search_would_commit_more_and_says_so() {
     std::fs::write(&model, relu_chain(24)).unwrap();
     let greedy = layout_with(&model, None, Greedy).unwrap();
     let optimal = layout_with(&model, None, Optimal).unwrap();
-    // The search's workspace (11 words a request) dwarfs a 128-byte head.
+    // The search's workspace (12 words a request) dwarfs a 128-byte head.
     assert!(greedy.setup > greedy.head, "{greedy:?}");
     assert_eq!(optimal.kept, Some("greedy"));
     assert_eq!((optimal.head, optimal.total), (greedy.head, greedy.total));

@@ -238,9 +238,9 @@ fn blank_lines_and_spaces_are_accepted() {
     assert_eq!(set.buffers[0].alignment, 1);
 }
 
-/// The hard sets (cut from a full 1 MiB × time rectangle by
-/// `common::hard_sets`, written by `examples/hard_sets.rs`): optimal finds
-/// the packing, greedy does not.
+/// The hard sets (cut from a full 1 MiB × time rectangle, or dropped onto
+/// a skyline and turned upside down, by `common::hard_sets`, written by
+/// `examples/hard_sets.rs`): optimal finds the packing, greedy does not.
 #[test]
 fn hard_sets_fit_with_optimal_and_not_with_greedy() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/plan");
@@ -250,10 +250,24 @@ fn hard_sets_fit_with_optimal_and_not_with_greedy() {
         .filter(|p| p.extension().is_some_and(|e| e == "csv"))
         .collect();
     names.sort();
-    assert!(names.len() >= 2, "hard sets missing from {}", dir.display());
+    assert!(names.len() >= 4, "hard sets missing from {}", dir.display());
+    // The book's table (docs/performance.md, "Planning speed"): buffers and
+    // greedy's peak per set.
+    let published: [(&str, usize, u32); 4] = [
+        ("hard_300_1000_seed6", 300, 1_493_088),
+        ("hard_400_1200_seed8", 400, 1_907_296),
+        ("skyline_70_drop3_seed1", 464, 1_184_768),
+        ("skyline_70_drop3_seed3", 387, 1_154_048),
+    ];
     for path in names {
         let set = read_buffers(&path).unwrap();
         assert!(set.buffers.len() >= 200, "{}", path.display());
+        let stem = path.file_stem().unwrap().to_string_lossy();
+        if let Some((_, buffers, peak)) = published.iter().find(|(name, _, _)| *name == stem) {
+            assert_eq!(set.buffers.len(), *buffers, "{stem}");
+            let greedy = plan_buffers(&set, PlannerKind::Greedy).unwrap();
+            assert_eq!(greedy.peak, *peak, "{stem}: greedy's peak");
+        }
         let optimal = plan_buffers(&set, PlannerKind::Optimal).unwrap();
         let greedy = plan_buffers(&set, PlannerKind::Greedy).unwrap();
         let requests = set.requests();
@@ -264,6 +278,33 @@ fn hard_sets_fit_with_optimal_and_not_with_greedy() {
         assert_eq!(optimal.peak, 1 << 20, "{}", path.display());
         assert!(greedy.peak > 1 << 20, "{}: greedy fits", path.display());
         assert_eq!(optimal.lower_bound, 1 << 20);
+    }
+}
+
+#[test]
+fn skyline_sets_are_packings_at_the_capacity() {
+    // Every piece where it was dropped (upside down) is a valid plan whose
+    // peak is the capacity; without drops every step is full, so the
+    // lower bound is the capacity too.
+    for (seed, drop) in [(1, 0), (2, 0), (3, 5)] {
+        let pieces = common::hard_sets::drop_on_skyline(seed, 1 << 16, 20, 64, drop);
+        let csv = common::hard_sets::to_csv(&pieces);
+        let set = parse_buffers(Path::new("generated.csv"), &csv).unwrap();
+        let requests = set.requests();
+        let mut dropped: Vec<_> = pieces.clone();
+        dropped.sort_by_key(|p| (std::cmp::Reverse(p.size), p.lower, p.offset));
+        let offsets: Vec<u32> = dropped.iter().map(|p| p.offset).collect();
+        assert_eq!(
+            verify_plan(&requests, &offsets, 1 << 16),
+            Ok(()),
+            "seed {seed}"
+        );
+        let bound = hilt_runtime::planner::lower_bound(&requests);
+        if drop == 0 {
+            assert_eq!(bound, 1 << 16, "seed {seed}");
+        }
+        let optimal = plan_buffers(&set, PlannerKind::Optimal).unwrap();
+        assert!(optimal.peak <= 1 << 16, "seed {seed}: {}", optimal.peak);
     }
 }
 

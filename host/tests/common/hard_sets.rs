@@ -30,6 +30,17 @@ impl Rng {
         self.0
     }
 
+    /// A number in `0..n`.
+    fn below(&mut self, n: u32) -> u32 {
+        (self.next() % u64::from(n.max(1))) as u32
+    }
+
+    /// A number from `low` to `high`, its logarithm uniform.
+    fn log_uniform(&mut self, low: f64, high: f64) -> f64 {
+        let u = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
+        (low.ln() + u * (high.ln() - low.ln())).exp()
+    }
+
     /// A cut strictly inside `1..len`, near the middle (a quarter to three
     /// quarters), so pieces stay of comparable size.
     fn cut(&mut self, len: u32) -> u32 {
@@ -89,6 +100,110 @@ pub fn cut_rectangle(
             offset: p.offset * unit,
             size: p.size * unit,
             ..p
+        })
+        .collect()
+}
+
+/// A flat stretch of the skyline: sections `[start, end)` filled to
+/// `height` units.
+#[derive(Debug, Clone, Copy)]
+struct Flat {
+    start: u32,
+    end: u32,
+    height: u32,
+}
+
+/// Drops pieces onto a skyline until `capacity` is full everywhere, the
+/// way MiniMalloc's challenging sets look: time cut into `sections`
+/// sections of random length (1,024 steps a unit, 1 Mi steps in all),
+/// each piece resting on one flat stretch of what is already placed
+/// (chosen at random, not the lowest: the packing is no greedy order's),
+/// its length log-uniform from one section to all of them and its size
+/// log-uniform from 0.2% to 65% of the capacity (the last piece of a
+/// stretch takes what is left). The packing is then turned upside down
+/// (what rested on others now hangs from the top) and `drop_percent` of
+/// the pieces are dropped. Sizes are multiples of `unit`.
+pub fn drop_on_skyline(
+    seed: u64,
+    capacity: u32,
+    sections: u32,
+    unit: u32,
+    drop_percent: u64,
+) -> Vec<Piece> {
+    let mut rng = Rng(seed.max(1));
+    let units = capacity / unit;
+    // Section boundaries: distinct cut points in 1..1024, in order.
+    let mut cuts: Vec<u32> = Vec::new();
+    while cuts.len() + 1 < sections as usize {
+        let at = 1 + rng.below(1023);
+        if !cuts.contains(&at) {
+            cuts.push(at);
+        }
+    }
+    cuts.push(0);
+    cuts.push(1024);
+    cuts.sort_unstable();
+    let mut flats = vec![Flat {
+        start: 0,
+        end: sections,
+        height: 0,
+    }];
+    let mut placed: Vec<(u32, u32, u32, u32)> = Vec::new();
+    let smallest = ((units as f64 * 0.002) as u32).max(1);
+    loop {
+        let open: Vec<usize> = (0..flats.len())
+            .filter(|&k| flats[k].height < units)
+            .collect();
+        if open.is_empty() {
+            break;
+        }
+        let flat = flats[open[rng.below(open.len() as u32) as usize]];
+        let width = flat.end - flat.start;
+        let len = (rng.log_uniform(1.0, f64::from(sections)).round() as u32).clamp(1, width);
+        let start = flat.start + rng.below(width - len + 1);
+        let room = units - flat.height;
+        let mut size = ((rng.log_uniform(0.002, 0.65) * f64::from(units)) as u32).max(1);
+        if size >= room || room - size < smallest {
+            size = room;
+        }
+        placed.push((start, start + len, flat.height, size));
+        let mut next = Vec::with_capacity(flats.len() + 2);
+        for f in &flats {
+            if f.end <= start || start + len <= f.start {
+                next.push(*f);
+                continue;
+            }
+            if f.start < start {
+                next.push(Flat { end: start, ..*f });
+            }
+            next.push(Flat {
+                start: f.start.max(start),
+                end: f.end.min(start + len),
+                height: flat.height + size,
+            });
+            if start + len < f.end {
+                next.push(Flat {
+                    start: start + len,
+                    ..*f
+                });
+            }
+        }
+        flats.clear();
+        for f in next {
+            match flats.last_mut() {
+                Some(last) if last.end == f.start && last.height == f.height => last.end = f.end,
+                _ => flats.push(f),
+            }
+        }
+    }
+    placed
+        .into_iter()
+        .filter(|_| rng.next() % 100 >= drop_percent)
+        .map(|(first, last, height, size)| Piece {
+            lower: cuts[first as usize] * 1024,
+            upper: cuts[last as usize] * 1024,
+            offset: (units - height - size) * unit,
+            size: size * unit,
         })
         .collect()
 }

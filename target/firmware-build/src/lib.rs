@@ -603,7 +603,7 @@ fn planner_source(planner: PlannerKind) -> String {
         ),
         PlannerKind::Optimal => (
             "hilt_agent::runtime::planner::Optimal",
-            "hilt_agent::runtime::planner::Optimal::new(hilt_agent::runtime::planner::Optimal::DEFAULT_NODE_BUDGET)",
+            "hilt_agent::runtime::planner::Optimal::ON_TARGET",
         ),
         PlannerKind::Offline => (
             "hilt_agent::OfflineFromModel",

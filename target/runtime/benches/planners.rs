@@ -3,10 +3,12 @@
 //! - group `plan`: linear, greedy and offline on 10 / 100 / 1,000 / 5,000
 //!   synthetic requests;
 //! - group `optimal`: the optimal planner on the same sets at node budgets
-//!   of 1,000, 10,000 and its default 200,000; at 5,000 requests with a
+//!   of 1,000, 10,000 and 200,000 (the target's default); at 5,000 requests with a
 //!   budget of 1,000 nodes only. These random sets rarely let it stop at
 //!   the bound, so it spends its whole budget, and at 5,000 requests one
 //!   plan at the default budget takes far too long for a benchmark loop;
+//! - group `hard`: hard buffer lists (see `bench_hard`), optimal in four
+//!   lanes and in one, and greedy;
 //! - group `models`: all four on the real request lists of every model of
 //!   the conformance sets (`HILT_CONFORMANCE_DIR`, `:`-separated, else
 //!   `../shared/conformance` beside the repository, and its sibling
@@ -101,10 +103,10 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-/// The optimal planner on the same sets, with its default budget and with
-/// smaller ones: what a bounded search costs per node budget. Ten samples
-/// each (one plan of 1,000 requests takes seconds at the default budget);
-/// 5,000 requests at 1,000 nodes only.
+/// The optimal planner on the same sets at budgets of 1,000 to 200,000
+/// nodes (the target's default): what a bounded search costs per node
+/// budget. Ten samples each (one plan of 1,000 requests takes seconds at
+/// 200,000 nodes); 5,000 requests at 1,000 nodes only.
 fn bench_optimal(c: &mut Criterion) {
     let mut group = c.benchmark_group("optimal");
     group.sample_size(10);
@@ -113,7 +115,7 @@ fn bench_optimal(c: &mut Criterion) {
         let budgets: &[u64] = if count >= 5_000 {
             &[1_000]
         } else {
-            &[1_000, 10_000, Optimal::DEFAULT_NODE_BUDGET]
+            &[1_000, 10_000, 200_000]
         };
         for &budget in budgets {
             let planner = Optimal::new(budget);
@@ -232,5 +234,85 @@ fn bench_models(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench, bench_optimal, bench_models);
+/// A buffer list in MiniMalloc's CSV (`id,lower,upper,size`, or its
+/// benchmarks' `buffer,start,end,size`), each buffer live on
+/// `[lower, upper)` with 1-byte alignment, as `hilt plan` reads it.
+fn read_buffer_list(path: &std::path::Path) -> Option<Vec<BufferRequest>> {
+    let text = std::fs::read_to_string(path).ok()?;
+    text.lines()
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .enumerate()
+        .map(|(k, line)| {
+            let f: Vec<u32> = line
+                .split(',')
+                .skip(1)
+                .map(|x| x.trim().parse().ok())
+                .collect::<Option<_>>()?;
+            Some(BufferRequest::tensor(k as u32, f[2], f[0], f[1] - 1).with_align(1))
+        })
+        .collect()
+}
+
+/// Hard sets: the buffer lists under `host/tests/data/plan` (1 MiB,
+/// a few hundred buffers, a known packing at the bound), and every CSV in
+/// `HILT_MINIMALLOC_DIR` when set (e.g. MiniMalloc's
+/// `benchmarks/asplos2024`, which the repository does not ship): optimal
+/// with four lanes and with one, and greedy beside. Each line prints the
+/// peak each reaches.
+fn bench_hard(c: &mut Criterion) {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut dirs = vec![repo.join("host/tests/data/plan")];
+    dirs.extend(std::env::var_os("HILT_MINIMALLOC_DIR").map(PathBuf::from));
+    let mut group = c.benchmark_group("hard");
+    group.sample_size(10);
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            eprintln!("{}: not found, skipped", dir.display());
+            continue;
+        };
+        let mut paths: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "csv"))
+            .collect();
+        paths.sort();
+        for path in paths {
+            let Some(requests) = read_buffer_list(&path) else {
+                eprintln!("{}: not a buffer list, skipped", path.display());
+                continue;
+            };
+            let name = path
+                .file_stem()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
+            let planners: [(&str, &dyn MemoryPlanner); 3] = [
+                ("optimal_4_lanes", &Optimal::default().with_lanes(4)),
+                ("optimal_1_lane", &Optimal::default().with_lanes(1)),
+                ("greedy", &Greedy),
+            ];
+            for (label, planner) in planners {
+                let mut workspace = vec![0u32; planner.workspace_words(requests.len())];
+                let mut offsets = vec![0u32; requests.len()];
+                let peak = planner
+                    .plan(&requests, &mut workspace, &mut offsets)
+                    .unwrap();
+                eprintln!(
+                    "{name}: {label} peak {peak} (bound {})",
+                    hilt_runtime::planner::lower_bound(&requests)
+                );
+                group.bench_with_input(BenchmarkId::new(label, &name), &requests, |b, requests| {
+                    b.iter(|| {
+                        planner
+                            .plan(black_box(requests), &mut workspace, &mut offsets)
+                            .unwrap()
+                    });
+                });
+            }
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench, bench_optimal, bench_models, bench_hard);
 criterion_main!(benches);

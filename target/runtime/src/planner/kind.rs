@@ -41,8 +41,8 @@ pub enum PlannerKind {
     Greedy,
     /// [`Offline`]: the model's `OfflineMemoryAllocation` metadata.
     Offline,
-    /// [`Optimal`]: a bounded search for the smallest head, with the
-    /// default node budget.
+    /// [`Optimal`]: a bounded search for the smallest head, as a board
+    /// runs it ([`Optimal::ON_TARGET`]).
     Optimal,
 }
 
@@ -76,7 +76,7 @@ impl PlannerKind {
             PlannerKind::Linear => AnyPlanner::Linear(Linear),
             PlannerKind::Greedy => AnyPlanner::Greedy(Greedy),
             PlannerKind::Offline => AnyPlanner::Offline(Offline::from_model(model)?),
-            PlannerKind::Optimal => AnyPlanner::Optimal(Optimal::default()),
+            PlannerKind::Optimal => AnyPlanner::Optimal(Optimal::ON_TARGET),
         })
     }
 }
