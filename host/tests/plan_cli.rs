@@ -238,6 +238,24 @@ fn blank_lines_and_spaces_are_accepted() {
     assert_eq!(set.buffers[0].alignment, 1);
 }
 
+#[test]
+fn minimalloc_benchmark_header_is_read() {
+    // MiniMalloc's published benchmark files name the columns
+    // buffer,start,end,size; they mean id,lower,upper,size.
+    let bench = parse_buffers(
+        Path::new("A.1048576.csv"),
+        "buffer,start,end,size\n0,0,4,64\n1,2,8,32\n",
+    )
+    .unwrap();
+    let plain = parse_buffers(
+        Path::new("plain.csv"),
+        "id,lower,upper,size\n0,0,4,64\n1,2,8,32\n",
+    )
+    .unwrap();
+    assert_eq!(bench.requests(), plain.requests());
+    assert_eq!(bench.buffers[1].id, "1");
+}
+
 /// The hard sets (cut from a full 1 MiB × time rectangle, or dropped onto
 /// a skyline and turned upside down, by `common::hard_sets`, written by
 /// `examples/hard_sets.rs`): optimal finds the packing, greedy does not.
