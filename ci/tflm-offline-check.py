@@ -8,6 +8,11 @@ ci/requirements-tflm.txt) runs the original and the copy on every case of the
 conformance set. The check fails when
 - TFLM refuses the copy, or any output of the copy differs from the
   original's (byte for byte) or from the set's expected output (TFLM's own);
+- TFLM's planned head for the copy is larger than for the original (hilt
+  plans TFLM's kernels' scratch with the tensors and refuses to write a plan
+  that would make TFLM worse; a refusal is reported, not a fault), or is
+  not the head hilt predicted for it (what `--write-offline` prints:
+  "TFLM's head with its kernels' scratch N B");
 - with --strict-head, TFLM's planned head for the copy is not hilt's head
   (a model whose kernels request scratch gets it placed by TFLM around the
   fixed buffers, so its head may be larger: leave those out of --strict-head).
@@ -113,16 +118,24 @@ def expected_outputs(entry, cases_dir):
     return expected
 
 
+PREDICTED = re.compile(r"TFLM's head with its kernels' scratch (\d+) B")
+REFUSED = "not written: with this plan TFLM would need"
+
+
 def hilt_write_offline(hilt, model_path, out_path, planner):
-    """Runs hilt layout --write-offline; returns hilt's plan (its JSON)."""
+    """Runs hilt layout --write-offline; returns hilt's plan (its JSON) and
+    the TFLM head hilt predicts, or (None, refusal) when hilt refused."""
     cmd = [
         hilt, "layout", model_path, "--planner", planner,
         "--write-offline", out_path, "--format", "json",
     ]
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if out.returncode != 0 and REFUSED in out.stderr:
+        return None, out.stderr.strip()
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{out.stderr}")
-    return json.loads(out.stdout)
+    predicted = PREDICTED.search(out.stderr)
+    return json.loads(out.stdout), int(predicted.group(1)) if predicted else None
 
 
 def check_model(args, conformance, entry, work):
@@ -130,7 +143,9 @@ def check_model(args, conformance, entry, work):
     model_path = os.path.join(conformance, entry["model"])
     cases_dir = os.path.join(conformance, "cases", name)
     offline_path = os.path.join(work, name + "_offline.tflite")
-    plan = hilt_write_offline(args.hilt, model_path, offline_path, args.planner)
+    plan, predicted = hilt_write_offline(args.hilt, model_path, offline_path, args.planner)
+    if plan is None:
+        return {"model": name, "written": False, "refusal": predicted, "faults": []}
     head_before, total_before = tflm_arena(model_path)
     head_after, total_after = tflm_arena(offline_path)
     original = run_cases(model_path, entry, cases_dir)
@@ -141,15 +156,21 @@ def check_model(args, conformance, entry, work):
         faults.append("outputs of the offline-planned model differ from the original's")
     if rewritten != expected:
         faults.append("outputs of the offline-planned model differ from the expected ones")
+    if head_after > head_before:
+        faults.append(f"TFLM's head grew from {head_before} to {head_after} with hilt's plan")
+    if head_after != predicted:
+        faults.append(f"TFLM's head {head_after} is not the {predicted} hilt predicted")
     if args.strict_head and head_after != plan["head"]:
         faults.append(f"TFLM's head {head_after} is not hilt's {plan['head']}")
     return {
         "model": name,
-        "planner": plan["planner"],
+        "written": True,
+        "planner": args.planner,
         "hilt_head": plan["head"],
         "lower_bound": plan["lower_bound"],
         "tflm_head_original": head_before,
         "tflm_head_offline": head_after,
+        "tflm_head_predicted": predicted,
         "tflm_total_original": total_before,
         "tflm_total_offline": total_after,
         "outputs_equal": rewritten == original,
@@ -199,6 +220,8 @@ def main():
 
 
 def render(row):
+    if row.get("written") is False:
+        return f"{row['model']}: no plan written ({row['refusal']})"
     if "hilt_head" not in row:
         return f"{row['model']}: FAILED: {'; '.join(row['faults'])}"
     verdict = "ok" if not row["faults"] else "FAILED: " + "; ".join(row["faults"])

@@ -56,3 +56,4 @@ pub mod shard;
 pub mod svg;
 pub mod target_bench;
 pub mod tensor_file;
+pub mod tflm_scratch;

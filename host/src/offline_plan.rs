@@ -13,6 +13,13 @@
 //!   TFLM's greedy planner places them, like any -1 tensor, in the gaps
 //!   around the fixed buffers (hilt's `offline` planner does the same).
 //!
+//! TFLM's kernels request scratch hilt's do not (SVDF, LSTM,
+//! TRANSPOSE_CONV: [`crate::tflm_scratch`]), so the plan is made for TFLM's
+//! buffers, tensors and that scratch together, and only the tensors'
+//! offsets are written. Before writing, TFLM's placement of its scratch
+//! around them is computed: a plan under which TFLM would need more than
+//! its own greedy plan is not written ([`OfflineWriteError::NotBetter`]).
+//!
 //! So the plan is only written from the activations-only layout with the
 //! settings TFLM sees: 16-byte alignment (TFLM's buffer alignment), no guard
 //! bands (they lengthen buffers TFLM knows nothing of), no board and no
@@ -27,13 +34,12 @@ use std::path::{Path, PathBuf};
 
 use hilt_runtime::canary::CanaryMode;
 
-use hilt_runtime::planner::PlannerKind;
+use hilt_runtime::planner::{MemoryPlanner, OfflinePlanError, PlannerKind};
 use hilt_runtime::writer::offline_plan::{RewriteError, write_offline_plan};
 
-use crate::layout::{
-    Coverage, LayoutError, LayoutOptions, LayoutReport, layout_bytes, layout_model,
-};
+use crate::layout::{Coverage, LayoutError, LayoutOptions, LayoutReport, layout_bytes};
 use crate::model_file::{ModelFile, ModelFileError};
+use crate::tflm_scratch::{TflmPlanError, tflm_head, tflm_requests};
 
 /// TFLM's buffer alignment (`MicroArenaBufferAlignment`): offsets and sizes
 /// in its planned section are multiples of it.
@@ -67,6 +73,36 @@ pub enum OfflineWriteError {
         /// What differs.
         reason: String,
     },
+    /// The planner cannot plan TFLM's buffers.
+    #[error("{path}: cannot plan TFLM's buffers: {source}")]
+    Plan {
+        /// The model file.
+        path: PathBuf,
+        /// Why.
+        source: TflmPlanError,
+    },
+    /// The planner could not be set up for the model.
+    #[error("{path}: {source}")]
+    OfflineInput {
+        /// The model file.
+        path: PathBuf,
+        /// Why.
+        source: OfflinePlanError,
+    },
+    /// Under the plan TFLM would need more than under its own greedy plan
+    /// (its kernels' scratch would not fit in the gaps): nothing written.
+    #[error(
+        "{path}: not written: with this plan TFLM would need a {with}-byte head (its kernels' \
+         scratch placed around the fixed tensors), its own plan needs {own}"
+    )]
+    NotBetter {
+        /// The model file.
+        path: PathBuf,
+        /// TFLM's head under the plan.
+        with: u32,
+        /// TFLM's head under its own plan.
+        own: u32,
+    },
     /// The output could not be written.
     #[error("cannot write {path}: {source}")]
     Write {
@@ -92,6 +128,10 @@ pub struct OfflineWritten {
     pub replaced: bool,
     /// Bytes of the new model.
     pub bytes: usize,
+    /// TFLM's planned head under the plan, its kernels' scratch included.
+    pub tflm_head: u32,
+    /// TFLM's planned head under its own greedy plan.
+    pub tflm_own_head: u32,
 }
 
 /// Refuses options under which the plan is not the one TFLM would see.
@@ -114,6 +154,12 @@ pub fn check_options(options: &LayoutOptions, board: bool) -> Result<(), Offline
             "needs --canary off: guard bands lengthen the buffers, which TFLM does not",
         ));
     }
+    if options.planner == PlannerKind::Offline {
+        return Err(OfflineWriteError::Option(
+            "needs a planner that plans (--planner optimal, greedy or linear): the offline \
+             planner only reads the model's own plan",
+        ));
+    }
     if options.align != TFLM_ALIGN {
         return Err(OfflineWriteError::Option(
             "needs --align 16: TFLM aligns every planned buffer to 16 bytes",
@@ -134,8 +180,48 @@ pub fn tensor_offsets(tensor_count: u32, report: &LayoutReport) -> Vec<i32> {
     offsets
 }
 
-/// Plans the model at `path` with `options`, stores the plan in it and
-/// writes the result to `out`, after checking it plans back the same.
+/// Plans TFLM's buffers of the model in `file` (its tensors and its kernels'
+/// scratch) with `kind`: one offset per tensor of subgraph 0 (-1 for those
+/// not planned), TFLM's head under them and under its own greedy plan.
+fn plan_for_tflm(
+    file: &ModelFile,
+    kind: PlannerKind,
+) -> Result<(Vec<i32>, u32, u32), OfflineWriteError> {
+    let model = &file.model();
+    let plan_error = |source| OfflineWriteError::Plan {
+        path: file.path().into(),
+        source,
+    };
+    let requests = tflm_requests(model);
+    let planner = kind
+        .planner(model)
+        .map_err(|source| OfflineWriteError::OfflineInput {
+            path: file.path().into(),
+            source,
+        })?;
+    let mut workspace = vec![0u32; planner.workspace_words(requests.len())];
+    let mut placed = vec![0u32; requests.len()];
+    planner
+        .plan(&requests, &mut workspace, &mut placed)
+        .map_err(|e| plan_error(TflmPlanError::Plan(e)))?;
+    let mut offsets = vec![-1; model.tensor_count() as usize];
+    for (request, &offset) in requests.iter().zip(&placed) {
+        if let Some(slot) = request
+            .tensor_index()
+            .and_then(|t| offsets.get_mut(t as usize))
+        {
+            *slot = offset as i32;
+        }
+    }
+    let with = tflm_head(model, &requests, Some(&offsets)).map_err(plan_error)?;
+    let own = tflm_head(model, &requests, None).map_err(plan_error)?;
+    Ok((offsets, with, own))
+}
+
+/// Plans the model at `path` with `options` for TFLM (its tensors and its
+/// kernels' scratch), stores the tensors' offsets in it and writes the
+/// result to `out`, after checking that TFLM would need no more than under
+/// its own plan and that the model plans back to the offsets written.
 pub fn write_offline(
     path: &Path,
     out: &Path,
@@ -143,15 +229,21 @@ pub fn write_offline(
 ) -> Result<OfflineWritten, OfflineWriteError> {
     check_options(options, false)?;
     let file = ModelFile::open(path)?;
-    let report = layout_model(&file, options)?;
-    let offsets = tensor_offsets(file.model().tensor_count(), &report);
+    let (offsets, with, own) = plan_for_tflm(&file, options.planner)?;
+    if with > own {
+        return Err(OfflineWriteError::NotBetter {
+            path: path.into(),
+            with,
+            own,
+        });
+    }
     let rewrite = write_offline_plan(file.bytes(), &offsets).map_err(|source| {
         OfflineWriteError::Rewrite {
             path: path.into(),
             source,
         }
     })?;
-    check_read_back(path, &rewrite.bytes, options, &report)?;
+    let report = check_read_back(path, &rewrite.bytes, options, &offsets)?;
     std::fs::write(out, &rewrite.bytes).map_err(|source| OfflineWriteError::Write {
         path: out.into(),
         source,
@@ -163,17 +255,20 @@ pub fn write_offline(
         online: offsets.len() as u32 - fixed,
         replaced: rewrite.replaced > 0,
         bytes: rewrite.bytes.len(),
+        tflm_head: with,
+        tflm_own_head: own,
     })
 }
 
-/// The rewritten model under the `offline` planner must give every buffer
-/// the offset it was written with, and the same head.
+/// The rewritten model under the `offline` planner must give every
+/// tensor the offset it was written with: its layout (what `hilt layout`
+/// then shows) is returned.
 fn check_read_back(
     path: &Path,
     bytes: &[u8],
     options: &LayoutOptions,
-    written: &LayoutReport,
-) -> Result<(), OfflineWriteError> {
+    written: &[i32],
+) -> Result<LayoutReport, OfflineWriteError> {
     let invalid = |reason: String| OfflineWriteError::PlanInvalid {
         path: path.into(),
         reason,
@@ -183,25 +278,12 @@ fn check_read_back(
         ..options.clone()
     };
     let back = layout_bytes(bytes, &offline).map_err(|e| invalid(e.with_path(path).to_string()))?;
-    for (want, got) in written.buffers.iter().zip(&back.buffers) {
-        if (want.tensor, want.offset) != (got.tensor, got.offset) {
-            return Err(invalid(format!(
-                "buffer {} ({}) planned at {} reads back at {}",
-                want.tensor.map_or(-1, i64::from),
-                want.name,
-                want.offset,
-                got.offset
-            )));
-        }
-    }
-    if (back.buffers.len(), back.head) != (written.buffers.len(), written.head) {
+    let read = tensor_offsets(written.len() as u32, &back);
+    if let Some(t) = (0..written.len()).find(|&t| read[t] != written[t]) {
         return Err(invalid(format!(
-            "{} buffers in a {}-byte head read back as {} in {} bytes",
-            written.buffers.len(),
-            written.head,
-            back.buffers.len(),
-            back.head
+            "tensor {t} written at {} reads back at {}",
+            written[t], read[t]
         )));
     }
-    Ok(())
+    Ok(back)
 }

@@ -71,8 +71,10 @@ fn metadata(bytes: &[u8]) -> Vec<(String, Vec<u8>)> {
 }
 
 /// Writes `model`'s optimal plan into a copy and checks the copy against
-/// the original; returns the copy's path.
-fn write_and_check(model: &Path, inputs: &[PathBuf]) -> PathBuf {
+/// the original; returns the copy's path. `tflm_scratch`: whether TFLM's
+/// kernels for the model request scratch (then the plan is made for TFLM's
+/// buffers, not hilt's alone).
+fn write_and_check(model: &Path, inputs: &[PathBuf], tflm_scratch: bool) -> PathBuf {
     let name = model.file_stem().unwrap().to_string_lossy().into_owned();
     let written = out_path(&format!("{name}_offline.tflite"));
     let out = hilt([
@@ -91,8 +93,16 @@ fn write_and_check(model: &Path, inputs: &[PathBuf]) -> PathBuf {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // The printed plan is the one written, and it reads back the same.
-    assert_eq!(offsets(&optimal), offsets(&layout_json(model, "optimal")));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("TFLM's head with its kernels' scratch"),
+        "{stderr}"
+    );
+    // The printed plan is the one written, and it reads back the same;
+    // without TFLM scratch it is hilt's own optimal plan.
+    if !tflm_scratch {
+        assert_eq!(offsets(&optimal), offsets(&layout_json(model, "optimal")));
+    }
     let back = layout_json(&written, "offline");
     assert_eq!(back["planner"], "offline");
     assert_eq!(offsets(&back), offsets(&optimal), "{name}");
@@ -123,12 +133,14 @@ fn write_and_check(model: &Path, inputs: &[PathBuf]) -> PathBuf {
             .collect()
     };
     assert_eq!(others(&before), others(&after), "{name}: other metadata");
-    assert_infer_equal(model, &written, inputs);
+    assert_infer_equal(model, &written, inputs, !tflm_scratch);
     written
 }
 
-/// `hilt infer` prints the same outputs for both models.
-fn assert_infer_equal(model: &Path, written: &Path, inputs: &[PathBuf]) {
+/// `hilt infer` prints the same outputs for both models; with `smaller`, the
+/// written plan's arena is no larger than greedy's (a plan made for TFLM's
+/// kernel scratch may be larger for hilt's kernels, which need none).
+fn assert_infer_equal(model: &Path, written: &Path, inputs: &[PathBuf], smaller: bool) {
     let run = |m: &Path, planner: &str| {
         let mut args = vec![
             "infer".to_string(),
@@ -156,7 +168,7 @@ fn assert_infer_equal(model: &Path, written: &Path, inputs: &[PathBuf]) {
     let (offline, offline_arena) = split(run(written, "offline"));
     assert_eq!(offline, original, "{}", model.display());
     assert!(
-        offline_arena <= greedy_arena,
+        !smaller || offline_arena <= greedy_arena,
         "{offline_arena} > {greedy_arena}"
     );
     assert_eq!(
@@ -171,7 +183,7 @@ fn assert_infer_equal(model: &Path, written: &Path, inputs: &[PathBuf]) {
 fn a_shipped_model_keeps_everything_but_gains_the_plan() {
     let model = repo().join("scenarios/models/tiny_convnet_int8.tflite");
     let input = repo().join("scenarios/data/tiny_convnet_in.bin");
-    let written = write_and_check(&model, &[input]);
+    let written = write_and_check(&model, &[input], false);
     // Writing again replaces the plan in its own buffer, and says so.
     let again = out_path("tiny_convnet_again.tflite");
     let out = hilt([
@@ -212,13 +224,53 @@ fn a_conformance_model_reads_back_with_the_optimal_head() {
             .iter()
             .map(|i| dir.join("cases").join(name).join(&i.file))
             .collect();
-        let written = write_and_check(&dir.join(&entry.model), &inputs);
+        let svdf = name == "tflm_keyword_scrambled";
+        let written = write_and_check(&dir.join(&entry.model), &inputs, svdf);
         let back = layout_json(&written, "offline");
-        assert_eq!(back["head"], back["lower_bound"], "{name}");
-        if name == "mlperf_tiny_vww_mobilenetv1_int8" {
+        if svdf {
+            // Planned for TFLM's SVDF scratch too: TFLM's own head, where a
+            // plan of hilt's buffers alone made TFLM need 800 bytes.
+            assert_eq!(back["head"], entry.tflm.arena_head, "{name}");
+            assert_eq!(back["head"], 672);
+        } else {
+            assert_eq!(back["head"], back["lower_bound"], "{name}");
             assert_eq!(back["head"], 55_296);
         }
     }
+}
+
+/// A plan under which TFLM would need more than its own (its SVDF scratch
+/// finds no room among the fixed tensors of a linear plan) is not written,
+/// and the message gives both heads.
+#[test]
+fn a_plan_that_makes_tflm_worse_is_not_written() {
+    let Some((dir, models)) = common::conformance_models() else {
+        return;
+    };
+    let name = "tflm_keyword_scrambled";
+    let Some(entry) = models.iter().find(|m| m.name == name) else {
+        return;
+    };
+    let written = out_path("linear_refused.tflite");
+    let out = hilt([
+        "layout",
+        dir.join(&entry.model).to_str().unwrap(),
+        "--planner",
+        "linear",
+        "--write-offline",
+        written.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "not written: with this plan TFLM would need a 832-byte head (its kernels' scratch \
+             placed around the fixed tensors), its own plan needs {}",
+            entry.tflm.arena_head
+        )),
+        "{stderr}"
+    );
+    assert!(!written.exists());
 }
 
 #[test]

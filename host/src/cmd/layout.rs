@@ -182,12 +182,14 @@ fn write_offline_command(
     let written = hilt::offline_plan::write_offline(model, out, options)?;
     eprintln!(
         "wrote {}: {} planner's offsets for {} tensors ({} left to the run-time planner), \
-         head {} B{}",
+         head {} B; TFLM's head with its kernels' scratch {} B (its own plan: {} B){}",
         out.display(),
-        written.report.planner,
+        options.planner.name(),
         written.fixed,
         written.online,
         written.report.head,
+        written.tflm_head,
+        written.tflm_own_head,
         if written.replaced {
             "; replaced the model's OfflineMemoryAllocation"
         } else {
