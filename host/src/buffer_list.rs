@@ -285,7 +285,21 @@ pub struct BufferPlan {
 
 /// Plans `set` with the planner `kind` names.
 pub fn plan_buffers(set: &BufferSet, kind: PlannerKind) -> Result<BufferPlan, PlanFileError> {
-    let optimal = Optimal::default();
+    plan_buffers_to_fit(set, kind, None)
+}
+
+/// [`plan_buffers`], content with a peak of `capacity` bytes: the optimal
+/// planner decides at the capacity first and stops at the first plan that
+/// fits (MiniMalloc's question), instead of searching on for the smallest.
+pub fn plan_buffers_to_fit(
+    set: &BufferSet,
+    kind: PlannerKind,
+    capacity: Option<u64>,
+) -> Result<BufferPlan, PlanFileError> {
+    let optimal = match capacity {
+        Some(c) => Optimal::default().with_goal(c.min(u64::from(u32::MAX)) as u32),
+        None => Optimal::default(),
+    };
     let planner: &dyn MemoryPlanner = match kind {
         PlannerKind::Linear => &Linear,
         PlannerKind::Greedy => &Greedy,

@@ -37,7 +37,7 @@ pub(crate) struct PlanArgs {
 pub(crate) fn run(args: &PlanArgs) -> anyhow::Result<()> {
     let (buffers, capacity) = (&args.buffers, args.capacity);
     let set = hilt::buffer_list::read_buffers(buffers)?;
-    let plan = hilt::buffer_list::plan_buffers(&set, args.planner)?;
+    let plan = hilt::buffer_list::plan_buffers_to_fit(&set, args.planner, capacity)?;
     print!(
         "{}",
         hilt::buffer_list::render_summary(&set, &plan, capacity)

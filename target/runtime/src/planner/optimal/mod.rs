@@ -79,6 +79,11 @@ pub struct Optimal {
     /// turn, in a quarter of the workspace); any other count is taken as
     /// the nearest of the two.
     pub lanes: u8,
+    /// A head that is enough: the search decides at it first (MiniMalloc's
+    /// question: "does it fit this capacity?") and stops at the first plan
+    /// at or below it; when it finds none there, it goes on looking for the
+    /// smallest head above. `None`: the smallest head the budget finds.
+    pub goal: Option<u32>,
 }
 
 impl Optimal {
@@ -105,6 +110,7 @@ impl Optimal {
     pub const ON_TARGET: Optimal = Optimal {
         node_budget: 200_000,
         lanes: 1,
+        goal: None,
     };
 
     /// A planner that tries at most `node_budget` placements, in
@@ -113,12 +119,22 @@ impl Optimal {
         Optimal {
             node_budget,
             lanes: Self::DEFAULT_LANES,
+            goal: None,
         }
     }
 
     /// The same planner with `lanes` lanes (see [`Optimal::lanes`]).
     pub const fn with_lanes(self, lanes: u8) -> Self {
         Optimal { lanes, ..self }
+    }
+
+    /// The same planner, content with a head of `goal` bytes or less (see
+    /// [`Optimal::goal`]).
+    pub const fn with_goal(self, goal: u32) -> Self {
+        Optimal {
+            goal: Some(goal),
+            ..self
+        }
     }
 
     /// Whether the four searches run side by side.
@@ -165,7 +181,7 @@ impl MemoryPlanner for Optimal {
         let best = head_size(requests, offsets)?;
         // `best` fits in 32 bits and is at least the bound, so the bound does too.
         let bound = lower_bound(requests).min(u64::from(best)) as u32;
-        if best == bound {
+        if best == bound || self.goal.is_some_and(|g| best <= g) {
             return Ok(best);
         }
         let words = WORDS_PER_REQUEST * requests.len();
@@ -195,10 +211,10 @@ impl MemoryPlanner for Optimal {
 type Decide<'d> = dyn FnMut(u32, &mut u64, &mut [u32]) -> Outcome + 'd;
 
 impl Optimal {
-    /// The smallest head `decide` finds within the budget: the bound first
-    /// (real models usually reach it), then bisection between the bound
-    /// and the best plan so far (`best`, greedy's, whose offsets are in
-    /// `offsets`).
+    /// The smallest head `decide` finds within the budget: the goal or
+    /// else the bound first (real models usually reach it), then bisection
+    /// between the bound and the best plan so far (`best`, greedy's, whose
+    /// offsets are in `offsets`), until a plan meets the goal.
     fn bisect(
         &self,
         bound: u32,
@@ -208,7 +224,7 @@ impl Optimal {
     ) -> u32 {
         let mut budget = self.node_budget;
         let (mut low, mut high) = (bound, best - 1);
-        let mut capacity = bound;
+        let mut capacity = self.goal.map_or(bound, |g| g.clamp(bound, high));
         while low <= high && budget > 0 {
             let mut share = if low == high {
                 budget
@@ -222,7 +238,7 @@ impl Optimal {
                 Outcome::Found(head) => {
                     best = head;
                     high = head.saturating_sub(1);
-                    if head == 0 {
+                    if head == 0 || self.goal.is_some_and(|g| head <= g) {
                         break;
                     }
                 }
@@ -298,6 +314,37 @@ mod tests {
         assert_eq!(
             Optimal::default().with_lanes(1).workspace_words(5) * 4,
             Optimal::default().with_lanes(4).workspace_words(5)
+        );
+    }
+
+    /// With a goal the search stops at the first plan that meets it: a goal
+    /// at greedy's head keeps greedy's plan, a goal at the bound is met.
+    #[test]
+    fn a_goal_is_enough() {
+        let requests = [
+            BufferRequest::tensor(0, 64, 0, 1),
+            BufferRequest::tensor(1, 48, 1, 2),
+            BufferRequest::tensor(2, 32, 2, 3),
+            BufferRequest::tensor(3, 80, 3, 4),
+            BufferRequest::tensor(4, 16, 0, 4),
+        ];
+        let mut workspace = [0u32; 4 * WORDS_PER_REQUEST * 5];
+        let mut offsets = [0u32; 5];
+        let greedy = {
+            let mut ws = [0u32; 64];
+            Greedy.plan(&requests, &mut ws, &mut offsets).unwrap()
+        };
+        let bound = lower_bound(&requests) as u32;
+        assert!(greedy > bound);
+        let at_greedy = Optimal::default().with_goal(greedy);
+        assert_eq!(
+            at_greedy.plan(&requests, &mut workspace, &mut offsets),
+            Ok(greedy)
+        );
+        let at_bound = Optimal::default().with_goal(bound);
+        assert_eq!(
+            at_bound.plan(&requests, &mut workspace, &mut offsets),
+            Ok(bound)
         );
     }
 }
