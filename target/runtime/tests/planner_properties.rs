@@ -118,7 +118,7 @@ fn optimal_refuses_what_every_planner_refuses() {
     let mut offsets = [0; 1];
     let bad_align = [BufferRequest::tensor(0, 10, 0, 0).with_align(3)];
     assert_eq!(
-        Optimal::ON_TARGET.plan(&bad_align, &mut [0; 18], &mut offsets),
+        Optimal::ON_TARGET.plan(&bad_align, &mut [0; 20], &mut offsets),
         Err(PlanError::InvalidAlignment {
             request: 0,
             align: 3
@@ -126,10 +126,10 @@ fn optimal_refuses_what_every_planner_refuses() {
     );
     let ok = [BufferRequest::tensor(0, 10, 0, 0)];
     assert_eq!(
-        Optimal::ON_TARGET.plan(&ok, &mut [0; 17], &mut offsets),
+        Optimal::ON_TARGET.plan(&ok, &mut [0; 19], &mut offsets),
         Err(PlanError::WorkspaceTooSmall {
-            needed: 18,
-            given: 17
+            needed: 20,
+            given: 19
         })
     );
 }

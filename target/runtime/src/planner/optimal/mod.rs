@@ -62,14 +62,15 @@ const SLICE: u64 = 512;
 
 /// Minimum-head planning by bounded search (see the module doc).
 ///
-/// Working memory: `18 * count` words per lane (linear, like the other
+/// Working memory: `20 * count` words per lane (linear, like the other
 /// planners, so the arena's temp section sizes it the same way): per
 /// request its padded size, section range, rank, identical predecessor,
-/// path entry, offset, skyline and part, and per section (at most
+/// path entry, offset, place in the unplaced list (both ways), skyline and
+/// part, and per section (at most
 /// `2 * count`) its floor, the bytes still to place, the lowest offset they
 /// can still reach and the buffers spanning its end.
-/// Time: `O(n²)` to set up, then `O(n + s)` per node for `s` sections
-/// spanned by the unplaced buffers.
+/// Time: `O(n²)` to set up, then `O(u + s)` per node for `u` unplaced
+/// buffers spanning `s` sections in all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Optimal {
     /// Placements the search may try in total, over all capacities and

@@ -10,7 +10,7 @@ use crate::request::{BufferRequest, align_up};
 const UNPLACED: u32 = u32::MAX;
 
 /// Workspace words one search takes per request.
-pub(super) const WORDS_PER_REQUEST: usize = 18;
+pub(super) const WORDS_PER_REQUEST: usize = 20;
 
 /// How one decision at a fixed capacity ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,6 +84,13 @@ pub(super) struct Search<'a> {
     path: &'a mut [u32],
     /// Per request: its offset, or [`UNPLACED`].
     current: &'a mut [u32],
+    /// The unplaced requests with bytes, in no order (the first
+    /// `unplaced_count`): the loops of a node run over these alone.
+    unplaced: &'a mut [u32],
+    /// Per request: where it stands in `unplaced`, while it is there.
+    slot: &'a mut [u32],
+    /// How many requests `unplaced` holds.
+    unplaced_count: usize,
     /// Per unplaced request: where it would go now, its skyline (the
     /// highest floor over its sections, aligned), kept up to date as
     /// neighbours are placed and taken back.
@@ -123,6 +130,8 @@ impl<'a> Search<'a> {
         let (twin, rest) = rest.split_at_mut(n);
         let (path, rest) = rest.split_at_mut(n);
         let (current, rest) = rest.split_at_mut(n);
+        let (unplaced, rest) = rest.split_at_mut(n);
+        let (slot, rest) = rest.split_at_mut(n);
         let (lowest, rest) = rest.split_at_mut(n);
         let (floor, rest) = rest.split_at_mut(2 * n);
         let (remaining, rest) = rest.split_at_mut(2 * n);
@@ -181,6 +190,9 @@ impl<'a> Search<'a> {
             twin,
             path,
             current,
+            unplaced,
+            slot,
+            unplaced_count: 0,
             lowest,
             floor: &mut floor[..sections],
             remaining: &mut remaining[..sections],
@@ -198,6 +210,13 @@ impl<'a> Search<'a> {
         self.sizes[i]
     }
 
+    /// The unplaced requests with bytes.
+    fn free(&self) -> impl Iterator<Item = usize> + '_ {
+        self.unplaced[..self.unplaced_count]
+            .iter()
+            .map(|&i| i as usize)
+    }
+
     fn sections(&self, i: usize) -> core::ops::Range<usize> {
         self.lo[i] as usize..self.hi[i] as usize
     }
@@ -207,11 +226,15 @@ impl<'a> Search<'a> {
         self.floor.fill(0);
         self.remaining.fill(0);
         self.cover.fill(0);
+        self.unplaced_count = 0;
         for i in 0..self.requests.len() {
             let size = self.size(i);
             self.current[i] = if size == 0 { 0 } else { UNPLACED };
             self.lowest[i] = 0;
             if size > 0 {
+                self.unplaced[self.unplaced_count] = i as u32;
+                self.slot[i] = self.unplaced_count as u32;
+                self.unplaced_count += 1;
                 for b in self.boundaries(i) {
                     self.cover[b] += 1;
                 }
@@ -495,7 +518,7 @@ impl<'a> Search<'a> {
         after: Option<Key>,
         capacity: u32,
     ) -> Option<(usize, u32)> {
-        let unplaced = || (0..self.requests.len()).filter(|&i| self.unplaced_in(i, part));
+        let unplaced = || self.free().filter(|&i| self.unplaced_in(i, part));
         // Dominance: no buffer goes at or above the lowest top any
         // unplaced buffer can reach.
         let min_height = unplaced()
@@ -539,8 +562,8 @@ impl<'a> Search<'a> {
         capacity: u32,
     ) -> Option<(usize, u32)> {
         let mut best: Option<(Key, usize, u32)> = None;
-        for i in 0..self.requests.len() {
-            if self.current[i] != UNPLACED || !self.sections(i).contains(&section) {
+        for i in self.free() {
+            if !self.sections(i).contains(&section) {
                 continue;
             }
             let twin = self.twin[i];
@@ -577,7 +600,7 @@ impl<'a> Search<'a> {
     fn hatless(&self, i: usize, offset: u32) -> bool {
         let top = u64::from(offset) + u64::from(self.size(i));
         let (lo, hi) = (self.lo[i], self.hi[i]);
-        (0..self.requests.len()).all(|j| {
+        self.free().all(|j| {
             j == i
                 || self.current[j] != UNPLACED
                 || self.hi[j] <= lo
@@ -594,10 +617,8 @@ impl<'a> Search<'a> {
     fn consistent(&mut self, capacity: u32, offset: u32, part: (usize, usize)) -> bool {
         let capacity = u64::from(capacity);
         self.reach.fill(u32::MAX);
-        for i in 0..self.requests.len() {
-            if self.current[i] != UNPLACED {
-                continue;
-            }
+        for k in 0..self.unplaced_count {
+            let i = self.unplaced[k] as usize;
             let floor = if self.unplaced_in(i, part) {
                 u64::from(offset)
             } else {
@@ -647,8 +668,15 @@ impl<'a> Search<'a> {
         for cover in &mut self.cover[range] {
             *cover -= 1;
         }
-        for j in 0..self.requests.len() {
-            if self.current[j] == UNPLACED && self.overlap(i, j) && self.lowest[j] < top {
+        // Out of the unplaced list: the last one takes its slot.
+        let k = self.slot[i] as usize;
+        self.unplaced_count -= 1;
+        let last = self.unplaced[self.unplaced_count];
+        self.unplaced[k] = last;
+        self.slot[last as usize] = k as u32;
+        for k in 0..self.unplaced_count {
+            let j = self.unplaced[k] as usize;
+            if self.overlap(i, j) && self.lowest[j] < top {
                 // Aligned below the capacity, which fits in 32 bits.
                 self.lowest[j] = align_up(u64::from(top), u64::from(self.requests[j].align)) as u32;
             }
@@ -682,15 +710,18 @@ impl<'a> Search<'a> {
             }
         }
         self.lowest[i] = self.skyline(i) as u32;
-        for j in 0..self.requests.len() {
+        for k in 0..self.unplaced_count {
+            let j = self.unplaced[k] as usize;
             // Only a neighbour that rested on `i` can come down.
-            if self.current[j] == UNPLACED
-                && j != i
-                && self.overlap(i, j)
+            if self.overlap(i, j)
                 && u64::from(self.lowest[j]) == align_up(top, u64::from(self.requests[j].align))
             {
                 self.lowest[j] = self.skyline(j) as u32;
             }
         }
+        // Back into the unplaced list.
+        self.unplaced[self.unplaced_count] = i as u32;
+        self.slot[i] = self.unplaced_count as u32;
+        self.unplaced_count += 1;
     }
 }
