@@ -60,6 +60,10 @@ use crate::request::BufferRequest;
 /// Placements a lane runs before the next lane's turn.
 const SLICE: u64 = 512;
 
+/// Placements per request for the look at the lower bound before a looser
+/// goal (see [`Optimal::goal`]).
+const PROBE_NODES_PER_REQUEST: u64 = 16;
+
 /// Minimum-head planning by bounded search (see the module doc).
 ///
 /// Working memory: `20 * count` words per lane (linear, like the other
@@ -225,7 +229,20 @@ impl Optimal {
     ) -> u32 {
         let mut budget = self.node_budget;
         let (mut low, mut high) = (bound, best - 1);
-        let mut capacity = self.goal.map_or(bound, |g| g.clamp(bound, high));
+        if self.goal.is_some_and(|g| g > bound) {
+            // A tighter capacity prunes harder: a short look at the bound
+            // first often finds a plan at once that a looser goal would
+            // search long for.
+            let mut share = (PROBE_NODES_PER_REQUEST * offsets.len() as u64).min(budget / 2);
+            budget -= share;
+            let outcome = decide(bound, &mut share, offsets);
+            budget += share;
+            if let Outcome::Found(head) = outcome {
+                return head;
+            }
+            low = bound + 1;
+        }
+        let mut capacity = self.goal.map_or(bound, |g| g.clamp(low, high.max(low)));
         while low <= high && budget > 0 {
             let mut share = if low == high {
                 budget
@@ -345,6 +362,12 @@ mod tests {
         let at_bound = Optimal::default().with_goal(bound);
         assert_eq!(
             at_bound.plan(&requests, &mut workspace, &mut offsets),
+            Ok(bound)
+        );
+        // Between the two: the look at the bound finds it first.
+        let between = Optimal::default().with_goal(greedy - 1);
+        assert_eq!(
+            between.plan(&requests, &mut workspace, &mut offsets),
             Ok(bound)
         );
     }
