@@ -309,17 +309,22 @@ fn side_by_side(
 mod tests {
     use super::*;
 
-    /// Requests that reach their bound only by search (greedy's order
-    /// leaves a hole), with the same plan size from both lane counts.
-    #[test]
-    fn one_lane_and_four_reach_the_same_bound() {
-        let requests = [
+    /// Requests that reach their bound only by search: greedy's
+    /// largest-first order leaves a hole.
+    fn chain_with_a_hole() -> [BufferRequest; 5] {
+        [
             BufferRequest::tensor(0, 64, 0, 1),
             BufferRequest::tensor(1, 48, 1, 2),
             BufferRequest::tensor(2, 32, 2, 3),
             BufferRequest::tensor(3, 80, 3, 4),
             BufferRequest::tensor(4, 16, 0, 4),
-        ];
+        ]
+    }
+
+    /// One lane and four reach the same bound.
+    #[test]
+    fn one_lane_and_four_reach_the_same_bound() {
+        let requests = chain_with_a_hole();
         for lanes in [1, 4] {
             let planner = Optimal::default().with_lanes(lanes);
             let mut workspace = [0u32; 4 * WORDS_PER_REQUEST * 5];
@@ -339,13 +344,7 @@ mod tests {
     /// at greedy's head keeps greedy's plan, a goal at the bound is met.
     #[test]
     fn a_goal_is_enough() {
-        let requests = [
-            BufferRequest::tensor(0, 64, 0, 1),
-            BufferRequest::tensor(1, 48, 1, 2),
-            BufferRequest::tensor(2, 32, 2, 3),
-            BufferRequest::tensor(3, 80, 3, 4),
-            BufferRequest::tensor(4, 16, 0, 4),
-        ];
+        let requests = chain_with_a_hole();
         let mut workspace = [0u32; 4 * WORDS_PER_REQUEST * 5];
         let mut offsets = [0u32; 5];
         let greedy = {
