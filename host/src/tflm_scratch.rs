@@ -46,6 +46,8 @@ pub enum TflmPlanError {
 pub struct TflmScratch {
     /// The operator.
     pub op: u32,
+    /// Its place among the operator's requests.
+    pub index: u32,
     /// Bytes requested.
     pub bytes: u32,
 }
@@ -55,9 +57,10 @@ pub struct TflmScratch {
 pub fn tflm_scratch(model: &Model<'_>) -> Vec<TflmScratch> {
     let mut out = Vec::new();
     for op in model.operators() {
-        for bytes in op_scratch(model, &op) {
+        for (index, bytes) in op_scratch(model, &op).into_iter().enumerate() {
             out.push(TflmScratch {
                 op: op.index,
+                index: index as u32,
                 bytes,
             });
         }
@@ -114,15 +117,13 @@ fn op_scratch(model: &Model<'_>, op: &OperatorInfo<'_>) -> Vec<u32> {
 /// The buffers TFLM plans for `model`: its tensors (in tensor order, as TFLM
 /// adds them) and then its kernels' scratch.
 pub fn tflm_requests(model: &Model<'_>) -> Vec<BufferRequest> {
-    let mut requests: Vec<BufferRequest> = tensor_request_iter(model).collect();
-    let mut per_op = 0;
-    let mut last_op = None;
-    for s in tflm_scratch(model) {
-        per_op = if last_op == Some(s.op) { per_op + 1 } else { 0 };
-        last_op = Some(s.op);
-        requests.push(BufferRequest::scratch(s.op, per_op, s.bytes));
-    }
-    requests
+    tensor_request_iter(model)
+        .chain(
+            tflm_scratch(model)
+                .into_iter()
+                .map(|s| BufferRequest::scratch(s.op, s.index, s.bytes)),
+        )
+        .collect()
 }
 
 /// TFLM's planned head for `requests` ([`tflm_requests`]): its greedy

@@ -109,8 +109,6 @@ pub(super) struct Search<'a> {
     /// Per path entry: the first and one past the last section of the part
     /// it was placed in (two words each).
     part: &'a mut [u32],
-    /// Requests with a non-empty buffer (the others sit at 0).
-    to_place: usize,
     /// This round's strategy.
     strategy: Strategy,
     /// Placements on the path now (where a stopped search resumes).
@@ -165,9 +163,8 @@ impl<'a> Search<'a> {
             lo[i] = index(r.first_step);
             hi[i] = r.live_until().checked_add(1).map_or(sections as u32, index);
         }
-        let padded = |i: usize| requests[i].padded_size().unwrap_or(0);
-        for (i, size) in sizes.iter_mut().enumerate() {
-            *size = padded(i);
+        for (size, r) in sizes.iter_mut().zip(requests) {
+            *size = r.padded_size().unwrap_or(0);
         }
         for i in 0..n {
             twin[i] = (0..i)
@@ -175,12 +172,11 @@ impl<'a> Search<'a> {
                 .find(|&j| {
                     lo[j] == lo[i]
                         && hi[j] == hi[i]
-                        && padded(j) == padded(i)
+                        && sizes[j] == sizes[i]
                         && requests[j].align == requests[i].align
                 })
                 .map_or(NO_TWIN, |j| j as u32);
         }
-        let to_place = (0..n).filter(|&i| padded(i) > 0).count();
         Search {
             requests,
             sizes,
@@ -199,7 +195,6 @@ impl<'a> Search<'a> {
             reach: &mut reach[..sections],
             cover: &mut cover[..sections],
             part,
-            to_place,
             strategy: Strategy::Canonical,
             depth: 0,
             after: None,
@@ -378,7 +373,7 @@ impl<'a> Search<'a> {
         }
         let (mut depth, mut after) = (self.depth, self.after);
         let outcome = loop {
-            if depth == self.to_place {
+            if self.unplaced_count == 0 {
                 offsets[..self.requests.len()].copy_from_slice(self.current);
                 let head = (0..self.requests.len())
                     .map(|i| self.current[i] + self.size(i))
@@ -518,7 +513,7 @@ impl<'a> Search<'a> {
         after: Option<Key>,
         capacity: u32,
     ) -> Option<(usize, u32)> {
-        let unplaced = || self.free().filter(|&i| self.unplaced_in(i, part));
+        let unplaced = || self.free().filter(|&i| self.in_part(i, part));
         // Dominance: no buffer goes at or above the lowest top any
         // unplaced buffer can reach.
         let min_height = unplaced()
@@ -599,14 +594,8 @@ impl<'a> Search<'a> {
     /// fails no sibling can succeed (MiniMalloc's hatless pruning).
     fn hatless(&self, i: usize, offset: u32) -> bool {
         let top = u64::from(offset) + u64::from(self.size(i));
-        let (lo, hi) = (self.lo[i], self.hi[i]);
-        self.free().all(|j| {
-            j == i
-                || self.current[j] != UNPLACED
-                || self.hi[j] <= lo
-                || hi <= self.lo[j]
-                || u64::from(self.lowest[j]) >= top
-        })
+        self.free()
+            .all(|j| j == i || !self.overlap(i, j) || u64::from(self.lowest[j]) >= top)
     }
 
     /// Whether the unplaced buffers can still fit, placed from `offset`
@@ -619,7 +608,7 @@ impl<'a> Search<'a> {
         self.reach.fill(u32::MAX);
         for k in 0..self.unplaced_count {
             let i = self.unplaced[k] as usize;
-            let floor = if self.unplaced_in(i, part) {
+            let floor = if self.in_part(i, part) {
                 u64::from(offset)
             } else {
                 0
@@ -643,11 +632,9 @@ impl<'a> Search<'a> {
             .all(|(&left, &low)| left == 0 || u64::from(low) + u64::from(left) <= capacity)
     }
 
-    /// Whether request `i` is unplaced and lives in `part`'s sections.
-    fn unplaced_in(&self, i: usize, part: (usize, usize)) -> bool {
-        self.current[i] == UNPLACED
-            && part.0 <= self.lo[i] as usize
-            && self.hi[i] as usize <= part.1
+    /// Whether request `i` lives in `part`'s sections.
+    fn in_part(&self, i: usize, part: (usize, usize)) -> bool {
+        part.0 <= self.lo[i] as usize && self.hi[i] as usize <= part.1
     }
 
     /// Whether requests `i` and `j` are live at a common step.
