@@ -289,7 +289,7 @@ fn invoke<const T: u8>(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
             }
             let bias = bias.map(|b| &b[..out_c]);
             let w = &w[..out_c * filter_len];
-            if data.im2col != 0 && !rows_in_place_on_dsp(g) {
+            if data.im2col != 0 && !dsp_takes(g, filter_len) {
                 let patch = ctx.scratch(data.patch)?;
                 let patch: &mut [i16] =
                     bytemuck::try_cast_slice_mut(patch).map_err(|_| KernelError::Internal)?;
@@ -346,12 +346,19 @@ fn for_each_run(
     }
 }
 
-/// Whether a short-row convolution skips its im2col patch: on DSP cores,
-/// once a filter row holds two words, the in-place kernels pairing
-/// neighbouring windows against a channel pair beat widening every tap
-/// into the patch (VWW's first 3×3×3 layer: 4.14 M -> 3.29 M); shorter
-/// rows are mostly per-run overhead there (KWS's 10×4×1: 1.42 M -> 3.53 M).
-fn rows_in_place_on_dsp(g: &Geometry) -> bool {
+/// Whether a DSP core's kernels take a convolution that prepare gave an
+/// im2col patch: those whose filter fits [`conv_widened`]'s block widen
+/// their windows there instead (VWW's first 3×3×3 layer: 3.29 M -> M
+/// instructions; KWS's 10×4×1: 1.42 M -> M), and once a filter row holds
+/// two words the in-place kernels beat widening every tap into the patch.
+///
+/// [`conv_widened`]: super::conv_widened
+fn dsp_takes(g: &Geometry, filter_len: usize) -> bool {
+    #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+    if super::conv_widened::takes(filter_len, g.x.filter as usize * g.in_c as usize) {
+        return true;
+    }
+    let _ = filter_len;
     cfg!(all(target_arch = "arm", feature = "arm-dsp"))
         && g.x.dilation == 1
         && g.x.filter as usize * g.in_c as usize >= 8
@@ -375,7 +382,9 @@ fn conv_i8(
     let filter_len = w.len() / out_c.max(1);
     let x_offset = data.channels.input_offset;
     #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
-    if groups == 1 && g.x.dilation == 1 {
+    let row = g.x.filter as usize * g.in_c as usize;
+    #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+    if groups == 1 && (g.x.dilation == 1 || super::conv_widened::takes(filter_len, row)) {
         let ops = super::conv_dsp::Operands {
             geometry: g,
             input: x,
@@ -386,6 +395,8 @@ fn conv_i8(
         };
         if is_pointwise(g, groups) {
             super::conv_dsp::pointwise(&ops, out);
+        } else if super::conv_widened::takes(filter_len, row) {
+            super::conv_widened::im2col(&ops, out);
         } else {
             super::conv_dsp::rows_in_place(&ops, out);
         }

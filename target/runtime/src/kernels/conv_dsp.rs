@@ -11,6 +11,8 @@
 //! unfolded `Σ w·(x + offset)` instead, from the model's bias.
 //!
 //! - [`pointwise`]: 1×1 filters (never padded): every window is interior.
+//!   With stride 1 and a depth of whole words up to 256, it is
+//!   [`conv_widened`](super::conv_widened)'s.
 //! - [`rows_in_place`]: any filter with dilation 1 along x: each filter
 //!   row of a window is one contiguous run of `cols · in_c` inputs and
 //!   weights, read where it lies (no scratch). Two neighbouring positions
@@ -18,8 +20,12 @@
 //!
 //! Nothing is requested in prepare: no scratch, nothing in the tail.
 
-use super::conv_geometry::{Geometry, Window};
+use super::conv_geometry::{Geometry, RowWindows, Window};
+use super::conv_widened::{MAX_PAIRS, store_columns};
 use super::gemm::{block_1x2, block_2x2, rows_2x2};
+use super::gemm_widened::{
+    row_1x2_wide_weights, rows_2x2_wide_weights, widen_one, windows_2x2_wide_weights,
+};
 use super::quant_math::{ChannelRequant, Requant, sum};
 
 /// One int8 convolution's operands (one group).
@@ -44,19 +50,40 @@ struct Pair<'a> {
     /// `bias + input_offset · Σ w`: the start of an interior window.
     folded: [i32; 2],
     requant: [ChannelRequant; 2],
+    /// The two weight rows widened ([`gemm_widened::widen_one`]), when the
+    /// filter is a whole number of words up to [`WIDE_WEIGHTS`].
+    wide: Option<&'a [u32]>,
+    /// Per filter tap (`fy · fw + fx`), `Σ w` over its input channels, for
+    /// each channel: what a window over the padding subtracts from the
+    /// folded bias. Filled when the weights are widened, the depth is whole
+    /// words and the filter has at most [`MAX_TAPS`] taps.
+    tap_sums: Option<&'a [[i32; MAX_TAPS]; 2]>,
 }
 
+/// The most filter taps whose sums a channel pair keeps (10×4 and 3×3 fit).
+const MAX_TAPS: usize = 64;
+
+/// Stack words for a channel pair's widened weights (2.5 KiB: filters of
+/// up to 640 values, such as 3×3×64).
+const WIDE_WEIGHTS: usize = 640;
+
 impl<'a> Operands<'a> {
-    fn filter_len(&self) -> usize {
+    pub(crate) fn filter_len(&self) -> usize {
         let g = self.geometry;
         (g.y.filter * g.x.filter) as usize * g.in_c as usize
     }
 
     /// Calls `f` for channels (0, 1), (2, 3), … and a last odd one alone.
     #[inline(always)]
-    fn for_each_pair(&self, mut f: impl FnMut(&Pair<'a>)) {
+    fn for_each_pair(&self, mut f: impl FnMut(&Pair<'_>)) {
         let out_c = self.geometry.out_c as usize;
         let len = self.filter_len();
+        let widen = len.is_multiple_of(4) && len <= WIDE_WEIGHTS;
+        let mut wide = [0u32; WIDE_WEIGHTS];
+        let in_c = self.geometry.in_c as usize;
+        let taps = (self.geometry.y.filter * self.geometry.x.filter) as usize;
+        let by_tap = widen && in_c.is_multiple_of(4) && taps <= MAX_TAPS;
+        let mut tap_sums = [[0i32; MAX_TAPS]; 2];
         let mut c0 = 0;
         while c0 < out_c {
             let c = [c0, (c0 + 1).min(out_c - 1)];
@@ -65,12 +92,26 @@ impl<'a> Operands<'a> {
             let folded =
                 [0, 1].map(|i| bias[i].wrapping_add(self.input_offset.wrapping_mul(sum(w[i]))));
             let requant = c.map(|c| self.requant.channel(c));
+            if widen {
+                for (half, w) in w.iter().enumerate() {
+                    widen_one(w, half, &mut wide[..len]);
+                }
+            }
+            if by_tap {
+                for (sums, w) in tap_sums.iter_mut().zip(&w) {
+                    for (s, tap) in sums.iter_mut().zip(w.chunks_exact(in_c)) {
+                        *s = sum(tap);
+                    }
+                }
+            }
             f(&Pair {
                 c,
                 w,
                 bias,
                 folded,
                 requant,
+                wide: widen.then_some(&wide[..len]),
+                tap_sums: by_tap.then_some(&tap_sums),
             });
             c0 += 2;
         }
@@ -106,6 +147,9 @@ pub(crate) fn pointwise(ops: &Operands<'_>, out: &mut [i8]) {
         let (oy, b) = (rest % oh, rest / oh);
         ((b * ih + oy * sy) * iw + ox * sx) * in_c
     };
+    if dense && in_c.is_multiple_of(4) && in_c <= super::conv_widened::MAX_FILTER && in_c > 0 {
+        return super::conv_widened::pointwise(ops, positions, out);
+    }
     if dense && in_c > 0 {
         return pointwise_dense(ops, positions, out);
     }
@@ -167,37 +211,160 @@ fn pointwise_dense(ops: &Operands<'_>, positions: usize, out: &mut [i8]) {
 /// in place. `out` holds `geometry.output_len()` values.
 pub(crate) fn rows_in_place(ops: &Operands<'_>, out: &mut [i8]) {
     let g = ops.geometry;
+    let full_rows = 0..g.y.filter;
+    let mut sums = [[0i32; 4]; MAX_PAIRS];
+    ops.for_each_pair(|pair| {
+        g.for_each_row(|windows, o| {
+            let len = windows.len();
+            let rows_full = len > 0 && windows.at(0).rows == full_rows;
+            let (lo, hi) = if rows_full && (g.x.filter as usize * g.in_c as usize).is_multiple_of(4)
+            {
+                interior_span(g, windows)
+            } else {
+                (len, len)
+            };
+            windows_one_by_one(ops, pair, windows, o, 0..lo, out);
+            if let Some(wide) = pair.wide.filter(|_| hi > lo) {
+                interior_column(ops, pair, wide, windows, (o, lo..hi), &mut sums, out);
+            }
+            windows_one_by_one(ops, pair, windows, o, hi.max(lo)..len, out);
+        });
+    });
+}
+
+/// The output columns `lo..hi` whose windows lie wholly inside the input
+/// along x (one run: the windows of a row move one way).
+fn interior_span(g: &Geometry, windows: &RowWindows<'_>) -> (usize, usize) {
+    let full = 0..g.x.filter;
+    let len = windows.len();
+    let lo = (0..len)
+        .find(|&ox| windows.at(ox).cols == full)
+        .unwrap_or(len);
+    let hi = (lo..len)
+        .find(|&ox| windows.at(ox).cols != full)
+        .unwrap_or(len);
+    (lo, hi)
+}
+
+/// Interior windows `lo..hi` of a row (every filter tap inside the input)
+/// against a channel pair with widened weights: a column of window pairs
+/// in one `asm!`, then each channel requantised in one loop.
+fn interior_column(
+    ops: &Operands<'_>,
+    pair: &Pair<'_>,
+    wide: &[u32],
+    windows: &RowWindows<'_>,
+    (o, span): (usize, core::ops::Range<usize>),
+    sums: &mut [[i32; 4]; MAX_PAIRS],
+    out: &mut [i8],
+) {
+    let g = ops.geometry;
+    let (in_c, out_c) = (g.in_c as usize, g.out_c as usize);
+    let len = g.x.filter as usize * in_c;
+    let rows = g.y.filter as usize;
+    let row_stride = g.y.dilation as usize * g.x.in_size as usize * in_c;
+    let step = g.x.stride as usize * in_c;
+    let words = (len / 4, rows, row_stride - len);
+    let mut ox = span.start;
+    while ox < span.end {
+        let n = (span.end - ox).min(2 * MAX_PAIRS);
+        let x0 = windows.at(ox).input_at(g, 0, 0);
+        // Bounds checked once: the last window's last run ends inside.
+        let reach = (n - 1) * step + (rows - 1) * row_stride + len;
+        let x = &ops.input[x0..][..reach];
+        let full = n / 2;
+        // SAFETY: every run read lies in `x` (`reach` covers the last
+        // window's last run); `wide` holds the pair's filter widened,
+        // rows · len / 4 depth words; `sums` has MAX_PAIRS entries.
+        unsafe {
+            if full > 0 {
+                windows_2x2_wide_weights(
+                    x.as_ptr(),
+                    step,
+                    full,
+                    wide.as_ptr(),
+                    words,
+                    pair.folded,
+                    sums.as_mut_ptr(),
+                );
+            }
+            if n % 2 == 1 {
+                // A last odd window pairs with itself.
+                let last = x.as_ptr().add((n - 1) * step);
+                windows_2x2_wide_weights(
+                    last,
+                    0,
+                    1,
+                    wide.as_ptr(),
+                    words,
+                    pair.folded,
+                    sums.as_mut_ptr().add(full),
+                );
+            }
+        }
+        store_columns(
+            pair.c,
+            &pair.requant,
+            &sums[..n.div_ceil(2)],
+            n,
+            (o + ox * out_c, out_c),
+            out,
+        );
+        ox += n;
+    }
+}
+
+/// Windows `span` of a row, two at a time where their taps are the same.
+fn windows_one_by_one(
+    ops: &Operands<'_>,
+    pair: &Pair<'_>,
+    windows: &RowWindows<'_>,
+    o: usize,
+    span: core::ops::Range<usize>,
+    out: &mut [i8],
+) {
+    let g = ops.geometry;
     let out_c = g.out_c as usize;
     let full_cols = 0..g.x.filter;
     let full_rows = 0..g.y.filter;
-    ops.for_each_pair(|pair| {
-        g.for_each_row(|windows, o| {
-            let mut ox = 0;
-            while ox < windows.len() {
-                let win = &windows.at(ox);
-                let interior = win.rows == full_rows && win.cols == full_cols;
-                if ox + 1 < windows.len() && windows.at(ox + 1).cols == win.cols {
-                    let next = windows.at(ox + 1);
-                    let a = if interior {
-                        interior_pair(ops, pair, [win, &next])
-                    } else {
-                        window_pair::<true>(ops, pair, [win, &next], pair.bias)
-                    };
-                    pair.store(out, o + ox * out_c, [a[0], a[1]]);
-                    pair.store(out, o + (ox + 1) * out_c, [a[2], a[3]]);
-                    ox += 2;
-                } else {
-                    let a = if interior {
-                        window_one::<false>(ops, pair, win, pair.folded)
-                    } else {
-                        window_one::<true>(ops, pair, win, pair.bias)
-                    };
-                    pair.store(out, o + ox * out_c, a);
-                    ox += 1;
-                }
+    let mut ox = span.start;
+    while ox < span.end {
+        let win = &windows.at(ox);
+        let interior = win.rows == full_rows && win.cols == full_cols;
+        if let (false, Some(wide), Some(taps)) = (interior, pair.wide, pair.tap_sums) {
+            let two = ox + 1 < span.end && windows.at(ox + 1).cols == win.cols;
+            let a = if two {
+                border_pair(ops, pair, (wide, taps), &[win, &windows.at(ox + 1)])
+            } else {
+                border_pair(ops, pair, (wide, taps), &[win])
+            };
+            pair.store(out, o + ox * out_c, [a[0], a[1]]);
+            if two {
+                pair.store(out, o + (ox + 1) * out_c, [a[2], a[3]]);
             }
-        });
-    });
+            ox += 1 + usize::from(two);
+            continue;
+        }
+        if ox + 1 < span.end && windows.at(ox + 1).cols == win.cols {
+            let next = windows.at(ox + 1);
+            let a = if interior {
+                interior_pair(ops, pair, [win, &next])
+            } else {
+                window_pair::<true>(ops, pair, [win, &next], pair.bias)
+            };
+            pair.store(out, o + ox * out_c, [a[0], a[1]]);
+            pair.store(out, o + (ox + 1) * out_c, [a[2], a[3]]);
+            ox += 2;
+        } else {
+            let a = if interior {
+                window_one::<false>(ops, pair, win, pair.folded)
+            } else {
+                window_one::<true>(ops, pair, win, pair.bias)
+            };
+            pair.store(out, o + ox * out_c, a);
+            ox += 1;
+        }
+    }
 }
 
 /// Input and weight runs of one window's valid filter rows (`cols` taps each).
@@ -210,6 +377,56 @@ fn for_each_row_run(g: &Geometry, win: &Window, mut f: impl FnMut(usize, usize, 
         let w = (fy as usize * fw + win.cols.start as usize) * in_c;
         f(x, w, len);
     }
+}
+
+/// Windows over the padding with the same valid taps (one or two) against
+/// a channel pair with widened weights: each valid filter row is one run
+/// read in place; the sum starts from `bias + input_offset · Σ w` over the
+/// valid taps only (TFLM skips the padded ones) and multiplies raw inputs.
+/// A single window's sums are `[c0, c1]` followed by copies.
+fn border_pair(
+    ops: &Operands<'_>,
+    pair: &Pair<'_>,
+    (wide, taps): (&[u32], &[[i32; MAX_TAPS]; 2]),
+    win: &[&Window],
+) -> [i32; 4] {
+    let g = ops.geometry;
+    let (fw, in_c) = (g.x.filter as usize, g.in_c as usize);
+    let (rows, cols) = (win[0].rows.clone(), win[0].cols.clone());
+    let mut start = pair.bias;
+    for fy in rows.clone() {
+        for t in fy as usize * fw + cols.start as usize..fy as usize * fw + cols.end as usize {
+            for (s, taps) in start.iter_mut().zip(taps) {
+                *s = s.wrapping_add(ops.input_offset.wrapping_mul(taps[t]));
+            }
+        }
+    }
+    let len = cols.len() * in_c;
+    let mut acc = [start[0], start[1], start[0], start[1]];
+    for fy in rows.clone().filter(|_| len > 0) {
+        let x = |w: &Window| &ops.input[w.input_at(g, fy, cols.start)..][..len];
+        let w = &wide[(fy as usize * fw + cols.start as usize) * in_c..][..len];
+        if let [one] = win {
+            let a = row_1x2_wide_weights(x(one), w, [acc[0], acc[1]]);
+            acc = [a[0], a[1], a[0], a[1]];
+        } else {
+            let xs = [x(win[0]), x(win[1])];
+            // SAFETY: each input run is `len` bytes (sliced above); `w`
+            // holds the run's len / 4 widened depth words (in_c is whole
+            // words).
+            acc = unsafe {
+                rows_2x2_wide_weights(
+                    [xs[0].as_ptr(), xs[1].as_ptr()],
+                    w.as_ptr(),
+                    len / 4,
+                    1,
+                    0,
+                    acc,
+                )
+            };
+        }
+    }
+    acc
 }
 
 /// Two windows with the same valid taps against a channel pair.
@@ -240,7 +457,8 @@ fn interior_pair(ops: &Operands<'_>, pair: &Pair<'_>, win: [&Window; 2]) -> [i32
     let g = ops.geometry;
     let (fw, in_c) = (g.x.filter as usize, g.in_c as usize);
     let len = fw * in_c;
-    if len % 8 != 0 || len == 0 {
+    let wide = pair.wide.filter(|_| len.is_multiple_of(4) && len > 0);
+    if wide.is_none() && (len % 8 != 0 || len == 0) {
         return window_pair::<false>(ops, pair, win, pair.folded);
     }
     let rows = g.y.filter as usize;
@@ -257,6 +475,21 @@ fn interior_pair(ops: &Operands<'_>, pair: &Pair<'_>, win: [&Window; 2]) -> [i32
         pair.w[0].as_ptr(),
         pair.w[1].as_ptr(),
     ];
+    let start = [s[0], s[1], s[0], s[1]];
+    if let Some(wide) = wide {
+        // SAFETY: as below; `wide` holds the pair's whole filter, widened
+        // (4 words per depth word), `rows · len / 4` depth words.
+        return unsafe {
+            rows_2x2_wide_weights(
+                [i0.as_ptr(), i1.as_ptr()],
+                wide.as_ptr(),
+                len / 4,
+                rows,
+                row_stride - len,
+                start,
+            )
+        };
+    }
     // SAFETY: run r of the inputs is bytes r · row_stride .. + len of
     // `i0`/`i1` (checked above); the weights' runs are the filter, each
     // row `rows · len = filter_len` long.
@@ -339,10 +572,14 @@ mod tests {
         filter: (i32, i32),
         stride: (i32, i32),
         dilation_y: i32,
+        /// Only the widened im2col takes a dilation along x.
+        dilation_x: i32,
         padding: Padding,
         offset: i32,
     }
 
+    /// `case.offset` is `-zero_point` of an int8, `-127..=128` (prepare
+    /// checks it): padded taps of patches hold the zero point.
     fn check(case: &Case, seed: u64) {
         let axis = |n, f, s, d| Axis::new(case.padding, n, f, s, d).unwrap();
         let g = Geometry {
@@ -350,7 +587,7 @@ mod tests {
             in_c: case.in_c,
             out_c: case.out_c,
             y: axis(case.hw.0, case.filter.0, case.stride.0, case.dilation_y),
-            x: axis(case.hw.1, case.filter.1, case.stride.1, 1),
+            x: axis(case.hw.1, case.filter.1, case.stride.1, case.dilation_x),
         };
         let len = (case.filter.0 * case.filter.1) as usize * case.in_c as usize;
         let input = bytes(g.input_len(), seed);
@@ -377,9 +614,16 @@ mod tests {
             requant: &requant,
         };
         let want = reference(&ops);
-        let mut got = vec![0i8; g.output_len()];
-        rows_in_place(&ops, &mut got);
-        assert_eq!(got, want, "rows in place, seed {seed}");
+        if case.dilation_x == 1 {
+            let mut got = vec![0i8; g.output_len()];
+            rows_in_place(&ops, &mut got);
+            assert_eq!(got, want, "rows in place, seed {seed}");
+        }
+        if len <= 512 {
+            let mut got = vec![0i8; g.output_len()];
+            super::super::conv_widened::im2col(&ops, &mut got);
+            assert_eq!(got, want, "widened im2col, seed {seed}");
+        }
         if case.filter == (1, 1) {
             let mut got = vec![0i8; g.output_len()];
             pointwise(&ops, &mut got);
@@ -390,10 +634,19 @@ mod tests {
     #[test]
     fn pointwise_matches_reference() {
         let mut seed = 1;
-        for (in_c, out_c) in [(64, 64), (3, 5), (17, 1), (8, 2)] {
+        for (in_c, out_c) in [
+            (64, 64),
+            (3, 5),
+            (17, 1),
+            (8, 2),
+            (12, 7),
+            (256, 3),
+            (260, 2),
+            (4, 1),
+        ] {
             for hw in [(5, 5), (4, 6), (1, 1)] {
                 for stride in [(1, 1), (2, 1), (2, 3)] {
-                    for offset in [-128, 127, 0] {
+                    for offset in [-127, 128, 0] {
                         let case = Case {
                             hw,
                             in_c,
@@ -401,12 +654,42 @@ mod tests {
                             filter: (1, 1),
                             stride,
                             dilation_y: 1,
+                            dilation_x: 1,
                             padding: Padding::VALID,
                             offset,
                         };
                         check(&case, seed);
                         seed += 1;
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_widened_im2col_takes_dilation_along_x() {
+        let mut seed = 500;
+        for (filter, in_c, out_c) in [
+            ((3, 3), 3, 5),
+            ((2, 4), 2, 2),
+            ((1, 3), 8, 3),
+            ((1, 2), 1, 5),
+        ] {
+            for padding in [Padding::SAME, Padding::VALID] {
+                for offset in [-127, 128, 0] {
+                    let case = Case {
+                        hw: (9, 11),
+                        in_c,
+                        out_c,
+                        filter,
+                        stride: (1, 2),
+                        dilation_y: 2,
+                        dilation_x: 3,
+                        padding,
+                        offset,
+                    };
+                    check(&case, seed);
+                    seed += 1;
                 }
             }
         }
@@ -428,7 +711,7 @@ mod tests {
         for (filter, in_c, out_c, stride) in shapes {
             for padding in [Padding::SAME, Padding::VALID] {
                 for (hw, dilation_y) in [((7, 9), 1), ((12, 6), 2), ((2, 3), 1)] {
-                    for offset in [-128, 127, 0, 3] {
+                    for offset in [-127, 128, 0, 3] {
                         let case = Case {
                             hw,
                             in_c,
@@ -436,6 +719,7 @@ mod tests {
                             filter,
                             stride,
                             dilation_y,
+                            dilation_x: 1,
                             padding,
                             offset,
                         };

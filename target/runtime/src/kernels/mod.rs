@@ -26,6 +26,8 @@ pub(crate) mod conv_dsp;
 mod conv_f32_tiles;
 mod conv_geometry;
 mod conv_i16;
+#[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
+mod conv_widened;
 pub mod cumsum;
 pub mod depthwise_conv;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
@@ -40,6 +42,8 @@ pub mod fully_connected;
 pub mod gather;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 pub(crate) mod gemm;
+#[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
+pub(crate) mod gemm_widened;
 pub mod hard_swish;
 pub mod l2_normalization;
 pub mod leaky_relu;

@@ -220,6 +220,47 @@ impl ChannelRequant {
             .clamp(scale_narrow(acc, self.multiplier, self.left, self.right1))
     }
 
+    /// Requantises `acc(i)` for `i` in `0..n`, giving each result to
+    /// `put(i, value)`: one loop per form and clamp, chosen once, so a
+    /// column of outputs of one channel pays no per-value branches.
+    #[inline(always)]
+    pub fn apply_each<A, P>(&self, n: usize, acc: A, mut put: P)
+    where
+        A: Fn(usize) -> i32,
+        P: FnMut(usize, i8),
+    {
+        #[inline(always)]
+        fn each<A: Fn(usize) -> i32, P: FnMut(usize, i8)>(
+            n: usize,
+            acc: &A,
+            put: &mut P,
+            f: impl Fn(i32) -> i8,
+        ) {
+            for i in 0..n {
+                put(i, f(acc(i)));
+            }
+        }
+        // A copy, so that the constants stay in registers across the stores.
+        let r = *self;
+        let (m, left, right1, round) = (r.multiplier, r.left, r.right1, r.round);
+        let stage = r.stage;
+        match (r.form(), stage.is_full_range()) {
+            (ScaleForm::OneRounding, true) => each(n, &acc, &mut put, |a| {
+                stage.clamp_full(scale_one_rounding(a, m, left, right1, round))
+            }),
+            (ScaleForm::Narrow, true) => each(n, &acc, &mut put, |a| {
+                stage.clamp_full(scale_narrow(a, m, left, right1))
+            }),
+            (ScaleForm::OneRounding, false) => each(n, &acc, &mut put, |a| {
+                stage.clamp(scale_one_rounding(a, m, left, right1, round))
+            }),
+            (ScaleForm::Narrow, false) => each(n, &acc, &mut put, |a| {
+                stage.clamp(scale_narrow(a, m, left, right1))
+            }),
+            (ScaleForm::Parts, _) => each(n, &acc, &mut put, |a| r.apply(a)),
+        }
+    }
+
     /// The accumulator as an int8 output (see [`Requant::apply`]).
     #[inline(always)]
     pub fn apply(&self, acc: i32) -> i8 {

@@ -1,0 +1,263 @@
+//! int8 CONV_2D (one group) on cores with the DSP extension whose pixels
+//! are rows evenly spaced in memory: every 1×1 layer of stride 1 whose
+//! depth is a whole number of words (each pixel is its input row), and
+//! layers with short filter rows, such as VWW's and ResNet-8's first
+//! 3×3×3 and KWS's 10×4×1, whose windows are first gathered into int8
+//! patches on the stack (im2col).
+//!
+//! Each channel pair's weights are widened once
+//! ([`gemm_widened::widen_one`]) and then run down a whole column of pixel
+//! pairs in one `asm!` ([`gemm_widened::column_2x2_wide_weights`]); the
+//! sums of up to [`MAX_PAIRS`] pixel pairs are kept and each channel's
+//! column requantised in one loop of its form
+//! ([`ChannelRequant::apply_each`]). Sums start from the folded bias
+//! `bias + input_offset · Σ w` and multiply raw inputs. A patch's padded
+//! taps hold the input's zero point, `-input_offset`, so that they add
+//! `w · (−input_offset)`, which cancels their share of the folded bias:
+//! the result is TFLM's sum over the valid taps only.
+//!
+//! Patches and widened weights live on the stack, not in the arena:
+//! nothing is requested in prepare, and the arena plans of every board are
+//! those of the other paths.
+//!
+//! [`gemm_widened::widen_one`]: super::gemm_widened::widen_one
+//! [`gemm_widened::column_2x2_wide_weights`]: super::gemm_widened::column_2x2_wide_weights
+
+use super::conv_dsp::Operands;
+use super::conv_geometry::Window;
+use super::gemm_widened::{WIDE_PER_WORD, column_2x2_wide_weights, widen_one};
+use super::quant_math::{ChannelRequant, sum};
+
+/// The longest filter (taps × input channels) taken: a channel pair's
+/// widened weights fill [`MAX_FILTER`] words (2.5 KiB of stack; 3×3×64).
+pub(crate) const MAX_FILTER: usize = 640;
+
+/// Stack bytes of gathered patches.
+const PATCH_BYTES: usize = 1024;
+
+/// Pixel pairs whose sums are kept before they are requantised.
+pub(crate) const MAX_PAIRS: usize = 64;
+
+/// A channel pair's constants and widened weights.
+struct Pair<'w> {
+    /// `c[1] == c[0]` for a last odd channel (its copy is not stored).
+    c: [usize; 2],
+    /// `bias + input_offset · Σ w` per channel.
+    folded: [i32; 2],
+    requant: [ChannelRequant; 2],
+    /// Both rows widened, `4 · ⌈len / 4⌉` words.
+    wide: &'w [u32],
+}
+
+/// Calls `f` with channels (0, 1), (2, 3), … and a last odd one twice.
+#[inline(always)]
+fn for_each_channel_pair(ops: &Operands<'_>, mut f: impl FnMut(&Pair<'_>)) {
+    let out_c = ops.geometry.out_c as usize;
+    let len = ops.filter_len();
+    let words = len.div_ceil(4);
+    let mut wide = [0u32; MAX_FILTER];
+    let mut c0 = 0;
+    while c0 < out_c {
+        let c = [c0, (c0 + 1).min(out_c - 1)];
+        let wide = &mut wide[..words * WIDE_PER_WORD];
+        for (half, &c) in c.iter().enumerate() {
+            widen_row(&ops.weights[c * len..][..len], half, wide);
+        }
+        let folded = c.map(|c| {
+            let bias = ops.bias.map_or(0, |b| b[c]);
+            bias.wrapping_add(
+                ops.input_offset
+                    .wrapping_mul(sum(&ops.weights[c * len..][..len])),
+            )
+        });
+        f(&Pair {
+            c,
+            folded,
+            requant: c.map(|c| ops.requant.channel(c)),
+            wide,
+        });
+        c0 += 2;
+    }
+}
+
+/// Widens a weight row into half `half` of a channel pair's words, a last
+/// partial word padded with zeros.
+#[inline(always)]
+fn widen_row(row: &[i8], half: usize, wide: &mut [u32]) {
+    let whole = row.len() / 4 * 4;
+    widen_one(&row[..whole], half, wide);
+    if whole < row.len() {
+        let mut last = [0i8; 4];
+        last[..row.len() - whole].copy_from_slice(&row[whole..]);
+        widen_one(&last, half, &mut wide[whole / 4 * WIDE_PER_WORD..]);
+    }
+}
+
+impl Pair<'_> {
+    /// The pair's outputs for `pixels` rows at `x + j · stride` (each at
+    /// least `wide.len()` bytes: whole words), row `j`'s outputs starting at
+    /// `out[o + j · out_c]`. `sums` is scratch.
+    fn run(
+        &self,
+        (x, stride): (&[i8], usize),
+        pixels: usize,
+        (o, out_c): (usize, usize),
+        out: &mut [i8],
+        sums: &mut [[i32; 4]; MAX_PAIRS],
+    ) {
+        let words = self.wide.len() / WIDE_PER_WORD;
+        let mut done = 0;
+        while done < pixels {
+            let n = (pixels - done).min(2 * MAX_PAIRS);
+            let pairs = n.div_ceil(2);
+            // A last odd pixel pairs with itself (stride 0 for that pair).
+            let full = n / 2;
+            let rows = &x[done * stride..];
+            let end = (n - 1) * stride + 4 * words;
+            let rows = &rows[..end];
+            // SAFETY: every row read lies in `rows` (`end` covers the last
+            // one's 4 · words bytes); `wide` holds 4 · words aligned words;
+            // `sums` has MAX_PAIRS >= pairs entries; words, pairs >= 1.
+            unsafe {
+                if full > 0 {
+                    let start = self.folded;
+                    column_2x2_wide_weights(
+                        rows.as_ptr(),
+                        stride,
+                        full,
+                        self.wide.as_ptr(),
+                        words,
+                        start,
+                        sums.as_mut_ptr(),
+                    );
+                }
+                if pairs > full {
+                    let last = rows.as_ptr().add((n - 1) * stride);
+                    let at = sums.as_mut_ptr().add(full);
+                    column_2x2_wide_weights(last, 0, 1, self.wide.as_ptr(), words, self.folded, at);
+                }
+            }
+            store_columns(
+                self.c,
+                &self.requant,
+                &sums[..n.div_ceil(2)],
+                n,
+                (o + done * out_c, out_c),
+                out,
+            );
+            done += n;
+        }
+    }
+}
+
+/// Requantises the sums of `n` pixels (pixel `i`'s in `sums[i / 2]`, as a
+/// 2×2 block leaves them) into `out[o + i · stride + c]` for each channel
+/// `c` of the pair (one for a last odd channel), a column per channel in
+/// one loop of its form, its bounds checked once.
+#[inline(always)]
+pub(crate) fn store_columns(
+    c: [usize; 2],
+    requant: &[ChannelRequant; 2],
+    sums: &[[i32; 4]],
+    n: usize,
+    (o, stride): (usize, usize),
+    out: &mut [i8],
+) {
+    let flat = sums.as_flattened();
+    let channels = if c[1] == c[0] { 1 } else { 2 };
+    for (k, (&c, requant)) in c.iter().zip(requant).enumerate().take(channels) {
+        let (sums, column) = (
+            &flat[k..][..2 * n - 1],
+            &mut out[o + c..][..(n - 1) * stride + 1],
+        );
+        let (s, d) = (sums.as_ptr(), column.as_mut_ptr());
+        // SAFETY: i < n, so 2i < 2n - 1 = sums.len() and i · stride <
+        // column.len().
+        requant.apply_each(
+            n,
+            |i| unsafe { *s.add(2 * i) },
+            |i, v| unsafe { *d.add(i * stride) = v },
+        );
+    }
+}
+
+/// A 1×1 convolution of stride 1 over `positions` pixels, `in_c` a
+/// positive multiple of 4 up to [`MAX_FILTER`].
+pub(crate) fn pointwise(ops: &Operands<'_>, positions: usize, out: &mut [i8]) {
+    let g = ops.geometry;
+    let (in_c, out_c) = (g.in_c as usize, g.out_c as usize);
+    let x = &ops.input[..positions * in_c];
+    let mut sums = [[0i32; 4]; MAX_PAIRS];
+    for_each_channel_pair(ops, |pair| {
+        pair.run((x, in_c), positions, (0, out_c), out, &mut sums)
+    });
+}
+
+/// Whether [`im2col`] takes a convolution with a filter of `len` values
+/// whose rows hold `row` (the in-place kernels take rows of two words and
+/// more, reading them where they lie).
+#[cfg_attr(not(all(target_arch = "arm", feature = "arm-dsp")), allow(dead_code))]
+pub(crate) fn takes(len: usize, row: usize) -> bool {
+    (1..=PATCH_BYTES / 2).contains(&len) && (!row.is_multiple_of(4) || row < 8)
+}
+
+/// Any convolution of one group whose filter holds at most half of
+/// [`PATCH_BYTES`] values, each window gathered into an int8 patch first, a block of
+/// patches at a time.
+pub(crate) fn im2col(ops: &Operands<'_>, out: &mut [i8]) {
+    let g = ops.geometry;
+    let out_c = g.out_c as usize;
+    let padded = ops.filter_len().div_ceil(4) * 4;
+    let capacity = PATCH_BYTES / padded.max(1);
+    // -input_offset is the zero point, an int8 (prepare checks it).
+    let zero = (-ops.input_offset) as i8;
+    let mut patches = [zero; PATCH_BYTES];
+    let mut sums = [[0i32; 4]; MAX_PAIRS];
+    let (mut count, mut first) = (0, 0);
+    let full = |win: &Window| win.rows == (0..g.y.filter) && win.cols == (0..g.x.filter);
+    let mut run = |patches: &[i8], count: usize, first: usize, out: &mut [i8]| {
+        for_each_channel_pair(ops, |pair| {
+            pair.run((patches, padded), count, (first, out_c), out, &mut sums)
+        });
+    };
+    g.for_each_pixel(|win, o| {
+        if count == 0 {
+            first = o;
+        }
+        let patch = &mut patches[count * padded..][..padded];
+        if !full(win) {
+            patch.fill(zero);
+        }
+        gather(ops, win, patch);
+        count += 1;
+        if count == capacity {
+            run(&patches, count, first, out);
+            count = 0;
+        }
+    });
+    if count > 0 {
+        run(&patches, count, first, out);
+    }
+}
+
+/// Copies a window's taps inside the input into `patch` (laid out as the
+/// filter: rows, columns, channels); padded taps are left as they are.
+#[inline(always)]
+fn gather(ops: &Operands<'_>, win: &Window, patch: &mut [i8]) {
+    let g = ops.geometry;
+    let in_c = g.in_c as usize;
+    let row_len = g.x.filter as usize * in_c;
+    for fy in win.rows.clone() {
+        let row = &mut patch[fy as usize * row_len..][..row_len];
+        if g.x.dilation == 1 {
+            let (c0, c1) = (win.cols.start as usize * in_c, win.cols.end as usize * in_c);
+            let src = &ops.input[win.input_at(g, fy, win.cols.start)..][..c1 - c0];
+            row[c0..c1].copy_from_slice(src);
+        } else {
+            for fx in win.cols.clone() {
+                let src = &ops.input[win.input_at(g, fy, fx)..][..in_c];
+                row[fx as usize * in_c..][..in_c].copy_from_slice(src);
+            }
+        }
+    }
+}
