@@ -60,6 +60,12 @@ struct Pair<'a> {
     tap_sums: Option<&'a [[i32; MAX_TAPS]; 2]>,
 }
 
+/// Output pixels from which a layer widens its weights: each channel pair
+/// pays for widening its rows once, and each pixel pair gains back about
+/// a third of that, so layers of a handful of pixels (the last 1×1 layers
+/// of a classifier) keep the unwidened kernels.
+pub(crate) const WIDE_MIN_POSITIONS: usize = 16;
+
 /// The most filter taps whose sums a channel pair keeps (10×4 and 3×3 fit).
 const MAX_TAPS: usize = 64;
 
@@ -78,7 +84,8 @@ impl<'a> Operands<'a> {
     fn for_each_pair(&self, mut f: impl FnMut(&Pair<'_>)) {
         let out_c = self.geometry.out_c as usize;
         let len = self.filter_len();
-        let widen = len.is_multiple_of(4) && len <= WIDE_WEIGHTS;
+        let positions = self.geometry.output_len() / out_c.max(1);
+        let widen = len.is_multiple_of(4) && len <= WIDE_WEIGHTS && positions >= WIDE_MIN_POSITIONS;
         let mut wide = [0u32; WIDE_WEIGHTS];
         let in_c = self.geometry.in_c as usize;
         let taps = (self.geometry.y.filter * self.geometry.x.filter) as usize;
@@ -147,7 +154,8 @@ pub(crate) fn pointwise(ops: &Operands<'_>, out: &mut [i8]) {
         let (oy, b) = (rest % oh, rest / oh);
         ((b * ih + oy * sy) * iw + ox * sx) * in_c
     };
-    if dense && in_c.is_multiple_of(4) && in_c <= super::conv_widened::MAX_FILTER && in_c > 0 {
+    let widened = positions >= WIDE_MIN_POSITIONS && in_c <= super::conv_widened::MAX_FILTER;
+    if dense && widened && in_c.is_multiple_of(4) && in_c > 0 {
         return super::conv_widened::pointwise(ops, positions, out);
     }
     if dense && in_c > 0 {
@@ -217,8 +225,8 @@ pub(crate) fn rows_in_place(ops: &Operands<'_>, out: &mut [i8]) {
         g.for_each_row(|windows, o| {
             let len = windows.len();
             let rows_full = len > 0 && windows.at(0).rows == full_rows;
-            let (lo, hi) = if rows_full && (g.x.filter as usize * g.in_c as usize).is_multiple_of(4)
-            {
+            let whole_words = (g.x.filter as usize * g.in_c as usize).is_multiple_of(4);
+            let (lo, hi) = if rows_full && whole_words && pair.wide.is_some() {
                 interior_span(g, windows)
             } else {
                 (len, len)

@@ -440,6 +440,142 @@ unsafe fn windows_asm(
     }
 }
 
+/// One depth word of [`blocks_1x4_wide_input`] by hand: the input's two
+/// halfword pairs by `LDRD`, then each row's word unpacked against them.
+#[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+macro_rules! wide_input_step {
+    () => {
+        concat!(
+            "ldrd {xa}, {xb}, [{x}], #8\n",
+            "ldr {wa}, [{w0}, {n}]\n",
+            "sxtb16 {wb}, {wa}, ror #8\n",
+            "sxtb16 {wa}, {wa}\n",
+            "smlad {a1}, {xa}, {wa}, {a1}\n",
+            "smlad {a1}, {xb}, {wb}, {a1}\n",
+            "ldr {wa}, [{w0}], #4\n",
+            "sxtb16 {wb}, {wa}, ror #8\n",
+            "sxtb16 {wa}, {wa}\n",
+            "smlad {a0}, {xa}, {wa}, {a0}\n",
+            "smlad {a0}, {xb}, {wb}, {a0}\n",
+            "ldr {wa}, [{w2}, {n}]\n",
+            "sxtb16 {wb}, {wa}, ror #8\n",
+            "sxtb16 {wa}, {wa}\n",
+            "smlad {a3}, {xa}, {wa}, {a3}\n",
+            "smlad {a3}, {xb}, {wb}, {a3}\n",
+            "ldr {wa}, [{w2}], #4\n",
+            "sxtb16 {wb}, {wa}, ror #8\n",
+            "sxtb16 {wa}, {wa}\n",
+            "smlad {a2}, {xa}, {wa}, {a2}\n",
+            "smlad {a2}, {xb}, {wb}, {a2}\n",
+        )
+    };
+}
+
+/// Writes a FULLY_CONNECTED input (a multiple of 4 long) widened for
+/// [`blocks_1x4_wide_input`]: for depth word `j`, words `2j` and `2j + 1` of
+/// `out` are its halfword pairs (bytes 0 and 2, bytes 1 and 3), each value
+/// plus `offset` (`-127..=128`, so every sum fits 16 bits).
+#[inline(always)]
+pub(crate) fn widen_input(x: &[i8], offset: i32, out: &mut [u32]) {
+    let off = super::arm_dsp::splat16(offset);
+    let (xs, _) = x.as_chunks::<4>();
+    let (o, _) = out.as_chunks_mut::<2>();
+    for (x, o) in xs.iter().zip(o) {
+        let word = u32::from_le_bytes(x.map(|v| v as u8));
+        *o = [
+            super::arm_dsp::sadd16(sxtb16(word), off),
+            super::arm_dsp::sadd16(sxtb16_ror8(word), off),
+        ];
+    }
+}
+
+/// `Σ w[c][i] · (x[i] + offset)` for `4 · blocks` consecutive weight rows
+/// of `n` values (`n` a multiple of 16), four rows at a time, the input
+/// widened once by [`widen_input`] (`n / 2` words); `sums[b]` gets block
+/// `b`'s four sums. Per four depth steps of a block, one `LDRD` of the
+/// input and, per row, a load, two `SXTB16` and two `SMLAD`: 21
+/// instructions for 16 multiply-adds, where unpacking and offsetting the
+/// input for every block costs 26. On the target the whole run of blocks
+/// is one `asm!`, four depth words per loop turn.
+pub(crate) fn blocks_1x4_wide_input(x: &[u32], weights: &[i8], n: usize, sums: &mut [[i32; 4]]) {
+    let words = n / 4;
+    let blocks = sums.len();
+    let (x, weights) = (&x[..2 * words], &weights[..4 * n * blocks]);
+    if words == 0 || blocks == 0 {
+        sums.fill([0; 4]);
+        return;
+    }
+    #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+    {
+        debug_assert!(words.is_multiple_of(4));
+        // SAFETY: for every block, reads `x`'s 2 · words aligned words and
+        // the block's four rows of n bytes (weights holds 4 · n · blocks);
+        // writes `sums`' blocks entries; the frame is freed before the end.
+        unsafe {
+            core::arch::asm!(
+                "sub sp, sp, #12",
+                "str {x}, [sp]",
+                "add {wb}, {x}, {wa}, lsl #3",
+                "str {wb}, [sp, #4]",
+                "str {xb}, [sp, #8]",
+                // [sp]: the input, [sp + 4]: its end, [sp + 8]: blocks
+                // left; {xa} walks the sums.
+                "1:",
+                "mov {a0}, #0",
+                "mov {a1}, #0",
+                "mov {a2}, #0",
+                "mov {a3}, #0",
+                "ldr {x}, [sp]",
+                "str {xa}, [sp, #-4]!",
+                "2:",
+                wide_input_step!(),
+                wide_input_step!(),
+                wide_input_step!(),
+                wide_input_step!(),
+                "ldr {wa}, [sp, #8]",
+                "cmp {x}, {wa}",
+                "bne 2b",
+                "ldr {xa}, [sp], #4",
+                "strd {a0}, {a1}, [{xa}], #8",
+                "strd {a2}, {a3}, [{xa}], #8",
+                // The rows walked one row's length: on to the next block.
+                "add {w0}, {w0}, {n}, lsl #1",
+                "add {w0}, {w0}, {n}",
+                "add {w2}, {w2}, {n}, lsl #1",
+                "add {w2}, {w2}, {n}",
+                "ldr {wa}, [sp, #8]",
+                "subs {wa}, {wa}, #1",
+                "str {wa}, [sp, #8]",
+                "bne 1b",
+                "add sp, sp, #12",
+                x = inout(reg) x.as_ptr() => _,
+                w0 = inout(reg) weights.as_ptr() => _,
+                w2 = inout(reg) weights.as_ptr().add(2 * n) => _,
+                n = in(reg) n,
+                a0 = out(reg) _,
+                a1 = out(reg) _,
+                a2 = out(reg) _,
+                a3 = out(reg) _,
+                xa = inout(reg) sums.as_mut_ptr() => _,
+                xb = inout(reg) blocks => _,
+                wa = inout(reg) words => _,
+                wb = out(reg) _,
+            );
+        }
+    }
+    #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
+    for (sum, block) in sums.iter_mut().zip(weights.chunks_exact(4 * n)) {
+        let (xs, _) = x.as_chunks::<2>();
+        *sum = core::array::from_fn(|r| {
+            let (ws, _) = block[r * n..][..n].as_chunks::<4>();
+            ws.iter().zip(xs).fold(0i32, |a, (w, x)| {
+                let word = u32::from_le_bytes(w.map(|v| v as u8));
+                mla2(x[1], sxtb16_ror8(word), mla2(x[0], sxtb16(word), a))
+            })
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -528,6 +664,32 @@ mod tests {
                     .zip(&w[c])
                     .fold([5, -6][c], |a, (&x, &w)| a + i32::from(x) * i32::from(w));
                 assert_eq!(got[c], sum, "n {n} c {c}");
+            }
+        }
+    }
+
+    #[test]
+    fn blocks_of_four_rows_against_a_widened_input_are_the_plain_sums() {
+        for (n, blocks, seed) in [(16, 1, 1), (32, 3, 2), (640, 2, 3), (128, 5, 4)] {
+            for offset in [-127, 128, 0, 5] {
+                let x = bytes(n, seed);
+                let weights = bytes(4 * n * blocks, seed + 9);
+                let mut wide = vec![0u32; n / 2];
+                widen_input(&x, offset, &mut wide);
+                let mut sums = vec![[0i32; 4]; blocks];
+                blocks_1x4_wide_input(&wide, &weights, n, &mut sums);
+                for (row, w) in weights.chunks_exact(n).enumerate() {
+                    let want: i32 = w
+                        .iter()
+                        .zip(&x)
+                        .map(|(&w, &x)| i32::from(w) * (i32::from(x) + offset))
+                        .sum();
+                    assert_eq!(
+                        sums[row / 4][row % 4],
+                        want,
+                        "n {n} offset {offset} row {row}"
+                    );
+                }
             }
         }
     }

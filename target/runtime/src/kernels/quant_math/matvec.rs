@@ -101,6 +101,65 @@ pub fn matvec_uniform(
     }
 }
 
+/// The longest FULLY_CONNECTED input widened once on DSP cores (2 KiB of
+/// stack).
+#[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+const WIDE_INPUT: usize = 1024;
+
+/// Blocks of four rows on DSP cores with the input widened once (offset
+/// added): the sums of up to [`WIDE_BLOCKS`] blocks at a time in one
+/// `asm!`, then requantised in one loop. Returns the outputs written (all
+/// whole blocks of four). `k` is a multiple of 16 up to [`WIDE_INPUT`].
+#[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+#[inline(always)]
+fn wide_blocks(
+    x: &[i8],
+    x_offset: i32,
+    weights: &[i8],
+    (bias, offset): (Option<&[i32]>, i32),
+    requant: &impl Fn(usize, i32) -> i8,
+    out: &mut [i8],
+) -> usize {
+    use super::super::gemm_widened::{blocks_1x4_wide_input, widen_input};
+    let k = x.len();
+    let mut wide = [0u32; WIDE_INPUT / 2];
+    let wide = &mut wide[..k / 2];
+    widen_input(x, x_offset, wide);
+    let mut sums = [[0i32; 4]; WIDE_BLOCKS];
+    let whole = out.len() / 4 * 4;
+    let mut c = 0;
+    while c < whole {
+        let blocks = ((whole - c) / 4).min(WIDE_BLOCKS);
+        let sums = &mut sums[..blocks];
+        blocks_1x4_wide_input(wide, &weights[c * k..], k, sums);
+        let outs = &mut out[c..c + 4 * blocks];
+        match bias.map(|b| &b[c..c + 4 * blocks]) {
+            Some(bias) => {
+                let each = outs.iter_mut().zip(sums.as_flattened()).zip(bias);
+                for (i, ((o, &s), &b)) in each.enumerate() {
+                    *o = requant(c + i, b.wrapping_add(offset).wrapping_add(s));
+                }
+            }
+            None => {
+                for (i, (o, &s)) in outs.iter_mut().zip(sums.as_flattened()).enumerate() {
+                    *o = requant(c + i, offset.wrapping_add(s));
+                }
+            }
+        }
+        c += 4 * blocks;
+    }
+    whole
+}
+
+/// Multiply-adds from which a layer widens its input: below, widening and
+/// setting up the run cost more than they save (hello_world's 16×16).
+#[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+const WIDE_MIN_PRODUCTS: usize = 2048;
+
+/// Blocks whose sums [`wide_blocks`] keeps (128 outputs, 512 bytes).
+#[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+const WIDE_BLOCKS: usize = 32;
+
 /// [`matvec`] with the requantisation as `requant(channel, acc)`.
 #[inline(always)]
 fn matvec_with(
@@ -139,12 +198,22 @@ fn matvec_with(
     }
     // Four channels at a time share each load (and offsetting) of `x`.
     // Blocks of four outputs, rows and biases taken as chunks: one bounds
-    // check per block, not one per output and per bias.
-    let blocks = n / 4;
+    // check per block, not one per output and per bias. On DSP cores a
+    // short enough input of whole words is widened (offset added) once for
+    // all the blocks.
+    #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+    let mut c = if k.is_multiple_of(16) && k <= WIDE_INPUT && k * n >= WIDE_MIN_PRODUCTS {
+        wide_blocks(x, x_offset, weights, (bias, offset), &requant, out)
+    } else {
+        0
+    };
+    #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
     let mut c = 0;
-    let out_blocks = out[..4 * blocks].chunks_exact_mut(4);
-    for (ob, block) in out_blocks.zip(weights.chunks_exact(4 * k)) {
-        let starts = match bias.and_then(|b| b.get(c..)?.first_chunk::<4>()) {
+    let blocks = n / 4;
+    let out_blocks = out[c..4 * blocks].chunks_exact_mut(4);
+    let mut bias_blocks = bias.map(|b| b[c..].as_chunks::<4>().0.iter());
+    for (ob, block) in out_blocks.zip(weights[c * k..].chunks_exact(4 * k)) {
+        let starts = match bias_blocks.as_mut().and_then(Iterator::next) {
             Some(b) => b.map(|b| b.wrapping_add(offset)),
             None => [offset; 4],
         };
