@@ -156,6 +156,48 @@ pub(crate) fn mla_bytes4(x: u32, w: u32, acc: &mut [u32; 4]) {
     }
 }
 
+/// [`mla_bytes4`] with the weights unpacked beforehand: `w` is
+/// `[SXTB16(w), SXTB16(w ror 8)]` (channels 0 and 2, 1 and 3), so a tap
+/// costs two `SXTB16` instead of four when its weights serve many pixels.
+#[inline(always)]
+pub(crate) fn mla_bytes4_unpacked(x: u32, w: [u32; 2], acc: &mut [u32; 4]) {
+    #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+    {
+        let [mut a0, mut a1, mut a2, mut a3] = *acc;
+        // SAFETY: as in `mla_bytes4`.
+        unsafe {
+            core::arch::asm!(
+                "sxtb16 {xh}, {x}",
+                "smlabb {a0}, {xh}, {w02}, {a0}",
+                "smlatt {a2}, {xh}, {w02}, {a2}",
+                "sxtb16 {xh}, {x}, ror #8",
+                "smlabb {a1}, {xh}, {w13}, {a1}",
+                "smlatt {a3}, {xh}, {w13}, {a3}",
+                x = in(reg) x,
+                w02 = in(reg) w[0],
+                w13 = in(reg) w[1],
+                xh = out(reg) _,
+                a0 = inout(reg) a0,
+                a1 = inout(reg) a1,
+                a2 = inout(reg) a2,
+                a3 = inout(reg) a3,
+                options(pure, nomem, nostack),
+            );
+        }
+        *acc = [a0, a1, a2, a3];
+    }
+    #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
+    {
+        let (x02, x13) = (sxtb16(x), sxtb16_ror8(x));
+        *acc = [
+            smlabb(x02, w[0], acc[0]),
+            smlabb(x13, w[1], acc[1]),
+            smlatt(x02, w[0], acc[2]),
+            smlatt(x13, w[1], acc[3]),
+        ];
+    }
+}
+
 /// [`mla_bytes4`] with `offset` (both halfwords, [`splat16`]) added to
 /// each input byte: `acc[i] += (x_i + offset) · w_i`.
 #[inline(always)]

@@ -221,13 +221,14 @@ pub(crate) fn rows_in_place(ops: &Operands<'_>, out: &mut [i8]) {
     let g = ops.geometry;
     let full_rows = 0..g.y.filter;
     let mut sums = [[0i32; 4]; MAX_PAIRS];
+    let span = interior_span(g);
     ops.for_each_pair(|pair| {
         g.for_each_row(|windows, o| {
             let len = windows.len();
             let rows_full = len > 0 && windows.at(0).rows == full_rows;
             let whole_words = (g.x.filter as usize * g.in_c as usize).is_multiple_of(4);
             let (lo, hi) = if rows_full && whole_words && pair.wide.is_some() {
-                interior_span(g, windows)
+                span
             } else {
                 (len, len)
             };
@@ -241,16 +242,14 @@ pub(crate) fn rows_in_place(ops: &Operands<'_>, out: &mut [i8]) {
 }
 
 /// The output columns `lo..hi` whose windows lie wholly inside the input
-/// along x (one run: the windows of a row move one way).
-fn interior_span(g: &Geometry, windows: &RowWindows<'_>) -> (usize, usize) {
+/// along x, the same on every row (one run: the windows of a row move one
+/// way).
+fn interior_span(g: &Geometry) -> (usize, usize) {
     let full = 0..g.x.filter;
-    let len = windows.len();
-    let lo = (0..len)
-        .find(|&ox| windows.at(ox).cols == full)
-        .unwrap_or(len);
-    let hi = (lo..len)
-        .find(|&ox| windows.at(ox).cols != full)
-        .unwrap_or(len);
+    let len = g.x.out_size.max(0) as usize;
+    let at = |ox: usize| g.x.taps(ox as i32);
+    let lo = (0..len).find(|&ox| at(ox) == full).unwrap_or(len);
+    let hi = (lo..len).find(|&ox| at(ox) != full).unwrap_or(len);
     (lo, hi)
 }
 

@@ -17,7 +17,9 @@
 
 use super::KernelError;
 use super::arm_dsp::smmulr;
-use super::arm_dsp::{mla_bytes4, mla_bytes4_offset, mla_shared4, splat16};
+use super::arm_dsp::{
+    mla_bytes4, mla_bytes4_offset, mla_bytes4_unpacked, mla_shared4, splat16, sxtb16, sxtb16_ror8,
+};
 use super::conv_geometry::Geometry;
 #[cfg(doc)]
 use super::quant_math::Requant;
@@ -259,17 +261,20 @@ fn interior3x3<const FAST: bool, const SHARED: bool>(
     let c4 = channels & !3;
     for c in (0..c4).step_by(4) {
         let w: [u32; 9] = core::array::from_fn(|k| word(ops.w, k * channels + c));
+        // Unpacked once for the whole run (only where each pixel unpacks
+        // its own input word).
+        let unpacked: [[u32; 2]; 9] = w.map(|w| [sxtb16(w), sxtb16_ror8(w)]);
         let start: [u32; 4] = bias.map_or([0; 4], |b| core::array::from_fn(|i| b[c + i] as u32));
         let x_first = span.x + if SHARED { c / t.m } else { c };
         for (p, o4) in out.chunks_exact_mut(channels).enumerate() {
             let x = x_first + p * t.pixel;
             let mut acc = start;
-            for (k, &wv) in w.iter().enumerate() {
+            for (k, (&wv, &wu)) in w.iter().zip(&unpacked).enumerate() {
                 let at = x + (k / 3) * t.row + (k % 3) * t.col;
                 if SHARED {
                     mla_shared4(splat16(i32::from(byte(ops.x, at))), wv, &mut acc);
                 } else {
-                    mla_bytes4(word(ops.x, at), wv, &mut acc);
+                    mla_bytes4_unpacked(word(ops.x, at), wu, &mut acc);
                 }
             }
             for (i, (o, &a)) in o4[c..c + 4].iter_mut().zip(&acc).enumerate() {
