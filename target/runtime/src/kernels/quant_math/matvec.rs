@@ -211,9 +211,8 @@ fn matvec_with(
     let mut c = 0;
     let blocks = n / 4;
     let out_blocks = out[c..4 * blocks].chunks_exact_mut(4);
-    let mut bias_blocks = bias.map(|b| b[c..].as_chunks::<4>().0.iter());
     for (ob, block) in out_blocks.zip(weights[c * k..].chunks_exact(4 * k)) {
-        let starts = match bias_blocks.as_mut().and_then(Iterator::next) {
+        let starts = match bias.and_then(|b| b.get(c..)?.first_chunk::<4>()) {
             Some(b) => b.map(|b| b.wrapping_add(offset)),
             None => [offset; 4],
         };
