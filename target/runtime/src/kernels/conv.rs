@@ -20,10 +20,12 @@
 //!   tests.
 //!
 //! On cores with the DSP extension (`arm-dsp`), one-group int8 convolutions
-//! with dilation 1 along x take the register-blocked kernels of
-//! `conv_dsp` instead — also short-row ones whose filter row holds two
-//! words — and the remaining im2col path multiplies its patch in
-//! `SXTB16`'s pair order (`gemm`); results are the same bits.
+//! take the register-blocked kernels of `conv_dsp` and `conv_widened`
+//! instead, against weights widened to 16 bits once per channel pair: 1×1
+//! layers and short-row filters (int8 patches on the stack) a column of
+//! pixel pairs at a time, other filters their rows in place; results are
+//! the same bits. The 16-bit im2col patch is what they leave to the
+//! portable path.
 //!
 //! Nothing is stored per channel beyond the requantisation multipliers
 //! (5 bytes a channel, against TFLM's 8); the only scratch is the im2col
@@ -346,11 +348,12 @@ fn for_each_run(
     }
 }
 
-/// Whether a DSP core's kernels take a convolution that prepare gave an
-/// im2col patch: those whose filter fits [`conv_widened`]'s block widen
-/// their windows there instead (VWW's first 3×3×3 layer: 3.29 M -> M
-/// instructions; KWS's 10×4×1: 1.42 M -> M), and once a filter row holds
-/// two words the in-place kernels beat widening every tap into the patch.
+/// Whether a DSP core's kernels take a convolution that prepare gave a
+/// 16-bit im2col patch: short-row filters that fit [`conv_widened`]'s
+/// stack patches gather int8 windows there instead (VWW's first 3×3×3
+/// layer: 3.25 M -> 2.30 M instructions; KWS's 10×4×1: 1.38 M -> 0.85 M),
+/// and once a filter row holds two words the in-place kernels beat
+/// widening every tap into the patch.
 ///
 /// [`conv_widened`]: super::conv_widened
 fn dsp_takes(g: &Geometry, filter_len: usize) -> bool {
