@@ -621,10 +621,9 @@ fn conv_f32(data: &OpData, x: &[f32], w: &[f32], bias: Option<&[f32]>, out: &mut
     let g = &data.geometry;
     let groups = data.groups as usize;
     let out_c = g.out_c as usize;
-    let filter_len = w.len() / out_c.max(1);
     let range = (data.float_min, data.float_max);
     #[cfg(not(target_arch = "arm"))]
-    if groups == 1 && filter_len <= super::conv_f32_tiles::MAX_PATCH {
+    if groups == 1 && w.len() / out_c.max(1) <= super::conv_f32_tiles::MAX_PATCH {
         return conv_f32_tiled(data, x, w, bias, out);
     }
     if is_pointwise(g, groups) {

@@ -85,7 +85,10 @@ impl<'a> Operands<'a> {
         let out_c = self.geometry.out_c as usize;
         let len = self.filter_len();
         let positions = self.geometry.output_len() / out_c.max(1);
-        let widen = len.is_multiple_of(4) && len <= WIDE_WEIGHTS && positions >= WIDE_MIN_POSITIONS;
+        let widen = !super::COMPACT
+            && len.is_multiple_of(4)
+            && len <= WIDE_WEIGHTS
+            && positions >= WIDE_MIN_POSITIONS;
         let mut wide = [0u32; WIDE_WEIGHTS];
         let in_c = self.geometry.in_c as usize;
         let taps = (self.geometry.y.filter * self.geometry.x.filter) as usize;
@@ -154,7 +157,9 @@ pub(crate) fn pointwise(ops: &Operands<'_>, out: &mut [i8]) {
         let (oy, b) = (rest % oh, rest / oh);
         ((b * ih + oy * sy) * iw + ox * sx) * in_c
     };
-    let widened = positions >= WIDE_MIN_POSITIONS && in_c <= super::conv_widened::MAX_FILTER;
+    let widened = !super::COMPACT
+        && positions >= WIDE_MIN_POSITIONS
+        && in_c <= super::conv_widened::MAX_FILTER;
     if dense && widened && in_c.is_multiple_of(4) && in_c > 0 {
         return super::conv_widened::pointwise(ops, positions, out);
     }
@@ -464,8 +469,7 @@ fn interior_pair(ops: &Operands<'_>, pair: &Pair<'_>, win: [&Window; 2]) -> [i32
     let g = ops.geometry;
     let (fw, in_c) = (g.x.filter as usize, g.in_c as usize);
     let len = fw * in_c;
-    let wide = pair.wide.filter(|_| len.is_multiple_of(4) && len > 0);
-    if wide.is_none() && (len % 8 != 0 || len == 0) {
+    if len % 8 != 0 || len == 0 {
         return window_pair::<false>(ops, pair, win, pair.folded);
     }
     let rows = g.y.filter as usize;
@@ -482,21 +486,6 @@ fn interior_pair(ops: &Operands<'_>, pair: &Pair<'_>, win: [&Window; 2]) -> [i32
         pair.w[0].as_ptr(),
         pair.w[1].as_ptr(),
     ];
-    let start = [s[0], s[1], s[0], s[1]];
-    if let Some(wide) = wide {
-        // SAFETY: as below; `wide` holds the pair's whole filter, widened
-        // (4 words per depth word), `rows · len / 4` depth words.
-        return unsafe {
-            rows_2x2_wide_weights(
-                [i0.as_ptr(), i1.as_ptr()],
-                wide.as_ptr(),
-                len / 4,
-                rows,
-                row_stride - len,
-                start,
-            )
-        };
-    }
     // SAFETY: run r of the inputs is bytes r · row_stride .. + len of
     // `i0`/`i1` (checked above); the weights' runs are the filter, each
     // row `rows · len = filter_len` long.

@@ -198,7 +198,7 @@ pub(crate) fn pointwise(ops: &Operands<'_>, positions: usize, out: &mut [i8]) {
 /// more, reading them where they lie).
 #[cfg_attr(not(all(target_arch = "arm", feature = "arm-dsp")), allow(dead_code))]
 pub(crate) fn takes(len: usize, row: usize) -> bool {
-    (1..=PATCH_BYTES / 2).contains(&len) && (!row.is_multiple_of(4) || row < 8)
+    !super::COMPACT && (1..=PATCH_BYTES / 2).contains(&len) && (!row.is_multiple_of(4) || row < 8)
 }
 
 /// Any convolution of one group whose filter holds at most half of

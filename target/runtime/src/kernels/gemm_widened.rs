@@ -211,7 +211,7 @@ unsafe fn rows_wide_weights_asm(
 /// `4 · words` bytes must be readable at `x + j · stride` for every
 /// `j < 2 · pairs`; `w` must be word-aligned with `4 · words` readable
 /// words; `sums` must have `pairs` writable entries; `words`, `pairs >= 1`.
-#[inline(always)]
+#[inline(never)]
 pub(crate) unsafe fn column_2x2_wide_weights(
     x: *const i8,
     stride: usize,
@@ -322,7 +322,7 @@ unsafe fn column_asm(
 /// word-aligned with `4 · words · rows` readable words; `sums` must have
 /// `pairs` writable entries; `words`, `rows` and `pairs` at least 1.
 #[allow(clippy::too_many_arguments)]
-#[inline(always)]
+#[inline(never)]
 pub(crate) unsafe fn windows_2x2_wide_weights(
     x: *const i8,
     step: usize,
@@ -497,6 +497,7 @@ pub(crate) fn widen_input(x: &[i8], offset: i32, out: &mut [u32]) {
 /// instructions for 16 multiply-adds, where unpacking and offsetting the
 /// input for every block costs 26. On the target the whole run of blocks
 /// is one `asm!`, four depth words per loop turn.
+#[inline(never)]
 pub(crate) fn blocks_1x4_wide_input(x: &[u32], weights: &[i8], n: usize, sums: &mut [[i32; 4]]) {
     let words = n / 4;
     let blocks = sums.len();

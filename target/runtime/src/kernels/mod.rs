@@ -10,6 +10,15 @@ use core::fmt;
 use crate::model::{Model, OpCode, OperatorInfo};
 use crate::schema::BuiltinOperator;
 
+/// Whether the firmware is built for size (`optimize = "size"`, see
+/// `build.rs`): the DSP kernels then keep their one-copy loops and skip the
+/// stack-widened operands, which trade flash for instructions.
+#[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+pub(crate) const COMPACT: bool = cfg!(hilt_compact);
+/// [`COMPACT`] off the DSP cores, where the tests build the DSP kernels.
+#[cfg(all(test, not(all(target_arch = "arm", feature = "arm-dsp"))))]
+pub(crate) const COMPACT: bool = false;
+
 pub mod add;
 pub mod arg_min_max;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]

@@ -51,6 +51,13 @@ pub fn matvec_uniform(
     one: &ChannelRequant,
     out: &mut [i8],
 ) {
+    #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+    if let Some(done) = wide_blocks(x, x_offset, weights, (bias, offset), one, out) {
+        // The rows after the last whole block of four (one channel's
+        // constants serve every row).
+        let (weights, bias) = (&weights[done * x.len()..], bias.map(|b| &b[done..]));
+        return matvec_uniform(x, x_offset, weights, bias, offset, one, &mut out[done..]);
+    }
     let full = one.stage.is_full_range();
     match one.form() {
         ScaleForm::OneRounding if full => matvec_with(
@@ -106,49 +113,61 @@ pub fn matvec_uniform(
 #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
 const WIDE_INPUT: usize = 1024;
 
-/// Blocks of four rows on DSP cores with the input widened once (offset
-/// added): the sums of up to [`WIDE_BLOCKS`] blocks at a time in one
-/// `asm!`, then requantised in one loop. Returns the outputs written (all
-/// whole blocks of four). `k` is a multiple of 16 up to [`WIDE_INPUT`].
+/// Per-tensor FULLY_CONNECTED on DSP cores with the input widened once
+/// (offset added): the sums of up to [`WIDE_BLOCKS`] blocks of four rows
+/// at a time in one `asm!`, then requantised in one loop of the form. Takes
+/// layers whose input is a multiple of 16 up to [`WIDE_INPUT`] with at
+/// least four rows and [`WIDE_MIN_PRODUCTS`] multiply-adds, and returns the
+/// rows written (every whole block of four); `None` leaves the layer to the
+/// one-block kernel.
 #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
-#[inline(always)]
+#[inline(never)]
 fn wide_blocks(
     x: &[i8],
     x_offset: i32,
     weights: &[i8],
     (bias, offset): (Option<&[i32]>, i32),
-    requant: &impl Fn(usize, i32) -> i8,
+    one: &ChannelRequant,
     out: &mut [i8],
-) -> usize {
+) -> Option<usize> {
     use super::super::gemm_widened::{blocks_1x4_wide_input, widen_input};
-    let k = x.len();
+    let (k, n) = (x.len(), out.len());
+    let small = k > WIDE_INPUT || n < 4 || k * n < WIDE_MIN_PRODUCTS;
+    if super::super::COMPACT || !k.is_multiple_of(16) || small {
+        return None;
+    }
+    let weights = &weights[..n * k];
+    let bias = bias.map(|b| &b[..n]);
     let mut wide = [0u32; WIDE_INPUT / 2];
     let wide = &mut wide[..k / 2];
     widen_input(x, x_offset, wide);
     let mut sums = [[0i32; 4]; WIDE_BLOCKS];
-    let whole = out.len() / 4 * 4;
+    let whole = n / 4 * 4;
     let mut c = 0;
     while c < whole {
         let blocks = ((whole - c) / 4).min(WIDE_BLOCKS);
         let sums = &mut sums[..blocks];
         blocks_1x4_wide_input(wide, &weights[c * k..], k, sums);
-        let outs = &mut out[c..c + 4 * blocks];
+        let sums = sums.as_flattened_mut();
         match bias.map(|b| &b[c..c + 4 * blocks]) {
             Some(bias) => {
-                let each = outs.iter_mut().zip(sums.as_flattened()).zip(bias);
-                for (i, ((o, &s), &b)) in each.enumerate() {
-                    *o = requant(c + i, b.wrapping_add(offset).wrapping_add(s));
+                for (s, &b) in sums.iter_mut().zip(bias) {
+                    *s = s.wrapping_add(b.wrapping_add(offset));
                 }
             }
-            None => {
-                for (i, (o, &s)) in outs.iter_mut().zip(sums.as_flattened()).enumerate() {
-                    *o = requant(c + i, offset.wrapping_add(s));
-                }
-            }
+            None => sums.iter_mut().for_each(|s| *s = s.wrapping_add(offset)),
         }
+        let outs = &mut out[c..c + 4 * blocks];
+        let (s, o) = (sums.as_ptr(), outs.as_mut_ptr());
+        // SAFETY: i < outs.len() == sums.len() (4 · blocks each).
+        one.apply_each(
+            outs.len(),
+            |i| unsafe { *s.add(i) },
+            |i, v| unsafe { *o.add(i) = v },
+        );
         c += 4 * blocks;
     }
-    whole
+    Some(whole)
 }
 
 /// Multiply-adds from which a layer widens its input: below, widening and
@@ -198,20 +217,11 @@ fn matvec_with(
     }
     // Four channels at a time share each load (and offsetting) of `x`.
     // Blocks of four outputs, rows and biases taken as chunks: one bounds
-    // check per block, not one per output and per bias. On DSP cores a
-    // short enough input of whole words is widened (offset added) once for
-    // all the blocks.
-    #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
-    let mut c = if k.is_multiple_of(16) && k <= WIDE_INPUT && k * n >= WIDE_MIN_PRODUCTS {
-        wide_blocks(x, x_offset, weights, (bias, offset), &requant, out)
-    } else {
-        0
-    };
-    #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
-    let mut c = 0;
+    // check per block, not one per output and per bias.
     let blocks = n / 4;
-    let out_blocks = out[c..4 * blocks].chunks_exact_mut(4);
-    for (ob, block) in out_blocks.zip(weights[c * k..].chunks_exact(4 * k)) {
+    let mut c = 0;
+    let out_blocks = out[..4 * blocks].chunks_exact_mut(4);
+    for (ob, block) in out_blocks.zip(weights.chunks_exact(4 * k)) {
         let starts = match bias.and_then(|b| b.get(c..)?.first_chunk::<4>()) {
             Some(b) => b.map(|b| b.wrapping_add(offset)),
             None => [offset; 4],
