@@ -52,11 +52,8 @@ pub fn matvec_uniform(
     out: &mut [i8],
 ) {
     #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
-    if let Some(done) = wide_blocks(x, x_offset, weights, (bias, offset), one, out) {
-        // The rows after the last whole block of four (one channel's
-        // constants serve every row).
-        let (weights, bias) = (&weights[done * x.len()..], bias.map(|b| &b[done..]));
-        return matvec_uniform(x, x_offset, weights, bias, offset, one, &mut out[done..]);
+    if widens(x.len(), out.len()) {
+        return wide_blocks(x, x_offset, weights, (bias, offset), one, out);
     }
     let full = one.stage.is_full_range();
     match one.form() {
@@ -116,10 +113,8 @@ const WIDE_INPUT: usize = 1024;
 /// Per-tensor FULLY_CONNECTED on DSP cores with the input widened once
 /// (offset added): the sums of up to [`WIDE_BLOCKS`] blocks of four rows
 /// at a time in one `asm!`, then requantised in one loop of the form. Takes
-/// layers whose input is a multiple of 16 up to [`WIDE_INPUT`] with at
-/// least four rows and [`WIDE_MIN_PRODUCTS`] multiply-adds, and returns the
-/// rows written (every whole block of four); `None` leaves the layer to the
-/// one-block kernel.
+/// layers [`widens`] takes; the rows after the last whole block of four
+/// take one row at a time.
 #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
 #[inline(never)]
 fn wide_blocks(
@@ -129,13 +124,9 @@ fn wide_blocks(
     (bias, offset): (Option<&[i32]>, i32),
     one: &ChannelRequant,
     out: &mut [i8],
-) -> Option<usize> {
+) {
     use super::super::gemm_widened::{blocks_1x4_wide_input, widen_input};
     let (k, n) = (x.len(), out.len());
-    let small = k > WIDE_INPUT || n < 4 || k * n < WIDE_MIN_PRODUCTS;
-    if super::super::COMPACT || !k.is_multiple_of(16) || small {
-        return None;
-    }
     let weights = &weights[..n * k];
     let bias = bias.map(|b| &b[..n]);
     let mut wide = [0u32; WIDE_INPUT / 2];
@@ -167,7 +158,25 @@ fn wide_blocks(
         );
         c += 4 * blocks;
     }
-    Some(whole)
+    for (r, o) in out.iter_mut().enumerate().skip(whole) {
+        let start = bias.map_or(0, |b| b[r]).wrapping_add(offset);
+        let dot = super::super::gemm::row_1x1(x, x_offset, &weights[r * k..][..k]);
+        *o = one.apply(start.wrapping_add(dot));
+    }
+}
+
+/// Whether [`wide_blocks`] takes a layer of `n` rows of `k` inputs: `k` a
+/// multiple of 16 up to [`WIDE_INPUT`], at least four rows and
+/// [`WIDE_MIN_PRODUCTS`] multiply-adds, and not a size build. Checked
+/// inline, so that small layers (hello_world's) pay no call for it.
+#[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+#[inline(always)]
+fn widens(k: usize, n: usize) -> bool {
+    !super::super::COMPACT
+        && k.is_multiple_of(16)
+        && k <= WIDE_INPUT
+        && n >= 4
+        && k * n >= WIDE_MIN_PRODUCTS
 }
 
 /// Multiply-adds from which a layer widens its input: below, widening and
