@@ -396,7 +396,9 @@ fn conv_i8(
             bias,
             requant,
         };
-        if is_pointwise(g, groups) {
+        if is_pointwise(g, groups) && super::conv_widened::takes_pointwise(g) {
+            super::conv_widened::pointwise(&ops, out);
+        } else if is_pointwise(g, groups) {
             super::conv_dsp::pointwise(&ops, out);
         } else if super::conv_widened::takes(filter_len, row) {
             super::conv_widened::im2col(&ops, out);

@@ -24,8 +24,10 @@
 //! [`gemm_widened::column_2x2_wide_weights`]: super::gemm_widened::column_2x2_wide_weights
 
 use super::conv_dsp::Operands;
-use super::conv_geometry::Window;
-use super::gemm_widened::{WIDE_PER_WORD, column_2x2_wide_weights, widen_one};
+use super::conv_geometry::{Geometry, Window};
+use super::gemm_widened::{
+    MAX_PAIRS, WIDE_MIN_POSITIONS, WIDE_PER_WORD, column_2x2_wide_weights, store_columns, widen_one,
+};
 use super::quant_math::{ChannelRequant, sum};
 
 /// The longest filter (taps × input channels) taken: a channel pair's
@@ -34,9 +36,6 @@ pub(crate) const MAX_FILTER: usize = 640;
 
 /// Stack bytes of gathered patches.
 const PATCH_BYTES: usize = 1024;
-
-/// Pixel pairs whose sums are kept before they are requantised.
-pub(crate) const MAX_PAIRS: usize = 64;
 
 /// A channel pair's constants and widened weights.
 struct Pair<'w> {
@@ -150,42 +149,24 @@ impl Pair<'_> {
     }
 }
 
-/// Requantises the sums of `n` pixels (pixel `i`'s in `sums[i / 2]`, as a
-/// 2×2 block leaves them) into `out[o + i · stride + c]` for each channel
-/// `c` of the pair (one for a last odd channel), a column per channel in
-/// one loop of its form, its bounds checked once.
-#[inline(always)]
-pub(crate) fn store_columns(
-    c: [usize; 2],
-    requant: &[ChannelRequant; 2],
-    sums: &[[i32; 4]],
-    n: usize,
-    (o, stride): (usize, usize),
-    out: &mut [i8],
-) {
-    let flat = sums.as_flattened();
-    let channels = if c[1] == c[0] { 1 } else { 2 };
-    for (k, (&c, requant)) in c.iter().zip(requant).enumerate().take(channels) {
-        let (sums, column) = (
-            &flat[k..][..2 * n - 1],
-            &mut out[o + c..][..(n - 1) * stride + 1],
-        );
-        let (s, d) = (sums.as_ptr(), column.as_mut_ptr());
-        // SAFETY: i < n, so 2i < 2n - 1 = sums.len() and i · stride <
-        // column.len().
-        requant.apply_each(
-            n,
-            |i| unsafe { *s.add(2 * i) },
-            |i, v| unsafe { *d.add(i * stride) = v },
-        );
-    }
+/// Whether [`pointwise`] takes a 1×1 convolution (one group): stride 1, a
+/// depth of whole words up to [`MAX_FILTER`], at least
+/// [`WIDE_MIN_POSITIONS`] output pixels, and not a size build.
+pub(crate) fn takes_pointwise(g: &Geometry) -> bool {
+    let in_c = g.in_c as usize;
+    !super::COMPACT
+        && g.x.stride == 1
+        && g.y.stride == 1
+        && in_c.is_multiple_of(4)
+        && (1..=MAX_FILTER).contains(&in_c)
+        && g.output_len() / (g.out_c as usize).max(1) >= WIDE_MIN_POSITIONS
 }
 
-/// A 1×1 convolution of stride 1 over `positions` pixels, `in_c` a
-/// positive multiple of 4 up to [`MAX_FILTER`].
-pub(crate) fn pointwise(ops: &Operands<'_>, positions: usize, out: &mut [i8]) {
+/// A 1×1 convolution that [`takes_pointwise`].
+pub(crate) fn pointwise(ops: &Operands<'_>, out: &mut [i8]) {
     let g = ops.geometry;
     let (in_c, out_c) = (g.in_c as usize, g.out_c as usize);
+    let positions = g.output_len() / out_c.max(1);
     let x = &ops.input[..positions * in_c];
     let mut sums = [[0i32; 4]; MAX_PAIRS];
     for_each_channel_pair(ops, |pair| {

@@ -20,6 +20,7 @@
 //! the blocks are tested on the host against the plain sum.
 
 use super::arm_dsp::{mla2, sxtb16, sxtb16_ror8};
+use super::quant_math::ChannelRequant;
 
 /// Words a pixel pair takes per depth word (two halfword pairs each).
 pub(crate) const WIDE_PER_WORD: usize = 4;
@@ -90,6 +91,46 @@ pub(crate) unsafe fn rows_2x2_wide_weights(
             (x0, x1) = (x0.wrapping_add(gap), x1.wrapping_add(gap));
         }
         a
+    }
+}
+
+/// Output pixels from which a layer widens its weights: each channel pair
+/// pays for widening its rows once, and each pixel pair gains back about
+/// a third of that, so layers of a handful of pixels (the last 1×1 layers
+/// of a classifier) keep the unwidened kernels.
+pub(crate) const WIDE_MIN_POSITIONS: usize = 16;
+
+/// Pixel pairs whose sums are kept before they are requantised.
+pub(crate) const MAX_PAIRS: usize = 64;
+
+/// Requantises the sums of `n` pixels (pixel `i`'s in `sums[i / 2]`, as a
+/// 2×2 block leaves them) into `out[o + i · stride + c]` for each channel
+/// `c` of the pair (one for a last odd channel), a column per channel in
+/// one loop of its form, its bounds checked once.
+#[inline(always)]
+pub(crate) fn store_columns(
+    c: [usize; 2],
+    requant: &[ChannelRequant; 2],
+    sums: &[[i32; 4]],
+    n: usize,
+    (o, stride): (usize, usize),
+    out: &mut [i8],
+) {
+    let flat = sums.as_flattened();
+    let channels = if c[1] == c[0] { 1 } else { 2 };
+    for (k, (&c, requant)) in c.iter().zip(requant).enumerate().take(channels) {
+        let (sums, column) = (
+            &flat[k..][..2 * n - 1],
+            &mut out[o + c..][..(n - 1) * stride + 1],
+        );
+        let (s, d) = (sums.as_ptr(), column.as_mut_ptr());
+        // SAFETY: i < n, so 2i < 2n - 1 = sums.len() and i · stride <
+        // column.len().
+        requant.apply_each(
+            n,
+            |i| unsafe { *s.add(2 * i) },
+            |i, v| unsafe { *d.add(i * stride) = v },
+        );
     }
 }
 

@@ -31,6 +31,8 @@ pub mod context;
 pub mod conv;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 pub(crate) mod conv_dsp;
+#[cfg(test)]
+mod conv_dsp_tests;
 #[cfg(not(target_arch = "arm"))]
 mod conv_f32_tiles;
 mod conv_geometry;
