@@ -72,13 +72,16 @@ impl<'a> Operands<'a> {
         (g.y.filter * g.x.filter) as usize * g.in_c as usize
     }
 
-    /// Calls `f` for channels (0, 1), (2, 3), … and a last odd one alone.
+    /// Calls `f` for channels (0, 1), (2, 3), … and a last odd one alone;
+    /// `widened` asks for each pair's widened weights and tap sums (only the
+    /// in-place kernels read them).
     #[inline(always)]
-    fn for_each_pair(&self, mut f: impl FnMut(&Pair<'_>)) {
+    fn for_each_pair(&self, widened: bool, mut f: impl FnMut(&Pair<'_>)) {
         let out_c = self.geometry.out_c as usize;
         let len = self.filter_len();
         let positions = self.geometry.output_len() / out_c.max(1);
-        let widen = !super::COMPACT
+        let widen = widened
+            && !super::COMPACT
             && len.is_multiple_of(4)
             && len <= WIDE_WEIGHTS
             && positions >= WIDE_MIN_POSITIONS;
@@ -154,7 +157,7 @@ pub(crate) fn pointwise(ops: &Operands<'_>, out: &mut [i8]) {
         return pointwise_dense(ops, positions, out);
     }
     let x = |p: usize| &ops.input[input_at(p)..][..in_c];
-    ops.for_each_pair(|pair| {
+    ops.for_each_pair(false, |pair| {
         let mut p = 0;
         while p + 2 <= positions {
             let s = pair.folded;
@@ -177,7 +180,7 @@ fn pointwise_dense(ops: &Operands<'_>, positions: usize, out: &mut [i8]) {
     let (in_c, out_c) = (g.in_c as usize, g.out_c as usize);
     let x = &ops.input[..positions * in_c];
     let out = &mut out[..positions * out_c];
-    ops.for_each_pair(|pair| {
+    ops.for_each_pair(false, |pair| {
         let s = pair.folded;
         let start = [s[0], s[1], s[0], s[1]];
         let xs = x.chunks_exact(2 * in_c);
@@ -214,7 +217,7 @@ pub(crate) fn rows_in_place(ops: &Operands<'_>, out: &mut [i8]) {
     let full_rows = 0..g.y.filter;
     let mut sums = [[0i32; 4]; MAX_PAIRS];
     let span = interior_span(g);
-    ops.for_each_pair(|pair| {
+    ops.for_each_pair(true, |pair| {
         g.for_each_row(|windows, o| {
             let len = windows.len();
             let rows_full = len > 0 && windows.at(0).rows == full_rows;
