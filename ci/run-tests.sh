@@ -130,6 +130,9 @@ rm -f "$fuzz_log"
 section "workspace tests"
 cargo test --workspace --no-fail-fast 2>&1 | tee -a "$log" || status=1
 
+section "the runtime built without offloading (feature no-offload, as hilt's firmware without an engine): a backend is refused by name"
+cargo test --quiet -p hilt-runtime --features no-offload --test accel a_no_offload_build 2>&1 | tee -a "$log" || status=1
+
 section "regression gate: shipped scenarios on the virtual boards vs snapshots/gate"
 # The binary the workspace tests built and ran (an optimised build would
 # cost minutes and save seconds: the host only drives QEMU and compares).

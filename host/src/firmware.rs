@@ -465,8 +465,12 @@ fn build_base(
         source,
     })?;
     let (crate_dir, board_feature) = firmware_crate(repo, request.board)?;
+    // hilt's own firmware without the virtual NPU never offloads: it links
+    // none of the offload code either.
+    let no_offload = (board_feature.is_some() && !request.engine).then(|| "no-offload".to_string());
     let features = board_feature
         .into_iter()
+        .chain(no_offload)
         .chain(request.cargo_features())
         .collect::<Vec<_>>()
         .join(",");

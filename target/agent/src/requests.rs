@@ -11,7 +11,7 @@ use hilt_proto::{
     PlanEntry,
 };
 use hilt_runtime::accel::vnpu::{DriverModel, LatencyModel};
-use hilt_runtime::accel::{AddressWindow, Coherent, JobTrace, Offload};
+use hilt_runtime::accel::{AddressWindow, Coherent, JobTrace, OFFLOAD_LINKED, Offload};
 use hilt_runtime::canary::{CanaryMode, GUARD_BYTES};
 use hilt_runtime::interpreter::{Clock, Interpreter};
 use hilt_runtime::kernels::Resolver;
@@ -141,9 +141,10 @@ impl<'s, W, C, T, P> Service<'s, W, C, T, P> {
         self.invocations
     }
 
-    /// The engine offloading is done to, if the firmware has one.
+    /// The engine offloading is done to, if the firmware has one (never
+    /// under `no-offload`).
     pub(crate) fn engine(&self) -> Option<&'s dyn OffloadEngine> {
-        self.engine
+        self.engine.filter(|_| OFFLOAD_LINKED)
     }
 }
 
@@ -194,12 +195,12 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Service<'s, 
         self.status = Status::NotAllocated;
         self.plan_len = 0;
         self.arena_capacity = arena.len() as u32;
+        let engine = self
+            .engine()
+            .filter(|_| self.offload.mode != OffloadMode::Off);
         let interpreter = self
             .interpreter
             .insert(Interpreter::new(model, resolver, arena));
-        let engine = self
-            .engine
-            .filter(|_| self.offload.mode != OffloadMode::Off);
         interpreter.set_offload(engine.map(|engine| Offload {
             accelerator: engine,
             cache: match self.offload.mode {
@@ -348,7 +349,7 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Service<'s, 
             }
         };
         let ticking = mode != OffloadMode::Off;
-        if ticking && (self.engine.is_none() || !self.counter.tick_every(Some(TICK_COUNTS))) {
+        if ticking && (self.engine().is_none() || !self.counter.tick_every(Some(TICK_COUNTS))) {
             let mut line = Line::default();
             let _ = write!(
                 line,
@@ -380,7 +381,7 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Service<'s, 
         if let Some(interpreter) = self.interpreter.take() {
             let _ = interpreter.into_arena();
         }
-        if let Some(engine) = self.engine {
+        if let Some(engine) = self.engine() {
             // SAFETY: no shadow is given.
             unsafe { engine.configure(None) };
         }
@@ -394,7 +395,7 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Service<'s, 
     /// `arena` the interpreter runs in.
     fn set_up_engine(&mut self, arena: &'s mut [u8]) -> &'s mut [u8] {
         let Some(engine) = self
-            .engine
+            .engine()
             .filter(|_| self.offload.mode != OffloadMode::Off)
         else {
             return arena;
@@ -566,7 +567,7 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Service<'s, 
         let pin_high = self.pin.set_high();
         let engine = self
             .engine
-            .filter(|_| self.offload.mode != OffloadMode::Off);
+            .filter(|_| OFFLOAD_LINKED && self.offload.mode != OffloadMode::Off);
         self.counter.restart();
         if let Some(e) = engine {
             e.rebase();

@@ -742,14 +742,6 @@ impl<'a> Model<'a> {
         })
     }
 
-    /// Operator `index`'s table, its opcode left unresolved: what invoke
-    /// reads for every op of every run (its tensor lists).
-    #[inline]
-    pub(crate) fn operator_table(&self, index: u32) -> Option<schema::Operator<'a>> {
-        let ops = self.operators?;
-        ((index as usize) < ops.len()).then(|| ops.get(index as usize))
-    }
-
     /// All operators of subgraph 0 in execution order.
     pub fn operators(&self) -> impl Iterator<Item = OperatorInfo<'a>> + '_ {
         (0..self.operator_count()).filter_map(|i| self.operator(i))

@@ -6,8 +6,8 @@ use hilt_runtime::accel::vnpu::{
     Immediate, NEGATE, NEGATE_NAME, Never, Slices, SteppedVnpu, Stepper, VnpuConfig, VnpuCore,
 };
 use hilt_runtime::accel::{
-    AccelError, CacheMaintenance, Coherent, DEFAULT_OFFLOAD, Offload, OffloadStats, OpKind, OpSet,
-    RegionRole,
+    AccelError, CacheMaintenance, Coherent, DEFAULT_OFFLOAD, OFFLOAD_LINKED, Offload, OffloadStats,
+    OpKind, OpSet, RegionRole,
 };
 use hilt_runtime::allocation::AllocOptions;
 use hilt_runtime::interpreter::{Interpreter, InterpreterError};
@@ -490,6 +490,29 @@ fn an_arena_the_engine_cannot_reach_is_refused_at_allocate() {
         "{err:?}"
     );
     assert_eq!(interpreter.invoke(), Err(InterpreterError::NotAllocated));
+}
+
+/// A backend handed to a build with the `no-offload` feature is refused at
+/// allocate, by name, and nothing is claimed; the default build offloads
+/// the same set-up. CI runs this test in both builds.
+#[test]
+fn a_no_offload_build_refuses_a_backend_by_name() {
+    let bytes = branches();
+    let engine = SteppedVnpu::new(VnpuConfig::default(), Immediate);
+    let result = run(
+        &bytes,
+        &input(16),
+        Some(offload(&engine, DEFAULT_OFFLOAD)),
+        false,
+    );
+    if OFFLOAD_LINKED {
+        assert_eq!(result.unwrap().stats.jobs, 2);
+    } else {
+        assert_eq!(result.err(), Some(InterpreterError::OffloadNotLinked));
+        assert_eq!(engine.stats().jobs, 0);
+        let cpu = run(&bytes, &input(16), None, false).unwrap();
+        assert_eq!(cpu.claimed, [false; 5]);
+    }
 }
 
 /// Runs the two-branch model non-coherently with `fault` in the CPU's

@@ -215,8 +215,8 @@ pub(crate) fn build_job(
             )?;
         }
     }
-    for k in 0..record.scratch_count {
-        if let Some(slot) = scratch.get((record.scratch_first + k) as usize) {
+    for k in 0..u32::from(record.scratch_count) {
+        if let Some(slot) = scratch.get(usize::from(record.scratch_first) + k as usize) {
             push(
                 slot.offset,
                 slot.bytes,

@@ -29,11 +29,15 @@
 use core::fmt;
 
 use crate::allocation::TensorSlot;
-use crate::kernels::context::IndexList;
 use crate::kernels::context::OpRecord;
 use crate::kernels::{InvokeContext, InvokeFn, KernelError};
 use crate::model::{Model, OpCode};
 use crate::schema::{BuiltinOperator, TensorType};
+
+/// Whether offloading is linked: off under the `no-offload` feature (a
+/// firmware that never offloads), where the interpreter treats every
+/// backend as absent and the compiler drops the code that drives one.
+pub const OFFLOAD_LINKED: bool = !cfg!(feature = "no-offload");
 
 pub mod cache;
 pub mod event;
@@ -658,14 +662,13 @@ impl OpWork {
         // SAFETY: the caller guarantees the job is live, so the interpreter
         // that built it still holds the model and slot tables.
         let (model, slots, scratch) = unsafe { (&*self.model, &*self.slots, &*self.scratch) };
-        let op = model.operator(self.op).ok_or(KernelError::Internal)?;
         let ctx = InvokeContext {
             base,
             len: self.arena_len,
             model,
-            op_index: op.index,
-            inputs: IndexList::new(op.raw().inputs()),
-            outputs: IndexList::new(op.raw().outputs()),
+            op_index: self.op,
+            inputs: self.record.inputs(model),
+            outputs: self.record.outputs(model),
             slots,
             record: self.record,
             scratch,

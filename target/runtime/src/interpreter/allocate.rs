@@ -4,7 +4,7 @@
 
 use crate::accel::in_flight::build_job;
 use crate::accel::schedule::{self, JobRecord};
-use crate::accel::{AccelError, Offload};
+use crate::accel::{AccelError, OFFLOAD_LINKED, Offload};
 use crate::allocation::{
     AllocError, AllocOptions, Allocation, ArenaPlan, Staging, TensorSlot, cast_mut,
 };
@@ -47,7 +47,10 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
         }
         let n_ops = model.operator_count() as usize;
         let records = self.alloc_table(n_ops * size_of::<OpRecord>(), align_of::<OpRecord>())?;
-        let offload = self.offload;
+        if self.offload.is_some() && !OFFLOAD_LINKED {
+            return Err(InterpreterError::OffloadNotLinked);
+        }
+        let offload = self.linked_offload();
         let buffer_align = offload.map_or(1, |o| {
             o.accelerator
                 .capabilities()
@@ -77,7 +80,7 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
         buffer_align: u32,
     ) -> Result<(), InterpreterError> {
         let model = self.model;
-        let offload = self.offload;
+        let offload = self.linked_offload();
         for op in model.operators() {
             let claimed = offload.is_some_and(|o| schedule::claims(&o, &model, &op));
             let code = OpName::from(op.code);
@@ -102,7 +105,11 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                 arena: &mut self.arena,
                 staging,
                 record: OpRecord {
-                    kernel: kernel_index,
+                    kernel: u16::try_from(kernel_index).map_err(|_| {
+                        InterpreterError::UnsupportedOperator { op: op.index, code }
+                    })?,
+                    inputs_at: OpRecord::list_at(model.bytes(), op.raw().inputs()),
+                    outputs_at: OpRecord::list_at(model.bytes(), op.raw().outputs()),
                     ..OpRecord::default()
                 },
             };
@@ -138,7 +145,7 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
         report: impl FnOnce(&ArenaPlan<'_>),
     ) -> Result<&Allocation, InterpreterError> {
         let model = self.model;
-        let offload = self.offload;
+        let offload = self.linked_offload();
         // After every kernel's prepare, so that a kernel's own, more specific
         // refusal (an SVDF state that is not a variable, say) comes first.
         if let Some((tensor, op)) = crate::liveness::first_read_before_write(&model) {

@@ -112,6 +112,9 @@ impl fmt::Display for OpName {
 pub enum InterpreterError {
     /// `invoke` or tensor access before a successful `allocate`.
     NotAllocated,
+    /// A backend was set, but this build has the runtime's `no-offload`
+    /// feature: nothing can be offloaded.
+    OffloadNotLinked,
     /// No kernel for this operator.
     UnsupportedOperator {
         /// Operator index (execution step).
@@ -171,6 +174,9 @@ impl fmt::Display for InterpreterError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             InterpreterError::NotAllocated => f.write_str("allocate() has not succeeded"),
+            InterpreterError::OffloadNotLinked => {
+                f.write_str("an accelerator was set, but this build has the `no-offload` feature")
+            }
             InterpreterError::UnsupportedOperator { op, code } => {
                 write!(f, "operator {op} ({code}) is not supported")
             }

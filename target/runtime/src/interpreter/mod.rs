@@ -29,7 +29,7 @@
 use core::fmt;
 
 use crate::accel::schedule::JobRecord;
-use crate::accel::{JobTrace, Offload, OffloadStats};
+use crate::accel::{JobTrace, OFFLOAD_LINKED, Offload, OffloadStats};
 use crate::allocation::{Allocation, TensorSlot, cast_mut};
 use crate::arena::{Arena, Region};
 use crate::canary::{self, CanaryFault, CanaryMode, SectionGuards};
@@ -125,6 +125,13 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
         Ok(())
     }
 
+    /// The backend, in a build that links offloading: a constant `None`
+    /// under the `no-offload` feature, so that the compiler drops the
+    /// schedule, the job records and the waits.
+    fn linked_offload(&self) -> Option<Offload<'r>> {
+        self.offload.filter(|_| OFFLOAD_LINKED)
+    }
+
     fn committed(&self) -> Result<Committed, InterpreterError> {
         self.committed.ok_or(InterpreterError::NotAllocated)
     }
@@ -179,7 +186,7 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
         let model = self.model;
         // SAFETY: the base and length of the arena `committed` was carved in.
         let views = unsafe { Views::of(self.arena.base_ptr(), self.arena.capacity(), &committed) };
-        let offload = self.offload.filter(|_| !views.jobs.is_empty());
+        let offload = self.linked_offload().filter(|_| !views.jobs.is_empty());
         self.offload_stats = OffloadStats::default();
         if offload.is_none() && profile.is_none() && views.guards.is_empty() && !self.faults.any() {
             PlainRun {

@@ -3,11 +3,11 @@
 use core::cell::Cell;
 
 use crate::allocation::TensorSlot;
-use crate::kernels::context::{IndexList, OpRecord};
+use crate::kernels::context::OpRecord;
 use crate::kernels::{InvokeContext, Resolver};
 use crate::model::Model;
 
-use super::error::{InterpreterError, OpName, op_name};
+use super::error::{InterpreterError, op_name};
 
 /// The common invoke (no offload, no profile, no per-buffer guards): each
 /// op is its record, its kernel and its tensor lists, and nothing else. A
@@ -32,21 +32,19 @@ impl PlainRun<'_, '_> {
             return Err(InterpreterError::NotAllocated);
         }
         for (index, record) in (0..model.operator_count()).zip(self.records) {
-            let unsupported = |code| InterpreterError::UnsupportedOperator { op: index, code };
-            let raw = model
-                .operator_table(index)
-                .ok_or(unsupported(OpName::UNREADABLE))?;
-            let kernel = self
-                .resolver
-                .get(record.kernel)
-                .ok_or_else(|| unsupported(op_name(model, index)))?;
+            let kernel = self.resolver.get(u32::from(record.kernel)).ok_or_else(|| {
+                InterpreterError::UnsupportedOperator {
+                    op: index,
+                    code: op_name(model, index),
+                }
+            })?;
             let ctx = InvokeContext {
                 base: self.base,
                 len: self.len,
                 model,
                 op_index: index,
-                inputs: IndexList::new(raw.inputs()),
-                outputs: IndexList::new(raw.outputs()),
+                inputs: record.inputs(model),
+                outputs: record.outputs(model),
                 slots: self.slots,
                 record: *record,
                 scratch: self.scratch,

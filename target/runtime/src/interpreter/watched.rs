@@ -10,13 +10,12 @@ use crate::accel::in_flight::{InFlight, build_job};
 use crate::accel::schedule::{self, JobRecord};
 use crate::accel::{AccelError, Offload, OffloadStats, OpWork};
 use crate::canary::{self, CanaryFault};
-use crate::kernels::context::{IndexList, OpRecord};
+use crate::kernels::context::OpRecord;
 use crate::kernels::{InvokeContext, Registration, Resolver};
 use crate::model::Model;
 use crate::profile::{Clock, Profile};
-use crate::schema;
 
-use super::error::{InterpreterError, OpName, op_name};
+use super::error::{InterpreterError, op_name};
 use super::faults::Faults;
 use super::views::Views;
 
@@ -40,14 +39,6 @@ impl<C: Clock + ?Sized> WatchedRun<'_, '_, '_, C> {
     pub(super) fn run(mut self) -> Result<OffloadStats, InterpreterError> {
         let model = self.model;
         for index in 0..model.operator_count() {
-            // The op's table and tensor lists, read once; its opcode is
-            // resolved only to name it in an error.
-            let raw = model
-                .operator_table(index)
-                .ok_or(InterpreterError::UnsupportedOperator {
-                    op: index,
-                    code: OpName::UNREADABLE,
-                })?;
             if self
                 .pending
                 .as_ref()
@@ -60,8 +51,12 @@ impl<C: Clock + ?Sized> WatchedRun<'_, '_, '_, C> {
             for g in self.views.guards.iter().filter(|g| g.first_step == index) {
                 canary::fill(self.views.guard_bytes(g.offset));
             }
-            let record = self.views.records[index as usize];
-            let kernel = self.resolver.get(record.kernel).ok_or_else(|| {
+            let record = *self
+                .views
+                .records
+                .get(index as usize)
+                .ok_or(InterpreterError::NotAllocated)?;
+            let kernel = self.resolver.get(u32::from(record.kernel)).ok_or_else(|| {
                 InterpreterError::UnsupportedOperator {
                     op: index,
                     code: op_name(model, index),
@@ -81,7 +76,7 @@ impl<C: Clock + ?Sized> WatchedRun<'_, '_, '_, C> {
             }
             self.audit(index)?;
             crate::marks::op_start();
-            let done = self.invoke_op(index, &raw, kernel, record);
+            let done = self.invoke_op(index, kernel, record);
             crate::marks::op_done();
             done?;
             self.check_guards(index)?;
@@ -192,7 +187,6 @@ impl<C: Clock + ?Sized> WatchedRun<'_, '_, '_, C> {
     fn invoke_op(
         &mut self,
         index: u32,
-        raw: &schema::Operator<'_>,
         kernel: &Registration,
         record: OpRecord,
     ) -> Result<(), InterpreterError> {
@@ -202,8 +196,8 @@ impl<C: Clock + ?Sized> WatchedRun<'_, '_, '_, C> {
             len: views.len,
             model: self.model,
             op_index: index,
-            inputs: IndexList::new(raw.inputs()),
-            outputs: IndexList::new(raw.outputs()),
+            inputs: record.inputs(self.model),
+            outputs: record.outputs(self.model),
             slots: views.slots,
             record,
             scratch: views.scratch,
@@ -222,8 +216,8 @@ impl<C: Clock + ?Sized> WatchedRun<'_, '_, '_, C> {
         }
         self.faults.after_kernel(
             index,
-            || IndexList::new(raw.inputs()).get(0),
-            || IndexList::new(raw.outputs()).get(0),
+            || record.inputs(self.model).get(0),
+            || record.outputs(self.model).get(0),
             views.slots,
             views.base,
             views.len,

@@ -20,6 +20,10 @@ use crate::request::BufferRequest;
 /// Alignment of per-op data in the tail: enough for any `Pod` a kernel stores.
 const OP_DATA_ALIGN: u32 = 8;
 
+/// Scratch buffers one op may request: invoke marks each one taken in a
+/// bit of its 128-bit `taken` set (after 64 inputs and 32 outputs).
+const MAX_SCRATCH_PER_OP: u32 = 32;
+
 /// A typed array a kernel stored in the tail during prepare, kept in its op
 /// data and read back at invoke with [`InvokeContext::stored`].
 #[repr(C)]
@@ -53,39 +57,81 @@ impl<T> Stored<T> {
     }
 }
 
-/// Per-op bookkeeping in the tail.
+/// Per-op bookkeeping in the tail. Still 20 bytes since the tensor lists'
+/// places moved in: the narrow fields keep the tail the size it was, and
+/// are checked where they are written.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub(crate) struct OpRecord {
     /// Index of the kernel in the resolver.
-    pub(crate) kernel: u32,
-    /// The op data the kernel stored (offset from the arena start).
-    pub(crate) data_offset: u32,
-    /// Its length.
-    pub(crate) data_len: u32,
-    /// Index of the op's first scratch request among all scratch requests.
-    pub(crate) scratch_first: u32,
+    pub(crate) kernel: u16,
     /// How many scratch buffers it requested.
-    pub(crate) scratch_count: u32,
+    pub(crate) scratch_count: u16,
+    /// Index of the op's first scratch request among all scratch requests.
+    pub(crate) scratch_first: u16,
+    /// The length of the op data the kernel stored.
+    pub(crate) data_len: u16,
+    /// Where that op data lies (offset from the arena start).
+    pub(crate) data_offset: u32,
+    /// Where the op's input list lies in the model (the offset of the
+    /// vector's length word; [`OpRecord::NO_LIST`] when it has none), found
+    /// at allocate so that an invoke does not walk the flatbuffer's
+    /// operator table and vtable for every op.
+    pub(crate) inputs_at: u32,
+    /// The same for its output list.
+    pub(crate) outputs_at: u32,
+}
+
+impl OpRecord {
+    /// The list offset of an operator without that list.
+    pub(crate) const NO_LIST: u32 = u32::MAX;
+
+    /// The offset of `list` in `model` (what `inputs_at` holds).
+    pub(crate) fn list_at(model: &[u8], list: Option<flatbuffers::Vector<'_, i32>>) -> u32 {
+        list.and_then(|l| {
+            let start = (l.bytes().as_ptr() as usize).checked_sub(model.as_ptr() as usize)?;
+            u32::try_from(start.checked_sub(4)?).ok()
+        })
+        .unwrap_or(Self::NO_LIST)
+    }
+
+    /// The op's input list.
+    #[inline]
+    pub(crate) fn inputs<'m>(&self, model: &Model<'m>) -> IndexList<'m> {
+        IndexList::at(model.bytes(), self.inputs_at)
+    }
+
+    /// The op's output list.
+    #[inline]
+    pub(crate) fn outputs<'m>(&self, model: &Model<'m>) -> IndexList<'m> {
+        IndexList::at(model.bytes(), self.outputs_at)
+    }
 }
 
 /// An operator's input or output list as the flatbuffer stores it: one
 /// little-endian `i32` tensor index per entry, -1 for an omitted optional
-/// tensor. The interpreter reads the list's place once per op, so a kernel's
-/// lookup is one bounds check and one load instead of a walk through the
-/// operator's vtable.
+/// tensor. Its place comes from the op's record (found at allocate), so a
+/// kernel's lookup is one bounds check and one load instead of a walk
+/// through the operator's table and vtable.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct IndexList<'m> {
     bytes: &'m [u8],
 }
 
 impl<'m> IndexList<'m> {
-    /// The list of a flatbuffer vector (empty when the field is absent).
+    /// The list whose length word is at `at` in `model` (empty when `at` is
+    /// [`OpRecord::NO_LIST`] or the list would run past the model).
     #[inline]
-    pub(crate) fn new(list: Option<flatbuffers::Vector<'m, i32>>) -> Self {
-        IndexList {
-            bytes: list.map_or(&[], |l| l.bytes()),
-        }
+    pub(crate) fn at(model: &'m [u8], at: u32) -> Self {
+        let at = at as usize;
+        let bytes = model
+            .get(at..)
+            .and_then(|rest| {
+                let (len, entries) = rest.split_first_chunk::<4>()?;
+                entries.get(..(u32::from_le_bytes(*len) as usize).checked_mul(4)?)
+            })
+            .unwrap_or(&[]);
+        IndexList { bytes }
     }
 
     /// Entry `position`, `None` past the end or for an omitted tensor.
@@ -166,7 +212,10 @@ impl<'m> PrepareContext<'_, 'm, '_> {
         let region = self.alloc(bytes.len())?;
         self.arena.bytes_mut(region).copy_from_slice(bytes);
         self.record.data_offset = region.offset;
-        self.record.data_len = region.len;
+        self.record.data_len =
+            u16::try_from(region.len).map_err(|_| KernelError::UnsupportedParameter {
+                what: "op data over 64 KiB",
+            })?;
         Ok(())
     }
 
@@ -228,14 +277,22 @@ impl<'m> PrepareContext<'_, 'm, '_> {
     /// Requests `bytes` of scratch memory, live only while this op runs.
     /// Returns the op's scratch index for [`InvokeContext::scratch`].
     pub fn request_scratch(&mut self, bytes: u32, align: u32) -> Result<u32, KernelError> {
-        let local = self.record.scratch_count;
+        let local = u32::from(self.record.scratch_count);
+        if local >= MAX_SCRATCH_PER_OP {
+            return Err(KernelError::UnsupportedParameter {
+                what: "more than 32 scratch buffers for one op",
+            });
+        }
         let request = BufferRequest::scratch(self.op.index, local, bytes).with_align(align);
         let global = self
             .staging
             .request_scratch(self.model, self.arena, request)
             .map_err(|_| KernelError::OutOfMemory { bytes })?;
         if local == 0 {
-            self.record.scratch_first = global;
+            self.record.scratch_first =
+                u16::try_from(global).map_err(|_| KernelError::UnsupportedParameter {
+                    what: "more than 65,535 scratch buffers in one model",
+                })?;
         }
         self.record.scratch_count += 1;
         Ok(local)
@@ -257,8 +314,8 @@ pub struct InvokeContext<'i, 'm> {
     pub(crate) model: &'i Model<'m>,
     /// The operator's execution step.
     pub(crate) op_index: u32,
-    /// Its input and output tensor indices, read from the flatbuffer once
-    /// per op by the interpreter.
+    /// Its input and output tensor indices, where the op's record says
+    /// they lie in the flatbuffer.
     pub(crate) inputs: IndexList<'m>,
     pub(crate) outputs: IndexList<'m>,
     pub(crate) slots: &'i [TensorSlot],
@@ -328,7 +385,7 @@ impl<'i, 'm> InvokeContext<'i, 'm> {
 
     /// The op data stored at prepare.
     pub fn op_data<T: Pod>(&self) -> Result<&'i T, KernelError> {
-        let bytes = self.region_bytes(self.record.data_offset, self.record.data_len)?;
+        let bytes = self.region_bytes(self.record.data_offset, u32::from(self.record.data_len))?;
         bytemuck::try_from_bytes(bytes).map_err(|_| KernelError::Internal)
     }
 
@@ -448,14 +505,60 @@ impl<'i, 'm> InvokeContext<'i, 'm> {
 
     /// Scratch buffer `k` requested at prepare, writable once per invoke.
     pub fn scratch(&self, k: u32) -> Result<&'i mut [u8], KernelError> {
-        if k >= self.record.scratch_count || k >= 32 {
+        if k >= u32::from(self.record.scratch_count) || k >= MAX_SCRATCH_PER_OP {
             return Err(KernelError::Internal);
         }
         let slot = *self
             .scratch
-            .get((self.record.scratch_first + k) as usize)
+            .get(usize::from(self.record.scratch_first) + k as usize)
             .ok_or(KernelError::Internal)?;
         self.take(96 + k)?;
         self.region_bytes_mut(slot.offset, slot.bytes)
+    }
+}
+
+#[cfg(all(test, feature = "writer"))]
+mod tests {
+    use super::{IndexList, OpRecord};
+    use crate::model::Model;
+
+    #[test]
+    fn a_records_lists_are_the_operators_lists() {
+        for (name, bytes) in crate::writer::examples::all() {
+            let model = Model::from_bytes(&bytes).unwrap();
+            for op in model.operators() {
+                let record = OpRecord {
+                    inputs_at: OpRecord::list_at(model.bytes(), op.raw().inputs()),
+                    outputs_at: OpRecord::list_at(model.bytes(), op.raw().outputs()),
+                    ..OpRecord::default()
+                };
+                let (inputs, outputs) = (record.inputs(&model), record.outputs(&model));
+                let expected: Vec<_> = op.inputs().collect();
+                let read: Vec<_> = (0..expected.len()).map(|i| inputs.get(i)).collect();
+                assert_eq!(read, expected, "{name} op {}", op.index);
+                assert_eq!(inputs.get(expected.len()), None, "{name} op {}", op.index);
+                let expected: Vec<_> = op.outputs().collect();
+                let read: Vec<_> = (0..expected.len()).map(|i| outputs.get(i)).collect();
+                assert_eq!(read, expected, "{name} op {}", op.index);
+            }
+        }
+    }
+
+    #[test]
+    fn a_list_place_past_the_model_reads_as_empty() {
+        let model = [8u8, 0, 0, 0, 2, 0, 0, 0, 7, 0, 0, 0];
+        // Two entries announced, one present: the list would run past.
+        assert_eq!(IndexList::at(&model, 4).get(0), None);
+        assert_eq!(IndexList::at(&model, OpRecord::NO_LIST).get(0), None);
+        assert_eq!(IndexList::at(&model, 100).get(0), None);
+        // Two entries, the second omitted (-1).
+        let model = [2u8, 0, 0, 0, 7, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF];
+        let list = IndexList::at(&model, 0);
+        assert_eq!(
+            (list.get(0), list.get(1), list.get(2)),
+            (Some(7), None, None)
+        );
+        // Seven announced from byte 4: past the end.
+        assert_eq!(IndexList::at(&model, 4).get(0), None);
     }
 }

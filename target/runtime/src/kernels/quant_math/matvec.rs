@@ -56,7 +56,13 @@ pub fn matvec_uniform(
         return wide_blocks(x, x_offset, weights, (bias, offset), one, out);
     }
     let full = one.stage.is_full_range();
-    match one.form() {
+    // Size builds keep one loop: the general form gives the same bytes.
+    let form = if super::super::COMPACT {
+        ScaleForm::Parts
+    } else {
+        one.form()
+    };
+    match form {
         ScaleForm::OneRounding if full => matvec_with(
             x,
             x_offset,

@@ -242,6 +242,10 @@ impl ChannelRequant {
         }
         // A copy, so that the constants stay in registers across the stores.
         let r = *self;
+        // Size builds keep one loop: the general form gives the same bytes.
+        if super::super::COMPACT {
+            return each(n, &acc, &mut put, |a| r.apply(a));
+        }
         let (m, left, right1, round) = (r.multiplier, r.left, r.right1, r.round);
         let stage = r.stage;
         match (r.form(), stage.is_full_range()) {
