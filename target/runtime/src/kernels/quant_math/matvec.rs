@@ -55,14 +55,20 @@ pub fn matvec_uniform(
     if widens(x.len(), out.len()) {
         return wide_blocks(x, x_offset, weights, (bias, offset), one, out);
     }
-    let full = one.stage.is_full_range();
     // Size builds keep one loop: the general form gives the same bytes.
-    let form = if super::super::COMPACT {
-        ScaleForm::Parts
-    } else {
-        one.form()
-    };
-    match form {
+    if super::super::COMPACT {
+        return matvec_with(
+            x,
+            x_offset,
+            weights,
+            bias,
+            offset,
+            |_, acc| one.apply(acc),
+            out,
+        );
+    }
+    let full = one.stage.is_full_range();
+    match one.form() {
         ScaleForm::OneRounding if full => matvec_with(
             x,
             x_offset,
