@@ -2,7 +2,7 @@
 //! build script its profile's `opt-level` as `OPT_LEVEL`, and a firmware
 //! built with `optimize = "size"` (`opt-level = "s"` or `"z"`) gets
 //! `cfg(hilt_compact)`, under which the kernels keep their smaller loops
-//! (no stack-widened operands, no second copy of a loop per layout).
+//! (no stack-widened operands, one requantising loop of the general form).
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(hilt_compact)");
