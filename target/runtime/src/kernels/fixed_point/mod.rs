@@ -29,8 +29,8 @@ pub use multiplier::{
     multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_greater_than_one,
     multiply_by_quantized_multiplier_i64, multiply_by_quantized_multiplier_smaller_than_one,
     quantize_multiplier, quantize_multiplier_greater_than_one,
-    quantize_multiplier_smaller_than_one_exp, round_half_away, rounding_divide_by_pot,
-    saturating_rounding_doubling_high_mul,
+    quantize_multiplier_smaller_than_one_exp, quantize_scale_ratio, round_half_away,
+    rounding_divide_by_pot, saturating_rounding_doubling_high_mul,
 };
 pub use softmax_scaling::{
     calculate_input_radius, preprocess_log_softmax_scaling_exp, preprocess_softmax_scaling,

@@ -6,7 +6,7 @@
 
 use super::super::KernelError;
 use super::super::context::{PrepareContext, Stored};
-use super::super::fixed_point::{activation_range_quantized, quantize_multiplier};
+use super::super::fixed_point::{activation_range_quantized, quantize_scale_ratio};
 use super::super::tensor::{Quant, channel_scales, require_quant};
 use super::requant::{NARROW, OutputStage, shift_parts};
 use crate::model::TensorInfo;
@@ -95,16 +95,17 @@ pub fn prepare_channels(
         });
     }
     let count = if per_channel { setup.channels } else { 1 };
+    // Integer arithmetic equal bit for bit to TFLM's `double` arithmetic,
+    // so that a firmware links no software double routine for it.
     let multiplier_of = |c: usize| -> (i32, i32) {
-        let real = match setup.rule {
+        match setup.rule {
             ScaleRule::PerChannel => {
-                f64::from(input_q.scale) * f64::from(scales.get(c)) / f64::from(output_q.scale)
+                quantize_scale_ratio(input_q.scale, scales.get(c), output_q.scale)
             }
             ScaleRule::PerTensorProduct => {
-                f64::from(input_q.scale * filter_q.scale) / f64::from(output_q.scale)
+                quantize_scale_ratio(input_q.scale * filter_q.scale, 1.0, output_q.scale)
             }
-        };
-        quantize_multiplier(real)
+        }
     };
     // Every op with per-channel requantisation keeps its bias at input 2.
     let bias = ctx.optional_input(2);
