@@ -6,6 +6,7 @@
 //! ([`serial::SerialWire`]).
 
 pub mod gdbstub;
+pub mod notes;
 pub mod rtt;
 pub mod serial;
 
@@ -290,8 +291,8 @@ impl<'m> Link<'m> {
         Ok(Some(buf))
     }
 
-    /// Waits for the next message and hands it to `f`; `Log` messages are
-    /// collected, not returned.
+    /// Waits for the next message and hands it to `f`; `Log` and `Note`
+    /// messages are collected (as their words), not returned.
     pub fn recv<T>(
         &mut self,
         timeout: Duration,
@@ -303,7 +304,7 @@ impl<'m> Link<'m> {
 
     /// Waits for the first message `f` picks (returns `Some` for), passing
     /// over the others (late answers to earlier requests), all within one
-    /// `timeout`; `Log` messages are collected, not handed to `f`.
+    /// `timeout`; `Log` and `Note` messages are collected, not handed to `f`.
     pub fn recv_matching<T>(
         &mut self,
         timeout: Duration,
@@ -324,9 +325,16 @@ impl<'m> Link<'m> {
                     Err(e) => return Err(LinkError::Frame(e)),
                 };
                 self.synced = true;
-                if let Message::Log(text) = message {
-                    self.logs.push(text.to_string());
-                    continue;
+                match message {
+                    Message::Log(text) => {
+                        self.logs.push(text.to_string());
+                        continue;
+                    }
+                    Message::Note { kind, body } => {
+                        self.logs.push(notes::words(kind, body));
+                        continue;
+                    }
+                    _ => {}
                 }
                 if let Some(picked) = f(&message) {
                     return Ok(picked);

@@ -9,6 +9,7 @@ mod counter;
 #[cfg(feature = "fault-injection")]
 mod faults;
 mod link;
+mod notes;
 mod offload;
 mod pin;
 mod planner;
@@ -29,6 +30,7 @@ pub use counter::cortex_m::DwtCounter;
 #[cfg(feature = "cortex-m")]
 pub use counter::cortex_m::SysTickCounter;
 pub use link::{Line, WireError, send_log};
+pub use notes::Note;
 #[cfg(feature = "cortex-m")]
 pub use offload::TickVnpu;
 pub use offload::{

@@ -4,6 +4,9 @@ use core::fmt;
 
 use embedded_io::{Error as _, ErrorKind, Write};
 use hilt_proto::{ErrorCode, MAX_FRAME, Message, ProtoError, TargetError, encode_frame};
+use hilt_runtime::wire_form::FormWriter;
+
+use crate::notes::Note;
 
 /// Why a session stopped talking: the wire failed, or a message could not
 /// be framed. The wire's own error is kept as its `embedded_io` kind, so
@@ -36,6 +39,19 @@ impl fmt::Display for WireError {
 }
 
 impl core::error::Error for WireError {}
+
+impl WireError {
+    /// What failed, in words that need no formatting (for a firmware's last
+    /// line, which must not link `core::fmt`).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            WireError::Read(_) => "reading from the host failed",
+            WireError::Write(_) => "writing to the host failed",
+            WireError::Closed => "the wire to the host is closed",
+            WireError::Frame(_) => "a message did not fit a frame",
+        }
+    }
+}
 
 /// The outgoing half: frames, written whole and flushed one at a time (the
 /// host waits for each answer, so a buffered serial port must not hold one).
@@ -72,10 +88,28 @@ impl<'s, W: Write> Link<'s, W> {
         self.send(&Message::Error(TargetError { code, op, detail }))
     }
 
-    pub(crate) fn log(&mut self, line: &Line) -> Result<(), WireError> {
-        self.send(&Message::Log(line.as_str()))
+    /// A fixed sentence, as a `Log`.
+    pub(crate) fn log(&mut self, text: &str) -> Result<(), WireError> {
+        self.send(&Message::Log(text))
+    }
+
+    /// A sentence as values (a `Note`): the host writes the words. A body
+    /// that does not fit is sent cut, and the host says it could not read it.
+    pub(crate) fn note(&mut self, note: &Note) -> Result<(), WireError> {
+        let mut body = [0u8; NOTE_BYTES];
+        let mut w = FormWriter::new(&mut body);
+        note.put(&mut w);
+        let body = w.written();
+        self.send(&Message::Note {
+            kind: note.kind(),
+            body,
+        })
     }
 }
+
+/// Room for a note's body: the longest is a planner's error with two
+/// placed buffers (about 90 bytes), or the start note's two names.
+const NOTE_BYTES: usize = 400;
 
 fn write_frame<W: Write>(wire: &mut W, frame: &[u8]) -> Result<(), WireError> {
     wire.write_all(frame)
@@ -91,8 +125,9 @@ pub fn send_log<W: Write>(wire: &mut W, line: &str) -> Result<(), WireError> {
     write_frame(wire, &frame[..n])
 }
 
-/// A fixed-size text line for log messages and panic reports (`write!`
-/// into it; text past 160 bytes is cut, never an error).
+/// A fixed-size text line for panic reports and a firmware's own lines
+/// (`push` texts and numbers, or `write!`; text past 160 bytes is cut,
+/// never an error).
 #[derive(Debug, Clone)]
 pub struct Line {
     buf: [u8; 160],
@@ -109,6 +144,32 @@ impl Default for Line {
 }
 
 impl Line {
+    /// Appends `text` (cut where the line is full).
+    pub fn push(&mut self, text: &str) -> &mut Self {
+        let n = text.len().min(self.buf.len() - self.len);
+        self.buf[self.len..self.len + n].copy_from_slice(&text.as_bytes()[..n]);
+        self.len += n;
+        self
+    }
+
+    /// Appends `value` in decimal, without `core::fmt` (whose machinery a
+    /// firmware built for size leaves out).
+    pub fn push_decimal(&mut self, value: u32) -> &mut Self {
+        let mut digits = [0u8; 10];
+        let mut at = digits.len();
+        let mut rest = value;
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+            if rest == 0 {
+                break;
+            }
+        }
+        // ASCII digits only.
+        self.push(core::str::from_utf8(&digits[at..]).unwrap_or(""))
+    }
+
     /// The text so far (cut at a character boundary).
     pub fn as_str(&self) -> &str {
         match core::str::from_utf8(&self.buf[..self.len]) {
@@ -121,9 +182,7 @@ impl Line {
 
 impl fmt::Write for Line {
     fn write_str(&mut self, s: &str) -> fmt::Result {
-        let n = s.len().min(self.buf.len() - self.len);
-        self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
-        self.len += n;
+        self.push(s);
         Ok(())
     }
 }

@@ -1,8 +1,6 @@
 //! Interpreter failures as the host reads them: a `CanaryFault` with the
-//! guard's address when a guard was hit, the error in words as a `Log`,
-//! then the `Error` with its code and operator.
-
-use core::fmt::Write as _;
+//! guard's address when a guard was hit, the error as a `Note` (its value;
+//! the host writes the words), then the `Error` with its code and operator.
 
 use embedded_io::Write;
 use hilt_proto::{ErrorCode, Message};
@@ -10,7 +8,8 @@ use hilt_runtime::accel::AccelError;
 use hilt_runtime::canary::{CanaryFault, GuardOwner};
 use hilt_runtime::interpreter::InterpreterError;
 
-use crate::link::{Line, Link, WireError};
+use crate::link::{Link, WireError};
+use crate::notes::Note;
 
 /// No operator (an error of the whole model or of the arena).
 const NO_OP: u16 = u16::MAX;
@@ -33,14 +32,12 @@ pub(crate) fn interpreter_error<W: Write>(
         }
         _ => (ErrorCode::UNSUPPORTED, NO_OP),
     };
-    let mut line = Line::default();
-    let _ = write!(line, "{e}");
-    link.log(&line)?;
+    link.note(&Note::Interpreter(e))?;
     link.error(code, op, 0)
 }
 
-/// An offloaded op's job failed, or the engine saw a violation: the text
-/// as a `Log`, then an `ACCELERATOR` error with the op and the error's code
+/// An offloaded op's job failed, or the engine saw a violation: a `Note`
+/// of op, job and error, then an `ACCELERATOR` error with the op and the error's code
 /// (which names the job and the region).
 pub(crate) fn accelerator_error<W: Write>(
     link: &mut Link<'_, W>,
@@ -48,9 +45,7 @@ pub(crate) fn accelerator_error<W: Write>(
     job: u32,
     error: AccelError,
 ) -> Result<(), WireError> {
-    let mut line = Line::default();
-    let _ = write!(line, "op {op}, job {job}: {error}");
-    link.log(&line)?;
+    link.note(&Note::Accelerator { op, job, error })?;
     link.error(ErrorCode::ACCELERATOR, op as u16, error.code(job))
 }
 

@@ -1,8 +1,6 @@
 //! The requests' handlers, one per message, and the start-up that hosts
 //! the model: parse it, prepare the kernels, commit the arena plan.
 
-use core::fmt::Write as _;
-
 use embedded_hal::digital::OutputPin;
 use embedded_io::Write;
 use hilt_proto::message::{Cycles, JobList, PlanEntries};
@@ -22,7 +20,8 @@ use hilt_runtime::request::BufferOwner;
 
 use crate::config::Config;
 use crate::counter::CycleCounter;
-use crate::link::{Line, Link, WireError};
+use crate::link::{Link, WireError};
+use crate::notes::Note;
 use crate::offload::{
     EngineLedger, EngineSetup, NetClock, OffloadChoice, OffloadEngine, ShadowMemory, TICK_COUNTS,
     WAIT_TIMEOUT, op_set,
@@ -150,17 +149,13 @@ impl<'s, W, C, T, P> Service<'s, W, C, T, P> {
 
 impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Service<'s, W, C, T, P> {
     pub(crate) fn log_start(&mut self, model_len: usize) -> Result<(), WireError> {
-        let mut line = Line::default();
-        let _ = write!(
-            line,
-            "hilt firmware: board {}, model {} ({} bytes), arena {} bytes, cycles from {}",
-            self.config.board,
-            self.config.model_name,
-            model_len,
-            self.arena_capacity,
-            self.counter.source()
-        );
-        self.link.log(&line)
+        self.link.note(&Note::Start {
+            board: self.config.board,
+            model: self.config.model_name,
+            model_bytes: model_len as u32,
+            arena_bytes: self.arena_capacity,
+            cycles_from: self.counter.source(),
+        })
     }
 
     /// Reads the model and commits its arena plan, recording the plan for
@@ -173,11 +168,7 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Service<'s, 
     ) -> Result<(), WireError> {
         let model = match Model::from_bytes(model_bytes) {
             Ok(m) => m,
-            Err(e) => {
-                let mut line = Line::default();
-                let _ = write!(line, "model: {e}");
-                return self.link.log(&line);
-            }
+            Err(e) => return self.link.note(&Note::Model(e)),
         };
         self.model = Some(model);
         self.resolver = Some(resolver);
@@ -248,9 +239,8 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Service<'s, 
         });
         match result {
             Err(e) => {
-                let mut line = Line::default();
-                let _ = write!(line, "planner {}: {e}", self.planner.name());
-                self.link.log(&line)
+                let name = self.planner.name();
+                self.link.note(&Note::Planner { name, error: e })
             }
             Ok(Ok(())) => {
                 self.status = Status::Ready;
@@ -337,12 +327,7 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Service<'s, 
             Some(AccelFault::None) => AccelFault::None,
             Some(f) if accel_faults_armed() => f,
             _ => {
-                let mut line = Line::default();
-                let _ = write!(
-                    line,
-                    "offload fault {fault}: this firmware was not built with `fault-injection` and the `accel` fault armed"
-                );
-                self.link.log(&line)?;
+                self.link.note(&Note::FaultNotArmed { fault })?;
                 return self
                     .link
                     .error(ErrorCode::UNSUPPORTED, NO_OP, u32::from(tag));
@@ -350,12 +335,8 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Service<'s, 
         };
         let ticking = mode != OffloadMode::Off;
         if ticking && (self.engine().is_none() || !self.counter.tick_every(Some(TICK_COUNTS))) {
-            let mut line = Line::default();
-            let _ = write!(
-                line,
-                "offload: this firmware has no engine, or no timer to step it"
-            );
-            self.link.log(&line)?;
+            self.link
+                .log("offload: this firmware has no engine, or no timer to step it")?;
             return self
                 .link
                 .error(ErrorCode::UNSUPPORTED, NO_OP, u32::from(tag));
@@ -618,12 +599,8 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Service<'s, 
             result
         };
         if pin_high.is_err() || pin_low.is_err() {
-            let mut line = Line::default();
-            let _ = write!(
-                line,
-                "timestamp pin: could not be set; the timing is still valid"
-            );
-            self.link.log(&line)?;
+            self.link
+                .log("timestamp pin: could not be set; the timing is still valid")?;
         }
         if let Err(e) = result {
             interpreter_error(&mut self.link, e)?;

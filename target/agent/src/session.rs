@@ -5,7 +5,7 @@
 
 use embedded_hal::digital::OutputPin;
 use embedded_io::{Error as _, Read, ReadReady, Write};
-use hilt_proto::{ErrorCode, FrameAccumulator, MAX_FRAME, decode_frame};
+use hilt_proto::{ErrorCode, FrameAccumulator, MAX_FRAME, ProtoError, decode_request_frame};
 use hilt_runtime::kernels::Resolver;
 use hilt_runtime::planner::MemoryPlanner;
 
@@ -182,8 +182,15 @@ impl<'s, W: Read + Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Sessi
             let Some(frame) = self.accumulator.push(byte) else {
                 continue;
             };
-            match frame.and_then(|f| decode_frame(f, self.scratch)) {
+            match frame.and_then(|f| decode_request_frame(f, self.scratch)) {
                 Ok(message) => self.service.dispatch(message)?,
+                // A whole message, but one only a target sends: refused by
+                // its tag, as any request this firmware does not serve.
+                Err(ProtoError::NotARequest(tag)) => {
+                    self.service
+                        .link
+                        .error(ErrorCode::UNSUPPORTED, NO_OP, u32::from(tag))?
+                }
                 Err(_) => self.service.link.error(ErrorCode::BAD_FRAME, NO_OP, 0)?,
             }
         }

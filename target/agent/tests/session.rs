@@ -18,7 +18,7 @@ use hilt_agent::runtime::planner::{Greedy, Linear, MemoryPlanner, PlanError};
 use hilt_agent::runtime::request::BufferRequest;
 use hilt_agent::runtime::writer::examples;
 use hilt_agent::{
-    Agent, Config, CycleCounter, OfflineFromModel, Parts, PlannerKind, WireError, Workspace,
+    Agent, Config, CycleCounter, Note, OfflineFromModel, Parts, PlannerKind, WireError, Workspace,
 };
 
 /// Both directions of a serial line, in memory: the test queues the
@@ -139,7 +139,7 @@ fn frames(messages: &[Message<'_>]) -> VecDeque<u8> {
 }
 
 /// What the agent sent, one line per message (`Debug`, which names every
-/// field), so a test can match on the parts it cares about.
+/// field; a note's words), so a test can match on the parts it cares about.
 fn replies(tx: &[u8]) -> Vec<String> {
     let mut acc = FrameAccumulator::default();
     let mut scratch = [0u8; MAX_FRAME];
@@ -147,7 +147,15 @@ fn replies(tx: &[u8]) -> Vec<String> {
     for &b in tx {
         if let Some(frame) = acc.push(b) {
             let m = decode_frame(frame.unwrap(), &mut scratch).unwrap();
-            out.push(format!("{m:?}"));
+            out.push(match m {
+                // A note as the host reads it: its words.
+                Message::Note { kind, body } => {
+                    let mut intern = |t: &str| -> &'static str { Box::leak(t.into()) };
+                    let note = Note::read(kind, body, &mut intern).expect("a readable note");
+                    format!("Note({:?})", note.to_string())
+                }
+                m => format!("{m:?}"),
+            });
         }
     }
     out
@@ -234,11 +242,11 @@ fn hello_names_the_board_model_and_guards() {
         FakeCounter::default(),
     );
     assert!(
-        r[0].starts_with("Log(\"hilt firmware: board test-board, model model.tflite"),
+        r[0].starts_with("Note(\"hilt firmware: board test-board, model model.tflite"),
         "{r:?}"
     );
     assert!(r[0].contains("arena 4096 bytes, cycles from fake"), "{r:?}");
-    assert!(r[1].starts_with("Hello(Hello { protocol: 2, firmware: [0, 1, 0], board: \"test-board\", model_hash: 305419896, arena_size: 4096, inputs: 1, outputs: 1, clock_hz: 1000000 })"), "{r:?}");
+    assert!(r[1].starts_with("Hello(Hello { protocol: 3, firmware: [0, 1, 0], board: \"test-board\", model_hash: 305419896, arena_size: 4096, inputs: 1, outputs: 1, clock_hz: 1000000 })"), "{r:?}");
     assert!(r[2].starts_with("Guards { mode: 1, len: 16"), "{r:?}");
     assert_eq!(r.len(), 3, "{r:?}");
 }
@@ -415,7 +423,7 @@ fn a_corrupt_model_is_reported_in_the_log_and_after_every_hello() {
         ],
         FakeCounter::default(),
     );
-    assert!(r[1].starts_with("Log(\"model: "), "{r:?}");
+    assert!(r[1].starts_with("Note(\"model: "), "{r:?}");
     assert!(r[2].contains("inputs: 0, outputs: 0"), "{r:?}");
     let model = format!("code: ErrorCode({})", ErrorCode::MODEL.0);
     assert!(r[3].contains(&model), "{r:?}");
@@ -438,7 +446,7 @@ fn an_arena_too_small_and_a_missing_offline_plan_are_allocation_errors() {
         FakeCounter::default(),
     );
     assert!(
-        small[1].starts_with("Log(\"") && small[2].contains(&allocate),
+        small[1].starts_with("Note(\"") && small[2].contains(&allocate),
         "{small:?}"
     );
     assert!(small.last().unwrap().contains(&allocate), "{small:?}");
@@ -451,7 +459,7 @@ fn an_arena_too_small_and_a_missing_offline_plan_are_allocation_errors() {
     );
     assert_eq!(
         offline[1],
-        "Log(\"planner offline: the model has no `OfflineMemoryAllocation` metadata\")"
+        "Note(\"planner offline: the model has no `OfflineMemoryAllocation` metadata\")"
     );
     assert!(offline.last().unwrap().contains(&allocate), "{offline:?}");
     // The same planner named as a type (what a firmware built for one

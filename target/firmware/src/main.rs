@@ -16,7 +16,6 @@ mod timing_edit;
 mod uart;
 mod wire;
 
-use core::fmt::Write as _;
 
 use cortex_m_rt::entry;
 use hilt_agent::runtime::accel::vnpu::{NEGATE, NEGATE_NAME};
@@ -71,7 +70,9 @@ fn main() -> ! {
         Ok(mut session) => session.run(),
         Err(e) => e,
     };
-    panic!("wire to the host: {error}")
+    let mut line = Line::default();
+    line.push("wire to the host: ").push(error.as_str());
+    stop(&line)
 }
 
 /// Counts SysTick's wraps into the counter's high word (QEMU), and grants
@@ -99,10 +100,29 @@ fn halt() -> ! {
     }
 }
 
+/// Reports where the firmware panicked, without `core::fmt` (so a size
+/// build links none of it): the place, and the message when it is a fixed
+/// text (a formatted one, such as an index out of bounds, is known by its
+/// place).
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
     let mut line = Line::default();
-    let _ = write!(line, "panic: {info}");
+    line.push("panic: panicked at ");
+    if let Some(at) = info.location() {
+        line.push(at.file())
+            .push(":")
+            .push_decimal(at.line())
+            .push(":")
+            .push_decimal(at.column());
+    }
+    line.push(":\n")
+        .push(info.message().as_str().unwrap_or("(a formatted message)"));
+    stop(&line)
+}
+
+/// Sends the firmware's last line, and ends the run (QEMU exits failed; a
+/// board halts).
+fn stop(line: &Line) -> ! {
     wire::report_panic_line(line.as_str());
     #[cfg(feature = "qemu")]
     cortex_m_semihosting::debug::exit(cortex_m_semihosting::debug::EXIT_FAILURE);

@@ -18,6 +18,21 @@ pub fn encode_frame(message: &Message<'_>, out: &mut [u8]) -> Result<usize, Prot
 /// Reads a frame (with or without its trailing delimiter), using `scratch`
 /// for the decoded bytes the message borrows from.
 pub fn decode_frame<'s>(frame: &[u8], scratch: &'s mut [u8]) -> Result<Message<'s>, ProtoError> {
+    Message::read(unframe(frame, scratch)?)
+}
+
+/// [`decode_frame`] for a target: only the host's requests are read (any
+/// other message is [`ProtoError::NotARequest`]), so a firmware links the
+/// layouts of the requests alone.
+pub fn decode_request_frame<'s>(
+    frame: &[u8],
+    scratch: &'s mut [u8],
+) -> Result<Message<'s>, ProtoError> {
+    Message::read_request(unframe(frame, scratch)?)
+}
+
+/// The tag and payload of a frame whose COBS and CRC hold.
+fn unframe<'s>(frame: &[u8], scratch: &'s mut [u8]) -> Result<&'s [u8], ProtoError> {
     let frame = frame.strip_suffix(&[0]).unwrap_or(frame);
     let n = cobs::decode(frame, scratch).ok_or(ProtoError::Cobs)?;
     if n < 5 {
@@ -29,7 +44,7 @@ pub fn decode_frame<'s>(frame: &[u8], scratch: &'s mut [u8]) -> Result<Message<'
     if expected != actual {
         return Err(ProtoError::Crc { expected, actual });
     }
-    Message::read(&scratch[..n - 4])
+    Ok(&scratch[..n - 4])
 }
 
 /// Collects bytes from a stream into frames. Bytes of a frame longer than

@@ -10,15 +10,16 @@ pub mod ledger;
 pub mod message;
 pub mod model_slot;
 
-pub use frame::{FrameAccumulator, decode_frame, encode_frame};
+pub use frame::{FrameAccumulator, decode_frame, decode_request_frame, encode_frame};
 pub use ledger::EngineLedger;
 pub use message::{
-    AccelFault, ErrorCode, Hello, JobList, JobTimes, Message, OffloadMode, PlanEntry, TargetError,
+    AccelFault, ErrorCode, Hello, JobList, JobTimes, Message, NoteKind, OffloadMode, PlanEntry,
+    TargetError,
 };
 
 /// The protocol version this crate speaks; `Hello` carries it and the host
 /// refuses a firmware that speaks another.
-pub const PROTOCOL_VERSION: u16 = 2;
+pub const PROTOCOL_VERSION: u16 = 3;
 
 /// The largest message payload (before framing). Chunked messages carry at
 /// most [`MAX_CHUNK`] data bytes so that they fit.
@@ -50,6 +51,9 @@ pub enum ProtoError {
     Oversized,
     /// A tag no message has.
     UnknownTag(u8),
+    /// A message the host does not send, where only the host's requests are
+    /// read ([`decode_request_frame`]).
+    NotARequest(u8),
     /// A payload whose length does not fit its message.
     BadLength {
         /// The message tag.
@@ -74,6 +78,7 @@ impl core::fmt::Display for ProtoError {
             }
             ProtoError::Oversized => write!(f, "frame longer than {MAX_FRAME} bytes"),
             ProtoError::UnknownTag(t) => write!(f, "unknown message tag {t:#04x}"),
+            ProtoError::NotARequest(t) => write!(f, "message {t:#04x} is not a request"),
             ProtoError::BadLength { tag } => write!(f, "message {tag:#04x} has the wrong length"),
             ProtoError::BadText => f.write_str("text field is not UTF-8"),
             ProtoError::BufferTooSmall => f.write_str("buffer too small for the message"),

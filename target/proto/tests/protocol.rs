@@ -3,7 +3,8 @@
 use hilt_proto::message::{Cycles, JobList, PlanEntries};
 use hilt_proto::{
     EngineLedger, ErrorCode, FrameAccumulator, Hello, JobTimes, MAX_CHUNK, MAX_FRAME, Message,
-    OffloadMode, PROTOCOL_VERSION, PlanEntry, ProtoError, TargetError, decode_frame, encode_frame,
+    NoteKind, OffloadMode, PROTOCOL_VERSION, PlanEntry, ProtoError, TargetError, decode_frame,
+    decode_request_frame, encode_frame,
 };
 use proptest::prelude::*;
 
@@ -168,9 +169,75 @@ fn every_message_round_trips() {
             detail: 17,
         }),
         Message::Log("arena committed ✓"),
+        Message::Note {
+            kind: NoteKind::INTERPRETER,
+            body: &[3, 1, 0, 0, 0],
+        },
+        Message::Note {
+            kind: NoteKind(77),
+            body: &[],
+        },
     ] {
         round_trip(m);
     }
+}
+
+/// What a target reads: every request as `decode_frame` reads it, every
+/// reply refused by its tag, an unknown tag as unknown.
+#[test]
+fn a_target_reads_requests_only() {
+    let mut scratch = vec![0u8; MAX_FRAME];
+    for request in [
+        Message::HelloRequest,
+        Message::PlanRequest,
+        Message::ResetState,
+        Message::LoadInput {
+            input: 1,
+            offset: 8,
+            chunk: &[1, 2, 3],
+        },
+        Message::Invoke {
+            count: 3,
+            per_op: true,
+        },
+        Message::SetOffload {
+            mode: OffloadMode::Coherent,
+            fault: 0,
+            job_cycles: 1,
+            cycles_per_1000_macs: 2,
+            driver_submit_cycles: 3,
+            driver_cycles_per_line: 4,
+            cycles_per_count_milli: 5,
+            ops: &[3, 4],
+        },
+    ] {
+        let f = frame(&request);
+        assert_eq!(decode_request_frame(&f, &mut scratch), Ok(request));
+    }
+    for reply in [
+        Message::Done { request: 3 },
+        Message::Log("a line"),
+        Message::Note {
+            kind: NoteKind::START,
+            body: &[0],
+        },
+    ] {
+        let f = frame(&reply);
+        let tag = f[1];
+        assert_eq!(
+            decode_request_frame(&f, &mut scratch),
+            Err(ProtoError::NotARequest(reply.tag())),
+            "tag {tag:#04x}"
+        );
+    }
+    assert_eq!(
+        Message::read_request(&[0x7E]),
+        Err(ProtoError::UnknownTag(0x7E))
+    );
+    assert_eq!(
+        Message::read_request(&[0x03, 1, 2]),
+        Err(ProtoError::BadLength { tag: 0x03 })
+    );
 }
 
 proptest! {
@@ -207,6 +274,8 @@ proptest! {
         let mut scratch = vec![0u8; MAX_FRAME];
         let _ = decode_frame(&bytes, &mut scratch);
         let _ = Message::read(&bytes);
+        let _ = decode_request_frame(&bytes, &mut scratch);
+        let _ = Message::read_request(&bytes);
     }
 }
 

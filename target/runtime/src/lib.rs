@@ -24,5 +24,6 @@ pub mod profile;
 pub mod reach;
 pub mod request;
 pub mod schema;
+pub mod wire_form;
 #[cfg(any(test, feature = "writer"))]
 pub mod writer;

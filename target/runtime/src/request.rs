@@ -54,14 +54,14 @@ pub struct BufferRequest {
     /// engine still reading or writing it. Equal to `last_step` when unused.
     pub hold_until: u32,
     /// Tensor index, or `u32::MAX` for scratch.
-    tensor: u32,
+    pub(crate) tensor: u32,
     /// For scratch: the requesting operator.
-    op: u32,
+    pub(crate) op: u32,
     /// For scratch: the kernel's n-th request (kernels ask for a few).
-    scratch_index: u16,
+    pub(crate) scratch_index: u16,
     /// Who besides the CPU must reach the buffer ([`Reach`] bits): an
     /// engine's job buffers may only go into pools that engine reaches.
-    reach: u16,
+    pub(crate) reach: u16,
 }
 
 impl BufferRequest {

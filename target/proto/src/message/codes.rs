@@ -30,6 +30,31 @@ impl ErrorCode {
     pub const ACCELERATOR: ErrorCode = ErrorCode(8);
 }
 
+/// What a [`Message::Note`](super::Message::Note) says: the kind picks the
+/// sentence, the body holds its values in `hilt_runtime::wire_form`'s form,
+/// and the host writes the words. A firmware so links no text for them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct NoteKind(pub u8);
+
+impl NoteKind {
+    /// The firmware is up: board and model name, model bytes, arena bytes,
+    /// where its cycles come from (three texts and two `u32`s).
+    pub const START: NoteKind = NoteKind(1);
+    /// The interpreter failed: an `InterpreterError`.
+    pub const INTERPRETER: NoteKind = NoteKind(2);
+    /// An offloaded op's job failed: the op and job (`u32`s), then an
+    /// `AccelError`.
+    pub const ACCELERATOR: NoteKind = NoteKind(3);
+    /// The model failed verification: a `ModelError`.
+    pub const MODEL: NoteKind = NoteKind(4);
+    /// The planner failed: its name (a text), then a `PlanError`.
+    pub const PLANNER: NoteKind = NoteKind(5);
+    /// An offload fault was asked for that the firmware cannot inject: the
+    /// fault's byte.
+    pub const FAULT_NOT_ARMED: NoteKind = NoteKind(6);
+}
+
 /// How the firmware's virtual NPU sees memory ([`Message::SetOffload`](super::Message::SetOffload)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

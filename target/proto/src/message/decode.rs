@@ -6,7 +6,7 @@
 //! does not read gets: an unknown tag, a text field that is not UTF-8, or
 //! a payload of the wrong length.
 
-use super::codes::{ErrorCode, OffloadMode, TargetError};
+use super::codes::{ErrorCode, NoteKind, OffloadMode, TargetError};
 use super::records::{Cycles, Hello, JobList, JobTimes, PlanEntries, PlanEntry};
 use super::wire::Reader;
 use super::{Message, tag};
@@ -16,25 +16,50 @@ use crate::ledger::EngineLedger;
 impl<'a> Message<'a> {
     /// Reads a message from tag and payload (unframed).
     pub fn read(bytes: &'a [u8]) -> Result<Self, ProtoError> {
-        let (&t, payload) = bytes.split_first().ok_or(ProtoError::Truncated)?;
-        let mut r = Reader {
-            buf: payload,
-            at: 0,
-        };
-        let message = read_payload(t, &mut r);
-        let known = matches!(t, 0x01..=0x06 | 0x81..=0x8C | 0x8F | 0x90);
-        match message {
-            Some(m) if r.done() => Ok(m),
-            _ if !known => Err(ProtoError::UnknownTag(t)),
-            Some(_) | None => Err(payload_failure(t, payload)),
-        }
+        read_with(bytes, true)
+    }
+
+    /// [`read`](Self::read) for a target: a message the host does not send
+    /// is [`ProtoError::NotARequest`], and the replies' layouts are not
+    /// linked.
+    pub fn read_request(bytes: &'a [u8]) -> Result<Self, ProtoError> {
+        read_with(bytes, false)
     }
 }
 
-/// The message tag `t` introduces, read from `r`; `None` when the payload
-/// is too short for it, holds a value the message cannot have, or `t` is
-/// no message's tag. (Whether anything follows is the caller's check.)
-fn read_payload<'a>(t: u8, r: &mut Reader<'a>) -> Option<Message<'a>> {
+/// Reads a message; the replies' tags only when `replies`.
+fn read_with(bytes: &[u8], replies: bool) -> Result<Message<'_>, ProtoError> {
+    let (&t, payload) = bytes.split_first().ok_or(ProtoError::Truncated)?;
+    let mut r = Reader {
+        buf: payload,
+        at: 0,
+    };
+    let request = matches!(t, 0x01..=0x06);
+    let message = if request {
+        read_request(t, &mut r)
+    } else if replies {
+        read_reply(t, &mut r)
+    } else if is_reply(t) {
+        return Err(ProtoError::NotARequest(t));
+    } else {
+        return Err(ProtoError::UnknownTag(t));
+    };
+    match message {
+        Some(m) if r.done() => Ok(m),
+        _ if !request && !is_reply(t) => Err(ProtoError::UnknownTag(t)),
+        Some(_) | None => Err(payload_failure(t, payload)),
+    }
+}
+
+/// Whether `t` is the tag of a message the target sends.
+fn is_reply(t: u8) -> bool {
+    matches!(t, 0x81..=0x8C | 0x8F..=0x91)
+}
+
+/// The request tag `t` introduces, read from `r`; `None` when the payload
+/// is too short for it or holds a value the message cannot have. (Whether
+/// anything follows is the caller's check.)
+fn read_request<'a>(t: u8, r: &mut Reader<'a>) -> Option<Message<'a>> {
     Some(match t {
         tag::HELLO_REQUEST => Message::HelloRequest,
         tag::PLAN_REQUEST => Message::PlanRequest,
@@ -46,6 +71,14 @@ fn read_payload<'a>(t: u8, r: &mut Reader<'a>) -> Option<Message<'a>> {
         },
         tag::INVOKE => read_invoke(r)?,
         tag::SET_OFFLOAD => read_set_offload(r)?,
+        _ => return None,
+    })
+}
+
+/// The reply (a message the target sends) tag `t` introduces, as
+/// [`read_request`] does for requests.
+fn read_reply<'a>(t: u8, r: &mut Reader<'a>) -> Option<Message<'a>> {
+    Some(match t {
         tag::OFFLOAD => read_offload(r)?,
         tag::JOBS => read_jobs(r)?,
         tag::HELLO => read_hello(r)?,
@@ -91,6 +124,10 @@ fn read_payload<'a>(t: u8, r: &mut Reader<'a>) -> Option<Message<'a>> {
             detail: r.u32()?,
         }),
         tag::LOG => Message::Log(core::str::from_utf8(r.blob()?).ok()?),
+        tag::NOTE => Message::Note {
+            kind: NoteKind(r.u8()?),
+            body: r.blob()?,
+        },
         _ => return None,
     })
 }

@@ -33,6 +33,7 @@ impl<'a> Message<'a> {
             Message::CanaryFault { .. } => tag::CANARY_FAULT,
             Message::Error(_) => tag::ERROR,
             Message::Log(_) => tag::LOG,
+            Message::Note { .. } => tag::NOTE,
         }
     }
 
@@ -85,6 +86,10 @@ impl<'a> Message<'a> {
                 w.u32(e.detail)?;
             }
             Message::Log(text) => w.blob(text.as_bytes())?,
+            Message::Note { kind, body } => {
+                w.u8(kind.0)?;
+                w.blob(body)?;
+            }
         }
         Ok(w.at)
     }

@@ -14,7 +14,7 @@ mod tag;
 mod wire;
 
 use crate::ledger::EngineLedger;
-pub use codes::{AccelFault, ErrorCode, OffloadMode, TargetError};
+pub use codes::{AccelFault, ErrorCode, NoteKind, OffloadMode, TargetError};
 pub use records::{Cycles, Hello, JobList, JobTimes, PlanEntries, PlanEntry};
 
 /// Every message of protocol version 1. Tags below 0x80 go host → target,
@@ -192,4 +192,12 @@ pub enum Message<'a> {
     Error(TargetError),
     /// Target: a log line.
     Log(&'a str),
+    /// Target: a log line as values: the host writes the words
+    /// ([`NoteKind`] says which sentence).
+    Note {
+        /// Which sentence.
+        kind: NoteKind,
+        /// Its values.
+        body: &'a [u8],
+    },
 }

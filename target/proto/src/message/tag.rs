@@ -24,3 +24,4 @@ pub(super) const OFFLOAD: u8 = 0x8B;
 pub(super) const JOBS: u8 = 0x8C;
 pub(super) const ERROR: u8 = 0x8F;
 pub(super) const LOG: u8 = 0x90;
+pub(super) const NOTE: u8 = 0x91;

@@ -41,7 +41,7 @@ impl OpName {
 pub struct CustomCode {
     bytes: [u8; CustomCode::CAPACITY],
     len: u8,
-    cut: bool,
+    pub(crate) cut: bool,
 }
 
 impl CustomCode {
