@@ -130,8 +130,8 @@ rm -f "$fuzz_log"
 section "workspace tests"
 cargo test --workspace --no-fail-fast 2>&1 | tee -a "$log" || status=1
 
-section "the runtime built without offloading (feature no-offload, as hilt's firmware without an engine): a backend is refused by name"
-cargo test --quiet -p hilt-runtime --features no-offload --test accel a_no_offload_build 2>&1 | tee -a "$log" || status=1
+section "the runtime built as hilt's lean firmware is (features no-offload and no-pools, for a scenario without an engine or pools): a backend and a split arena are refused by name"
+cargo test --quiet -p hilt-runtime --features no-offload,no-pools --test accel --test pools a_no_ 2>&1 | tee -a "$log" || status=1
 
 section "regression gate: shipped scenarios on the virtual boards vs snapshots/gate"
 # The binary the workspace tests built and ran (an optimised build would

@@ -468,9 +468,13 @@ fn build_base(
     // hilt's own firmware without the virtual NPU never offloads: it links
     // none of the offload code either.
     let no_offload = (board_feature.is_some() && !request.engine).then(|| "no-offload".to_string());
+    // Nor, with its arena one memory, the pools' planning.
+    let no_pools =
+        (board_feature.is_some() && request.pools.is_none()).then(|| "no-pools".to_string());
     let features = board_feature
         .into_iter()
         .chain(no_offload)
+        .chain(no_pools)
         .chain(request.cargo_features())
         .collect::<Vec<_>>()
         .join(",");

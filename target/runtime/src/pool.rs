@@ -96,6 +96,9 @@ impl Pool {
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]
 pub enum PoolError {
+    /// The arena is split into pools, but this build has the runtime's
+    /// `no-pools` feature.
+    NotLinked,
     /// More pools than [`MAX_POOLS`].
     TooMany {
         /// Pools given.
@@ -140,6 +143,9 @@ impl fmt::Display for PoolError {
             PoolError::TooMany { count } => {
                 write!(f, "{count} memory pools given, at most {MAX_POOLS}")
             }
+            PoolError::NotLinked => f.write_str(
+                "the arena is split into memory pools, but this build has the `no-pools` feature",
+            ),
             PoolError::TooLarge => f.write_str("the memory pools add up past 4 GiB"),
             PoolError::NonePlanned => f.write_str("no memory pool is planned"),
             PoolError::SizeMismatch { pools, arena } => write!(
@@ -165,6 +171,11 @@ impl fmt::Display for PoolError {
 }
 
 impl core::error::Error for PoolError {}
+
+/// Whether memory pools are linked: off under the `no-pools` feature (a
+/// firmware whose arena is one memory), where an arena split into pools is
+/// refused at allocate and the compiler drops the pools' planning.
+pub const POOLS_LINKED: bool = !cfg!(feature = "no-pools");
 
 /// The pools of one arena, in address order. The default is one pool
 /// that is the whole arena, reached by everyone: today's single arena.

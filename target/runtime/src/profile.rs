@@ -43,6 +43,7 @@ impl<C: Clock + ?Sized> Profile<'_, C> {
 }
 
 /// The clock of an invoke that is not profiled (never read).
+#[cfg_attr(hilt_compact, allow(dead_code))]
 pub(crate) struct NoClock;
 
 impl Clock for NoClock {

@@ -369,6 +369,7 @@ wire_struct!(BufferRequest {
 });
 
 wire_enum!(PoolError {
+    7 => NotLinked,
     0 => TooMany { count },
     1 => TooLarge,
     2 => NonePlanned,

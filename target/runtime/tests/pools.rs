@@ -8,7 +8,7 @@ use hilt_runtime::interpreter::{Interpreter, InterpreterError};
 use hilt_runtime::kernels::all_builtins;
 use hilt_runtime::model::Model;
 use hilt_runtime::planner::{Greedy, verify_plan};
-use hilt_runtime::pool::{Pool, PoolError, PoolLayout, Reach};
+use hilt_runtime::pool::{POOLS_LINKED, Pool, PoolError, PoolLayout, Reach};
 use hilt_runtime::request::BufferRequest;
 use hilt_runtime::writer::examples;
 
@@ -100,6 +100,29 @@ fn a_split_arena_changes_where_buffers_go_not_what_they_compute() {
     assert!(pools.contains(&0) && pools.contains(&1), "{pools:?}");
     // The second pool's head starts at its own start.
     assert!(split.head > whole.head);
+}
+
+/// An arena split into pools, handed to a build with the `no-pools`
+/// feature, is refused at allocate by name; the default build plans it,
+/// and the whole arena runs in both. CI runs this test in both builds.
+#[test]
+fn a_no_pools_build_refuses_a_split_arena_by_name() {
+    let model = examples::tiny_convnet_int8();
+    let layout = PoolLayout::new(&[
+        Pool::new(4 * 1024, Reach::CPU),
+        Pool::new((ARENA - 4 * 1024) as u32, BOTH),
+    ])
+    .unwrap();
+    let whole = run(&model, PoolLayout::WHOLE, None).unwrap();
+    let split = run(&model, layout, None);
+    if POOLS_LINKED {
+        assert_eq!(split.unwrap().output, whole.output);
+    } else {
+        assert_eq!(
+            split.err(),
+            Some(InterpreterError::Alloc(AllocError::Pool(PoolError::NotLinked)))
+        );
+    }
 }
 
 #[test]

@@ -254,9 +254,13 @@ pub fn allocate(
 /// whose dangling pointer carries no alignment.
 pub(crate) fn cast_mut<T: Pod>(bytes: &mut [u8]) -> &mut [T] {
     if bytes.is_empty() {
-        &mut []
-    } else {
-        bytemuck::cast_slice_mut(bytes)
+        return &mut [];
+    }
+    match bytemuck::try_cast_slice_mut(bytes) {
+        Ok(values) => values,
+        // A fixed message: a formatted one would link `core::fmt` into a
+        // firmware built without it.
+        Err(_) => panic!("an arena region is not aligned or sized for its records"),
     }
 }
 

@@ -13,7 +13,7 @@ use crate::canary::{self, BufferGuard, CanaryMode, GUARD_BYTES, SectionGuards};
 use crate::liveness;
 use crate::model::Model;
 use crate::planner::MemoryPlanner;
-use crate::pool::{self, PoolLayout};
+use crate::pool::{self, POOLS_LINKED, PoolError, PoolLayout};
 use crate::request::{BufferOwner, BufferRequest};
 
 use super::{
@@ -70,6 +70,9 @@ impl Staging {
             #[cfg(feature = "fault-injection")]
             unchecked: false,
         };
+        if options.pools.is_split() && !POOLS_LINKED {
+            return Err(AllocError::Pool(PoolError::NotLinked));
+        }
         options
             .pools
             .check_arena(arena.capacity() as u32)
@@ -211,6 +214,13 @@ impl Staging {
         }
     }
 
+    /// Whether the arena is split into pools (never in a `no-pools` build,
+    /// which `begin` refused one: the compiler then drops the pools' code).
+    #[inline(always)]
+    fn split(&self) -> bool {
+        POOLS_LINKED && self.pools.is_split()
+    }
+
     fn temp_need(&self, extra_scratch: usize) -> usize {
         let count = self.tensor_requests + self.scratch_requests + extra_scratch;
         count * size_of::<BufferRequest>() + 4 * (self.workspace_words(count) + count)
@@ -219,7 +229,7 @@ impl Staging {
     /// Planner workspace for `count` requests, plus the pools' share of it
     /// when the arena is split.
     fn workspace_words(&self, count: usize) -> usize {
-        let pooled = if self.pools.is_split() {
+        let pooled = if self.split() {
             pool::extra_words(count)
         } else {
             0
@@ -285,7 +295,7 @@ impl Staging {
             return Ok(None);
         };
         let (own_words, seed_words) = (self.workspace_words(count), seed.workspace_words(count));
-        if self.pools.is_split() || own_words <= seed_words {
+        if self.split() || own_words <= seed_words {
             return Ok(None);
         }
         let words = arena
@@ -331,7 +341,12 @@ impl Staging {
         let temp_bytes = words.end() - self.requests.offset;
         // The first pool starts after the start guard; the one holding the
         // tail ends before the head's end guard and the tail.
-        let windows = self.pools.windows(
+        let pools = if self.split() {
+            self.pools
+        } else {
+            PoolLayout::WHOLE
+        };
+        let windows = pools.windows(
             bounds.start,
             bounds.tail_start.saturating_sub(guard.into()),
             |at| {
@@ -340,7 +355,7 @@ impl Staging {
                     .map_err(AllocError::Arena)
             },
         )?;
-        let windows = &windows[..self.pools.pools().len()];
+        let windows = &windows[..pools.pools().len()];
         let head = {
             let [
                 request_bytes,
@@ -475,7 +490,7 @@ impl Staging {
         offsets: &mut [u32],
         bounds: &HeadBounds,
     ) -> Result<u32, AllocError> {
-        let head = if windows.is_empty() {
+        let head = if !POOLS_LINKED || windows.is_empty() {
             planner.plan(requests, workspace, offsets)?
         } else {
             pool::plan(planner, windows, requests, workspace, offsets).map_err(AllocError::Pool)?

@@ -158,7 +158,9 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
         let arena_base = self.arena.base_ptr() as usize;
         let check_holds = !self.faults.drops_holds();
         let allocation = staging.finish(&model, planner, &mut self.arena, |plan| {
-            if let Some(offload) = &offload {
+            // (`OFFLOAD_LINKED` first: this closure runs out of line, where
+            // a `no-offload` build cannot see that there is no backend.)
+            if OFFLOAD_LINKED && let Some(offload) = &offload {
                 plan_fault = schedule::check_plan(
                     offload,
                     &model,

@@ -35,7 +35,9 @@ use crate::arena::{Arena, Region};
 use crate::canary::{self, CanaryFault, CanaryMode, SectionGuards};
 use crate::kernels::Resolver;
 use crate::model::{Model, TensorInfo};
-use crate::profile::{NoClock, Profile};
+#[cfg(not(hilt_compact))]
+use crate::profile::NoClock;
+use crate::profile::Profile;
 use crate::schema::TensorType;
 
 mod allocate;
@@ -128,6 +130,7 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
     /// The backend, in a build that links offloading: a constant `None`
     /// under the `no-offload` feature, so that the compiler drops the
     /// schedule, the job records and the waits.
+    #[inline(always)]
     fn linked_offload(&self) -> Option<Offload<'r>> {
         self.offload.filter(|_| OFFLOAD_LINKED)
     }
@@ -140,6 +143,11 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
     /// each waited before the first op that conflicts with it, all of them
     /// before this returns).
     pub fn invoke(&mut self) -> Result<(), InterpreterError> {
+        // A size build runs the same watched loop as the profiled invoke
+        // (through `dyn Clock`), not a second copy of it for no clock.
+        #[cfg(hilt_compact)]
+        return self.run(None::<Profile<'_, dyn Clock>>);
+        #[cfg(not(hilt_compact))]
         self.run(None::<Profile<'_, NoClock>>)
     }
 
@@ -354,8 +362,11 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
 /// an empty slice).
 fn bytemuck_slice<T: bytemuck::Pod>(bytes: &[u8]) -> &[T] {
     if bytes.is_empty() {
-        &[]
-    } else {
-        bytemuck::cast_slice(bytes)
+        return &[];
+    }
+    match bytemuck::try_cast_slice(bytes) {
+        Ok(values) => values,
+        // A fixed message, as `allocation::cast_mut`'s.
+        Err(_) => panic!("an arena region is not aligned or sized for its records"),
     }
 }

@@ -8,7 +8,7 @@ use core::cell::Cell;
 
 use crate::accel::in_flight::{InFlight, build_job};
 use crate::accel::schedule::{self, JobRecord};
-use crate::accel::{AccelError, Offload, OffloadStats, OpWork};
+use crate::accel::{AccelError, OFFLOAD_LINKED, Offload, OffloadStats, OpWork};
 use crate::canary::{self, CanaryFault};
 use crate::kernels::context::OpRecord;
 use crate::kernels::{InvokeContext, Registration, Resolver};
@@ -39,10 +39,14 @@ impl<C: Clock + ?Sized> WatchedRun<'_, '_, '_, C> {
     pub(super) fn run(mut self) -> Result<OffloadStats, InterpreterError> {
         let model = self.model;
         for index in 0..model.operator_count() {
-            if self
-                .pending
-                .as_ref()
-                .is_some_and(|p| p.wait_before == index)
+            // (`OFFLOAD_LINKED` first: a `no-offload` build drops the job
+            // paths here, where the backend is only known to be absent at
+            // run time.)
+            if OFFLOAD_LINKED
+                && self
+                    .pending
+                    .as_ref()
+                    .is_some_and(|p| p.wait_before == index)
                 && !self.faults.skips_waits()
             {
                 self.retire()?;
@@ -62,7 +66,8 @@ impl<C: Clock + ?Sized> WatchedRun<'_, '_, '_, C> {
                     code: op_name(model, index),
                 }
             })?;
-            if self.offload.is_some()
+            if OFFLOAD_LINKED
+                && self.offload.is_some()
                 && let Some(job_record) = self.views.jobs.get(index as usize)
                 && job_record.claimed != 0
             {
@@ -81,7 +86,7 @@ impl<C: Clock + ?Sized> WatchedRun<'_, '_, '_, C> {
             done?;
             self.check_guards(index)?;
         }
-        if self.pending.is_some() {
+        if OFFLOAD_LINKED && self.pending.is_some() {
             self.retire()?;
         }
         Ok(self.stats)
@@ -164,7 +169,7 @@ impl<C: Clock + ?Sized> WatchedRun<'_, '_, '_, C> {
     /// memory a job in flight still owns (a skipped fence is named, not
     /// computed on); and whether it overlaps the engine's work.
     fn audit(&mut self, index: u32) -> Result<(), InterpreterError> {
-        let Some(p) = &self.pending else {
+        let Some(p) = self.pending.as_ref().filter(|_| OFFLOAD_LINKED) else {
             return Ok(());
         };
         if let Some(job_op) = self.model.operator(p.op())
