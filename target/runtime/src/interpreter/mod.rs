@@ -184,6 +184,10 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
         }))
     }
 
+    // Out of line, with the plain loop inlined into it: the invoke is
+    // compiled alike whatever request loop calls it (inlined into a
+    // firmware's, its registers moved with every change there).
+    #[inline(never)]
     fn run<C: Clock + ?Sized>(
         &mut self,
         profile: Option<Profile<'_, C>>,

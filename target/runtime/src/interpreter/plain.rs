@@ -24,6 +24,7 @@ pub(super) struct PlainRun<'p, 'm> {
 }
 
 impl PlainRun<'_, '_> {
+    #[inline(always)]
     pub(super) fn run(&self) -> Result<(), InterpreterError> {
         let model = self.model;
         // One record per op (allocate wrote them): checked once, so the
