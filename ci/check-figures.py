@@ -16,7 +16,9 @@ row `hilt bench-target --format markdown` printed in this run
   figure within 1 % of that firmware's flash;
 - and the fourth, that firmware built for speed and for size: the
   instructions, the ratio and the estimated cycles exactly, the flash
-  within 1 %.
+  within 1 %; and, whatever the book says, the run's size builds within
+  the flash the book promises (FLASH_TARGETS: hello_world within 64 KiB,
+  KWS within 160 KiB, on the AN386).
 
 Usage: ci/check-figures.py RUN.md [BOOK.md]. Exit 1 naming each row that
 differs, or a row of the book the run does not have."""
@@ -25,6 +27,14 @@ import pathlib
 import sys
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
+
+# The flash a size build of the model's kernels must fit on the board: the
+# book promises these (the targets of issue 23), so a run over them fails
+# even when the book's own figure was updated to match.
+FLASH_TARGETS = {
+    ("tflm_hello_world_int8", "qemu-mps2-an386"): 64 * 1024,
+    ("mlperf_tiny_kws_dscnn_int8", "qemu-mps2-an386"): 160 * 1024,
+}
 
 
 def rows(text: str, header: str = "| model | board |", key: str = "board") -> dict:
@@ -127,6 +137,16 @@ def main() -> int:
                 bad = got.get(name) != cell
             if bad:
                 faults.append(f"{where}: {name}: the book says {cell}, this run {got.get(name)}")
+    run_size = rows(run_path.read_text(), "| model | board | flash, for speed |")
+    for (model, board), limit in FLASH_TARGETS.items():
+        got = run_size.get((model, board))
+        if got is None:
+            faults.append(f"{run_path.name}: {model} on {board}: no size build in this run")
+        elif number(got["flash, for size"]) > limit:
+            faults.append(
+                f"{run_path.name}: {model} on {board}: the size build takes "
+                f"{got['flash, for size']} bytes of flash, over the {limit:,} the book promises"
+            )
     for fault in faults:
         print(fault, file=sys.stderr)
     print(

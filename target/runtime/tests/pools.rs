@@ -120,7 +120,9 @@ fn a_no_pools_build_refuses_a_split_arena_by_name() {
     } else {
         assert_eq!(
             split.err(),
-            Some(InterpreterError::Alloc(AllocError::Pool(PoolError::NotLinked)))
+            Some(InterpreterError::Alloc(AllocError::Pool(
+                PoolError::NotLinked
+            )))
         );
     }
 }
