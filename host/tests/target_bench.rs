@@ -131,11 +131,13 @@ fn an_mlperf_model_on_the_m4_board_is_estimated_on_the_reference_part() {
     let part = &row["part"];
     assert_eq!(part["profile"], "stm32l4r5", "{row}");
     // The exact count and the SysTick one (40-instruction ticks) agree to
-    // 0.1 %: the part runs the model-kernels firmware, whose code lies
-    // elsewhere and which has no virtual NPU ticking in SysTick.
+    // 0.2 %: the part runs the model-kernels firmware, whose code lies
+    // elsewhere (the compiler allocates the invoke loop's registers a
+    // little differently there: about 15 instructions an op on AD's ten)
+    // and which has no virtual NPU ticking in SysTick.
     let exact = part["instructions"].as_u64().unwrap();
     let ticked = row["instructions"].as_u64().unwrap();
-    assert!(exact.abs_diff(ticked) <= ticked / 1000, "{row}");
+    assert!(exact.abs_diff(ticked) <= ticked / 500, "{row}");
     // Five flash wait states behind the ART, multi-cycle loads and MACs:
     // more cycles than instructions, but not several times more.
     let cycles = part["estimated_cycles"].as_u64().unwrap();

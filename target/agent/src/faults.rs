@@ -36,7 +36,10 @@ pub(crate) fn corrupt_first_output(message: &Message<'_>, frame: &mut [u8], done
 }
 
 /// Never answers again, as a firmware stuck in a kernel would. (Typed as
-/// returning, so the code after the call stays as it is in a real build.)
+/// returning, so the code after the call stays as it is in a real build;
+/// out of line, so a stopped run's pc names this function wherever the
+/// session was inlined.)
+#[inline(never)]
 pub(crate) fn hang() {
     loop {
         core::hint::spin_loop();
