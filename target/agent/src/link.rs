@@ -186,3 +186,56 @@ impl fmt::Write for Line {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use hilt_runtime::interpreter::{CustomCode, InterpreterError, OpName};
+    use hilt_runtime::kernels::KernelError;
+    use hilt_runtime::model::{ModelError, Site};
+
+    use super::*;
+
+    /// The longest notes the agent sends fit its body buffer whole: a
+    /// kernel's refusal with a cut custom code and a parameter text at the
+    /// wire form's longest (255 bytes), and a model's error naming a field.
+    #[test]
+    fn the_longest_notes_fit_the_body() {
+        let what: &'static str = Box::leak("w".repeat(300).into_boxed_str());
+        let code = OpName::Custom(CustomCode::new(&"c".repeat(40)));
+        let notes = [
+            Note::Interpreter(InterpreterError::Kernel {
+                op: u32::MAX,
+                code,
+                error: KernelError::UnsupportedParameter { what },
+            }),
+            Note::Model(ModelError::IndexOutOfRange {
+                site: Site::Operator {
+                    subgraph: u32::MAX,
+                    op: u32::MAX,
+                },
+                field: what,
+                entry: u32::MAX,
+                value: i64::MIN,
+                len: u32::MAX,
+            }),
+        ];
+        for note in notes {
+            let mut body = [0u8; NOTE_BYTES];
+            let mut w = FormWriter::new(&mut body);
+            note.put(&mut w);
+            assert!(!w.overflowed(), "{note:?}");
+        }
+    }
+
+    #[test]
+    fn a_line_cuts_and_writes_decimals_without_fmt() {
+        let mut line = Line::default();
+        line.push("at ")
+            .push_decimal(0)
+            .push(":")
+            .push_decimal(u32::MAX);
+        assert_eq!(line.as_str(), "at 0:4294967295");
+        line.push(&"x".repeat(200));
+        assert_eq!(line.as_str().len(), 160);
+    }
+}
