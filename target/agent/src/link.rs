@@ -107,8 +107,9 @@ impl<'s, W: Write> Link<'s, W> {
     }
 }
 
-/// Room for a note's body: the longest is a planner's error with two
-/// placed buffers (about 90 bytes), or the start note's two names.
+/// Room for a note's body: the longest is a kernel's refusal whose
+/// parameter text is at the wire form's longest (255 bytes), with a cut
+/// custom code (about 300 bytes; `the_longest_notes_fit_the_body`).
 const NOTE_BYTES: usize = 400;
 
 fn write_frame<W: Write>(wire: &mut W, frame: &[u8]) -> Result<(), WireError> {
