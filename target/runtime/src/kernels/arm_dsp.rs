@@ -103,6 +103,15 @@ dsp_instruction!(
 );
 
 dsp_instruction!(
+    /// `USADA8`: `acc + Σ |a_i − b_i|` over the four unsigned bytes.
+    fn usada8(a, b, acc) "usada8 {r}, {a}, {b}, {acc}",
+    (0..4).fold(acc, |s, i| {
+        let (x, y) = ((a >> (8 * i)) as u8, (b >> (8 * i)) as u8);
+        s.wrapping_add(u32::from(x.abs_diff(y)))
+    })
+);
+
+dsp_instruction!(
     /// `SMMULR`: the high word of `a·b`, rounded (`(a·b + 2^31) >> 32`).
     fn smmulr(a, b) "smmulr {r}, {a}, {b}",
     ((i64::from(a as i32) * i64::from(b as i32) + (1 << 31)) >> 32) as u32
@@ -349,6 +358,16 @@ mod tests {
         mla_shared4(splat16(-255), w, &mut acc);
         let want = [1 + 255 * 128, 2 + 255 * 128, 3 - 255 * 3, 4 - 255 * 127];
         assert_eq!(acc.map(|a| a as i32), want);
+    }
+
+    #[test]
+    fn byte_differences_add_up_unsigned() {
+        let (a, b) = (
+            u32::from_le_bytes([0, 255, 7, 128]),
+            u32::from_le_bytes([255, 0, 9, 128]),
+        );
+        assert_eq!(usada8(a, b, 5), 5 + 255 + 255 + 2);
+        assert_eq!(usada8(a, 0, u32::MAX), (255 + 7 + 128) - 1);
     }
 
     #[test]

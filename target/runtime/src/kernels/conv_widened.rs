@@ -25,6 +25,7 @@
 
 use super::conv_dsp::Operands;
 use super::conv_geometry::{Geometry, Window};
+use super::gemm_quads::{QUAD_PER_WORD, column_1x4_wide_weights, widen_quad_row};
 use super::gemm_widened::{
     MAX_PAIRS, WIDE_MIN_POSITIONS, WIDE_PER_WORD, column_2x2_wide_weights, store_columns, widen_one,
 };
@@ -33,6 +34,11 @@ use super::quant_math::{ChannelRequant, sum};
 /// The longest filter (taps × input channels) taken: a channel pair's
 /// widened weights fill [`MAX_FILTER`] words (2.5 KiB of stack; 3×3×64).
 pub(crate) const MAX_FILTER: usize = 640;
+
+/// The longest filter taken a channel quad at a time
+/// ([`column_1x4_wide_weights`]): a quad's widened weights fill the same
+/// [`MAX_FILTER`] words; longer filters go a channel pair at a time.
+const QUAD_FILTER: usize = MAX_FILTER / 2;
 
 /// Stack bytes of gathered patches.
 const PATCH_BYTES: usize = 1024;
@@ -62,16 +68,9 @@ fn for_each_channel_pair(ops: &Operands<'_>, mut f: impl FnMut(&Pair<'_>)) {
         for (half, &c) in c.iter().enumerate() {
             widen_row(&ops.weights[c * len..][..len], half, wide);
         }
-        let folded = c.map(|c| {
-            let bias = ops.bias.map_or(0, |b| b[c]);
-            bias.wrapping_add(
-                ops.input_offset
-                    .wrapping_mul(sum(&ops.weights[c * len..][..len])),
-            )
-        });
         f(&Pair {
             c,
-            folded,
+            folded: c.map(|c| folded_bias(ops, c)),
             requant: c.map(|c| ops.requant.channel(c)),
             wide,
         });
@@ -83,12 +82,135 @@ fn for_each_channel_pair(ops: &Operands<'_>, mut f: impl FnMut(&Pair<'_>)) {
 /// partial word padded with zeros.
 #[inline(always)]
 fn widen_row(row: &[i8], half: usize, wide: &mut [u32]) {
+    widen_padded(row, half, wide, WIDE_PER_WORD, widen_one);
+}
+
+/// A weight row widened by `widen` (`per_word` words a depth word) into
+/// slot `slot`, a last partial word padded with zeros.
+#[inline(always)]
+fn widen_padded(
+    row: &[i8],
+    slot: usize,
+    wide: &mut [u32],
+    per_word: usize,
+    widen: fn(&[i8], usize, &mut [u32]),
+) {
     let whole = row.len() / 4 * 4;
-    widen_one(&row[..whole], half, wide);
+    widen(&row[..whole], slot, wide);
     if whole < row.len() {
         let mut last = [0i8; 4];
         last[..row.len() - whole].copy_from_slice(&row[whole..]);
-        widen_one(&last, half, &mut wide[whole / 4 * WIDE_PER_WORD..]);
+        widen(&last, slot, &mut wide[whole / 4 * per_word..]);
+    }
+}
+
+/// A channel quad's constants and widened weights: [`Pair`] four wide.
+struct Quad<'w> {
+    /// Past the last channel, copies of it (computed, not stored).
+    c: [usize; 4],
+    /// How many of `c` are distinct channels.
+    distinct: usize,
+    folded: [i32; 4],
+    requant: [ChannelRequant; 4],
+    /// The four rows widened, `8 · ⌈len / 4⌉` words.
+    wide: &'w [u32],
+}
+
+/// Calls `f` with channels (0..4), (4..8), …, a last partial quad filled
+/// with copies of its last channel. Filters up to [`QUAD_FILTER`].
+#[inline(always)]
+fn for_each_channel_quad(ops: &Operands<'_>, mut f: impl FnMut(&Quad<'_>)) {
+    let out_c = ops.geometry.out_c as usize;
+    let len = ops.filter_len();
+    let words = len.div_ceil(4);
+    let mut wide = [0u32; MAX_FILTER];
+    let mut c0 = 0;
+    while c0 < out_c {
+        let c: [usize; 4] = core::array::from_fn(|k| (c0 + k).min(out_c - 1));
+        let wide = &mut wide[..words * QUAD_PER_WORD];
+        for (k, &c) in c.iter().enumerate() {
+            let row = &ops.weights[c * len..][..len];
+            widen_padded(row, k, wide, QUAD_PER_WORD, widen_quad_row);
+        }
+        f(&Quad {
+            c,
+            distinct: (out_c - c0).min(4),
+            folded: c.map(|c| folded_bias(ops, c)),
+            requant: c.map(|c| ops.requant.channel(c)),
+            wide,
+        });
+        c0 += 4;
+    }
+}
+
+/// `bias + input_offset · Σ w` of channel `c`.
+#[inline(always)]
+fn folded_bias(ops: &Operands<'_>, c: usize) -> i32 {
+    let len = ops.filter_len();
+    let bias = ops.bias.map_or(0, |b| b[c]);
+    bias.wrapping_add(
+        ops.input_offset
+            .wrapping_mul(sum(&ops.weights[c * len..][..len])),
+    )
+}
+
+impl Quad<'_> {
+    /// [`Pair::run`] for a quad: `pixels` rows at `x + j · stride`, row
+    /// `j`'s outputs from `out[o + j · out_c]`; `sums` is scratch.
+    fn run(
+        &self,
+        (x, stride): (&[i8], usize),
+        pixels: usize,
+        (o, out_c): (usize, usize),
+        out: &mut [i8],
+        sums: &mut [[i32; 4]; MAX_PAIRS],
+    ) {
+        let words = self.wide.len() / QUAD_PER_WORD;
+        let mut done = 0;
+        while done < pixels {
+            let n = (pixels - done).min(MAX_PAIRS);
+            let end = (n - 1) * stride + 4 * words;
+            let rows = &x[done * stride..][..end];
+            // SAFETY: every row read lies in `rows` (`end` covers the last
+            // one's 4 · words bytes); `wide` holds 8 · words aligned words;
+            // `sums` has MAX_PAIRS >= n entries; words, n >= 1.
+            unsafe {
+                let (xp, wp, sp) = (rows.as_ptr(), self.wide.as_ptr(), sums.as_mut_ptr());
+                column_1x4_wide_weights(xp, stride, n, wp, words, self.folded, sp);
+            }
+            let flat = sums[..n].as_flattened();
+            let first = o + done * out_c;
+            for k in 0..self.distinct {
+                let column = &mut out[first + self.c[k]..][..(n - 1) * out_c + 1];
+                let (s, d) = (flat[k..].as_ptr(), column.as_mut_ptr());
+                // SAFETY: i < n, so 4i + k < flat.len() and i · out_c <
+                // column.len().
+                self.requant[k].apply_each(
+                    n,
+                    |i| unsafe { *s.add(4 * i) },
+                    |i, v| unsafe { *d.add(i * out_c) = v },
+                );
+            }
+            done += n;
+        }
+    }
+}
+
+/// Every channel's outputs for `pixels` rows at `x + j · stride` (whole
+/// words each), row `j`'s from `out[o + j · out_c]`: a channel quad at a
+/// time where the filter allows, else a pair at a time.
+fn columns(
+    ops: &Operands<'_>,
+    rows: (&[i8], usize),
+    pixels: usize,
+    at: (usize, usize),
+    out: &mut [i8],
+    sums: &mut [[i32; 4]; MAX_PAIRS],
+) {
+    if ops.filter_len() <= QUAD_FILTER {
+        for_each_channel_quad(ops, |quad| quad.run(rows, pixels, at, out, sums));
+    } else {
+        for_each_channel_pair(ops, |pair| pair.run(rows, pixels, at, out, sums));
     }
 }
 
@@ -169,9 +291,7 @@ pub(crate) fn pointwise(ops: &Operands<'_>, out: &mut [i8]) {
     let positions = g.output_len() / out_c.max(1);
     let x = &ops.input[..positions * in_c];
     let mut sums = [[0i32; 4]; MAX_PAIRS];
-    for_each_channel_pair(ops, |pair| {
-        pair.run((x, in_c), positions, (0, out_c), out, &mut sums)
-    });
+    columns(ops, (x, in_c), positions, (0, out_c), out, &mut sums);
 }
 
 /// Whether [`im2col`] takes a convolution with a filter of `len` values
@@ -197,9 +317,14 @@ pub(crate) fn im2col(ops: &Operands<'_>, out: &mut [i8]) {
     let (mut count, mut first) = (0, 0);
     let full = |win: &Window| win.rows == (0..g.y.filter) && win.cols == (0..g.x.filter);
     let mut run = |patches: &[i8], count: usize, first: usize, out: &mut [i8]| {
-        for_each_channel_pair(ops, |pair| {
-            pair.run((patches, padded), count, (first, out_c), out, &mut sums)
-        });
+        columns(
+            ops,
+            (patches, padded),
+            count,
+            (first, out_c),
+            out,
+            &mut sums,
+        );
     };
     g.for_each_pixel(|win, o| {
         if count == 0 {

@@ -52,6 +52,8 @@ pub mod gather;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 pub(crate) mod gemm;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
+pub(crate) mod gemm_quads;
+#[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 pub(crate) mod gemm_widened;
 pub mod hard_swish;
 pub mod l2_normalization;

@@ -11,7 +11,7 @@ pub fn dot_offset(w: &[i8], x: &[i8], offset: i32) -> i32 {
 }
 
 /// `Σ w` with wrapping arithmetic.
-pub fn sum(w: &[i8]) -> i32 {
+pub(super) fn sum(w: &[i8]) -> i32 {
     w.iter()
         .fold(0i32, |acc, &v| acc.wrapping_add(i32::from(v)))
 }
