@@ -402,6 +402,8 @@ fn conv_i8(
             super::conv_dsp::pointwise(&ops, out);
         } else if super::conv_widened::takes(filter_len, row) {
             super::conv_widened::im2col(&ops, out);
+        } else if super::conv_quads::takes(g) {
+            super::conv_quads::rows(&ops, out);
         } else {
             super::conv_dsp::rows_in_place(&ops, out);
         }

@@ -15,7 +15,9 @@
 //! - [`rows_in_place`]: any filter with dilation 1 along x: each filter
 //!   row of a window is one contiguous run of `cols · in_c` inputs and
 //!   weights, read where it lies (no scratch). Two neighbouring positions
-//!   pair up when their valid taps are the same.
+//!   pair up when their valid taps are the same. (With a depth of whole
+//!   words and a filter up to 3×3×64, `conv_quads` takes it a channel
+//!   quad at a time.)
 //!
 //! Nothing is requested in prepare: no scratch, nothing in the tail.
 
@@ -239,7 +241,7 @@ pub(crate) fn rows_in_place(ops: &Operands<'_>, out: &mut [i8]) {
 /// The output columns `lo..hi` whose windows lie wholly inside the input
 /// along x, the same on every row (one run: the windows of a row move one
 /// way).
-fn interior_span(g: &Geometry) -> (usize, usize) {
+pub(crate) fn interior_span(g: &Geometry) -> (usize, usize) {
     let full = 0..g.x.filter;
     let len = g.x.out_size.max(0) as usize;
     let at = |ox: usize| g.x.taps(ox as i32);

@@ -1,4 +1,4 @@
-//! The DSP convolution kernels (`conv_dsp`, `conv_widened`) against
+//! The DSP convolution kernels (`conv_dsp`, `conv_widened`, `conv_quads`) against
 //! TFLM's reference loop on the host, where the DSP instructions are
 //! emulated bit for bit: every path a geometry can take, with padding,
 //! strides, dilations, odd channel counts and the int8 zero points' whole
@@ -6,6 +6,7 @@
 
 use super::conv_dsp::{Operands, pointwise, rows_in_place};
 use super::conv_geometry::Geometry;
+use super::conv_quads;
 use super::conv_widened;
 use super::quant_math::{OutputStage, Requant, shift_parts};
 use super::window_axis::Axis;
@@ -103,6 +104,11 @@ fn check(case: &Case, seed: u64) -> bool {
         let mut got = vec![0i8; g.output_len()];
         rows_in_place(&ops, &mut got);
         assert_eq!(got, want, "rows in place, seed {seed}");
+    }
+    if conv_quads::takes(&g) {
+        let mut got = vec![0i8; g.output_len()];
+        conv_quads::rows(&ops, &mut got);
+        assert_eq!(got, want, "rows a quad at a time, seed {seed}");
     }
     if len <= 512 {
         let mut got = vec![0i8; g.output_len()];
@@ -203,6 +209,10 @@ fn rows_in_place_matches_reference() {
         // The first layers that take this path instead of im2col.
         ((3, 3), 3, 8, (2, 2)),
         ((3, 3), 1, 8, (2, 2)),
+        // Quads of channels with a partial last quad, and rows of one word.
+        ((3, 3), 8, 7, (1, 1)),
+        ((3, 3), 4, 5, (2, 1)),
+        ((1, 3), 12, 6, (1, 2)),
     ];
     for (filter, in_c, out_c, stride) in shapes {
         for padding in [Padding::SAME, Padding::VALID] {

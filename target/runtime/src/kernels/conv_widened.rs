@@ -5,10 +5,12 @@
 //! 3×3×3 and KWS's 10×4×1, whose windows are first gathered into int8
 //! patches on the stack (im2col).
 //!
-//! Each channel pair's weights are widened once
-//! ([`gemm_widened::widen_one`]) and then run down a whole column of pixel
-//! pairs in one `asm!` ([`gemm_widened::column_2x2_wide_weights`]); the
-//! sums of up to [`MAX_PAIRS`] pixel pairs are kept and each channel's
+//! Each channel quad's weights are widened once
+//! ([`gemm_quads::widen_quad_row`]) and then run down a whole column of
+//! pixels in one `asm!` ([`gemm_quads::column_1x4_wide_weights`]; filters
+//! longer than [`QUAD_FILTER`] go a channel pair at a time, two pixels at
+//! a time, [`gemm_widened::column_2x2_wide_weights`]); the sums of up to
+//! [`MAX_PAIRS`] pixels (or pixel pairs) are kept and each channel's
 //! column requantised in one loop of its form
 //! ([`ChannelRequant::apply_each`]). Sums start from the folded bias
 //! `bias + input_offset · Σ w` and multiply raw inputs. A patch's padded
@@ -20,7 +22,8 @@
 //! nothing is requested in prepare, and the arena plans of every board are
 //! those of the other paths.
 //!
-//! [`gemm_widened::widen_one`]: super::gemm_widened::widen_one
+//! [`gemm_quads::widen_quad_row`]: super::gemm_quads::widen_quad_row
+//! [`gemm_quads::column_1x4_wide_weights`]: super::gemm_quads::column_1x4_wide_weights
 //! [`gemm_widened::column_2x2_wide_weights`]: super::gemm_widened::column_2x2_wide_weights
 
 use super::conv_dsp::Operands;
@@ -271,17 +274,30 @@ impl Pair<'_> {
     }
 }
 
+/// Output pixels from which a layer whose depth goes a channel quad at a
+/// time widens its weights: a quad's block gains back the widening of a
+/// weight (about two cycles) in four pixels, where a pair's needs
+/// [`WIDE_MIN_POSITIONS`] (VWW's last 1×1 layers, 3×3 pixels: 24.27 M →
+/// 23.95 M estimated cycles).
+const QUAD_MIN_POSITIONS: usize = 4;
+
 /// Whether [`pointwise`] takes a 1×1 convolution (one group): stride 1, a
 /// depth of whole words up to [`MAX_FILTER`], at least
-/// [`WIDE_MIN_POSITIONS`] output pixels, and not a size build.
+/// [`QUAD_MIN_POSITIONS`] or [`WIDE_MIN_POSITIONS`] output pixels, and not
+/// a size build.
 pub(crate) fn takes_pointwise(g: &Geometry) -> bool {
     let in_c = g.in_c as usize;
+    let min = if in_c <= QUAD_FILTER {
+        QUAD_MIN_POSITIONS
+    } else {
+        WIDE_MIN_POSITIONS
+    };
     !super::COMPACT
         && g.x.stride == 1
         && g.y.stride == 1
         && in_c.is_multiple_of(4)
         && (1..=MAX_FILTER).contains(&in_c)
-        && g.output_len() / (g.out_c as usize).max(1) >= WIDE_MIN_POSITIONS
+        && g.output_len() / (g.out_c as usize).max(1) >= min
 }
 
 /// A 1×1 convolution that [`takes_pointwise`].

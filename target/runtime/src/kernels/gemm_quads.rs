@@ -176,9 +176,216 @@ unsafe fn column_asm(
     }
 }
 
+/// For `count` windows at `x + i · step`, each `rows` runs of `4 · words`
+/// int8 values with `x_gap` bytes after each run, `sums[i][k] = start[k] +
+/// Σ w[k] · x[i]` against a channel quad's widened weights: run `r` reads
+/// the `8 · words` words from `w + r · (8 · words + w_gap / 4)` (a border
+/// window's valid taps are part of each widened filter row).
+///
+/// # Safety
+/// Every run of every window must be readable; `w` word-aligned with
+/// every run's words readable; `sums` must have `count` writable entries;
+/// `words`, `rows`, `count >= 1`; `w_gap` a multiple of 4.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+pub(crate) unsafe fn windows_1x4_wide_weights(
+    x: *const i8,
+    step: usize,
+    count: usize,
+    w: *const u32,
+    (words, rows, x_gap, w_gap): (usize, usize, usize, usize),
+    start: [i32; 4],
+    sums: *mut [i32; 4],
+) {
+    #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+    {
+        let run_bytes = 4 * QUAD_PER_WORD * words;
+        let frame: [u32; 16] = [
+            0,
+            run_bytes as u32,
+            step.wrapping_sub(rows * (4 * words + x_gap)) as u32,
+            count as u32,
+            sums as u32,
+            x_gap as u32,
+            w_gap as u32,
+            rows as u32,
+            0,
+            (rows * (run_bytes + w_gap)) as u32,
+            start[0] as u32,
+            start[1] as u32,
+            start[2] as u32,
+            start[3] as u32,
+            0,
+            0,
+        ];
+        // SAFETY: the caller's promise.
+        unsafe { windows_asm(x, w, &frame) }
+    }
+    #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
+    for i in 0..count {
+        let mut acc = start;
+        for r in 0..rows {
+            for j in 0..words {
+                // SAFETY: window i's run r and the quad's words for it (the
+                // caller's promise).
+                unsafe {
+                    let at = i * step + r * (4 * words + x_gap) + 4 * j;
+                    let v = u32::from_le(x.add(at).cast::<u32>().read_unaligned());
+                    let (xa, xb) = (sxtb16(v), sxtb16_ror8(v));
+                    let q = w.add(r * (QUAD_PER_WORD * words + w_gap / 4) + QUAD_PER_WORD * j);
+                    for (k, a) in acc.iter_mut().enumerate() {
+                        *a = mla2(xb, *q.add(2 * k + 1), mla2(xa, *q.add(2 * k), *a));
+                    }
+                }
+            }
+        }
+        // SAFETY: sums has `count` entries (the caller's promise).
+        unsafe { *sums.add(i) = acc };
+    }
+}
+
+/// [`windows_1x4_wide_weights`] by hand: [`quad_step`]'s loop inside a
+/// loop over the runs inside a loop over the windows, its constants copied
+/// from `frame` to the stack: `[sp]` the end of the run's weights,
+/// `[sp + 4]` a run's weight bytes, `[sp + 8]` the gap from a window's
+/// last run to the next window, `[sp + 12]` the windows left, `[sp + 16]`
+/// where the next sums go, `[sp + 20]` and `[sp + 24]` the input's and the
+/// weights' gaps after a run, `[sp + 28]` the runs of a window, `[sp + 32]`
+/// its runs left, `[sp + 36]` the weight bytes a window walks, `[sp +
+/// 40..56]` the four starting sums.
+///
+/// # Safety
+/// As [`windows_1x4_wide_weights`].
+#[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+#[inline(always)]
+unsafe fn windows_asm(x: *const i8, w: *const u32, frame: &[u32; 16]) {
+    // SAFETY: reads only the caller's promised bytes and `frame`, writes
+    // only the sums; the 64 bytes taken from the stack are freed before
+    // the end.
+    unsafe {
+        core::arch::asm!(
+            "sub sp, sp, #64",
+            "ldm lr!, {{r0-r5, r8, r9}}",
+            "stm sp, {{r0-r5, r8, r9}}",
+            "ldm lr, {{r0-r5, r8, r9}}",
+            "add lr, sp, #32",
+            "stm lr, {{r0-r5, r8, r9}}",
+            "1:",
+            "add lr, sp, #40",
+            "ldm lr, {{r4, r5, r8, r9}}",
+            "ldr r0, [sp, #28]",
+            "str r0, [sp, #32]",
+            "4:",
+            "ldr r0, [sp, #4]",
+            "add r1, r11, r0",
+            "str r1, [sp]",
+            // 32 bytes a depth word: an odd count has bit 5 set.
+            "tst r0, #32",
+            "bne 3f",
+            "2:",
+            quad_step!(),
+            "3:",
+            quad_step!(),
+            "ldr r0, [sp]",
+            "cmp r11, r0",
+            "bne 2b",
+            "ldr r0, [sp, #20]",
+            "add r10, r10, r0",
+            "ldr r0, [sp, #24]",
+            "add r11, r11, r0",
+            "ldr r0, [sp, #32]",
+            "subs r0, r0, #1",
+            "str r0, [sp, #32]",
+            "bne 4b",
+            "ldr r0, [sp, #16]",
+            "stm r0!, {{r4, r5, r8, r9}}",
+            "str r0, [sp, #16]",
+            "ldr r0, [sp, #36]",
+            "sub r11, r11, r0",
+            "ldr r0, [sp, #8]",
+            "add r10, r10, r0",
+            "ldr r0, [sp, #12]",
+            "subs r0, r0, #1",
+            "str r0, [sp, #12]",
+            "bne 1b",
+            "add sp, sp, #64",
+            inout("lr") frame.as_ptr() => _,
+            inout("r10") x => _,
+            inout("r11") w => _,
+            out("r0") _,
+            out("r1") _,
+            out("r2") _,
+            out("r3") _,
+            out("r4") _,
+            out("r5") _,
+            out("r8") _,
+            out("r9") _,
+            out("r12") _,
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quad_windows_are_the_plain_sums() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 32) as u8 as i8
+        };
+        // (words per run, runs, input gap, weight gap in depth words,
+        // windows, step)
+        for (words, rows, x_gap, skip, count, step) in [
+            (1, 1, 0, 0, 1, 0),
+            (3, 3, 8, 0, 5, 12),
+            (2, 2, 4, 1, 3, 8),
+            (4, 1, 0, 2, 2, 16),
+        ] {
+            let reach = (count - 1) * step + rows * (4 * words + x_gap);
+            let x: Vec<i8> = (0..reach).map(|_| next()).collect();
+            let row_words = words + skip;
+            let w: Vec<i8> = (0..16 * row_words * rows).map(|_| next()).collect();
+            let per = 4 * row_words * rows;
+            let mut wide = vec![0u32; QUAD_PER_WORD * row_words * rows];
+            for k in 0..4 {
+                widen_quad_row(&w[k * per..][..per], k, &mut wide);
+            }
+            let start = [-3, 1 << 24, 0, 99];
+            let mut sums = vec![[0i32; 4]; count];
+            let w_gap = 4 * QUAD_PER_WORD * skip;
+            // SAFETY: every run, its widened weights and the sums are whole.
+            unsafe {
+                windows_1x4_wide_weights(
+                    x.as_ptr(),
+                    step,
+                    count,
+                    wide.as_ptr(),
+                    (words, rows, x_gap, w_gap),
+                    start,
+                    sums.as_mut_ptr(),
+                );
+            }
+            for (i, got) in sums.iter().enumerate() {
+                let want: [i32; 4] = core::array::from_fn(|k| {
+                    let mut s = start[k];
+                    for r in 0..rows {
+                        for d in 0..4 * words {
+                            let xv = x[i * step + r * (4 * words + x_gap) + d];
+                            let wv = w[k * per + r * 4 * row_words + d];
+                            s = s.wrapping_add(i32::from(xv) * i32::from(wv));
+                        }
+                    }
+                    s
+                });
+                assert_eq!(*got, want, "{words} words, {rows} runs, window {i}");
+            }
+        }
+    }
 
     #[test]
     fn quad_columns_are_the_plain_sums() {

@@ -36,6 +36,8 @@ mod conv_f32_tiles;
 mod conv_geometry;
 mod conv_i16;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
+mod conv_quads;
+#[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 mod conv_widened;
 pub mod cumsum;
 pub mod depthwise_conv;
