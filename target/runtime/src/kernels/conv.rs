@@ -386,6 +386,8 @@ fn conv_i8(
     let x_offset = data.channels.input_offset;
     #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
     let row = g.x.filter as usize * g.in_c as usize;
+    // Each DSP path is out of line, so that the stack holds only the
+    // buffers (widened weights, patches) of the one that runs.
     #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
     if groups == 1 && (g.x.dilation == 1 || super::conv_widened::takes(filter_len, row)) {
         let ops = super::conv_dsp::Operands {

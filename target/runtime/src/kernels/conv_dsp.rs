@@ -139,6 +139,7 @@ impl Pair<'_> {
 
 /// A 1×1 convolution (one group): a matrix product of the input pixels
 /// and the weight rows. `out` holds `geometry.output_len()` values.
+#[inline(never)]
 pub(crate) fn pointwise(ops: &Operands<'_>, out: &mut [i8]) {
     let g = ops.geometry;
     let (in_c, out_c) = (g.in_c as usize, g.out_c as usize);
@@ -214,6 +215,7 @@ fn pointwise_dense(ops: &Operands<'_>, positions: usize, out: &mut [i8]) {
 
 /// Any convolution with one group and dilation 1 along x, filter rows read
 /// in place. `out` holds `geometry.output_len()` values.
+#[inline(never)]
 pub(crate) fn rows_in_place(ops: &Operands<'_>, out: &mut [i8]) {
     let g = ops.geometry;
     let full_rows = 0..g.y.filter;

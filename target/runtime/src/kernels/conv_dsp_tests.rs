@@ -137,10 +137,10 @@ fn pointwise_matches_reference() {
         (64, 64),
         (3, 5),
         (17, 1),
-        (8, 2),
+        (8, 6),
         (12, 7),
         (256, 3),
-        (260, 2),
+        (332, 2),
         (4, 1),
     ] {
         for hw in [(5, 5), (4, 6), (1, 1)] {
@@ -163,9 +163,17 @@ fn pointwise_matches_reference() {
             }
         }
     }
-    // Every depth of whole words (64, 8, 12, 256, 260, 4) at stride 1 on
-    // 5×5 and 4×6 (two images: 50 and 48 pixels), at the three offsets.
-    assert_eq!(widened, 6 * 2 * 3, "cases the widened 1×1 kernel took");
+    // At stride 1 on 5×5 and 4×6 (two images: 50 and 48 pixels), at the
+    // three offsets: every depth of whole words up to 320 with four output
+    // channels or more (64, 8, 12: by quads, 7 a partial one), and deeper
+    // with any count (332: by pairs); and the three by quads at the two
+    // other strides too (4 to 15 pixels each). 256 → 3 and 4 → 1 go
+    // elsewhere.
+    assert_eq!(
+        widened,
+        (4 + 3 * 2) * 2 * 3,
+        "cases the widened 1×1 kernel took"
+    );
 }
 
 #[test]
