@@ -177,10 +177,22 @@ fn conv(rng: &mut Rng, n: usize) -> Case {
 }
 
 fn depthwise(rng: &mut Rng, n: usize) -> Case {
-    let (h, wd, c) = (rng.range(1, 12), rng.range(1, 12), rng.range(1, 40));
-    let multiplier = rng.pick(&[1, 1, 1, 2]);
+    let (mut h, mut wd, c) = (rng.range(1, 12), rng.range(1, 12), rng.range(1, 40));
+    let mut multiplier = rng.pick(&[1, 1, 1, 2]);
+    let (mut kernel, mut stride, mut dilation, padding) = window(rng, h, wd);
+    // Every fourth case is 3×3 at stride 1 with a long line (16 to 40
+    // outputs) along x or y: the one-channel line ring (`depthwise_rows`).
+    if n % 4 == 3 {
+        let long = rng.range(16, 40);
+        if n % 8 == 3 {
+            wd = long;
+        } else {
+            h = long;
+        }
+        (kernel, stride, dilation, multiplier) = ((3, 3), (1, 1), (1, 1), 1);
+        (h, wd) = (h.max(3), wd.max(3));
+    }
     let o = c * multiplier;
-    let (kernel, stride, dilation, padding) = window(rng, h, wd);
     let oh = out_extent(h, kernel.0, stride.0, dilation.0, padding);
     let ow = out_extent(wd, kernel.1, stride.1, dilation.1, padding);
     let in_scale = rng.float(0.01, 0.1);

@@ -116,9 +116,17 @@ impl<'a> Scales<'a> {
         self.one::<FAST>(acc, m, shift)
     }
 
+    /// Channel `c`'s multiplier and shift (`c` below the `channels` given
+    /// to [`Scales::new`]), for [`Scales::one`].
+    #[inline(always)]
+    pub(super) fn of(&self, c: usize) -> (i32, [u8; 2]) {
+        let i = c * self.step;
+        (self.multiplier[i], self.shift[i])
+    }
+
     /// One accumulator with its channel's multiplier and shift.
     #[inline(always)]
-    fn one<const FAST: bool>(&self, acc: i32, m: i32, shift: [u8; 2]) -> i8 {
+    pub(super) fn one<const FAST: bool>(&self, acc: i32, m: i32, shift: [u8; 2]) -> i8 {
         let scaled = if FAST || self.narrow {
             debug_assert!(self.narrow && shift[0] & !NARROW == 0);
             let right1 = u32::from(shift[1]);

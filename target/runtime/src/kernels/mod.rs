@@ -43,6 +43,8 @@ pub mod cumsum;
 pub mod depthwise_conv;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 mod depthwise_packed;
+#[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
+mod depthwise_rows;
 pub mod dequantize;
 pub mod div;
 pub mod elu;
