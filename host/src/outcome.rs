@@ -275,6 +275,9 @@ pub struct BoardRun {
     /// The deepest stack use of any invoke, bytes (virtual boards).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stack_high_water: Option<u64>,
+    /// Instructions by function over the run's invokes (`--hotspots`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hotspots: Option<crate::observer::hotspots::Hotspots>,
 }
 
 /// One memory pool of a run's arena.
@@ -389,6 +392,7 @@ impl BoardRun {
             instructions: None,
             estimated_cycles: None,
             stack_high_water: None,
+            hotspots: None,
         }
     }
 }

@@ -123,6 +123,56 @@ fn the_l4r5_profile_charges_flash_wait_states_on_the_same_instructions() {
 }
 
 #[test]
+fn hotspots_name_the_functions_of_every_instruction_the_invokes_ran() {
+    if !common::qemu_available("QEMU plugin tests") {
+        return;
+    }
+    let dir = repo().join("build/test-reports/qemu-plugin-hotspots");
+    let out = hilt([
+        "run",
+        "scenarios/kws_dscnn_int8.toml",
+        "--board",
+        "qemu-mps2-an386",
+        "--hotspots",
+        "--report-dir",
+        dir.to_str().unwrap(),
+    ]);
+    succeeded(&out);
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(printed.contains("hotspots: "), "{printed}");
+    let run = &summary(&dir)["runs"][0];
+    let hotspots = &run["hotspots"];
+    let total = hotspots["total"].as_u64().unwrap();
+    let invokes: u64 = run["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["observed"]["instructions"].as_u64().unwrap())
+        .sum();
+    // Blocks are counted whole from the first one the invoke enters: within
+    // a few instructions per invoke of the exact counts.
+    assert!(
+        total.abs_diff(invokes) * 1000 <= invokes,
+        "hotspots {total} vs invokes {invokes}"
+    );
+    let functions = hotspots["functions"].as_array().unwrap();
+    assert_eq!(functions.len(), 12);
+    // KWS's four 1×1 layers (ops 2, 4, 6, 8) and its first layer's im2col
+    // patches (op 0) run in the channel-quad kernel, the busiest function.
+    let top = &functions[0];
+    assert_eq!(
+        top["function"],
+        "hilt_runtime::kernels::gemm_quads::column_1x4_wide_weights"
+    );
+    assert_eq!(top["runners"][0], "ops 0, 2, 4, 6, 8", "{top}");
+    let kept: u64 = functions
+        .iter()
+        .map(|f| f["instructions"].as_u64().unwrap())
+        .sum();
+    assert!(kept <= total && kept * 10 >= total * 9, "{kept} of {total}");
+}
+
+#[test]
 fn an_unknown_timing_profile_is_named_with_the_known_ones() {
     let out = hilt([
         "run",

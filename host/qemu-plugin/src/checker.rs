@@ -23,7 +23,7 @@
 use crate::control::{Control, Plan, Span};
 
 /// Who is running.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Runner {
     /// Op `n`'s kernel on the CPU.
     Op(u32),

@@ -103,6 +103,8 @@ pub struct Control {
     pub checks: bool,
     /// Violations kept per run (the rest are only counted).
     pub max_violations: usize,
+    /// Where per-block execution counts go (`hilt run --hotspots`).
+    pub hotspots: Option<String>,
 }
 
 /// A line that could not be read, with its number.
@@ -173,6 +175,7 @@ impl Control {
             flash: None,
             checks: true,
             max_violations: 16,
+            hotspots: None,
         };
         for (line, w) in lines(text) {
             match w[0] {
@@ -181,6 +184,7 @@ impl Control {
                 "core" => c.core = need(&w, 1, line, "a core name")?.into(),
                 "checks" => c.checks = need(&w, 1, line, "on or off")? == "on",
                 "max_violations" => c.max_violations = num(&w, 1, line, "a count")? as usize,
+                "hotspots" => c.hotspots = Some(need(&w, 1, line, "a path")?.into()),
                 "mark" => {
                     let name = need(&w, 1, line, "a symbol")?;
                     let mark = Mark::from_symbol(name).ok_or_else(|| ParseError {
@@ -339,9 +343,10 @@ mod tests {
             "out /tmp/o\nplan /tmp/p\ncore cortex-m0plus\n\
              mark hilt_mark_op_start 0x1235 # thumb bit\n\
              region code 0x0 0x1000\nstack 0x20000000 0x800\n\
-             flash 0x0 0x400000 5 cache\nchecks off\n",
+             flash 0x0 0x400000 5 cache\nchecks off\nhotspots /tmp/hot\n",
         )
         .unwrap();
+        assert_eq!(c.hotspots.as_deref(), Some("/tmp/hot"));
         assert_eq!(c.marks.get(&0x1234), Some(&Mark::OpStart));
         assert_eq!(c.core, "cortex-m0plus");
         assert_eq!(c.stack.unwrap().end, 0x2000_0800);

@@ -9,6 +9,7 @@
 
 pub mod checker;
 pub mod control;
+pub mod hotspots;
 pub mod ledger;
 #[cfg(feature = "qemu")]
 mod observer;

@@ -19,6 +19,7 @@ use qemu_plugin::{Error, PluginId, TranslationBlock, VCPUIndex};
 
 use crate::checker::{Access, Checker, Fault, Runner};
 use crate::control::{Control, Mark, Plan};
+use crate::hotspots::Hotspots;
 use crate::ledger::{Counts, Invoke, Ledger};
 use crate::restart::{Block, BlockInsn, Restarts};
 use crate::timing::{self, Core};
@@ -53,6 +54,8 @@ struct State {
     /// Instructions QEMU abandons and runs again (peripheral accesses
     /// under `-icount`), so that each is counted once.
     restarts: Restarts,
+    /// Block executions for `hilt run --hotspots`, and where they go.
+    hotspots: Option<(String, Hotspots)>,
 }
 
 struct Cell(UnsafeCell<Option<State>>);
@@ -176,6 +179,23 @@ impl State {
             invoke.engine.cycles
         ));
         self.write(&text);
+        self.write_hotspots();
+    }
+
+    /// Rewrites the hotspots file with the totals so far (QEMU may be
+    /// stopped at any point after an invoke, so each invoke leaves it
+    /// whole).
+    fn write_hotspots(&mut self) {
+        let Some((path, hotspots)) = &self.hotspots else {
+            return;
+        };
+        let written = File::create(path).and_then(|mut f| {
+            hotspots.write(&mut f)?;
+            f.flush()
+        });
+        if let Err(e) = written {
+            self.write(&format!("hotspots-error {e}"));
+        }
     }
 
     fn on_access(&mut self, pc: u64, via_sp: bool, addr: u64, size: u64, store: bool) {
@@ -271,6 +291,7 @@ impl Register for Hilt {
             .ok_or_else(|| fail(format!("unknown core `{}`", control.core)))?;
         let out = File::create(&control.out).map_err(|e| fail(format!("{}: {e}", control.out)))?;
         let checker = Checker::new(&control, None);
+        let hotspots = control.hotspots.clone().map(|p| (p, Hotspots::default()));
         let fresh = State {
             control,
             core,
@@ -289,6 +310,7 @@ impl Register for Hilt {
             flash_lines: [u64::MAX; 8],
             flash_next: 0,
             restarts: Restarts::default(),
+            hotspots,
         };
         // SAFETY: installation runs before any vCPU does.
         unsafe { *STATE.0.get() = Some(fresh) };
@@ -329,12 +351,19 @@ fn translate(s: &mut State, tb: &TranslationBlock) -> Result<(), Error> {
     let start = tb.vaddr();
     let finished_blocks = s.counters.finished_blocks.get() as *mut c_void;
     let block = block_of(&insns, &costs, &decoded, fetch_wait);
+    let length = insns.len() as u64;
     // Was the last block's conditional branch taken? Known only now, from
     // where execution went. And was the last block abandoned mid-way?
     tb.register_execute_callback_flags(
         move |_: VCPUIndex| {
             // SAFETY: an execution callback on the vCPU thread.
             if let Some(s) = unsafe { state() } {
+                if s.ledger.in_invoke() {
+                    let runner = s.ledger.runner();
+                    if let Some((_, hotspots)) = &mut s.hotspots {
+                        hotspots.enter(runner, start, length);
+                    }
+                }
                 s.enter_block(start, block.clone());
                 if let Some((fallthrough, extra)) = s.pending_branch.take()
                     && start != fallthrough

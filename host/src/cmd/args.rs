@@ -176,6 +176,10 @@ pub(crate) struct ObserveArgs {
     /// board's own core.
     #[arg(long, value_name = "PROFILE")]
     pub(crate) timing: Option<String>,
+    /// Count each function's instructions on virtual boards and print the
+    /// busiest (the QEMU plugin counts every block the invokes run)
+    #[arg(long)]
+    pub(crate) hotspots: bool,
 }
 
 impl ObserveArgs {
@@ -191,6 +195,7 @@ impl ObserveArgs {
         let mut settings = hilt::observer::settings();
         settings.checks = self.access_checks == "on";
         settings.profile = profile;
+        settings.hotspots = self.hotspots;
         hilt::observer::configure(settings);
         Ok(())
     }

@@ -59,6 +59,9 @@ pub(crate) fn print_run(run: &BoardRun, ops: Option<&Vec<String>>, wall: std::ti
                 .map_or(String::new(), |s| format!(", stack high-water {s} B"))
         );
     }
+    if let Some(h) = &run.hotspots {
+        print_hotspots(h);
+    }
     for step in &run.steps {
         match &step.observed {
             // The firmware's own count (SysTick) stays beside the exact one.
@@ -177,5 +180,27 @@ fn print_costliest_ops(run: &BoardRun, ops: Option<&Vec<String>>) {
                 thousands(*c)
             ),
         }
+    }
+}
+
+/// `--hotspots`: the busiest functions of a run's invokes.
+fn print_hotspots(h: &hilt::observer::hotspots::Hotspots) {
+    println!(
+        "    hotspots: {} instructions in the invokes, by function (busiest {}):",
+        thousands(h.total),
+        h.functions.len()
+    );
+    for f in &h.functions {
+        let share = if h.total == 0 {
+            0.0
+        } else {
+            100.0 * f.instructions as f64 / h.total as f64
+        };
+        println!(
+            "      {share:5.1} %  {:>13}  {}  ({})",
+            thousands(f.instructions),
+            f.function,
+            f.runners.join(", ")
+        );
     }
 }

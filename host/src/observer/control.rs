@@ -58,6 +58,7 @@ pub fn control_text(
     out: &Path,
     plan: &Path,
     checks: bool,
+    hotspots: Option<&Path>,
 ) -> Result<ControlFile, ObserverError> {
     let data = std::fs::read(&image.path).map_err(|e| ObserverError::io(&image.path, e))?;
     let elf = |problem: String| ObserverError::Firmware {
@@ -70,6 +71,9 @@ pub fn control_text(
     let _ = writeln!(text, "plan {}", plan.display());
     let _ = writeln!(text, "core {}", timing.core);
     let _ = writeln!(text, "checks {}", if checks { "on" } else { "off" });
+    if let Some(path) = hotspots {
+        let _ = writeln!(text, "hotspots {}", path.display());
+    }
     // A mark the linker dropped is code that never runs: a firmware that
     // never invokes (a calibration loop, one that hangs on purpose) has
     // none, and one without offload has no job marks.

@@ -11,6 +11,7 @@
 pub mod build;
 pub mod control;
 pub mod error;
+pub mod hotspots;
 pub mod results;
 pub mod violation;
 
@@ -38,6 +39,9 @@ pub struct Settings {
     /// A timing profile applied instead of each board's own (`--timing`),
     /// with its name.
     pub profile: Option<(String, Timing)>,
+    /// Whether the plugin counts each function's instructions
+    /// (`--hotspots`).
+    pub hotspots: bool,
 }
 
 static SETTINGS: OnceLock<Mutex<Settings>> = OnceLock::new();
@@ -48,6 +52,7 @@ fn settings_cell() -> &'static Mutex<Settings> {
             library: None,
             checks: true,
             profile: None,
+            hotspots: false,
         })
     })
 }
@@ -137,6 +142,8 @@ pub struct Observer {
     marked: bool,
     /// Invokes taken so far.
     taken: usize,
+    /// Whether the plugin counts instructions by function.
+    hotspots: bool,
 }
 
 impl Observer {
@@ -175,6 +182,7 @@ impl Observer {
             &dir.join("results"),
             &dir.join("plan"),
             settings.checks,
+            settings.hotspots.then(|| dir.join("hotspots")).as_deref(),
         )?;
         let path = dir.join("control");
         std::fs::write(&path, &control.text).map_err(|e| ObserverError::io(&path, e))?;
@@ -190,6 +198,7 @@ impl Observer {
             stack: control.stack,
             marked: control.marked,
             taken: 0,
+            hotspots: settings.hotspots,
         }))
     }
 
@@ -261,6 +270,16 @@ impl Observer {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+
+    /// The run's instructions by function so far (`--hotspots`; `None`
+    /// when not asked for).
+    pub fn hotspots(&self) -> Option<hotspots::Hotspots> {
+        if !self.hotspots {
+            return None;
+        }
+        let text = std::fs::read_to_string(self.dir.join("hotspots")).unwrap_or_default();
+        Some(hotspots::read(&text, &self.image.path))
     }
 
     /// The violations in `results` (read from this run's file), described.

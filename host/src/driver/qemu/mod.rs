@@ -231,6 +231,7 @@ fn conclude_observed(
         .iter()
         .map(|i| i.total.stack_high_water)
         .max();
+    run.hotspots = observer.hotspots();
     let first = violations.first().map(ToString::to_string);
     run.violations = violations;
     match (session, first) {
