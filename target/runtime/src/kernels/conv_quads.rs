@@ -134,18 +134,27 @@ fn row(
     let row_stride = g.y.dilation as usize * g.x.in_size as usize * in_c;
     let count = windows.len();
     let full_rows = 0..g.y.filter;
+    // Sums of windows `done..ox` wait in `sums` and are requantised
+    // together (a channel's constants set up once for the row, not once per
+    // stretch: a row's border windows are stretches of one).
+    let mut done = 0;
     let mut ox = 0;
     while ox < count {
+        if ox - done == MAX_PAIRS {
+            requantise(quad, &sums[..ox - done], o + done * out_c, out_c, out);
+            done = ox;
+        }
         let win = windows.at(ox);
         let (rows, cols) = (win.rows.clone(), win.cols.clone());
         let inside = span.contains(&ox);
+        let room = MAX_PAIRS - (ox - done);
         let mut n = 1;
         if inside {
-            n = (span.end - ox).min(MAX_PAIRS);
+            n = (span.end - ox).min(room);
         } else {
             // Border windows: neighbours with the same valid columns.
             let end = if ox < span.start { span.start } else { count };
-            while ox + n < end && n < MAX_PAIRS && windows.at(ox + n).cols == cols {
+            while ox + n < end && n < room && windows.at(ox + n).cols == cols {
                 n += 1;
             }
         }
@@ -163,7 +172,7 @@ fn row(
                 s
             })
         };
-        let stretch = &mut sums[..n];
+        let stretch = &mut sums[ox - done..][..n];
         if rows.is_empty() || cols.is_empty() {
             stretch.fill(start);
         } else {
@@ -198,19 +207,28 @@ fn row(
                 );
             }
         }
-        let flat = stretch.as_flattened();
-        let first = o + ox * out_c;
-        for k in 0..quad.distinct {
-            let column = &mut out[first + quad.c[k]..][..(n - 1) * out_c + 1];
-            let (s, d) = (flat[k..].as_ptr(), column.as_mut_ptr());
-            // SAFETY: i < n, so 4i + k < flat.len() and i · out_c <
-            // column.len().
-            quad.requant[k].apply_each(
-                n,
-                |i| unsafe { *s.add(4 * i) },
-                |i, v| unsafe { *d.add(i * out_c) = v },
-            );
-        }
         ox += n;
+    }
+    if ox > done {
+        requantise(quad, &sums[..ox - done], o + done * out_c, out_c, out);
+    }
+}
+
+/// The quad's outputs of consecutive windows from their `sums`, the first
+/// window's outputs at `out[first..]`: one column loop per channel.
+#[inline(always)]
+fn requantise(quad: &Quad<'_>, sums: &[[i32; 4]], first: usize, out_c: usize, out: &mut [i8]) {
+    let n = sums.len();
+    let flat = sums.as_flattened();
+    for k in 0..quad.distinct {
+        let column = &mut out[first + quad.c[k]..][..(n - 1) * out_c + 1];
+        let (s, d) = (flat[k..].as_ptr(), column.as_mut_ptr());
+        // SAFETY: i < n, so 4i + k < flat.len() and i · out_c <
+        // column.len().
+        quad.requant[k].apply_each(
+            n,
+            |i| unsafe { *s.add(4 * i) },
+            |i, v| unsafe { *d.add(i * out_c) = v },
+        );
     }
 }
