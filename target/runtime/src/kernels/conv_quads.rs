@@ -19,7 +19,9 @@
 
 use super::conv_dsp::{Operands, interior_span};
 use super::conv_geometry::{Geometry, RowWindows};
-use super::gemm_quads::{QUAD_PER_WORD, widen_quad_row, windows_1x4_wide_weights};
+use super::gemm_quads::{
+    QUAD_PER_WORD, store_quad_columns, widen_quad_row, windows_1x4_wide_weights,
+};
 use super::gemm_widened::MAX_PAIRS;
 use super::quant_math::{ChannelRequant, sum};
 
@@ -137,11 +139,20 @@ fn row(
     // Sums of windows `done..ox` wait in `sums` and are requantised
     // together (a channel's constants set up once for the row, not once per
     // stretch: a row's border windows are stretches of one).
+    let flush = |sums: &[[i32; 4]], first: usize, out: &mut [i8]| {
+        store_quad_columns(
+            (quad.c, quad.distinct),
+            &quad.requant,
+            sums,
+            (first, out_c),
+            out,
+        );
+    };
     let mut done = 0;
     let mut ox = 0;
     while ox < count {
         if ox - done == MAX_PAIRS {
-            requantise(quad, &sums[..ox - done], o + done * out_c, out_c, out);
+            flush(&sums[..ox - done], o + done * out_c, out);
             done = ox;
         }
         let win = windows.at(ox);
@@ -210,25 +221,6 @@ fn row(
         ox += n;
     }
     if ox > done {
-        requantise(quad, &sums[..ox - done], o + done * out_c, out_c, out);
-    }
-}
-
-/// The quad's outputs of consecutive windows from their `sums`, the first
-/// window's outputs at `out[first..]`: one column loop per channel.
-#[inline(always)]
-fn requantise(quad: &Quad<'_>, sums: &[[i32; 4]], first: usize, out_c: usize, out: &mut [i8]) {
-    let n = sums.len();
-    let flat = sums.as_flattened();
-    for k in 0..quad.distinct {
-        let column = &mut out[first + quad.c[k]..][..(n - 1) * out_c + 1];
-        let (s, d) = (flat[k..].as_ptr(), column.as_mut_ptr());
-        // SAFETY: i < n, so 4i + k < flat.len() and i · out_c <
-        // column.len().
-        quad.requant[k].apply_each(
-            n,
-            |i| unsafe { *s.add(4 * i) },
-            |i, v| unsafe { *d.add(i * out_c) = v },
-        );
+        flush(&sums[..ox - done], o + done * out_c, out);
     }
 }

@@ -28,7 +28,9 @@
 
 use super::conv_dsp::Operands;
 use super::conv_geometry::{Geometry, Window};
-use super::gemm_quads::{QUAD_PER_WORD, column_1x4_wide_weights, widen_quad_row};
+use super::gemm_quads::{
+    QUAD_PER_WORD, column_1x4_wide_weights, store_quad_columns, widen_quad_row,
+};
 use super::gemm_widened::{
     MAX_PAIRS, WIDE_MIN_POSITIONS, WIDE_PER_WORD, column_2x2_wide_weights, store_columns, widen_one,
 };
@@ -181,19 +183,9 @@ impl Quad<'_> {
                 let (xp, wp, sp) = (rows.as_ptr(), self.wide.as_ptr(), sums.as_mut_ptr());
                 column_1x4_wide_weights(xp, stride, n, wp, words, self.folded, sp);
             }
-            let flat = sums[..n].as_flattened();
             let first = o + done * out_c;
-            for k in 0..self.distinct {
-                let column = &mut out[first + self.c[k]..][..(n - 1) * out_c + 1];
-                let (s, d) = (flat[k..].as_ptr(), column.as_mut_ptr());
-                // SAFETY: i < n, so 4i + k < flat.len() and i · out_c <
-                // column.len().
-                self.requant[k].apply_each(
-                    n,
-                    |i| unsafe { *s.add(4 * i) },
-                    |i, v| unsafe { *d.add(i * out_c) = v },
-                );
-            }
+            let quad = (self.c, self.distinct);
+            store_quad_columns(quad, &self.requant, &sums[..n], (first, out_c), out);
             done += n;
         }
     }

@@ -19,6 +19,7 @@
 #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
 use super::arm_dsp::mla2;
 use super::arm_dsp::{sxtb16, sxtb16_ror8};
+use super::quant_math::ChannelRequant;
 
 /// Words a channel quad takes per depth word (two halfword pairs each).
 pub(crate) const QUAD_PER_WORD: usize = 8;
@@ -79,6 +80,34 @@ pub(crate) unsafe fn column_1x4_wide_weights(
         }
         // SAFETY: sums has `pixels` entries (the caller's promise).
         unsafe { *sums.add(i) = acc };
+    }
+}
+
+/// Requantises the sums of `sums.len()` pixels (a quad's four per pixel,
+/// as [`column_1x4_wide_weights`] and [`windows_1x4_wide_weights`] leave
+/// them) into `out[o + i · stride + c[k]]` for the quad's first `distinct`
+/// channels: a column per channel in one loop of its form, its bounds
+/// checked once. `sums` must not be empty.
+#[inline(always)]
+pub(crate) fn store_quad_columns(
+    (c, distinct): ([usize; 4], usize),
+    requant: &[ChannelRequant; 4],
+    sums: &[[i32; 4]],
+    (o, stride): (usize, usize),
+    out: &mut [i8],
+) {
+    let n = sums.len();
+    let flat = sums.as_flattened();
+    for k in 0..distinct.min(4) {
+        let column = &mut out[o + c[k]..][..(n - 1) * stride + 1];
+        let (s, d) = (flat[k..].as_ptr(), column.as_mut_ptr());
+        // SAFETY: i < n, so 4i + k < flat.len() and i · stride <
+        // column.len().
+        requant[k].apply_each(
+            n,
+            |i| unsafe { *s.add(4 * i) },
+            |i, v| unsafe { *d.add(i * stride) = v },
+        );
     }
 }
 
