@@ -166,6 +166,49 @@ macro_rules! quad_run {
     };
 }
 
+/// The end of a pixel (or window) of the quad loops: the input moves on by
+/// the gap at `[sp + 8]`, and the count at `[sp + 12]` says whether another
+/// follows (back to label 1).
+#[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+macro_rules! next_pixel {
+    () => {
+        concat!(
+            "ldr r0, [sp, #8]\n",
+            "add r10, r10, r0\n",
+            "ldr r0, [sp, #12]\n",
+            "subs r0, r0, #1\n",
+            "str r0, [sp, #12]\n",
+            "bne 1b\n",
+        )
+    };
+}
+
+/// Four [`quad_step`]s.
+#[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+macro_rules! quad_steps4 {
+    () => {
+        concat!(quad_step!(), quad_step!(), quad_step!(), quad_step!())
+    };
+}
+
+/// [`quad_run`] for a count of depth words that is a multiple of 12
+/// (3×3 filters over a multiple of 16 channels, ResNet-8's): twelve steps a
+/// turn and no entry to pick, so a filter row of 12 words is one turn.
+#[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+macro_rules! quad_run12 {
+    () => {
+        concat!(
+            "2:\n",
+            quad_steps4!(),
+            quad_steps4!(),
+            quad_steps4!(),
+            "ldr r0, [sp]\n",
+            "cmp r11, r0\n",
+            "bne 2b\n",
+        )
+    };
+}
+
 /// [`column_1x4_wide_weights`] by hand: [`quad_run`] (four
 /// [`quad_step`]s a loop turn) inside a loop over the pixels; the
 /// column's constants on the stack, pushed from the registers they come
@@ -204,12 +247,7 @@ unsafe fn column_asm(
             "str r0, [sp, #32]",
             "ldr r0, [sp, #4]",
             "sub r11, r11, r0",
-            "ldr r0, [sp, #8]",
-            "add r10, r10, r0",
-            "ldr r0, [sp, #12]",
-            "subs r0, r0, #1",
-            "str r0, [sp, #12]",
-            "bne 1b",
+            next_pixel!(),
             "add sp, sp, #36",
             inout("r0") w.wrapping_byte_add(bytes) => _,
             inout("r1") bytes => _,
@@ -270,7 +308,13 @@ pub(crate) unsafe fn windows_1x4_wide_weights(
             0,
         ];
         // SAFETY: the caller's promise.
-        unsafe { windows_asm(x, w, &frame) }
+        unsafe {
+            if words.is_multiple_of(12) {
+                windows_asm12(x, w, &frame)
+            } else {
+                windows_asm(x, w, &frame)
+            }
+        }
     }
     #[cfg(not(all(target_arch = "arm", feature = "arm-dsp")))]
     for i in 0..count {
@@ -295,77 +339,95 @@ pub(crate) unsafe fn windows_1x4_wide_weights(
     }
 }
 
-/// [`windows_1x4_wide_weights`] by hand: [`quad_step`]'s loop inside a
-/// loop over the runs inside a loop over the windows, its constants copied
+/// Defines [`windows_1x4_wide_weights`] by hand: [`quad_step`]'s loop
+/// inside a loop over the runs inside a loop over the windows, its constants copied
 /// from `frame` to the stack: `[sp]` the end of the run's weights,
 /// `[sp + 4]` a run's weight bytes, `[sp + 8]` the gap from a window's
 /// last run to the next window, `[sp + 12]` the windows left, `[sp + 16]`
 /// where the next sums go, `[sp + 20]` and `[sp + 24]` the input's and the
 /// weights' gaps after a run, `[sp + 28]` the runs of a window, `[sp + 32]`
 /// its runs left, `[sp + 36]` the weight bytes a window walks, `[sp +
-/// 40..56]` the four starting sums.
-///
-/// # Safety
-/// As [`windows_1x4_wide_weights`].
+/// 40..56]` the four starting sums. Defined around a run body
+/// ([`quad_run`] or [`quad_run12`]).
 #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
-#[inline(always)]
-unsafe fn windows_asm(x: *const i8, w: *const u32, frame: &[u32; 16]) {
-    // SAFETY: reads only the caller's promised bytes and `frame`, writes
-    // only the sums; the 64 bytes taken from the stack are freed before
-    // the end.
-    unsafe {
-        core::arch::asm!(
-            "sub sp, sp, #64",
-            "ldm lr!, {{r0-r5, r8, r9}}",
-            "stm sp, {{r0-r5, r8, r9}}",
-            "ldm lr, {{r0-r5, r8, r9}}",
-            "add lr, sp, #32",
-            "stm lr, {{r0-r5, r8, r9}}",
-            "1:",
-            "add lr, sp, #40",
-            "ldm lr, {{r4, r5, r8, r9}}",
-            "ldr r0, [sp, #28]",
-            "str r0, [sp, #32]",
-            "4:",
-            "ldr r0, [sp, #4]",
-            "add r1, r11, r0",
-            "str r1, [sp]",
-            quad_run!(),
-            "ldr r0, [sp, #20]",
-            "add r10, r10, r0",
-            "ldr r0, [sp, #24]",
-            "add r11, r11, r0",
-            "ldr r0, [sp, #32]",
-            "subs r0, r0, #1",
-            "str r0, [sp, #32]",
-            "bne 4b",
-            "ldr r0, [sp, #16]",
-            "stm r0!, {{r4, r5, r8, r9}}",
-            "str r0, [sp, #16]",
-            "ldr r0, [sp, #36]",
-            "sub r11, r11, r0",
-            "ldr r0, [sp, #8]",
-            "add r10, r10, r0",
-            "ldr r0, [sp, #12]",
-            "subs r0, r0, #1",
-            "str r0, [sp, #12]",
-            "bne 1b",
-            "add sp, sp, #64",
-            inout("lr") frame.as_ptr() => _,
-            inout("r10") x => _,
-            inout("r11") w => _,
-            out("r0") _,
-            out("r1") _,
-            out("r2") _,
-            out("r3") _,
-            out("r4") _,
-            out("r5") _,
-            out("r8") _,
-            out("r9") _,
-            out("r12") _,
-        );
-    }
+macro_rules! windows_loop {
+    ($(#[$doc:meta])* $name:ident, $run:expr) => {
+        $(#[$doc])*
+        #[inline(always)]
+        unsafe fn $name(x: *const i8, w: *const u32, frame: &[u32; 16]) {
+            // SAFETY: reads only the caller's promised bytes and `frame`, writes
+            // only the sums; the 64 bytes taken from the stack are freed before
+            // the end.
+            unsafe {
+                core::arch::asm!(
+                    "sub sp, sp, #64",
+                    "ldm lr!, {{r0-r5, r8, r9}}",
+                    "stm sp, {{r0-r5, r8, r9}}",
+                    "ldm lr, {{r0-r5, r8, r9}}",
+                    "add lr, sp, #32",
+                    "stm lr, {{r0-r5, r8, r9}}",
+                    "1:",
+                    "add lr, sp, #40",
+                    "ldm lr, {{r4, r5, r8, r9}}",
+                    "ldr r0, [sp, #28]",
+                    "str r0, [sp, #32]",
+                    "4:",
+                    "ldr r0, [sp, #4]",
+                    "add r1, r11, r0",
+                    "str r1, [sp]",
+                    $run,
+                    "ldr r0, [sp, #20]",
+                    "add r10, r10, r0",
+                    "ldr r0, [sp, #24]",
+                    "add r11, r11, r0",
+                    "ldr r0, [sp, #32]",
+                    "subs r0, r0, #1",
+                    "str r0, [sp, #32]",
+                    "bne 4b",
+                    "ldr r0, [sp, #16]",
+                    "stm r0!, {{r4, r5, r8, r9}}",
+                    "str r0, [sp, #16]",
+                    "ldr r0, [sp, #36]",
+                    "sub r11, r11, r0",
+                    next_pixel!(),
+                    "add sp, sp, #64",
+                    inout("lr") frame.as_ptr() => _,
+                    inout("r10") x => _,
+                    inout("r11") w => _,
+                    out("r0") _,
+                    out("r1") _,
+                    out("r2") _,
+                    out("r3") _,
+                    out("r4") _,
+                    out("r5") _,
+                    out("r8") _,
+                    out("r9") _,
+                    out("r12") _,
+                );
+            }
+        }
+    };
 }
+
+#[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+windows_loop!(
+    /// [`windows_1x4_wide_weights`] with any count of depth words a run.
+    ///
+    /// # Safety
+    /// As [`windows_1x4_wide_weights`].
+    windows_asm,
+    quad_run!()
+);
+
+#[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+windows_loop!(
+    /// [`windows_asm`] for runs of a multiple of 12 depth words.
+    ///
+    /// # Safety
+    /// As [`windows_1x4_wide_weights`].
+    windows_asm12,
+    quad_run12!()
+);
 
 #[cfg(test)]
 mod tests {
