@@ -358,7 +358,7 @@ fn translate(s: &mut State, tb: &TranslationBlock) -> Result<(), Error> {
         move |_: VCPUIndex| {
             // SAFETY: an execution callback on the vCPU thread.
             if let Some(s) = unsafe { state() } {
-                if s.ledger.in_invoke() {
+                if s.hotspots.is_some() && s.ledger.in_invoke() {
                     let runner = s.ledger.runner();
                     if let Some((_, hotspots)) = &mut s.hotspots {
                         hotspots.enter(runner, start, length);

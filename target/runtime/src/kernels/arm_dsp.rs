@@ -51,7 +51,7 @@ fn half(v: u32, h: u32) -> i32 {
 
 /// Two halfwords packed into a word.
 #[inline(always)]
-fn pack(lo: i32, hi: i32) -> u32 {
+pub(crate) fn pack(lo: i32, hi: i32) -> u32 {
     u32::from(lo as u16) | (u32::from(hi as u16) << 16)
 }
 

@@ -25,7 +25,7 @@
 //!   DS-CNN's 25 × 5 maps run down their columns.
 
 use super::KernelError;
-use super::arm_dsp::{sadd16, splat16};
+use super::arm_dsp::{pack, sadd16, splat16};
 use super::conv_geometry::Geometry;
 use super::depthwise_packed::Operands;
 use super::window_axis::Axis;
@@ -207,12 +207,6 @@ fn channel<const FAST: bool>(
 #[inline(always)]
 fn next_slot(slot: usize) -> usize {
     if slot == 2 { 0 } else { slot + 1 }
-}
-
-/// Two halfwords packed into a word.
-#[inline(always)]
-fn pack(lo: i32, hi: i32) -> u32 {
-    u32::from(lo as u16) | (u32::from(hi as u16) << 16)
 }
 
 /// Writes input line `padded − pad` (along the step axis) of channel `ch`
