@@ -15,7 +15,7 @@ use std::sync::atomic::AtomicBool;
 
 use crate::config::board::Board;
 use crate::model_file::ModelFile;
-use hilt_contract::scenario::{KernelChoice, OptimizeFor};
+use hilt_contract::scenario::{ConstantsPlace, KernelChoice, OptimizeFor};
 use hilt_runtime::model::OpCode;
 
 /// Whether firmware builds show cargo's own output (`hilt -v`).
@@ -92,6 +92,15 @@ pub enum BuildError {
         /// What is wrong.
         problem: String,
     },
+    /// The model's constant image (`constants = "flash"`) could not be
+    /// worked out: a kernel's prepare refused the model on the host.
+    #[error("{model}: cannot work out the constant image for flash: {problem}")]
+    Constants {
+        /// The model file.
+        model: PathBuf,
+        /// What the host's prepare said.
+        problem: String,
+    },
     /// Faults were armed for a firmware that cannot take them.
     #[error("{path}: cannot arm the scenario's faults: {problem}")]
     Faults {
@@ -140,6 +149,9 @@ pub struct FirmwareRequest<'a> {
     pub engine: bool,
     /// Code generated for speed or for size (the profile's `opt-level`).
     pub optimize: OptimizeFor,
+    /// Where kernels' constants live: with `Flash`, the host works out the
+    /// model's constant image and writes it into the slot after the model.
+    pub constants: ConstantsPlace,
 }
 
 impl<'a> FirmwareRequest<'a> {
@@ -160,6 +172,7 @@ impl<'a> FirmwareRequest<'a> {
             engine: scenario.kernels == KernelChoice::All
                 || scenario.offload.accelerator != hilt_contract::offload::Accelerator::None,
             optimize: scenario.optimize,
+            constants: scenario.constants,
         }
     }
 
@@ -280,11 +293,17 @@ fn elf_key(
 /// the model's size.
 pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, BuildError> {
     let model = request.model.bytes();
-    let least = least_slot(model.len());
+    let constants = match request.constants {
+        ConstantsPlace::Tail => Vec::new(),
+        ConstantsPlace::Flash => constant_image(request)?,
+    };
+    // What the slot holds after its header: the model, and the image.
+    let payload = model_slot::payload_len(model.len(), constants.len()) - model_slot::HEADER;
+    let least = least_slot(payload);
     // A firmware for one model's kernels holds that model only: its slot
     // is just the model's size, not the board's slot for every model.
     let class = match request.kernels {
-        KernelChoice::All => slot_for(request.board.model_slot, model.len()),
+        KernelChoice::All => slot_for(request.board.model_slot, payload),
         KernelChoice::Model => least,
     };
     let base = match build_base(repo, request, class) {
@@ -301,7 +320,30 @@ pub fn build(repo: &Path, request: &FirmwareRequest<'_>) -> Result<PathBuf, Buil
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    write_model(&base, &request.board.name, (model, &name), request.faults)
+    write_model(
+        &base,
+        &request.board.name,
+        (model, &name, &constants),
+        request.faults,
+    )
+}
+
+/// The model's constant image: every kernel's prepare run on the host,
+/// its constants collected (what the firmware's prepare then checks and
+/// reads in place). It depends on the model and the kernels only, not on
+/// the planner or the arena.
+fn constant_image(request: &FirmwareRequest<'_>) -> Result<Vec<u8>, BuildError> {
+    let options = crate::layout::LayoutOptions {
+        covers: crate::layout::Coverage::Interpreter,
+        constants: ConstantsPlace::Flash,
+        ..crate::layout::LayoutOptions::default()
+    };
+    crate::layout::layout_bytes(request.model.bytes(), &options)
+        .map(|report| report.constant_image)
+        .map_err(|e| BuildError::Constants {
+            model: request.model.path().to_path_buf(),
+            problem: e.with_path(request.model.path()).to_string(),
+        })
 }
 
 /// The slot a model of `model_len` bytes is built into: the board's fixed
@@ -326,11 +368,16 @@ fn least_slot(model_len: usize) -> usize {
 fn write_model(
     base: &Path,
     board: &str,
-    (model, name): (&[u8], &str),
+    (model, name, constants): (&[u8], &str, &[u8]),
     faults: ArmedFaults,
 ) -> Result<PathBuf, BuildError> {
     let stem = base.file_stem().unwrap_or_default().to_string_lossy();
     let key = fnv(model, fnv(name.as_bytes(), fnv(stem.as_bytes(), 0)));
+    let key = if constants.is_empty() {
+        key
+    } else {
+        fnv(constants, key)
+    };
     let key = if faults.is_empty() {
         key
     } else {
@@ -372,7 +419,7 @@ fn write_model(
         };
         (start, len, faults_at)
     };
-    model_slot::write(&mut bytes[start..start + len], model, name)
+    model_slot::write_with_constants(&mut bytes[start..start + len], model, name, constants)
         .map_err(|e| slot_error(e.to_string()))?;
     if let Some(at) = faults_at {
         bytes[at..at + 4].copy_from_slice(&faults.to_le_bytes());

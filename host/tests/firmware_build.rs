@@ -36,6 +36,7 @@ fn an_arena_that_leaves_too_little_stack_is_refused_with_the_figures() {
         kernels: hilt::config::scenario::KernelChoice::All,
         engine: true,
         optimize: hilt::config::scenario::OptimizeFor::Speed,
+        constants: hilt::config::scenario::ConstantsPlace::Tail,
     };
     match build(&repo(), &request(96 * 1024)) {
         Err(BuildError::Stack {
@@ -84,6 +85,7 @@ fn two_models_share_one_build_and_differ_only_in_the_slot() {
                 kernels: hilt::config::scenario::KernelChoice::All,
                 engine: true,
                 optimize: hilt::config::scenario::OptimizeFor::Speed,
+                constants: hilt::config::scenario::ConstantsPlace::Tail,
             };
             std::fs::read(build(&repo(), &request).unwrap()).unwrap()
         })
@@ -157,6 +159,7 @@ fn two_sets_of_faults_share_one_build_and_differ_only_in_their_word() {
                 kernels: hilt::config::scenario::KernelChoice::All,
                 engine: true,
                 optimize: hilt::config::scenario::OptimizeFor::Speed,
+                constants: hilt::config::scenario::ConstantsPlace::Tail,
             };
             std::fs::read(build(&repo(), &request).unwrap()).unwrap()
         })
@@ -276,6 +279,7 @@ fn a_cached_firmware_is_used_while_another_build_holds_the_lock() {
         kernels: hilt::config::scenario::KernelChoice::All,
         engine: true,
         optimize: hilt::config::scenario::OptimizeFor::Speed,
+        constants: hilt::config::scenario::ConstantsPlace::Tail,
     };
     let first = build(&repo(), &request(&board)).unwrap();
     let lock_path = repo().join("build/firmware/cache/hilt-build.lock");
@@ -302,6 +306,7 @@ fn a_cached_firmware_is_used_while_another_build_holds_the_lock() {
             kernels: hilt::config::scenario::KernelChoice::All,
             engine: true,
             optimize: hilt::config::scenario::OptimizeFor::Speed,
+            constants: hilt::config::scenario::ConstantsPlace::Tail,
         };
         let _ = tx.send(build(&repo(), &request).map_err(|e| e.to_string()));
     });

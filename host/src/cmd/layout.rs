@@ -64,6 +64,19 @@ pub(crate) struct LayoutArgs {
     /// buffer is shown in its pool.
     #[arg(long, value_delimiter = ',', requires = "board")]
     pools: Option<Vec<String>>,
+    /// With --board: where kernels' prepared constants live, as a
+    /// scenario's `constants`: tail (in the arena) or flash (a constant
+    /// image beside the model; the tail keeps only the interpreter's
+    /// tables).
+    #[arg(long, value_enum, default_value = "tail", requires = "board")]
+    constants: ConstantsArg,
+}
+
+/// `--constants`'s values.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ConstantsArg {
+    Tail,
+    Flash,
 }
 
 /// `hilt layout`: plan, print, or write the plan into the model.
@@ -81,6 +94,7 @@ pub(crate) fn run(args: LayoutArgs) -> anyhow::Result<()> {
         write_offline,
         accel,
         pools,
+        constants,
     } = args;
     let choice = accel.choice()?;
     let offload = (choice.kind == hilt::accel::AcceleratorKind::Vnpu).then_some(choice.offload);
@@ -96,6 +110,10 @@ pub(crate) fn run(args: LayoutArgs) -> anyhow::Result<()> {
             hilt::layout::Coverage::Activations
         },
         offload,
+        constants: match constants {
+            ConstantsArg::Tail => hilt::config::scenario::ConstantsPlace::Tail,
+            ConstantsArg::Flash => hilt::config::scenario::ConstantsPlace::Flash,
+        },
         ..LayoutOptions::default()
     };
     if let Some(out) = &write_offline {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use hilt_contract::scenario::{
-    KernelChoice, OptimizeFor, ScenarioFile, ScenarioSource, StepFiles,
+    ConstantsPlace, KernelChoice, OptimizeFor, ScenarioFile, ScenarioSource, StepFiles,
 };
 
 use crate::config::ConfigError;
@@ -93,6 +93,9 @@ pub struct Scenario {
     pub kernels: KernelChoice,
     /// What the firmware's code is generated for (speed or size).
     pub optimize: OptimizeFor,
+    /// Where kernels' prepared constants live (tail, or flash beside the
+    /// model).
+    pub constants: ConstantsPlace,
 }
 
 impl Scenario {
@@ -210,6 +213,7 @@ pub fn load(path: &Path, conformance_sets: &[PathBuf]) -> Result<Scenario, Scena
         op_profile: true,
         kernels: file.kernels,
         optimize: file.optimize,
+        constants: file.constants,
     })
 }
 

@@ -50,7 +50,7 @@ use hilt_runtime::pool::PoolLayout;
 use serde::Serialize;
 
 use crate::config::board::Board;
-use crate::config::scenario::Scenario;
+use crate::config::scenario::{ConstantsPlace, Scenario};
 use crate::holds::{Hold, Liveness};
 use crate::model_file::{ModelFile, ModelFileError};
 
@@ -267,11 +267,22 @@ pub struct LayoutReport {
     pub kept: Option<&'static str>,
     /// Liveness lower bound for the head.
     pub lower_bound: u32,
+    /// Bytes of kernel constants kept in flash (a constant image) instead
+    /// of the tail; 0 when they are in the tail.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub constants: u32,
+    /// That constant image, as the host writes it beside the model.
+    #[serde(skip)]
+    pub constant_image: Vec<u8>,
     /// The arena's memory pools (split arenas only).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub pools: Vec<PoolRow>,
     /// Every planned buffer.
     pub buffers: Vec<BufferRow>,
+}
+
+fn is_zero(value: &u32) -> bool {
+    *value == 0
 }
 
 /// Options of one layout run.
@@ -294,6 +305,9 @@ pub struct LayoutOptions {
     pub pools: PoolLayout,
     /// The pools' names, in the layout's order.
     pub pool_names: Vec<String>,
+    /// Where kernels' constants go (through the interpreter only): the
+    /// tail, or a constant image for flash.
+    pub constants: ConstantsPlace,
 }
 
 impl Default for LayoutOptions {
@@ -309,6 +323,7 @@ impl Default for LayoutOptions {
             offload: None,
             pools: PoolLayout::WHOLE,
             pool_names: Vec::new(),
+            constants: ConstantsPlace::Tail,
         }
     }
 }
@@ -350,6 +365,7 @@ impl LayoutOptions {
             offload,
             pool_names: board.pools.iter().map(|p| p.name.clone()).collect(),
             pools,
+            constants: scenario.constants,
         }
     }
 

@@ -9,12 +9,14 @@ use crate::host_run::ArenaAllocError;
 use hilt_runtime::accel::vnpu::VnpuConfig;
 use hilt_runtime::allocation::{AllocError, AllocOptions, ArenaPlan, allocate};
 use hilt_runtime::arena::{Arena, ArenaError};
+use hilt_runtime::constants::Constants;
 use hilt_runtime::interpreter::{Interpreter, InterpreterError};
 use hilt_runtime::kernels::KernelError;
 use hilt_runtime::model::{Model, ModelError};
 use hilt_runtime::planner::{MemoryPlanner, OfflinePlanError};
 use hilt_runtime::request::{BufferOwner, MAX_ALIGN};
 
+use crate::config::scenario::ConstantsPlace;
 use crate::holds::Liveness;
 use crate::model_file::ModelFileError;
 
@@ -258,6 +260,8 @@ fn plan_activations(
         setup: allocation.temp_bytes,
         kept: (used != planner.name()).then_some(used),
         lower_bound,
+        constants: 0,
+        constant_image: Vec::new(),
         pools,
         buffers,
     })
@@ -280,9 +284,20 @@ fn plan_interpreter(
         )
     });
     crate::host_run::check_supported(model).map_err(BytesError::Unsupported)?;
+    // Room for any constant image: prepare widens weights at most to
+    // 32 bits, and the tables beside them are small.
+    let mut image = match options.constants {
+        ConstantsPlace::Tail => Vec::new(),
+        ConstantsPlace::Flash => vec![0u8; model.bytes().len() * 4 + 65536],
+    };
+    // The image starts 8-aligned, as the slot's does in flash.
+    let skip = image.as_ptr().align_offset(8).min(image.len());
     let mut interpreter = Interpreter::new(*model, crate::host_run::resolver(), memory.bytes());
     if let Some((engine, ops)) = &engine {
         interpreter.set_offload(Some(engine.offload(ops)));
+    }
+    if !image.is_empty() {
+        interpreter.set_constants(Constants::write(&mut image[skip..]));
     }
     let mut report = None;
     let allocation = *interpreter
@@ -320,6 +335,8 @@ fn plan_interpreter(
         setup: allocation.temp_bytes,
         kept: (used != planner.name()).then_some(used),
         lower_bound,
+        constants: interpreter.constant_image().len() as u32,
+        constant_image: interpreter.constant_image().to_vec(),
         pools,
         buffers,
     })

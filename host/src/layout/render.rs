@@ -77,6 +77,15 @@ pub fn render_table(report: &LayoutReport, model_name: &str) -> String {
     ] {
         let _ = writeln!(out, "  {label:<12}{value:>10} B  {:>12}", kib(value));
     }
+    if report.constants > 0 {
+        let _ = writeln!(
+            out,
+            "  {:<12}{:>10} B  {:>12}  (kernel constants in flash, beside the model: not in the arena)",
+            "constants",
+            report.constants,
+            kib(report.constants)
+        );
+    }
     render_total_note(&mut out, report);
     for p in &report.pools {
         let _ = writeln!(

@@ -268,6 +268,8 @@ pub(super) fn board_layout(
         setup: 0,
         kept: None,
         lower_bound,
+        constants: 0,
+        constant_image: Vec::new(),
         pools: run
             .pools
             .as_ref()

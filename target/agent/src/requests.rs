@@ -11,6 +11,7 @@ use hilt_proto::{
 use hilt_runtime::accel::vnpu::{DriverModel, LatencyModel};
 use hilt_runtime::accel::{AddressWindow, Coherent, JobTrace, OFFLOAD_LINKED, Offload};
 use hilt_runtime::canary::{CanaryMode, GUARD_BYTES};
+use hilt_runtime::constants::Constants;
 use hilt_runtime::interpreter::{Clock, Interpreter};
 use hilt_runtime::kernels::Resolver;
 use hilt_runtime::model::Model;
@@ -82,6 +83,8 @@ pub(crate) struct Service<'s, W, C, T, P> {
     /// The model and kernels, kept to re-plan when the offload changes.
     model: Option<Model<'s>>,
     resolver: Option<&'s dyn Resolver>,
+    /// The model's constant image (empty: constants in the tail).
+    constants: &'s [u8],
     /// The whole arena the session was given (the interpreter runs in all
     /// of it, or in its first half when the other is an engine's shadow).
     arena_full: (*mut u8, usize),
@@ -119,6 +122,7 @@ impl<'s, W, C, T, P> Service<'s, W, C, T, P> {
             engine: seams.engine,
             model: None,
             resolver: None,
+            constants: &[],
             arena_full: (core::ptr::null_mut(), 0),
             offload: OffloadChoice::OFF,
             placement: [0; MAX_OPS / 8],
@@ -163,6 +167,7 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Service<'s, 
     pub(crate) fn host(
         &mut self,
         model_bytes: &'s [u8],
+        constants: &'s [u8],
         arena: &'s mut [u8],
         resolver: &'s dyn Resolver,
     ) -> Result<(), WireError> {
@@ -172,6 +177,7 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Service<'s, 
         };
         self.model = Some(model);
         self.resolver = Some(resolver);
+        self.constants = constants;
         self.arena_full = (arena.as_mut_ptr(), arena.len());
         self.commit(arena)
     }
@@ -192,6 +198,9 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Service<'s, 
         let interpreter = self
             .interpreter
             .insert(Interpreter::new(model, resolver, arena));
+        if !self.constants.is_empty() {
+            interpreter.set_constants(Constants::read(self.constants));
+        }
         interpreter.set_offload(engine.map(|engine| Offload {
             accelerator: engine,
             cache: match self.offload.mode {

@@ -118,6 +118,7 @@ impl<W: Read + Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Agent<W, 
     ) -> Result<Session<'s, W, C, T, P>, WireError> {
         let Parts {
             model,
+            constants,
             arena,
             workspace,
         } = parts;
@@ -136,7 +137,7 @@ impl<W: Read + Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Agent<W, 
             &mut workspace.jobs,
         );
         service.log_start(model.len())?;
-        service.host(model, arena, resolver)?;
+        service.host(model, constants, arena, resolver)?;
         Ok(Session {
             service,
             accumulator: FrameAccumulator::default(),

@@ -69,6 +69,10 @@ impl Default for Workspace {
 pub struct Parts<'s> {
     /// The `.tflite` bytes, 16-byte aligned (kernels read constants in place).
     pub model: &'s [u8],
+    /// The model's constant image, checked and read in place by every
+    /// kernel's prepare instead of building those constants in the arena's
+    /// tail (`hilt_runtime::constants`); empty for none.
+    pub constants: &'s [u8],
     /// The tensor arena.
     pub arena: &'s mut [u8],
     /// The session's buffers.

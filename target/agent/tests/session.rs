@@ -188,6 +188,7 @@ fn serve<P: MemoryPlanner>(
     let pin = FakePin(counter.pin.clone());
     let parts = Parts {
         model: &bytemuck::cast_slice(&model)[..model_len],
+        constants: &[],
         arena: bytemuck::cast_slice_mut(&mut arena),
         workspace: &mut workspace,
     };
@@ -377,6 +378,7 @@ fn bad_requests_are_answered_with_typed_errors_and_the_session_goes_on() {
     let resolver = all_builtins();
     let parts = Parts {
         model: bytemuck::cast_slice(&model),
+        constants: &[],
         arena: bytemuck::cast_slice_mut(&mut arena),
         workspace: &mut workspace,
     };
@@ -550,6 +552,7 @@ fn poll_ready_returns_at_once_when_nothing_has_arrived() {
     let resolver = all_builtins();
     let parts = Parts {
         model: bytemuck::cast_slice(&model),
+        constants: &[],
         arena: bytemuck::cast_slice_mut(&mut arena),
         workspace: &mut workspace,
     };

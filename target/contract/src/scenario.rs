@@ -19,6 +19,7 @@
 //! pools = ["fast", "sram"]                # the board pools buffers may use (default: one memory)
 //! kernels = "all"                         # all | model: link only the model's kernels
 //! optimize = "speed"                      # speed | size: the firmware's code generation
+//! constants = "tail"                      # tail | flash: where kernels' prepared constants live
 //! [vnpu]                                  # overrides the board's latency model
 //! job_cycles = 10000
 //! cycles_per_1000_macs = 64
@@ -98,6 +99,8 @@ struct RawScenario {
     kernels: Option<String>,
     #[serde(default)]
     optimize: Option<String>,
+    #[serde(default)]
+    constants: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -180,6 +183,30 @@ pub struct ScenarioFile {
     pub kernels: KernelChoice,
     /// What the firmware's code is generated for.
     pub optimize: OptimizeFor,
+    /// Where kernels' prepared constants live.
+    pub constants: ConstantsPlace,
+}
+
+/// Where a firmware keeps the constants kernels work out at prepare
+/// (`constants = "tail" | "flash"`; see `hilt_runtime::constants`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ConstantsPlace {
+    /// In the arena's tail, built at every start (TFLM's way).
+    #[default]
+    Tail,
+    /// In a constant image the host writes beside the model in flash: the
+    /// tail keeps only the interpreter's tables.
+    Flash,
+}
+
+impl ConstantsPlace {
+    /// The name a scenario file uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            ConstantsPlace::Tail => "tail",
+            ConstantsPlace::Flash => "flash",
+        }
+    }
 }
 
 /// Which kernels a scenario's firmware links (`kernels = "all" | "model"`).
@@ -308,6 +335,26 @@ fn validate(path: &Path, raw: RawScenario) -> Result<ScenarioFile, ConfigError> 
             ));
         }
     };
+    let constants = match raw.constants.as_deref() {
+        None | Some("tail") => ConstantsPlace::Tail,
+        Some("flash") => ConstantsPlace::Flash,
+        Some(other) => {
+            return Err(ConfigError::invalid(
+                path,
+                "constants",
+                format!("{other:?}: use tail or flash"),
+            ));
+        }
+    };
+    if constants == ConstantsPlace::Flash
+        && offload.accelerator != crate::offload::Accelerator::None
+    {
+        return Err(ConfigError::invalid(
+            path,
+            "constants",
+            "constants in flash do not combine with an accelerator yet (an offloaded op's constants are its job descriptor, in the arena)",
+        ));
+    }
     let faults = armed_faults(path, &raw.faults)?;
     Ok(ScenarioFile {
         name,
@@ -326,6 +373,7 @@ fn validate(path: &Path, raw: RawScenario) -> Result<ScenarioFile, ConfigError> 
         pools,
         kernels,
         optimize,
+        constants,
     })
 }
 

@@ -557,7 +557,7 @@ fn slot() -> hilt_agent::proto::model_slot::SlotModel<'static> {
     // it cannot see into.
     let bytes: &'static [u8; MODEL_SLOT_LEN] = core::hint::black_box(&HILT_MODEL_SLOT.0);
     hilt_agent::proto::model_slot::read(bytes).unwrap_or(
-        hilt_agent::proto::model_slot::SlotModel { bytes: &[], crc: 0, name: "" },
+        hilt_agent::proto::model_slot::SlotModel { bytes: &[], crc: 0, name: "", constants: &[] },
     )
 }
 
@@ -582,6 +582,7 @@ pub unsafe fn take() -> hilt_agent::Parts<'static> {
     let (arena, workspace) = (&raw mut ARENA, &raw mut WORKSPACE);
     hilt_agent::Parts {
         model: slot().bytes,
+        constants: slot().constants,
         // SAFETY: the caller calls this once: these are the only references.
         arena: unsafe { &mut (*arena).0 },
         workspace: unsafe { &mut *workspace },

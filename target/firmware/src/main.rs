@@ -16,11 +16,10 @@ mod timing_edit;
 mod uart;
 mod wire;
 
-
 use cortex_m_rt::entry;
-use hilt_agent::runtime::accel::vnpu::{NEGATE, NEGATE_NAME};
 #[cfg(hilt_vnpu)]
 use hilt_agent::TickVnpu;
+use hilt_agent::runtime::accel::vnpu::{NEGATE, NEGATE_NAME};
 use hilt_agent::{Agent, Line};
 
 /// Build-time configuration and statics (board, model, arena): `build.rs`.

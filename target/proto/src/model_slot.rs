@@ -19,6 +19,12 @@
 //! | 12 | 4 | CRC-32 of the model ([`crate::crc::crc32`]) |
 //! | 16 | 1 | name length (≤ [`MAX_NAME`]) |
 //! | 17 | 47 | the model's file name, UTF-8 |
+//!
+//! A slot may also hold the model's *constant image* (the kernel constants
+//! prepare works out, kept in flash instead of the arena's tail: see
+//! `hilt_runtime::constants`). It starts at the first 64-byte boundary
+//! after the model, with a 16-byte header of its own: [`CONSTANTS_MAGIC`],
+//! its length, then zeros; the image follows, 16-byte aligned.
 
 use crate::crc::crc32;
 
@@ -31,6 +37,28 @@ pub const HEADER: usize = 64;
 /// The longest model name a header holds (longer names are cut at a
 /// character boundary).
 pub const MAX_NAME: usize = HEADER - 17;
+
+/// The first eight bytes of a constant image's header.
+pub const CONSTANTS_MAGIC: [u8; 8] = *b"HILTCON1";
+
+/// Bytes of a constant image's header.
+pub const CONSTANTS_HEADER: usize = 16;
+
+/// Where a constant image's header starts in a slot whose model is
+/// `model_len` bytes.
+pub const fn constants_at(model_len: usize) -> usize {
+    (HEADER + model_len).next_multiple_of(64)
+}
+
+/// Slot bytes a model of `model_len` bytes needs, with a constant image of
+/// `constants_len` bytes (none when 0).
+pub const fn payload_len(model_len: usize, constants_len: usize) -> usize {
+    if constants_len == 0 {
+        HEADER + model_len
+    } else {
+        constants_at(model_len) + CONSTANTS_HEADER + constants_len
+    }
+}
 
 /// The symbol a firmware gives its slot, so the host finds it in the ELF.
 pub const SYMBOL: &str = "HILT_MODEL_SLOT";
@@ -86,14 +114,28 @@ pub struct SlotModel<'a> {
     pub crc: u32,
     /// The model's file name, from the header.
     pub name: &'a str,
+    /// The constant image after the model (empty when the slot has none).
+    pub constants: &'a [u8],
 }
 
 /// Writes `model` (named `name`) into `slot`: header, bytes, zeros after.
 pub fn write(slot: &mut [u8], model: &[u8], name: &str) -> Result<(), SlotError> {
+    write_with_constants(slot, model, name, &[])
+}
+
+/// [`write`], with the model's constant image after it (none when
+/// `constants` is empty). [`SlotError::TooSmall`] counts the image in.
+pub fn write_with_constants(
+    slot: &mut [u8],
+    model: &[u8],
+    name: &str,
+    constants: &[u8],
+) -> Result<(), SlotError> {
     let capacity = slot.len().saturating_sub(HEADER);
-    if model.len() > capacity || u32::try_from(model.len()).is_err() {
+    let needs = payload_len(model.len(), constants.len());
+    if needs > slot.len() || u32::try_from(needs).is_err() {
         return Err(SlotError::TooSmall {
-            model: model.len(),
+            model: needs - HEADER,
             capacity,
         });
     }
@@ -111,7 +153,30 @@ pub fn write(slot: &mut [u8], model: &[u8], name: &str) -> Result<(), SlotError>
     let (bytes, zeros) = rest.split_at_mut(model.len());
     bytes.copy_from_slice(model);
     zeros.fill(0);
+    if !constants.is_empty() {
+        let at = constants_at(model.len());
+        let image = &mut slot[at..at + CONSTANTS_HEADER + constants.len()];
+        image[..8].copy_from_slice(&CONSTANTS_MAGIC);
+        image[8..12].copy_from_slice(&(constants.len() as u32).to_le_bytes());
+        image[CONSTANTS_HEADER..].copy_from_slice(constants);
+    }
     Ok(())
+}
+
+/// The constant image after a model of `model_len` bytes (empty when the
+/// slot holds none; [`SlotError::Length`] when its length runs past).
+fn constants_in(slot: &[u8], model_len: usize) -> Result<&[u8], SlotError> {
+    let at = constants_at(model_len);
+    let Some(header) = slot.get(at..at + CONSTANTS_HEADER) else {
+        return Ok(&[]);
+    };
+    if header[..8] != CONSTANTS_MAGIC {
+        return Ok(&[]);
+    }
+    let len = u32::from_le_bytes([header[8], header[9], header[10], header[11]]) as usize;
+    slot.get(at + CONSTANTS_HEADER..)
+        .and_then(|rest| rest.get(..len))
+        .ok_or(SlotError::Length)
 }
 
 /// Reads the model a slot holds, trusting its header's CRC (the firmware
@@ -135,6 +200,7 @@ pub fn read(slot: &[u8]) -> Result<SlotModel<'_>, SlotError> {
         bytes,
         crc: word(12),
         name,
+        constants: constants_in(slot, len)?,
     })
 }
 
@@ -175,6 +241,33 @@ mod tests {
         assert!(
             slot[HEADER + 9..].iter().all(|&b| b == 0),
             "the old tail is cleared"
+        );
+    }
+
+    #[test]
+    fn a_constant_image_follows_the_model_aligned() {
+        let mut slot = [0xAAu8; 512];
+        let image = [7u8; 40];
+        write_with_constants(&mut slot, b"TFL3model", "m.tflite", &image).unwrap();
+        let m = read_checked(&slot).unwrap();
+        assert_eq!(m.bytes, b"TFL3model");
+        assert_eq!(m.constants, &image);
+        assert_eq!(
+            m.constants.as_ptr() as usize - slot.as_ptr() as usize,
+            128 + 16
+        );
+        assert_eq!(payload_len(9, 40), 128 + 16 + 40);
+        assert_eq!(
+            write_with_constants(&mut slot[..180], b"TFL3model", "m", &image),
+            Err(SlotError::TooSmall {
+                model: 184 - HEADER,
+                capacity: 180 - HEADER
+            })
+        );
+        write(&mut slot, b"TFL3model", "m").unwrap();
+        assert!(
+            read(&slot).unwrap().constants.is_empty(),
+            "rewritten without"
         );
     }
 

@@ -11,6 +11,7 @@ pub mod allocation;
 pub mod arena;
 pub mod canary;
 pub mod choice;
+pub mod constants;
 pub mod float_text;
 pub mod interpreter;
 pub mod kernels;

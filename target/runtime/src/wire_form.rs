@@ -247,6 +247,8 @@ wire_enum!(InterpreterError {
     7 => Canary(fault),
     8 => Accelerator { op, job, error },
     9 => NoSuchTensor { position },
+    10 => ConstantImageMisaligned,
+    11 => ConstantImageLonger { used, image },
 });
 
 wire_enum!(OpName {
@@ -283,6 +285,8 @@ wire_enum!(KernelError {
     12 => IndexOutOfRange { tensor, index, size },
     13 => TakenTwice,
     14 => Internal,
+    15 => ConstantImageShort { needed, image },
+    16 => ConstantImageDiffers { byte },
 });
 
 wire_enum!(QuantProblem {

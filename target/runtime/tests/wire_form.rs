@@ -95,6 +95,11 @@ fn kernel_errors() -> Vec<KernelError> {
         },
         KernelError::TakenTwice,
         KernelError::Internal,
+        KernelError::ConstantImageShort {
+            needed: 24_600,
+            image: 24_000,
+        },
+        KernelError::ConstantImageDiffers { byte: 1_234 },
     ]
 }
 
@@ -356,6 +361,11 @@ fn interpreter_errors() -> Vec<InterpreterError> {
         InterpreterError::Aliasing { op: 1, tensor: 2 },
         InterpreterError::ReadBeforeWrite { op: 3, tensor: 4 },
         InterpreterError::NoSuchTensor { position: 5 },
+        InterpreterError::ConstantImageMisaligned,
+        InterpreterError::ConstantImageLonger {
+            used: 100,
+            image: 180,
+        },
     ];
     for code in codes {
         errors.push(InterpreterError::UnsupportedOperator { op: 2, code });

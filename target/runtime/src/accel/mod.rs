@@ -673,6 +673,8 @@ impl OpWork {
             record: self.record,
             scratch,
             taken: core::cell::Cell::new(0),
+            // A claimed op's op data stays in the arena (its descriptor).
+            constants: &[],
         };
         crate::marks::job_start();
         let done = (self.invoke)(&ctx);

@@ -38,6 +38,10 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
         // Start over on the whole arena (allocate may be retried).
         self.committed = None;
         self.arena.reset();
+        self.constants.rewind();
+        if !self.constants.aligned() {
+            return Err(InterpreterError::ConstantImageMisaligned);
+        }
         let model = self.model;
         self.check_aliasing()?;
         let mut staging = Staging::begin(&model, planner, &mut self.arena, options)?;
@@ -67,6 +71,9 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
         if offload.is_some() {
             self.schedule_jobs(&mut staging, jobs, buffer_align);
         }
+        self.constants
+            .check_fully_used()
+            .map_err(|(used, image)| InterpreterError::ConstantImageLonger { used, image })?;
         self.commit(staging, planner, records, jobs, buffer_align, report)
     }
 
@@ -111,6 +118,13 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                     inputs_at: OpRecord::list_at(model.bytes(), op.raw().inputs()),
                     outputs_at: OpRecord::list_at(model.bytes(), op.raw().outputs()),
                     ..OpRecord::default()
+                },
+                // A claimed op's op data is its descriptor: in the arena,
+                // where the engine reads it.
+                constants: if claimed || self.constants.in_tail() {
+                    None
+                } else {
+                    Some(&mut self.constants)
                 },
             };
             (kernel.prepare)(&mut ctx).map_err(|error| InterpreterError::Kernel {

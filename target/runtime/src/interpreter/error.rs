@@ -168,6 +168,16 @@ pub enum InterpreterError {
         /// The position asked for.
         position: u32,
     },
+    /// The constant image does not start 8-byte aligned.
+    ConstantImageMisaligned,
+    /// The constant image is longer than the constants this model's
+    /// prepare works out: it was made for another model.
+    ConstantImageLonger {
+        /// Bytes the model's constants take.
+        used: u32,
+        /// Bytes the image holds.
+        image: u32,
+    },
 }
 
 impl fmt::Display for InterpreterError {
@@ -201,6 +211,13 @@ impl fmt::Display for InterpreterError {
             InterpreterError::NoSuchTensor { position } => {
                 write!(f, "the model has no tensor at position {position}")
             }
+            InterpreterError::ConstantImageMisaligned => {
+                f.write_str("the constant image does not start 8-byte aligned")
+            }
+            InterpreterError::ConstantImageLonger { used, image } => write!(
+                f,
+                "the constant image holds {image} bytes, the model's constants take {used}: it was made for another model"
+            ),
         }
     }
 }

@@ -33,6 +33,7 @@ use crate::accel::{JobTrace, OFFLOAD_LINKED, Offload, OffloadStats};
 use crate::allocation::{Allocation, TensorSlot, cast_mut};
 use crate::arena::{Arena, Region};
 use crate::canary::{self, CanaryFault, CanaryMode, SectionGuards};
+use crate::constants::Constants;
 use crate::kernels::Resolver;
 use crate::model::{Model, TensorInfo};
 #[cfg(not(hilt_compact))]
@@ -73,6 +74,8 @@ pub struct Interpreter<'m, 'a, 'r> {
     offload: Option<Offload<'r>>,
     offload_stats: OffloadStats,
     faults: Faults,
+    /// Where kernels' prepared constants go: the tail or a constant image.
+    constants: Constants<'a>,
 }
 
 impl fmt::Debug for Interpreter<'_, '_, '_> {
@@ -96,7 +99,24 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
             offload: None,
             offload_stats: OffloadStats::default(),
             faults: Faults::default(),
+            constants: Constants::Tail,
         }
+    }
+
+    /// Where kernels' prepared constants go from the next
+    /// [`allocate`](Self::allocate) on: the arena's tail (the default), a
+    /// constant image to build ([`Constants::write`], the host's side) or
+    /// one to read and check ([`Constants::read`], a firmware's side, the
+    /// image in flash). See [`crate::constants`].
+    pub fn set_constants(&mut self, constants: Constants<'a>) {
+        self.constants = constants;
+        self.committed = None;
+    }
+
+    /// The constant image bytes the last allocate wrote or checked (empty
+    /// when constants are in the tail).
+    pub fn constant_image(&self) -> &[u8] {
+        self.constants.used()
     }
 
     /// The model.
@@ -197,7 +217,14 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
         let committed = self.committed()?;
         let model = self.model;
         // SAFETY: the base and length of the arena `committed` was carved in.
-        let views = unsafe { Views::of(self.arena.base_ptr(), self.arena.capacity(), &committed) };
+        let views = unsafe {
+            Views::of(
+                self.arena.base_ptr(),
+                self.arena.capacity(),
+                &committed,
+                self.constants.used(),
+            )
+        };
         let offload = self.linked_offload().filter(|_| !views.jobs.is_empty());
         self.offload_stats = OffloadStats::default();
         if offload.is_none() && profile.is_none() && views.guards.is_empty() && !self.faults.any() {
@@ -209,6 +236,7 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                 scratch: views.scratch,
                 base: views.base,
                 len: views.len,
+                constants: views.constants,
             }
             .run()?;
         } else {

@@ -21,6 +21,7 @@ pub(super) struct PlainRun<'p, 'm> {
     pub(super) scratch: &'p [TensorSlot],
     pub(super) base: *mut u8,
     pub(super) len: usize,
+    pub(super) constants: &'p [u8],
 }
 
 impl PlainRun<'_, '_> {
@@ -50,6 +51,7 @@ impl PlainRun<'_, '_> {
                 record: *record,
                 scratch: self.scratch,
                 taken: Cell::new(0),
+                constants: self.constants,
             };
             crate::marks::op_start();
             let done = (kernel.invoke)(&ctx);

@@ -20,6 +20,8 @@ pub(super) struct Views<'v> {
     pub(super) jobs: &'v [JobRecord],
     pub(super) base: *mut u8,
     pub(super) len: usize,
+    /// The constant image prepare checked or wrote (empty: the tail).
+    pub(super) constants: &'v [u8],
 }
 
 impl<'v> Views<'v> {
@@ -32,7 +34,12 @@ impl<'v> Views<'v> {
     /// the head, of variable tensors and of their own op data, all disjoint
     /// from them.
     #[inline(always)]
-    pub(super) unsafe fn of(base: *mut u8, len: usize, committed: &Committed) -> Self {
+    pub(super) unsafe fn of(
+        base: *mut u8,
+        len: usize,
+        committed: &Committed,
+        constants: &'v [u8],
+    ) -> Self {
         // SAFETY: as the caller guarantees, each region lies in the arena.
         let view = |r: crate::arena::Region| unsafe {
             core::slice::from_raw_parts(base.add(r.offset as usize), r.len as usize)
@@ -45,6 +52,7 @@ impl<'v> Views<'v> {
             jobs: bytemuck_slice::<JobRecord>(view(committed.jobs)),
             base,
             len,
+            constants,
         }
     }
 

@@ -207,6 +207,7 @@ impl<C: Clock + ?Sized> WatchedRun<'_, '_, '_, C> {
             record,
             scratch: views.scratch,
             taken: Cell::new(0),
+            constants: self.views.constants,
         };
         let start = self.profile.as_ref().map(|p| p.clock.now());
         (kernel.invoke)(&ctx).map_err(|error| InterpreterError::Kernel {

@@ -14,6 +14,7 @@ use super::KernelError;
 use super::tensor::{Tensor, TensorMut};
 use crate::allocation::{Staging, TensorSlot};
 use crate::arena::{Arena, Region};
+use crate::constants::{Constants, IN_IMAGE};
 use crate::model::{Model, OperatorInfo, TensorInfo};
 use crate::request::BufferRequest;
 
@@ -149,6 +150,8 @@ pub struct PrepareContext<'p, 'm, 'a> {
     pub(crate) arena: &'p mut Arena<'a>,
     pub(crate) staging: &'p mut Staging,
     pub(crate) record: OpRecord,
+    /// The constant image this op's constants go to, `None` for the tail.
+    pub(crate) constants: Option<&'p mut Constants<'a>>,
 }
 
 impl core::fmt::Debug for PrepareContext<'_, '_, '_> {
@@ -209,11 +212,11 @@ impl<'m> PrepareContext<'_, 'm, '_> {
     /// [`InvokeContext::op_data`].
     pub fn store<T: Pod>(&mut self, value: &T) -> Result<(), KernelError> {
         let bytes = bytemuck::bytes_of(value);
-        let region = self.alloc(bytes.len())?;
-        self.arena.bytes_mut(region).copy_from_slice(bytes);
-        self.record.data_offset = region.offset;
+        let offset = self.place(bytes.len())?;
+        self.put(offset, 0, bytes)?;
+        self.record.data_offset = offset;
         self.record.data_len =
-            u16::try_from(region.len).map_err(|_| KernelError::UnsupportedParameter {
+            u16::try_from(bytes.len()).map_err(|_| KernelError::UnsupportedParameter {
                 what: "op data over 64 KiB",
             })?;
         Ok(())
@@ -222,10 +225,10 @@ impl<'m> PrepareContext<'_, 'm, '_> {
     /// Stores an array in the tail; keep the returned handle in the op data.
     pub fn store_slice<T: Pod>(&mut self, values: &[T]) -> Result<Stored<T>, KernelError> {
         let bytes: &[u8] = bytemuck::cast_slice(values);
-        let region = self.alloc(bytes.len())?;
-        self.arena.bytes_mut(region).copy_from_slice(bytes);
+        let offset = self.place(bytes.len())?;
+        self.put(offset, 0, bytes)?;
         Ok(Stored {
-            offset: region.offset,
+            offset,
             len: values.len() as u32,
             _type: PhantomData,
         })
@@ -237,13 +240,23 @@ impl<'m> PrepareContext<'_, 'm, '_> {
         len: usize,
         mut f: impl FnMut(usize) -> T,
     ) -> Result<Stored<T>, KernelError> {
-        let region = self.alloc(len * size_of::<T>())?;
-        let slice: &mut [T] = crate::allocation::cast_mut(self.arena.bytes_mut(region));
-        for (i, v) in slice.iter_mut().enumerate() {
-            *v = f(i);
+        let offset = self.place(len * size_of::<T>())?;
+        if offset & IN_IMAGE == 0 {
+            let region = Region {
+                offset,
+                len: (len * size_of::<T>()) as u32,
+            };
+            let slice: &mut [T] = crate::allocation::cast_mut(self.arena.bytes_mut(region));
+            for (i, v) in slice.iter_mut().enumerate() {
+                *v = f(i);
+            }
+        } else {
+            for i in 0..len {
+                self.put(offset, i * size_of::<T>(), bytemuck::bytes_of(&f(i)))?;
+            }
         }
         Ok(Stored {
-            offset: region.offset,
+            offset,
             len: len as u32,
             _type: PhantomData,
         })
@@ -252,26 +265,55 @@ impl<'m> PrepareContext<'_, 'm, '_> {
     /// An array this op stored earlier in its prepare, read back (to
     /// derive op data from it).
     pub fn stored_values<T: Pod>(&self, stored: Stored<T>) -> Result<&[T], KernelError> {
-        let region = Region {
-            offset: stored.offset,
-            len: (stored.len)
-                .checked_mul(size_of::<T>() as u32)
-                .ok_or(KernelError::Internal)?,
+        let len = (stored.len)
+            .checked_mul(size_of::<T>() as u32)
+            .ok_or(KernelError::Internal)?;
+        let data = if stored.offset & IN_IMAGE != 0 {
+            let constants = self.constants.as_deref().ok_or(KernelError::Internal)?;
+            constants.bytes(stored.offset & !IN_IMAGE, len)?
+        } else {
+            if stored.offset as usize + len as usize > self.arena.capacity() {
+                return Err(KernelError::Internal);
+            }
+            self.arena.bytes(Region {
+                offset: stored.offset,
+                len,
+            })
         };
-        if region.offset as usize + region.len as usize > self.arena.capacity() {
-            return Err(KernelError::Internal);
-        }
-        let data = self.arena.bytes(region);
         if data.is_empty() {
             return Ok(&[]);
         }
         bytemuck::try_cast_slice(data).map_err(|_| KernelError::Internal)
     }
 
-    fn alloc(&mut self, len: usize) -> Result<Region, KernelError> {
-        self.arena
-            .alloc_persistent(len, OP_DATA_ALIGN)
-            .map_err(|_| KernelError::OutOfMemory { bytes: len as u32 })
+    /// Room for `len` bytes of constants: in the constant image when this
+    /// op uses one (the offset then carries [`IN_IMAGE`]), else in the tail.
+    fn place(&mut self, len: usize) -> Result<u32, KernelError> {
+        match self.constants.as_deref_mut() {
+            Some(constants) => Ok(constants.reserve(len)? | IN_IMAGE),
+            None => self
+                .arena
+                .alloc_persistent(len, OP_DATA_ALIGN)
+                .map(|r| r.offset)
+                .map_err(|_| KernelError::OutOfMemory { bytes: len as u32 }),
+        }
+    }
+
+    /// Puts `bytes` at `skip` bytes into the place at `offset`.
+    fn put(&mut self, offset: u32, skip: usize, bytes: &[u8]) -> Result<(), KernelError> {
+        let at = (offset & !IN_IMAGE) + skip as u32;
+        match self.constants.as_deref_mut() {
+            Some(constants) if offset & IN_IMAGE != 0 => constants.put(at, bytes),
+            _ => {
+                self.arena
+                    .bytes_mut(Region {
+                        offset: at,
+                        len: bytes.len() as u32,
+                    })
+                    .copy_from_slice(bytes);
+                Ok(())
+            }
+        }
     }
 
     /// Requests `bytes` of scratch memory, live only while this op runs.
@@ -322,6 +364,8 @@ pub struct InvokeContext<'i, 'm> {
     pub(crate) record: OpRecord,
     pub(crate) scratch: &'i [TensorSlot],
     pub(crate) taken: Cell<u128>,
+    /// The constant image (empty when constants are in the tail).
+    pub(crate) constants: &'i [u8],
 }
 
 impl core::fmt::Debug for InvokeContext<'_, '_> {
@@ -383,15 +427,29 @@ impl<'i, 'm> InvokeContext<'i, 'm> {
         )
     }
 
+    /// Constants prepare stored at `offset`: in the tail, or in the
+    /// constant image when the offset carries [`IN_IMAGE`].
+    #[inline]
+    fn constant_bytes(&self, offset: u32, len: u32) -> Result<&'i [u8], KernelError> {
+        if offset & IN_IMAGE == 0 {
+            return self.region_bytes(offset, len);
+        }
+        let start = (offset & !IN_IMAGE) as usize;
+        self.constants
+            .get(start..start + len as usize)
+            .ok_or(KernelError::Internal)
+    }
+
     /// The op data stored at prepare.
     pub fn op_data<T: Pod>(&self) -> Result<&'i T, KernelError> {
-        let bytes = self.region_bytes(self.record.data_offset, u32::from(self.record.data_len))?;
+        let bytes =
+            self.constant_bytes(self.record.data_offset, u32::from(self.record.data_len))?;
         bytemuck::try_from_bytes(bytes).map_err(|_| KernelError::Internal)
     }
 
     /// An array stored at prepare.
     pub fn stored<T: Pod>(&self, stored: Stored<T>) -> Result<&'i [T], KernelError> {
-        let bytes = self.region_bytes(stored.offset, stored.len * size_of::<T>() as u32)?;
+        let bytes = self.constant_bytes(stored.offset, stored.len * size_of::<T>() as u32)?;
         if bytes.is_empty() {
             return Ok(&[]);
         }

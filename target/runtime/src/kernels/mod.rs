@@ -181,6 +181,19 @@ pub enum KernelError {
         /// The size of the axis it indexes.
         size: u32,
     },
+    /// The constant image ends before this op's constants do.
+    ConstantImageShort {
+        /// Image bytes this op's constants need (to their end).
+        needed: u32,
+        /// Bytes the image holds.
+        image: u32,
+    },
+    /// A constant this op's prepare works out differs from the constant
+    /// image's byte: the image was made for another model or kernel build.
+    ConstantImageDiffers {
+        /// The first differing byte, from the image's start.
+        byte: u32,
+    },
     /// A writable view was requested twice in one invoke.
     TakenTwice,
     /// An interpreter invariant did not hold (a bug, reported rather than a panic).
@@ -267,6 +280,14 @@ impl fmt::Display for KernelError {
             } => write!(
                 f,
                 "tensor {tensor}: index {index} is outside an axis of size {size}"
+            ),
+            KernelError::ConstantImageShort { needed, image } => write!(
+                f,
+                "the constant image holds {image} bytes, this op's constants need {needed}"
+            ),
+            KernelError::ConstantImageDiffers { byte } => write!(
+                f,
+                "its constants differ from the constant image at byte {byte} (an image made for another model or kernel build)"
             ),
             KernelError::TakenTwice => f.write_str("a writable tensor view was taken twice"),
             KernelError::Internal => f.write_str("internal interpreter error"),
