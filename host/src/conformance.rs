@@ -3,7 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
+use hilt_runtime::allocation::AllocOptions;
+use hilt_runtime::constants::Constants;
+use hilt_runtime::interpreter::Interpreter;
 use hilt_runtime::planner::Greedy;
+use hilt_runtime::schedule::Schedule;
 use serde::Deserialize;
 
 use crate::host_run::{AlignedBytes, DEFAULT_ARENA, RunError, interpreter, set_input};
@@ -207,8 +211,25 @@ pub struct ModelOutcome {
     pub arena_used: usize,
 }
 
+/// How a conformance run sets the interpreter up.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunSetup {
+    /// TFLM's schedule or the lean one.
+    pub schedule: Schedule,
+    /// Kernel constants in a constant image instead of the tail.
+    pub constants_in_flash: bool,
+    /// The optimal planner instead of greedy.
+    pub optimal: bool,
+}
+
 /// Runs every case of `entry` and compares every output of every step.
 pub fn run_model(dir: &Path, entry: &ModelEntry) -> ModelOutcome {
+    run_model_with(dir, entry, RunSetup::default())
+}
+
+/// [`run_model`] with the interpreter set up as `setup` says; the
+/// outcome's `arena_used` is then the committed head plus tail.
+pub fn run_model_with(dir: &Path, entry: &ModelEntry, setup: RunSetup) -> ModelOutcome {
     let mut outcome = ModelOutcome {
         name: entry.name.clone(),
         cases_passed: 0,
@@ -231,7 +252,8 @@ pub fn run_model(dir: &Path, entry: &ModelEntry) -> ModelOutcome {
         }
     };
     for case in &entry.cases {
-        match run_case(dir, entry, &file, case, comparison, &mut outcome.arena_used) {
+        let case_setup = (comparison, setup);
+        match run_case(dir, entry, &file, case, case_setup, &mut outcome.arena_used) {
             Ok(None) => outcome.cases_passed += 1,
             Ok(Some(mismatch)) => outcome.failures.push(format!("{}: {mismatch}", case.name)),
             Err(e) => outcome.failures.push(format!("{}: {e}", case.name)),
@@ -245,13 +267,44 @@ fn run_case(
     entry: &ModelEntry,
     file: &ModelFile,
     case: &Case,
-    comparison: Comparison,
+    (comparison, setup): (Comparison, RunSetup),
     arena_used: &mut usize,
 ) -> Result<Option<String>, RunError> {
     let model = file.model();
     let mut arena = AlignedBytes::zeroed(DEFAULT_ARENA);
-    let mut interpreter = interpreter(model, &Greedy, &mut arena)?;
-    *arena_used = interpreter.arena_used_bytes();
+    // 8-aligned room for any constant image (prepare widens weights at
+    // most to 32 bits).
+    let mut image = vec![
+        0u64;
+        if setup.constants_in_flash {
+            file.bytes().len() + 8192
+        } else {
+            0
+        }
+    ];
+    let mut interpreter =
+        if setup.schedule == Schedule::Tflm && !setup.constants_in_flash && !setup.optimal {
+            let interpreter = interpreter(model, &Greedy, &mut arena)?;
+            *arena_used = interpreter.arena_used_bytes();
+            interpreter
+        } else {
+            crate::host_run::check_supported(&model)?;
+            let mut interpreter =
+                Interpreter::new(model, crate::host_run::resolver(), arena.as_mut_slice());
+            if setup.constants_in_flash {
+                interpreter.set_constants(Constants::write(bytemuck_bytes(&mut image)));
+            }
+            let options = AllocOptions {
+                schedule: setup.schedule,
+                ..AllocOptions::default()
+            };
+            let optimal = hilt_runtime::planner::Optimal::default();
+            let planner: &dyn hilt_runtime::planner::MemoryPlanner =
+                if setup.optimal { &optimal } else { &Greedy };
+            let allocation = interpreter.allocate(planner, &options)?;
+            *arena_used = (allocation.head.len + allocation.tail_bytes) as usize;
+            interpreter
+        };
     let case_dir = dir.join("cases").join(&entry.name);
     let read = |name: &str| {
         let p = case_dir.join(name);
@@ -270,4 +323,11 @@ fn run_case(
         }
     }
     Ok(None)
+}
+
+/// `words` as bytes (8-aligned: a constant image's start).
+fn bytemuck_bytes(words: &mut [u64]) -> &mut [u8] {
+    // SAFETY: any byte pattern is a valid `u8`; the length covers exactly
+    // the words' bytes, and the borrow is the caller's one.
+    unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast(), words.len() * 8) }
 }

@@ -15,7 +15,7 @@ use std::sync::atomic::AtomicBool;
 
 use crate::config::board::Board;
 use crate::model_file::ModelFile;
-use hilt_contract::scenario::{ConstantsPlace, KernelChoice, OptimizeFor};
+use hilt_contract::scenario::{ConstantsPlace, KernelChoice, OptimizeFor, Schedule};
 use hilt_runtime::model::OpCode;
 
 /// Whether firmware builds show cargo's own output (`hilt -v`).
@@ -152,6 +152,8 @@ pub struct FirmwareRequest<'a> {
     /// Where kernels' constants live: with `Flash`, the host works out the
     /// model's constant image and writes it into the slot after the model.
     pub constants: ConstantsPlace,
+    /// TFLM's schedule or the lean one (`HILT_SCHEDULE`).
+    pub schedule: Schedule,
 }
 
 impl<'a> FirmwareRequest<'a> {
@@ -173,6 +175,7 @@ impl<'a> FirmwareRequest<'a> {
                 || scenario.offload.accelerator != hilt_contract::offload::Accelerator::None,
             optimize: scenario.optimize,
             constants: scenario.constants,
+            schedule: scenario.schedule,
         }
     }
 
@@ -281,6 +284,11 @@ fn elf_key(
             size => format!(":opt-level={}", size.opt_level()),
         }
     );
+    // A lean firmware adds its schedule; a TFLM one's key is unchanged.
+    let text = match request.schedule {
+        Schedule::Tflm => text,
+        lean => format!("{text}:schedule={}", lean.name()),
+    };
     format!("{:016x}", fnv(text.as_bytes(), 0))
 }
 
@@ -636,6 +644,7 @@ impl FirmwareBuild<'_> {
             .env("HILT_ARENA_SIZE", request.arena_size.to_string())
             .env("HILT_PLANNER", request.planner.name())
             .env("HILT_CANARY", request.canary.name())
+            .env("HILT_SCHEDULE", request.schedule.name())
             .env("HILT_ALIGN", request.align.to_string())
             .env("HILT_POOLS", self.pools)
             .env("HILT_KERNELS", self.kernels)

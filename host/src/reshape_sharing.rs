@@ -39,8 +39,10 @@ fn shape_only(code: OpCode<'_>) -> bool {
 
 /// The figures for `model`, planned at `align` (TFLM's is 16).
 pub fn measure(model: &Model<'_>, align: u32) -> Result<SharingFigures, PlanError> {
-    let mut requests = vec![BufferRequest::scratch(0, 0, 0); liveness::tensor_request_count(model)];
-    liveness::tensor_requests(model, align, &mut requests);
+    let schedule = Default::default();
+    let mut requests =
+        vec![BufferRequest::scratch(0, 0, 0); liveness::tensor_request_count(model, schedule)];
+    liveness::tensor_requests(model, schedule, align, &mut requests);
     let head = greedy_head(&requests)?;
     // Each request's group: a shape-only op's output joins its input's.
     let position = |tensor: u32| {

@@ -37,6 +37,7 @@ fn an_arena_that_leaves_too_little_stack_is_refused_with_the_figures() {
         engine: true,
         optimize: hilt::config::scenario::OptimizeFor::Speed,
         constants: hilt::config::scenario::ConstantsPlace::Tail,
+        schedule: hilt::config::scenario::Schedule::Tflm,
     };
     match build(&repo(), &request(96 * 1024)) {
         Err(BuildError::Stack {
@@ -86,6 +87,7 @@ fn two_models_share_one_build_and_differ_only_in_the_slot() {
                 engine: true,
                 optimize: hilt::config::scenario::OptimizeFor::Speed,
                 constants: hilt::config::scenario::ConstantsPlace::Tail,
+                schedule: hilt::config::scenario::Schedule::Tflm,
             };
             std::fs::read(build(&repo(), &request).unwrap()).unwrap()
         })
@@ -160,6 +162,7 @@ fn two_sets_of_faults_share_one_build_and_differ_only_in_their_word() {
                 engine: true,
                 optimize: hilt::config::scenario::OptimizeFor::Speed,
                 constants: hilt::config::scenario::ConstantsPlace::Tail,
+                schedule: hilt::config::scenario::Schedule::Tflm,
             };
             std::fs::read(build(&repo(), &request).unwrap()).unwrap()
         })
@@ -280,6 +283,7 @@ fn a_cached_firmware_is_used_while_another_build_holds_the_lock() {
         engine: true,
         optimize: hilt::config::scenario::OptimizeFor::Speed,
         constants: hilt::config::scenario::ConstantsPlace::Tail,
+        schedule: hilt::config::scenario::Schedule::Tflm,
     };
     let first = build(&repo(), &request(&board)).unwrap();
     let lock_path = repo().join("build/firmware/cache/hilt-build.lock");
@@ -307,6 +311,7 @@ fn a_cached_firmware_is_used_while_another_build_holds_the_lock() {
             engine: true,
             optimize: hilt::config::scenario::OptimizeFor::Speed,
             constants: hilt::config::scenario::ConstantsPlace::Tail,
+            schedule: hilt::config::scenario::Schedule::Tflm,
         };
         let _ = tx.send(build(&repo(), &request).map_err(|e| e.to_string()));
     });

@@ -70,6 +70,18 @@ pub(crate) struct LayoutArgs {
     /// tables).
     #[arg(long, value_enum, default_value = "tail", requires = "board")]
     constants: ConstantsArg,
+    /// The schedule: tflm (every op's inputs and outputs apart, as TFLM
+    /// runs them) or lean (ops whose input dies there write over it; the
+    /// ops left as TFLM's are listed with why).
+    #[arg(long, value_enum, default_value = "tflm")]
+    schedule: ScheduleArg,
+}
+
+/// `--schedule`'s values.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ScheduleArg {
+    Tflm,
+    Lean,
 }
 
 /// `--constants`'s values.
@@ -95,6 +107,7 @@ pub(crate) fn run(args: LayoutArgs) -> anyhow::Result<()> {
         accel,
         pools,
         constants,
+        schedule,
     } = args;
     let choice = accel.choice()?;
     let offload = (choice.kind == hilt::accel::AcceleratorKind::Vnpu).then_some(choice.offload);
@@ -113,6 +126,10 @@ pub(crate) fn run(args: LayoutArgs) -> anyhow::Result<()> {
         constants: match constants {
             ConstantsArg::Tail => hilt::config::scenario::ConstantsPlace::Tail,
             ConstantsArg::Flash => hilt::config::scenario::ConstantsPlace::Flash,
+        },
+        schedule: match schedule {
+            ScheduleArg::Tflm => hilt::config::scenario::Schedule::Tflm,
+            ScheduleArg::Lean => hilt::config::scenario::Schedule::Lean,
         },
         ..LayoutOptions::default()
     };

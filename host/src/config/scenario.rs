@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use hilt_contract::scenario::{
-    ConstantsPlace, KernelChoice, OptimizeFor, ScenarioFile, ScenarioSource, StepFiles,
+    ConstantsPlace, KernelChoice, OptimizeFor, ScenarioFile, ScenarioSource, Schedule, StepFiles,
 };
 
 use crate::config::ConfigError;
@@ -96,6 +96,8 @@ pub struct Scenario {
     /// Where kernels' prepared constants live (tail, or flash beside the
     /// model).
     pub constants: ConstantsPlace,
+    /// TFLM's schedule or the lean one (ops over their inputs' buffers).
+    pub schedule: Schedule,
 }
 
 impl Scenario {
@@ -214,6 +216,7 @@ pub fn load(path: &Path, conformance_sets: &[PathBuf]) -> Result<Scenario, Scena
         kernels: file.kernels,
         optimize: file.optimize,
         constants: file.constants,
+        schedule: file.schedule,
     })
 }
 

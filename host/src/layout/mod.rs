@@ -50,7 +50,7 @@ use hilt_runtime::pool::PoolLayout;
 use serde::Serialize;
 
 use crate::config::board::Board;
-use crate::config::scenario::{ConstantsPlace, Scenario};
+use crate::config::scenario::{ConstantsPlace, Scenario, Schedule};
 use crate::holds::{Hold, Liveness};
 use crate::model_file::{ModelFile, ModelFileError};
 
@@ -274,6 +274,10 @@ pub struct LayoutReport {
     /// That constant image, as the host writes it beside the model.
     #[serde(skip)]
     pub constant_image: Vec<u8>,
+    /// The lean schedule's ops in place and the ops it left as TFLM's
+    /// (`None` under TFLM's schedule).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lean: Option<LeanReport>,
     /// The arena's memory pools (split arenas only).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub pools: Vec<PoolRow>,
@@ -283,6 +287,52 @@ pub struct LayoutReport {
 
 fn is_zero(value: &u32) -> bool {
     *value == 0
+}
+
+/// What the lean schedule did with a model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LeanReport {
+    /// The schedule lean resolved to for this model (`lean`, or
+    /// `narrowing` when widening ops in place would raise the peak).
+    pub runs: &'static str,
+    /// The liveness bound of TFLM's schedule (every op's inputs and
+    /// outputs apart), beside the plan's own bound under the lean one.
+    pub classic_bound: u32,
+    /// Ops written over their inputs' buffers.
+    pub in_place: Vec<u32>,
+    /// Ops of a kind that has an in-place form, run as TFLM's, each with
+    /// why (`op 12 DEPTHWISE_CONV_2D: input still read by op 14`).
+    pub as_tflm: Vec<String>,
+}
+
+impl LeanReport {
+    /// The lean schedule's decisions on `model`, with TFLM's bound for
+    /// buffers aligned to `align`.
+    pub fn of(model: &Model<'_>, align: u32) -> Self {
+        use hilt_runtime::schedule::{Refusal, Schedule, in_place, resolve};
+        let schedule = resolve(model, Schedule::Lean, align);
+        let requests: Vec<_> = hilt_runtime::liveness::tensor_request_iter(model)
+            .map(|r| r.with_align(align))
+            .collect();
+        let classic_bound =
+            hilt_runtime::planner::lower_bound(&requests).min(u64::from(u32::MAX)) as u32;
+        let mut report = LeanReport {
+            runs: schedule.name(),
+            classic_bound,
+            in_place: Vec::new(),
+            as_tflm: Vec::new(),
+        };
+        for op in model.operators() {
+            match in_place(model, schedule, op.index) {
+                Ok(_) => report.in_place.push(op.index),
+                Err(Refusal::NoInPlaceForm) => {}
+                Err(why) => report
+                    .as_tflm
+                    .push(format!("op {} {}: {why}", op.index, op.code)),
+            }
+        }
+        report
+    }
 }
 
 /// Options of one layout run.
@@ -308,6 +358,8 @@ pub struct LayoutOptions {
     /// Where kernels' constants go (through the interpreter only): the
     /// tail, or a constant image for flash.
     pub constants: ConstantsPlace,
+    /// TFLM's schedule or the lean one.
+    pub schedule: Schedule,
 }
 
 impl Default for LayoutOptions {
@@ -324,6 +376,7 @@ impl Default for LayoutOptions {
             pools: PoolLayout::WHOLE,
             pool_names: Vec::new(),
             constants: ConstantsPlace::Tail,
+            schedule: Schedule::Tflm,
         }
     }
 }
@@ -366,6 +419,7 @@ impl LayoutOptions {
             pool_names: board.pools.iter().map(|p| p.name.clone()).collect(),
             pools,
             constants: scenario.constants,
+            schedule: scenario.schedule,
         }
     }
 

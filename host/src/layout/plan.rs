@@ -16,7 +16,7 @@ use hilt_runtime::model::{Model, ModelError};
 use hilt_runtime::planner::{MemoryPlanner, OfflinePlanError};
 use hilt_runtime::request::{BufferOwner, MAX_ALIGN};
 
-use crate::config::scenario::ConstantsPlace;
+use crate::config::scenario::{ConstantsPlace, Schedule};
 use crate::holds::Liveness;
 use crate::model_file::ModelFileError;
 
@@ -160,6 +160,7 @@ fn alloc_options(options: &LayoutOptions) -> AllocOptions {
         align: options.align,
         canary: options.canary,
         pools: options.pools,
+        schedule: options.schedule,
     }
 }
 
@@ -262,6 +263,7 @@ fn plan_activations(
         lower_bound,
         constants: 0,
         constant_image: Vec::new(),
+        lean: lean_report(model, options),
         pools,
         buffers,
     })
@@ -337,9 +339,15 @@ fn plan_interpreter(
         lower_bound,
         constants: interpreter.constant_image().len() as u32,
         constant_image: interpreter.constant_image().to_vec(),
+        lean: lean_report(model, options),
         pools,
         buffers,
     })
+}
+
+/// The lean schedule's decisions, under the lean schedule.
+fn lean_report(model: &Model<'_>, options: &LayoutOptions) -> Option<super::LeanReport> {
+    (options.schedule == Schedule::Lean).then(|| super::LeanReport::of(model, options.align))
 }
 
 /// Names each buffer's hold, against the tensors' natural lifetimes (the

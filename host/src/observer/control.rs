@@ -156,7 +156,7 @@ pub fn plan_text(
     image: &FirmwareImage,
     plan: &[PlannedBuffer],
     guard: u32,
-    model: &ModelFile,
+    (model, schedule): (&ModelFile, hilt_runtime::schedule::Schedule),
 ) -> String {
     let (start, end) = image.arena;
     let head = head_start(plan, guard);
@@ -179,7 +179,9 @@ pub fn plan_text(
     for op in model.operators() {
         let index = op.index;
         let tensor_buffers = |tensors: &mut dyn Iterator<Item = u32>| -> Vec<usize> {
-            let tensors: Vec<u32> = tensors.collect();
+            let tensors: Vec<u32> = tensors
+                .map(|t| hilt_runtime::schedule::buffer_of(&model, schedule, t))
+                .collect();
             plan.iter()
                 .enumerate()
                 .filter(|(_, b)| b.kind == "tensor" && tensors.contains(&u32::from(b.index)))

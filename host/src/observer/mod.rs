@@ -227,6 +227,7 @@ impl Observer {
         &mut self,
         plan: &[PlannedBuffer],
         model: &ModelFile,
+        (schedule, align): (hilt_runtime::schedule::Schedule, u32),
     ) -> Result<(), ObserverError> {
         // The bytes each buffer's owner may touch: its guard is not one.
         self.plan = plan
@@ -236,7 +237,9 @@ impl Observer {
                 ..b.clone()
             })
             .collect();
-        let text = control::plan_text(&self.image, &self.plan, self.guard, model);
+        // Under a lean schedule a tensor may live in another's buffer.
+        let schedule = hilt_runtime::schedule::resolve(&model.model(), schedule, align);
+        let text = control::plan_text(&self.image, &self.plan, self.guard, (model, schedule));
         let path = self.dir.join("plan");
         let partial = self.dir.join("plan.partial");
         std::fs::write(&partial, text).map_err(|e| ObserverError::io(&partial, e))?;

@@ -270,6 +270,7 @@ pub(super) fn board_layout(
         lower_bound,
         constants: 0,
         constant_image: Vec::new(),
+        lean: None,
         pools: run
             .pools
             .as_ref()

@@ -20,6 +20,7 @@
 //! kernels = "all"                         # all | model: link only the model's kernels
 //! optimize = "speed"                      # speed | size: the firmware's code generation
 //! constants = "tail"                      # tail | flash: where kernels' prepared constants live
+//! schedule = "tflm"                       # tflm | lean: lean runs ops over their inputs' buffers
 //! [vnpu]                                  # overrides the board's latency model
 //! job_cycles = 10000
 //! cycles_per_1000_macs = 64
@@ -50,6 +51,7 @@ use serde::Deserialize;
 use crate::error::{ConfigError, read_toml};
 use crate::offload::{OffloadChoice, RawVnpu};
 use crate::{CanaryMode, PlannerKind};
+pub use hilt_runtime::schedule::Schedule;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -101,6 +103,8 @@ struct RawScenario {
     optimize: Option<String>,
     #[serde(default)]
     constants: Option<String>,
+    #[serde(default)]
+    schedule: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -185,6 +189,8 @@ pub struct ScenarioFile {
     pub optimize: OptimizeFor,
     /// Where kernels' prepared constants live.
     pub constants: ConstantsPlace,
+    /// TFLM's schedule or the lean one.
+    pub schedule: Schedule,
 }
 
 /// Where a firmware keeps the constants kernels work out at prepare
@@ -355,6 +361,24 @@ fn validate(path: &Path, raw: RawScenario) -> Result<ScenarioFile, ConfigError> 
             "constants in flash do not combine with an accelerator yet (an offloaded op's constants are its job descriptor, in the arena)",
         ));
     }
+    let schedule = match raw.schedule.as_deref() {
+        None | Some("tflm") => Schedule::Tflm,
+        Some("lean") => Schedule::Lean,
+        Some(other) => {
+            return Err(ConfigError::invalid(
+                path,
+                "schedule",
+                format!("{other:?}: use tflm or lean"),
+            ));
+        }
+    };
+    if schedule == Schedule::Lean && offload.accelerator != crate::offload::Accelerator::None {
+        return Err(ConfigError::invalid(
+            path,
+            "schedule",
+            "the lean schedule does not run with an accelerator yet",
+        ));
+    }
     let faults = armed_faults(path, &raw.faults)?;
     Ok(ScenarioFile {
         name,
@@ -374,6 +398,7 @@ fn validate(path: &Path, raw: RawScenario) -> Result<ScenarioFile, ConfigError> 
         kernels,
         optimize,
         constants,
+        schedule,
     })
 }
 

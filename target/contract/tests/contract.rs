@@ -194,6 +194,55 @@ fn the_optimize_key_chooses_speed_or_size() {
 }
 
 #[test]
+fn the_schedule_and_constants_keys_choose_and_name_what_cannot_combine() {
+    use hilt_contract::scenario::{ConstantsPlace, Schedule};
+    let default = scenario_with("lean-default", "").unwrap();
+    assert_eq!(
+        (default.schedule, default.constants),
+        (Schedule::Tflm, ConstantsPlace::Tail)
+    );
+    let lean = scenario_with("lean", "schedule = \"lean\"\nconstants = \"flash\"").unwrap();
+    assert_eq!(
+        (lean.schedule, lean.constants),
+        (Schedule::Lean, ConstantsPlace::Flash)
+    );
+    for (name, text, field, said) in [
+        (
+            "schedule-bad",
+            "schedule = \"tight\"",
+            "schedule",
+            "\"tight\": use tflm or lean",
+        ),
+        (
+            "constants-bad",
+            "constants = \"rom\"",
+            "constants",
+            "\"rom\": use tail or flash",
+        ),
+        (
+            "schedule-vnpu",
+            "schedule = \"lean\"\naccelerator = \"vnpu\"",
+            "schedule",
+            "does not run with an accelerator",
+        ),
+        (
+            "constants-vnpu",
+            "constants = \"flash\"\naccelerator = \"vnpu\"",
+            "constants",
+            "do not combine with an accelerator",
+        ),
+    ] {
+        let e = scenario_with(name, text).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("{name}.toml"))
+                && e.contains(&format!("field `{field}`"))
+                && e.contains(said),
+            "{e}"
+        );
+    }
+}
+
+#[test]
 fn the_faults_key_arms_named_faults_and_names_an_unknown_one() {
     use hilt_proto::armed_faults::{ArmedFaults, Fault};
     let none = scenario_with("faults-default", "").unwrap();

@@ -53,6 +53,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use hilt_proto::model_slot;
+use hilt_runtime::schedule::Schedule;
 
 pub use hilt_contract::board::{self, Board};
 pub use hilt_contract::{CanaryMode, PlannerKind};
@@ -120,6 +121,8 @@ pub struct FirmwareBuild {
     pub planner: PlannerKind,
     /// Canary mode asked for.
     pub canary: CanaryMode,
+    /// The schedule (`HILT_SCHEDULE`: `tflm` or `lean`; default tflm).
+    pub schedule: Schedule,
     /// Activation alignment.
     pub align: u32,
     /// The arena's memory pools (`HILT_POOLS` over the board's `pools`).
@@ -194,6 +197,7 @@ impl FirmwareBuild {
             arena_size,
             planner: planner()?,
             canary: canary()?,
+            schedule: schedule()?,
             align: align()?,
             kernels: kernels()?,
             engine: engine()?,
@@ -256,10 +260,11 @@ impl FirmwareBuild {
                 "/// What the agent says in its Hello (the model's name and CRC-32 come\n\
                  /// from the slot, whichever model the host wrote there), and how it lays\n\
                  /// out the arena.\n\
-                 pub fn config() -> hilt_agent::Config {{\n    let model = slot();\n    hilt_agent::Config {{\n    board: BOARD,\n    model_name: model.name,\n    model_hash: model.crc,\n    clock_hz: CLOCK_HZ,\n    alloc: hilt_agent::runtime::allocation::AllocOptions {{\n        align: {},\n        canary: hilt_agent::runtime::canary::CanaryMode::{:?},\n        pools: {},\n    }},\n}}\n}}",
+                 pub fn config() -> hilt_agent::Config {{\n    let model = slot();\n    hilt_agent::Config {{\n    board: BOARD,\n    model_name: model.name,\n    model_hash: model.crc,\n    clock_hz: CLOCK_HZ,\n    alloc: hilt_agent::runtime::allocation::AllocOptions {{\n        align: {},\n        canary: hilt_agent::runtime::canary::CanaryMode::{:?},\n        pools: {},\n        schedule: hilt_agent::runtime::schedule::Schedule::{:?},\n    }},\n}}\n}}",
                 self.align,
                 self.canary,
-                pools_source(&self.pools)
+                pools_source(&self.pools),
+                self.schedule
             ),
             self.resolver_source(),
         ];
@@ -417,6 +422,18 @@ fn kernel_entry(entry: &str) -> Option<(&str, Option<u8>)> {
         mask = Some(mask.unwrap_or(0) | bit);
     }
     Some((name, mask))
+}
+
+fn schedule() -> Result<Schedule, BuildError> {
+    match var("HILT_SCHEDULE").as_deref() {
+        None | Some("tflm") => Ok(Schedule::Tflm),
+        Some("lean") => Ok(Schedule::Lean),
+        Some(other) => Err(BuildError::Variable {
+            name: "HILT_SCHEDULE",
+            value: other.to_string(),
+            expected: "use tflm or lean",
+        }),
+    }
 }
 
 fn canary() -> Result<CanaryMode, BuildError> {
@@ -633,6 +650,7 @@ mod tests {
             arena_size: 4096,
             planner: PlannerKind::Offline,
             canary: CanaryMode::Buffers,
+            schedule: Schedule::Lean,
             align: 64,
             pools: hilt_runtime::pool::PoolLayout::WHOLE,
             kernels: None,

@@ -24,6 +24,7 @@ pub mod port;
 pub mod profile;
 pub mod reach;
 pub mod request;
+pub mod schedule;
 pub mod schema;
 pub mod wire_form;
 #[cfg(any(test, feature = "writer"))]

@@ -249,6 +249,7 @@ wire_enum!(InterpreterError {
     9 => NoSuchTensor { position },
     10 => ConstantImageMisaligned,
     11 => ConstantImageLonger { used, image },
+    12 => LeanWithOffload,
 });
 
 wire_enum!(OpName {

@@ -52,7 +52,7 @@ fn seed_requests() -> Vec<BufferRequest> {
     let bytes = seed_fc_model();
     let model = load(&bytes);
     let mut requests = vec![BufferRequest::tensor(0, 0, 0, 0); 8];
-    let n = tensor_requests(&model, 16, &mut requests);
+    let n = tensor_requests(&model, Default::default(), 16, &mut requests);
     requests.truncate(n);
     requests
 }

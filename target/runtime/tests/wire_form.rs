@@ -362,6 +362,7 @@ fn interpreter_errors() -> Vec<InterpreterError> {
         InterpreterError::ReadBeforeWrite { op: 3, tensor: 4 },
         InterpreterError::NoSuchTensor { position: 5 },
         InterpreterError::ConstantImageMisaligned,
+        InterpreterError::LeanWithOffload,
         InterpreterError::ConstantImageLonger {
             used: 100,
             image: 180,

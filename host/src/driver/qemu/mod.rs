@@ -177,7 +177,11 @@ impl SessionObserver for Watching<'_> {
         scenario: &Scenario,
     ) -> Result<(), RunFailure> {
         self.observer
-            .plan_committed(plan, &scenario.model_file)
+            .plan_committed(
+                plan,
+                &scenario.model_file,
+                (scenario.schedule, scenario.align),
+            )
             .map_err(|e| RunFailure::Observer(e.to_string()))
     }
 

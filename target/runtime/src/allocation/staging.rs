@@ -15,6 +15,7 @@ use crate::model::Model;
 use crate::planner::MemoryPlanner;
 use crate::pool::{self, POOLS_LINKED, PoolError, PoolLayout};
 use crate::request::{BufferOwner, BufferRequest};
+use crate::schedule::Schedule;
 
 use super::{
     AllocError, AllocOptions, Allocation, ArenaNeeds, ArenaPlan, TensorSlot, cast_mut,
@@ -36,6 +37,7 @@ pub struct Staging {
     canary: CanaryMode,
     end_guard: Region,
     pools: PoolLayout,
+    schedule: Schedule,
     /// Fault-injection builds only: commit a plan whose live buffers overlap.
     #[cfg(feature = "fault-injection")]
     unchecked: bool,
@@ -54,7 +56,8 @@ impl Staging {
         if !align.is_power_of_two() || align > crate::request::MAX_ALIGN {
             return Err(AllocError::InvalidAlignment { align });
         }
-        let tensor_requests = liveness::tensor_request_count(model);
+        let schedule = crate::schedule::resolve(model, options.schedule, align);
+        let tensor_requests = liveness::tensor_request_count(model, schedule);
         let mut staging = Staging {
             slots: Region::default(),
             requests: Region::default(),
@@ -67,6 +70,7 @@ impl Staging {
             canary: options.canary,
             end_guard: Region::default(),
             pools: options.pools,
+            schedule,
             #[cfg(feature = "fault-injection")]
             unchecked: false,
         };
@@ -135,7 +139,7 @@ impl Staging {
             )
             .map_err(|_| staging.too_small(model, arena, None, &[]))?;
         let requests: &mut [BufferRequest] = cast_mut(arena.bytes_mut(staging.requests));
-        liveness::tensor_requests(model, align, requests);
+        liveness::tensor_requests(model, schedule, align, requests);
         if options.canary == CanaryMode::Buffers {
             // Every buffer is planned with its guard band after it.
             for r in requests.iter_mut() {
@@ -143,6 +147,11 @@ impl Staging {
             }
         }
         Ok(staging)
+    }
+
+    /// The schedule this allocation runs ([`crate::schedule::resolve`]d).
+    pub fn schedule(&self) -> Schedule {
+        self.schedule
     }
 
     /// The tensor records' region (one [`TensorSlot`] per tensor).
@@ -249,7 +258,8 @@ impl Staging {
         let head_align = extra.iter().fold(self.head_align, |a, r| a.max(r.align));
         AllocError::ArenaTooSmall(ArenaNeeds {
             available: arena.capacity() as u32,
-            head: head.unwrap_or_else(|| model_lower_bound(model, self.align, extra)),
+            head: head
+                .unwrap_or_else(|| model_lower_bound(model, self.schedule, self.align, extra)),
             head_exact: head.is_some(),
             head_start: arena.aligned_offset(guard, head_align).unwrap_or(guard),
             temp: self.temp_need(extra.len()) as u32,
@@ -394,6 +404,16 @@ impl Staging {
             self.record_locations(requests, offsets, bounds.start, locations);
             head
         };
+        if self.schedule != Schedule::Tflm {
+            // A tensor written over its chain's first lives there.
+            let slots: &mut [TensorSlot] = cast_mut(arena.bytes_mut(self.slots));
+            for tensor in model.tensors() {
+                let first = crate::schedule::buffer_of(model, self.schedule, tensor.index);
+                if first != tensor.index {
+                    slots[tensor.index as usize].offset = slots[first as usize].offset;
+                }
+            }
+        }
         let guards = self.commit_head(model, arena, bounds.start, head, &tail)?;
         Ok(Allocation {
             slots: self.slots,

@@ -13,6 +13,7 @@ use crate::kernels::PrepareContext;
 use crate::kernels::context::OpRecord;
 use crate::planner::MemoryPlanner;
 use crate::request::BufferOwner;
+use crate::schedule::Schedule;
 
 use super::error::{InterpreterError, OpName};
 use super::{Committed, Interpreter, bytemuck_slice};
@@ -54,6 +55,9 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
         if self.offload.is_some() && !OFFLOAD_LINKED {
             return Err(InterpreterError::OffloadNotLinked);
         }
+        if self.offload.is_some() && options.schedule != Schedule::Tflm {
+            return Err(InterpreterError::LeanWithOffload);
+        }
         let offload = self.linked_offload();
         let buffer_align = offload.map_or(1, |o| {
             o.accelerator
@@ -67,7 +71,8 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
         // Unclaimed ops keep an all-zero record: the arena may hold an
         // earlier interpreter's bytes.
         self.arena.bytes_mut(jobs).fill(0);
-        self.prepare_ops(&mut staging, records, jobs, buffer_align)?;
+        let schedule = staging.schedule();
+        self.prepare_ops(&mut staging, records, jobs, (buffer_align, schedule))?;
         if offload.is_some() {
             self.schedule_jobs(&mut staging, jobs, buffer_align);
         }
@@ -84,7 +89,7 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
         staging: &mut Staging,
         records: Region,
         jobs: Region,
-        buffer_align: u32,
+        (buffer_align, schedule): (u32, Schedule),
     ) -> Result<(), InterpreterError> {
         let model = self.model;
         let offload = self.linked_offload();
@@ -126,6 +131,8 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                 } else {
                     Some(&mut self.constants)
                 },
+                in_place: schedule != Schedule::Tflm
+                    && crate::schedule::in_place(&model, schedule, op.index).is_ok(),
             };
             (kernel.prepare)(&mut ctx).map_err(|error| InterpreterError::Kernel {
                 op: op.index,

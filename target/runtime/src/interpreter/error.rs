@@ -168,6 +168,9 @@ pub enum InterpreterError {
         /// The position asked for.
         position: u32,
     },
+    /// The lean schedule was asked for with an accelerator: an engine's
+    /// job reading and writing one buffer is not supported.
+    LeanWithOffload,
     /// The constant image does not start 8-byte aligned.
     ConstantImageMisaligned,
     /// The constant image is longer than the constants this model's
@@ -211,6 +214,9 @@ impl fmt::Display for InterpreterError {
             InterpreterError::NoSuchTensor { position } => {
                 write!(f, "the model has no tensor at position {position}")
             }
+            InterpreterError::LeanWithOffload => f.write_str(
+                "the lean schedule does not run with an accelerator (offloaded ops keep TFLM's schedule): use schedule = \"tflm\"",
+            ),
             InterpreterError::ConstantImageMisaligned => {
                 f.write_str("the constant image does not start 8-byte aligned")
             }

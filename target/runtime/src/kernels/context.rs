@@ -152,6 +152,8 @@ pub struct PrepareContext<'p, 'm, 'a> {
     pub(crate) record: OpRecord,
     /// The constant image this op's constants go to, `None` for the tail.
     pub(crate) constants: Option<&'p mut Constants<'a>>,
+    /// The lean schedule runs this op over its input's buffer.
+    pub(crate) in_place: bool,
 }
 
 impl core::fmt::Debug for PrepareContext<'_, '_, '_> {
@@ -166,6 +168,14 @@ impl<'m> PrepareContext<'_, 'm, '_> {
     /// The operator being prepared.
     pub fn op(&self) -> &OperatorInfo<'m> {
         &self.op
+    }
+
+    /// Whether the lean schedule runs this op in place: its output 0 is
+    /// written into input 0's buffer ([`crate::schedule`]), and invoke
+    /// gets the two as one ([`InvokeContext::shared_io`]). The kernel asks
+    /// for the temporary its bands need as its first scratch buffer.
+    pub fn runs_in_place(&self) -> bool {
+        self.in_place
     }
 
     /// The whole model.
@@ -510,6 +520,31 @@ impl<'i, 'm> InvokeContext<'i, 'm> {
             data,
             model: self.model,
         })
+    }
+
+    /// Input 0 and output 0 as one buffer, when the lean schedule runs
+    /// this op in place (both live at one offset: the plan made them one
+    /// buffer); `None` otherwise. Its length is the larger of the two.
+    /// Takes both views: neither [`input`](Self::input)`(0)` nor
+    /// [`output`](Self::output)`(0)` may be asked for after it.
+    pub fn shared_io(&self) -> Result<Option<&'i mut [u8]>, KernelError> {
+        let (input, output) = (self.tensor_index(0, false)?, self.tensor_index(0, true)?);
+        let slot = |t: u32| {
+            self.slots
+                .get(t as usize)
+                .copied()
+                .ok_or(KernelError::Internal)
+        };
+        let (x, y) = (slot(input)?, slot(output)?);
+        let in_model =
+            |s: &TensorSlot| s.offset == TensorSlot::NOT_IN_ARENA || s.model_offset().is_some();
+        if x.offset != y.offset || in_model(&x) || input == output {
+            return Ok(None);
+        }
+        self.take(0)?;
+        self.take(64)?;
+        self.region_bytes_mut(x.offset, x.bytes.max(y.bytes))
+            .map(Some)
     }
 
     /// Input `position`, or `None` when the model omits it.

@@ -35,6 +35,7 @@ use super::conv_geometry::{Geometry, Window};
 use super::conv_i16::{Wide, conv_i16, prepare_int16};
 use super::fixed_point::activation_range_float;
 use super::fully_connected::{ROWS, accumulate_f32, accumulate_rows_f32, activate, matvec_f32};
+use super::in_place;
 use super::quant_math::{self, ChannelParams, ChannelSetup, Requant, ScaleRule};
 use super::tensor::{Dims, expect_float_weights, expect_type};
 use super::{InvokeContext, KernelError, PrepareContext, Registration, types};
@@ -233,11 +234,84 @@ fn prepare_int8(
         data.patch = ctx.request_scratch(patch as u32, 16)?;
         data.im2col = 1;
     }
+    if ctx.runs_in_place() {
+        // The lean schedule checked the shape (1×1, stride 1, one batch):
+        // a band of output pixels at a time goes through this temporary.
+        let out_c = geometry.out_c as usize;
+        let pixels = (geometry.y.out_size * geometry.x.out_size).max(0) as usize;
+        let band = in_place::pixel_band(out_c, pixels);
+        data.patch = ctx.request_scratch((band * out_c) as u32, 16)?;
+    }
     Ok(())
+}
+
+/// A pointwise int8 convolution over its own input's buffer (the lean
+/// schedule): bands of pixels through the temporary, each an ordinary
+/// [`conv_i8`] call over a one-row geometry of that many pixels.
+fn conv_i8_in_place(
+    ctx: &InvokeContext<'_, '_>,
+    data: &OpData,
+    shared: &mut [u8],
+) -> Result<(), KernelError> {
+    let g = &data.geometry;
+    let (in_c, out_c) = (g.in_c as usize, g.out_c as usize);
+    let filter = ctx.input(1)?;
+    let bias = ctx.optional_input(2)?;
+    let bias = match &bias {
+        Some(b) => Some(b.values::<i32>()?),
+        None => None,
+    };
+    let w = filter.values::<i8>()?;
+    let p = &data.channels;
+    let requant = Requant::new(ctx.stored(p.multiplier)?, ctx.stored(p.shift)?, p.stage)?;
+    if !is_pointwise(g, data.groups as usize)
+        || g.batches != 1
+        || g.x.stride != 1
+        || g.y.stride != 1
+        || w.len() < out_c * in_c
+        || bias.is_some_and(|b| b.len() < out_c)
+        || !requant.covers(out_c)
+    {
+        return Err(KernelError::Internal);
+    }
+    let (bias, w) = (bias.map(|b| &b[..out_c]), &w[..out_c * in_c]);
+    let temp = ctx.scratch(data.patch)?;
+    let pixels = (g.y.out_size * g.x.out_size) as usize;
+    in_place::pixels(shared, temp, (pixels, in_c, out_c), |run, x, out| {
+        let band = OpData {
+            geometry: Geometry {
+                y: unit_axis(&g.y, 1),
+                x: unit_axis(&g.x, run.len() as i32),
+                ..*g
+            },
+            ..*data
+        };
+        conv_i8(&band, x, w, bias, &requant, out);
+        Ok(())
+    })
+}
+
+/// A 1×1, stride-1 axis `n` long, otherwise `a`: a band of pointwise
+/// pixels as one row.
+fn unit_axis(a: &crate::kernels::window_axis::Axis, n: i32) -> crate::kernels::window_axis::Axis {
+    crate::kernels::window_axis::Axis {
+        in_size: n,
+        out_size: n,
+        interior_lo: 0,
+        interior_hi: n,
+        ..*a
+    }
 }
 
 fn invoke<const T: u8>(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
     let data: &OpData = ctx.op_data()?;
+    // Before any view of input 0 or output 0: in place, they are one.
+    if data.kind == KIND_INT8
+        && let Some(shared) = ctx.shared_io()?
+    {
+        types::linked::<T>(types::INT8)?;
+        return conv_i8_in_place(ctx, data, shared);
+    }
     let g = &data.geometry;
     let input = ctx.input(0)?;
     let filter = ctx.input(1)?;

@@ -28,6 +28,7 @@ use super::depthwise_packed;
 use super::depthwise_rows;
 use super::fixed_point::activation_range_float;
 use super::fully_connected::activate;
+use super::in_place;
 use super::quant_math::{self, ChannelParams, ChannelSetup, Requant, ScaleRule};
 use super::tensor::{Dims, expect_float_weights, expect_type};
 use super::{InvokeContext, KernelError, PrepareContext, Registration, types};
@@ -204,11 +205,81 @@ fn prepare_int8(
     let offset = data.channels.input_offset;
     let narrow = small_accumulators(out_c, taps, offset, bias, &weight_sum)?;
     data.kind = if narrow { KIND_INT8_NARROW } else { KIND_INT8 };
+    if ctx.runs_in_place() {
+        // The lean schedule checked that output rows are no wider than
+        // input rows: bands of rows go through this temporary (scratch 0).
+        let (in_row, out_row) = row_bytes(&data.geometry);
+        let bands = in_place::RowBands::of(&data.geometry.y, in_row, out_row);
+        ctx.request_scratch(bands.temp_bytes(out_row) as u32, 16)?;
+    }
     Ok(())
+}
+
+/// Bytes of one input row and one output row of `g`.
+fn row_bytes(g: &Geometry) -> (usize, usize) {
+    (
+        g.x.in_size.max(0) as usize * g.in_c as usize,
+        g.x.out_size.max(0) as usize * g.out_c as usize,
+    )
+}
+
+/// An int8 depthwise convolution over its own input's buffer (the lean
+/// schedule): bands of output rows through the temporary, each an ordinary
+/// [`depthwise_i8`] call over the input rows the band reads.
+fn depthwise_i8_in_place(
+    ctx: &InvokeContext<'_, '_>,
+    data: &OpData,
+    shared: &mut [u8],
+) -> Result<(), KernelError> {
+    let g = &data.geometry;
+    let out_c = g.out_c as usize;
+    let filter_len = (g.y.filter * g.x.filter) as usize * out_c;
+    let w = ctx.input(1)?.values::<i8>()?;
+    let bias = ctx.optional_input(2)?;
+    let bias = match &bias {
+        Some(b) => Some(b.values::<i32>()?),
+        None => None,
+    };
+    let folded = ctx.stored(data.folded)?;
+    let p = &data.channels;
+    let tables = Tables {
+        multiplier: ctx.stored(p.multiplier)?,
+        shift: ctx.stored(p.shift)?,
+        narrow: data.kind == KIND_INT8_NARROW,
+    };
+    let requant = Requant::new(tables.multiplier, tables.shift, p.stage)?;
+    if g.batches != 1
+        || w.len() < filter_len
+        || bias.is_some_and(|b| b.len() < out_c)
+        || folded.len() < out_c
+        || !requant.covers(out_c)
+    {
+        return Err(KernelError::Internal);
+    }
+    let biases = Biases {
+        model: bias.map(|b| &b[..out_c]),
+        folded: &folded[..out_c],
+    };
+    let (in_row, out_row) = row_bytes(g);
+    let bands = in_place::RowBands::of(&g.y, in_row, out_row);
+    let temp = ctx.scratch(0)?;
+    let w = &w[..filter_len];
+    in_place::rows(shared, temp, &g.y, (in_row, out_row), bands, |y, x, out| {
+        let mut band = *data;
+        band.geometry.y = *y;
+        depthwise_i8(&band, x, w, &biases, &requant, &tables, out)
+    })
 }
 
 fn invoke<const T: u8>(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
     let data: &OpData = ctx.op_data()?;
+    // Before any view of input 0 or output 0: in place, they are one.
+    if matches!(data.kind, KIND_INT8 | KIND_INT8_NARROW)
+        && let Some(shared) = ctx.shared_io()?
+    {
+        types::linked::<T>(types::INT8)?;
+        return depthwise_i8_in_place(ctx, data, shared);
+    }
     let g = &data.geometry;
     let input = ctx.input(0)?;
     let filter = ctx.input(1)?;

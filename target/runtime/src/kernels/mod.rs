@@ -60,6 +60,7 @@ pub(crate) mod gemm_quads;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 pub(crate) mod gemm_widened;
 pub mod hard_swish;
+mod in_place;
 pub mod l2_normalization;
 pub mod leaky_relu;
 pub mod log_softmax;

@@ -109,6 +109,33 @@ impl Axis {
         })
     }
 
+    /// The axis of outputs `o0..o1` alone, over the input positions they
+    /// read, and the first of those positions: a kernel given that slice
+    /// of the input and this axis computes exactly those outputs (the
+    /// lean schedule's bands, `kernels::in_place`).
+    pub fn band(&self, o0: i32, o1: i32) -> (Axis, i32) {
+        let effective = (self.filter - 1) * self.dilation + 1;
+        let first = self.origin(o0).max(0).min(self.in_size);
+        let end = (self.origin(o1 - 1) + effective).clamp(first, self.in_size);
+        let (n, s) = (end - first, self.stride);
+        let pad = first - self.origin(o0);
+        let out = o1 - o0;
+        let lo = ((pad + s - 1) / s).min(out);
+        let last = n - 1 + pad - (effective - 1);
+        let hi = if last < 0 { 0 } else { last / s + 1 }.min(out).max(lo);
+        let axis = Axis {
+            in_size: n,
+            filter: self.filter,
+            stride: s,
+            dilation: self.dilation,
+            pad,
+            out_size: out,
+            interior_lo: lo,
+            interior_hi: hi,
+        };
+        (axis, first)
+    }
+
     /// Input position of output `o`'s first tap (may be negative).
     #[inline(always)]
     pub fn origin(&self, o: i32) -> i32 {
@@ -157,6 +184,40 @@ mod tests {
                 (0..a.in_size).contains(&i)
             })
             .collect()
+    }
+
+    #[test]
+    fn a_band_reads_what_its_outputs_read() {
+        for padding in [Padding::SAME, Padding::VALID] {
+            for in_size in 1..12 {
+                for (filter, stride, dilation) in
+                    [(3, 1, 1), (3, 2, 1), (5, 1, 1), (3, 1, 2), (1, 1, 1)]
+                {
+                    let a = Axis::new(padding, in_size, filter, stride, dilation).unwrap();
+                    for o0 in 0..a.out_size {
+                        for o1 in o0 + 1..=a.out_size {
+                            let (b, first) = a.band(o0, o1);
+                            assert_eq!(b.out_size, o1 - o0);
+                            for o in o0..o1 {
+                                let whole: Vec<i32> = naive_taps(&a, o)
+                                    .iter()
+                                    .map(|k| a.origin(o) + k * a.dilation)
+                                    .collect();
+                                let band: Vec<i32> = naive_taps(&b, o - o0)
+                                    .iter()
+                                    .map(|k| first + b.origin(o - o0) + k * b.dilation)
+                                    .collect();
+                                assert_eq!(band, whole, "{a:?} band {o0}..{o1} o={o}");
+                                assert_eq!(
+                                    b.is_interior(o - o0),
+                                    naive_taps(&b, o - o0).len() == filter as usize
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]

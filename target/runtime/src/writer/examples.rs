@@ -69,6 +69,97 @@ fn conv_weights(
     (weights, bias)
 }
 
+/// MobileNet's blocks in miniature, for the lean schedule: a 3×3 conv,
+/// then depthwise 3×3 (stride 1), pointwise widening 8 → 16 channels,
+/// depthwise 3×3 stride 2, depthwise 5×5 (padding 2) and pointwise narrowing
+/// 16 → 6, over an `h × w × 4` input. Every op but the first can run in
+/// place.
+pub fn mobilenet_blocks_int8(h: i32, w_: i32) -> Vec<u8> {
+    let mut rng = Lcg(7);
+    let mut w = ModelWriter::new();
+    let input = w.input("image", T::INT8, &[1, h, w_, 4]);
+    w.quantize(input, 1.0 / 128.0, 3);
+    let conv = |padding, stride: i32| Options::Conv2D {
+        padding,
+        stride: (stride, stride),
+        dilation: (1, 1),
+        activation: Act::RELU6,
+    };
+    let depthwise = |padding, stride: i32| Options::DepthwiseConv2D {
+        padding,
+        stride: (stride, stride),
+        dilation: (1, 1),
+        depth_multiplier: 1,
+        activation: Act::RELU6,
+    };
+    let (h2, w2) = ((h + 1) / 2, (w_ + 1) / 2);
+    // Name, operator, filter shape, depthwise, options, output shape.
+    type Layer = (&'static str, Op, [i32; 4], bool, Options, [i32; 4]);
+    let steps: [Layer; 6] = [
+        (
+            "conv",
+            Op::CONV_2D,
+            [8, 3, 3, 4],
+            false,
+            conv(Padding::SAME, 1),
+            [1, h, w_, 8],
+        ),
+        (
+            "dw1",
+            Op::DEPTHWISE_CONV_2D,
+            [1, 3, 3, 8],
+            true,
+            depthwise(Padding::SAME, 1),
+            [1, h, w_, 8],
+        ),
+        (
+            "pw1",
+            Op::CONV_2D,
+            [16, 1, 1, 8],
+            false,
+            conv(Padding::VALID, 1),
+            [1, h, w_, 16],
+        ),
+        (
+            "dw2",
+            Op::DEPTHWISE_CONV_2D,
+            [1, 3, 3, 16],
+            true,
+            depthwise(Padding::SAME, 2),
+            [1, h2, w2, 16],
+        ),
+        (
+            "dw3",
+            Op::DEPTHWISE_CONV_2D,
+            [1, 5, 5, 16],
+            true,
+            depthwise(Padding::SAME, 1),
+            [1, h2, w2, 16],
+        ),
+        (
+            "pw2",
+            Op::CONV_2D,
+            [6, 1, 1, 16],
+            false,
+            conv(Padding::VALID, 1),
+            [1, h2, w2, 6],
+        ),
+    ];
+    let mut x = input;
+    for (k, (name, op, filter, dw, options, shape)) in steps.into_iter().enumerate() {
+        let (weights, bias) = conv_weights(&mut w, &mut rng, name, filter, dw);
+        let y = if k == 5 {
+            w.output("out", T::INT8, &shape)
+        } else {
+            w.tensor(&alloc::format!("{name}/out"), T::INT8, &shape)
+        };
+        w.quantize(y, 0.02 + 0.004 * k as f32, -128 + 10 * k as i64);
+        w.op(op, &[Some(x), Some(weights), Some(bias)], &[y], options);
+        x = y;
+    }
+    w.finish()
+}
+
 /// Two independent branches joined by an ADD, for offload: a 3×3 CONV_2D
 /// on one side (the engine's, when CONV_2D is offloaded) and two 3×3
 /// DEPTHWISE_CONV_2D on the other (the CPU's). The CPU runs its branch

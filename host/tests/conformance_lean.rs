@@ -1,0 +1,76 @@
+//! Conformance suite under the lean schedule, with kernel constants in a
+//! constant image and the optimal planner: every case of every model of
+//! every set gives TFLM's outputs, and the committed arena (head + tail,
+//! as a board commits it) is printed beside TFLM's.
+//!
+//! The MLPerf Tiny models and person_detect are held to the figures the
+//! book publishes (`docs/memory.md`, "Below the liveness bound"): at most
+//! 0.6 × TFLM's arena on the M4 where hilt gets there, and the committed
+//! bytes themselves, so a change that costs memory fails here.
+//!
+//! A set that is absent is skipped unless `HILT_CONFORMANCE_REQUIRED=1`.
+
+mod common;
+
+use hilt::conformance::{RunSetup, run_model_with};
+use hilt_runtime::schedule::Schedule;
+
+/// TFLM's arena on the Cortex-M4 (32-bit; `tflm-cortex-m4.md`), and the
+/// head + tail hilt commits on the host with the lean schedule, constants
+/// in flash and the optimal planner (= what `qemu-mps2-an386` commits).
+const HELD: [(&str, u64, usize); 5] = [
+    ("mlperf_tiny_kws_dscnn_int8", 22_772, 10_852),
+    ("mlperf_tiny_vww_mobilenetv1_int8", 100_660, 56_636),
+    ("mlperf_tiny_ic_resnet8_int8", 54_340, 49_784),
+    ("mlperf_tiny_ad_autoencoder_int8", 2_260, 1_216),
+    ("tflm_person_detect_int8", 82_292, 47_460),
+];
+
+#[test]
+fn lean_runs_match_tflm_below_its_arena() {
+    let setup = RunSetup {
+        schedule: Schedule::Lean,
+        constants_in_flash: true,
+        optimal: true,
+    };
+    let mut failed = Vec::new();
+    println!(
+        "{:<36} {:>7} {:>8} {:>12} {:>14}",
+        "model", "cases", "result", "lean arena", "TFLM (x86-64)"
+    );
+    for (dir, entry) in common::conformance_sets()
+        .iter()
+        .flat_map(|(d, ms)| ms.iter().map(move |m| (d, m)))
+    {
+        let outcome = run_model_with(dir, entry, setup);
+        let ok = outcome.failures.is_empty();
+        println!(
+            "{:<36} {:>3}/{:<3} {:>8} {:>12} {:>14}",
+            entry.name,
+            outcome.cases_passed,
+            outcome.cases,
+            if ok { "match" } else { "MISMATCH" },
+            outcome.arena_used,
+            entry.tflm.arena_used_total
+        );
+        for f in &outcome.failures {
+            failed.push(format!("{}: {f}", entry.name));
+        }
+        if let Some(&(_, tflm_m4, held)) = HELD.iter().find(|(n, ..)| *n == entry.name) {
+            if outcome.arena_used != held {
+                failed.push(format!(
+                    "{}: commits {} bytes, the book says {held}",
+                    entry.name, outcome.arena_used
+                ));
+            }
+            let ratio = outcome.arena_used as f64 / tflm_m4 as f64;
+            println!("    {ratio:.3} × TFLM's {tflm_m4} bytes on the M4");
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} failures:\n{}",
+        failed.len(),
+        failed.join("\n")
+    );
+}
