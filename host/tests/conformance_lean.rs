@@ -74,3 +74,31 @@ fn lean_runs_match_tflm_below_its_arena() {
         failed.join("\n")
     );
 }
+
+/// The constant image the book quotes for person_detect, and the tail it
+/// leaves, as `hilt layout --board` works them out.
+#[test]
+fn person_detect_keeps_its_constants_in_flash() {
+    let Some((dir, models)) = common::conformance_sets()
+        .into_iter()
+        .find(|(_, ms)| ms.iter().any(|m| m.name == "tflm_person_detect_int8"))
+    else {
+        return;
+    };
+    let entry = models
+        .iter()
+        .find(|m| m.name == "tflm_person_detect_int8")
+        .unwrap();
+    let bytes = std::fs::read(dir.join(&entry.model)).unwrap();
+    let board =
+        hilt::config::board::load_named(&common::repo().join("boards"), "qemu-mps2-an386").unwrap();
+    let options = hilt::layout::LayoutOptions {
+        planner: hilt_runtime::planner::PlannerKind::Optimal,
+        constants: hilt::config::scenario::ConstantsPlace::Flash,
+        schedule: Schedule::Lean,
+        ..hilt::layout::LayoutOptions::for_board(&board)
+    };
+    let report = hilt::layout::layout_bytes(&bytes, &options).unwrap();
+    assert_eq!((report.constants, report.tail), (25_344, 1_380));
+    assert_eq!(report.constant_image.len(), 25_344);
+}

@@ -260,10 +260,18 @@ fn depthwise_i8_in_place(
         model: bias.map(|b| &b[..out_c]),
         folded: &folded[..out_c],
     };
+    let w = &w[..filter_len];
+    // A layer the line ring takes, with its input's shape, runs over its
+    // input as it is (the ring holds every line it still needs); the band
+    // temporary stays unused there, so that every build plans alike.
+    #[cfg(all(target_arch = "arm", feature = "arm-dsp"))]
+    if depthwise_rows::applies(g) && g.y.in_size == g.y.out_size && g.x.in_size == g.x.out_size {
+        let ops = packed_operands(data, &[], w, &biases, &tables)?;
+        return depthwise_rows::run_over_input(g, &ops, in_place::as_i8_mut(shared));
+    }
     let (in_row, out_row) = row_bytes(g);
     let bands = in_place::RowBands::of(&g.y, in_row, out_row);
     let temp = ctx.scratch(0)?;
-    let w = &w[..filter_len];
     in_place::rows(shared, temp, &g.y, (in_row, out_row), bands, |y, x, out| {
         let mut band = *data;
         band.geometry.y = *y;
@@ -511,21 +519,8 @@ fn depthwise_i8_with(
     {
         let rows = packed && depthwise_rows::applies(&data.geometry);
         if rows || (packed && depthwise_packed::applies(&data.geometry)) {
-            let (g, stage) = (&data.geometry, data.channels.stage);
-            let interior = depthwise_packed::Operands {
-                x,
-                w,
-                folded: biases.folded,
-                bias: biases.model,
-                x_offset: data.channels.input_offset,
-                scales: depthwise_packed::Scales::new(
-                    tables.multiplier,
-                    tables.shift,
-                    stage,
-                    g.out_c as usize,
-                    tables.narrow,
-                )?,
-            };
+            let g = &data.geometry;
+            let interior = packed_operands(data, x, w, biases, tables)?;
             if rows {
                 return depthwise_rows::run(g, &interior, out);
             }
@@ -535,6 +530,31 @@ fn depthwise_i8_with(
     let _ = (packed, tables);
     depthwise_plain(data, x, w, biases, requant, out);
     Ok(())
+}
+
+/// What the packed and line-ring kernels read.
+#[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
+fn packed_operands<'a>(
+    data: &OpData,
+    x: &'a [i8],
+    w: &'a [i8],
+    biases: &Biases<'a>,
+    tables: &Tables<'a>,
+) -> Result<depthwise_packed::Operands<'a>, KernelError> {
+    Ok(depthwise_packed::Operands {
+        x,
+        w,
+        folded: biases.folded,
+        bias: biases.model,
+        x_offset: data.channels.input_offset,
+        scales: depthwise_packed::Scales::new(
+            tables.multiplier,
+            tables.shift,
+            data.channels.stage,
+            data.geometry.out_c as usize,
+            tables.narrow,
+        )?,
+    })
 }
 
 /// Every output pixel, row by row: the interior stretch of each interior

@@ -306,6 +306,46 @@ fn line_ring_matches_the_reference() {
     assert_eq!((taken, cases), (3 * (2 * 8 - 5), 96));
 }
 
+#[test]
+fn the_line_ring_runs_over_its_own_input() {
+    // The lean schedule's in place: SAME 3×3 layers the ring takes, along
+    // x and along y, their output written over their input.
+    let mut seed = 40u64;
+    for (h, w) in [(25, 5), (5, 25), (16, 16), (48, 20), (20, 48)] {
+        for c in [1, 4, 7, 64] {
+            seed += 1;
+            let l = Layer {
+                dims: [1, h, w, c],
+                filter: (3, 3),
+                multiplier: 1,
+                same: true,
+                stride: (1, 1),
+                dilation: (1, 1),
+                x_offset: [128, -127, 5][(seed % 3) as usize],
+                bias: !seed.is_multiple_of(4),
+                big: false,
+                seed: seed * 8 + 16,
+            };
+            let t = build(&l).unwrap();
+            assert!(depthwise_rows::applies(&t.data.geometry), "{l:?}");
+            let requant = Requant::new(&t.multiplier, &t.shift, t.stage).unwrap();
+            let biases = Biases {
+                model: t.bias.as_deref(),
+                folded: &t.folded,
+            };
+            let tables = Tables {
+                multiplier: &t.multiplier,
+                shift: &t.shift,
+                narrow: t.narrow,
+            };
+            let ops = packed_operands(&t.data, &[], &t.w, &biases, &tables).unwrap();
+            let mut io = t.x.clone();
+            depthwise_rows::run_over_input(&t.data.geometry, &ops, &mut io).unwrap();
+            assert_eq!(io, reference(&t, &requant), "{l:?}");
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
     #[test]

@@ -130,37 +130,101 @@ pub(super) fn run(g: &Geometry, ops: &Operands<'_>, out: &mut [i8]) -> Result<()
     {
         return Err(KernelError::Internal);
     }
-    let fast = ops.scales.fast();
-    // Zeroed once: the columns over the padding are never written.
-    let mut ring = [0u32; 3 * (MAX_RUN / 2 + 2)];
-    let mut acc = [0i32; MAX_RUN + 1];
     for b in 0..batches {
         let x = &ops.x[b * image_in..][..image_in];
         let o = &mut out[b * image_out..][..image_out];
-        for ch in 0..c {
-            if fast {
-                channel::<true>(&run, &step, ops, x, ch, o, &mut ring, &mut acc)?;
-            } else {
-                channel::<false>(&run, &step, ops, x, ch, o, &mut ring, &mut acc)?;
-            }
+        channels(&run, &step, ops, &mut Lines::Apart(x, o), c)?;
+    }
+    Ok(())
+}
+
+/// [`run`] over one buffer that holds the input and receives the output
+/// (the lean schedule's in place): a layer whose output has its input's
+/// shape (padding `SAME`, one batch). The ring makes that safe as it is:
+/// output line `s` overwrites input line `s` of its channel only, after
+/// the ring took that line and the next, and no later line reads it.
+/// `Internal` if `g` is not such a layer or `io` is shorter.
+#[inline(never)]
+pub(super) fn run_over_input(
+    g: &Geometry,
+    ops: &Operands<'_>,
+    io: &mut [i8],
+) -> Result<(), KernelError> {
+    let Some((run, step)) = lines(g) else {
+        return Err(KernelError::Internal);
+    };
+    let c = g.in_c as usize;
+    let same = g.y.in_size == g.y.out_size && g.x.in_size == g.x.out_size;
+    let image = g.y.in_size as usize * g.x.in_size as usize * c;
+    if !same
+        || g.batches != 1
+        || io.len() < image
+        || ops.w.len() < 9 * c
+        || ops.bias.is_some_and(|b| b.len() < c)
+    {
+        return Err(KernelError::Internal);
+    }
+    channels(&run, &step, ops, &mut Lines::Shared(&mut io[..image]), c)
+}
+
+/// The `c` channels of one image, from `lines`.
+fn channels(
+    run: &Line,
+    step: &Line,
+    ops: &Operands<'_>,
+    lines: &mut Lines<'_, '_>,
+    c: usize,
+) -> Result<(), KernelError> {
+    // Zeroed once: the columns over the padding are never written.
+    let mut ring = [0u32; 3 * (MAX_RUN / 2 + 2)];
+    let mut acc = [0i32; MAX_RUN + 1];
+    let fast = ops.scales.fast();
+    for ch in 0..c {
+        if fast {
+            channel::<true>(run, step, ops, lines, ch, &mut ring, &mut acc)?;
+        } else {
+            channel::<false>(run, step, ops, lines, ch, &mut ring, &mut acc)?;
         }
     }
     Ok(())
 }
 
+/// Where a channel's input lines come from and its output lines go.
+enum Lines<'a, 'b> {
+    /// An input and an output apart.
+    Apart(&'a [i8], &'b mut [i8]),
+    /// One buffer: the output written over the input.
+    Shared(&'b mut [i8]),
+}
+
+impl Lines<'_, '_> {
+    fn input(&self) -> &[i8] {
+        match self {
+            Lines::Apart(x, _) => x,
+            Lines::Shared(io) => io,
+        }
+    }
+
+    fn output(&mut self) -> &mut [i8] {
+        match self {
+            Lines::Apart(_, out) => out,
+            Lines::Shared(io) => io,
+        }
+    }
+}
+
 /// Channel `ch` of one image: every output line along `run`, one per step
 /// along `step`, through `ring` (zero over the padding columns) and `acc`.
-/// `Internal` if `x` or `out` is shorter than the lines (which [`run`]
-/// checked).
+/// `Internal` if the input or the output is shorter than the lines
+/// (which [`run`] checked).
 #[inline(never)]
 #[allow(clippy::too_many_arguments)]
 fn channel<const FAST: bool>(
     run: &Line,
     step: &Line,
     ops: &Operands<'_>,
-    x: &[i8],
+    lines: &mut Lines<'_, '_>,
     ch: usize,
-    out: &mut [i8],
     ring: &mut [u32; 3 * (MAX_RUN / 2 + 2)],
     acc: &mut [i32; MAX_RUN + 1],
 ) -> Result<(), KernelError> {
@@ -181,13 +245,46 @@ fn channel<const FAST: bool>(
     // Lines 0 and 1 of the padded input, then one more per output line:
     // padded line `s + 2` goes into slot `(s + 2) % 3`, and the window's
     // first line is in slot `s % 3`.
-    fill(ring, pairs, 0, run, step, x, ch, 0, ops.x_offset)?;
-    fill(ring, pairs, 1, run, step, x, ch, 1, ops.x_offset)?;
+    fill(
+        ring,
+        pairs,
+        0,
+        run,
+        step,
+        lines.input(),
+        ch,
+        0,
+        ops.x_offset,
+    )?;
+    fill(
+        ring,
+        pairs,
+        1,
+        run,
+        step,
+        lines.input(),
+        ch,
+        1,
+        ops.x_offset,
+    )?;
     let (mut first, mut last) = (0, 2);
     for s in 0..step.axis.out_size as usize {
-        fill(ring, pairs, last, run, step, x, ch, s + 2, ops.x_offset)?;
+        // The ring takes input line s + 1 before output line s is written
+        // (over input line s, when the two share a buffer).
+        fill(
+            ring,
+            pairs,
+            last,
+            run,
+            step,
+            lines.input(),
+            ch,
+            s + 2,
+            ops.x_offset,
+        )?;
         macs(ring, n, &turned[first], acc);
         (first, last) = (next_slot(first), next_slot(last));
+        let out = lines.output();
         let at = s * step.out_step + ch;
         if at + (n - 1) * run.out_step >= out.len() {
             return Err(KernelError::Internal);

@@ -27,9 +27,11 @@ fn band_units(budget: usize, unit: usize, units: usize) -> usize {
 }
 
 /// Pixels per band of a pointwise op over `pixels` pixels whose output
-/// pixels are `out_px` bytes (its temporary is that many pixels).
+/// pixels are `out_px` bytes (its temporary is that many pixels). Each
+/// band is a kernel call that widens the op's weights again: bands as
+/// large as the budget allows.
 pub(crate) fn pixel_band(out_px: usize, pixels: usize) -> usize {
-    band_units(BAND_BYTES / 2, out_px, pixels)
+    band_units(BAND_BYTES, out_px, pixels)
 }
 
 /// Works `pixels` pixels of `in_px` bytes each into `out_px`-byte output
@@ -166,7 +168,8 @@ fn as_i8(bytes: &[u8]) -> &[i8] {
     unsafe { core::slice::from_raw_parts(bytes.as_ptr().cast(), bytes.len()) }
 }
 
-fn as_i8_mut(bytes: &mut [u8]) -> &mut [i8] {
+/// `bytes` as `i8`s.
+pub(crate) fn as_i8_mut(bytes: &mut [u8]) -> &mut [i8] {
     // SAFETY: as above, and the borrow is the caller's one.
     unsafe { core::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast(), bytes.len()) }
 }
