@@ -312,6 +312,7 @@ wire_struct!(ArenaNeeds {
     head_start,
     temp,
     tail,
+    peak_step,
 });
 
 wire_enum!(ArenaError {

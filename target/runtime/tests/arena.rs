@@ -141,8 +141,13 @@ fn head_that_does_not_fit_is_reported_exactly() {
             head_exact: true,
             head_start: 0,
             temp: 88,
-            tail: 16
+            tail: 16,
+            peak_step: 0,
         })
+    );
+    assert_eq!(
+        err.to_string(),
+        "arena too small: 4096 bytes given, 4112 short; needs head 8192 + tail 16 (and 88 of set-up memory before the head is committed); the most bytes are live at op 0"
     );
     // Too small even for planning: the head is stated as its lower bound.
     let mut tiny = vec![0u8; 40];

@@ -208,6 +208,7 @@ fn alloc_errors() -> Vec<AllocError> {
             head_start: 16,
             temp: 32,
             tail: 200,
+            peak_step: 7,
         }),
         AllocError::Arena(ArenaError::OutOfMemory {
             section: Section::Tail,

@@ -158,6 +158,20 @@ pub struct ArenaNeeds {
     pub temp: u32,
     /// Persistent section.
     pub tail: u32,
+    /// The op (step) at which the most bytes are live: where the arena
+    /// runs out first under this schedule; `u32::MAX` when not known.
+    pub peak_step: u32,
+}
+
+impl ArenaNeeds {
+    /// Bytes missing: what the sections need beyond what was given.
+    pub fn short(&self) -> u32 {
+        let needs =
+            u64::from(self.head_start) + u64::from(self.head.max(self.temp)) + u64::from(self.tail);
+        needs
+            .saturating_sub(u64::from(self.available))
+            .min(u64::from(u32::MAX)) as u32
+    }
 }
 
 /// Why allocation failed.
@@ -188,16 +202,25 @@ pub enum AllocError {
 impl fmt::Display for AllocError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            AllocError::ArenaTooSmall(n) => write!(
-                f,
-                "arena too small: {} bytes given; needs head {}{}{} + tail {} (and {} of set-up memory before the head is committed)",
-                n.available,
-                if n.head_exact { "" } else { "at least " },
-                n.head,
-                HeadStart(n.head_start),
-                n.tail,
-                n.temp
-            ),
+            AllocError::ArenaTooSmall(n) => {
+                write!(f, "arena too small: {} bytes given", n.available)?;
+                if n.short() > 0 {
+                    write!(f, ", {} short", n.short())?;
+                }
+                write!(
+                    f,
+                    "; needs head {}{}{} + tail {} (and {} of set-up memory before the head is committed)",
+                    if n.head_exact { "" } else { "at least " },
+                    n.head,
+                    HeadStart(n.head_start),
+                    n.tail,
+                    n.temp
+                )?;
+                if n.peak_step != u32::MAX {
+                    write!(f, "; the most bytes are live at op {}", n.peak_step)?;
+                }
+                Ok(())
+            }
             AllocError::Plan(e) => write!(f, "planning failed: {e}"),
             AllocError::Arena(e) => write!(f, "{e}"),
             // Short: a firmware's log line (160 bytes) must still hold both buffers.

@@ -265,6 +265,7 @@ impl Staging {
             temp: self.temp_need(extra.len()) as u32,
             // Once scratch slots are in the tail, `tail_bytes` counts them.
             tail: (arena.tail_bytes() as u32).max(tail_need(model, self.align) + scratch_bytes),
+            peak_step: peak_step(model, self.schedule, self.align, extra),
         })
     }
 
@@ -488,6 +489,7 @@ impl Staging {
                 head_start: 0,
                 temp: 0,
                 tail: 0,
+                peak_step: u32::MAX,
             },
         };
         Ok(HeadBounds {
@@ -658,4 +660,20 @@ struct Locations<'r> {
     scratch: &'r mut [TensorSlot],
     /// One per request in `Buffers` mode (else empty): its guard band.
     guard_table: &'r mut [BufferGuard],
+}
+
+/// The step at which the most bytes are live (tensors under `schedule`,
+/// and `extra`); `u32::MAX` for a model without ops.
+fn peak_step(model: &Model<'_>, schedule: Schedule, align: u32, extra: &[BufferRequest]) -> u32 {
+    let mut most = (0, u32::MAX);
+    super::for_each_live_sum(model, schedule, align, extra, |step, live| {
+        if live > most.0 || most.1 == u32::MAX {
+            most = (live, step);
+        }
+    });
+    if model.operator_count() == 0 {
+        u32::MAX
+    } else {
+        most.1
+    }
 }
