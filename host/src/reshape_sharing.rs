@@ -8,7 +8,6 @@
 //! planner gives with and without the sharing and the bytes the copies move
 //! per invoke, so the choice is made on figures.
 
-use hilt_runtime::liveness;
 use hilt_runtime::model::{Model, OpCode};
 use hilt_runtime::planner::{Greedy, MemoryPlanner, PlanError};
 use hilt_runtime::request::BufferRequest;
@@ -40,9 +39,11 @@ fn shape_only(code: OpCode<'_>) -> bool {
 /// The figures for `model`, planned at `align` (TFLM's is 16).
 pub fn measure(model: &Model<'_>, align: u32) -> Result<SharingFigures, PlanError> {
     let schedule = Default::default();
-    let mut requests =
-        vec![BufferRequest::scratch(0, 0, 0); liveness::tensor_request_count(model, schedule)];
-    liveness::tensor_requests(model, schedule, align, &mut requests);
+    let mut requests = vec![
+        BufferRequest::scratch(0, 0, 0);
+        hilt_runtime::schedule::tensor_request_count(model, schedule)
+    ];
+    hilt_runtime::schedule::tensor_requests(model, schedule, align, &mut requests);
     let head = greedy_head(&requests)?;
     // Each request's group: a shape-only op's output joins its input's.
     let position = |tensor: u32| {

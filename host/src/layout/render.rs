@@ -37,6 +37,44 @@ fn render_total_note(out: &mut String, report: &LayoutReport) {
     }
 }
 
+/// The lean schedule's lines (TFLM's bound, the ops in place, those left
+/// as TFLM's) and the constant image's, when the plan has them.
+fn render_below_bound(out: &mut String, report: &LayoutReport) {
+    if let Some(lean) = &report.lean {
+        let _ = writeln!(
+            out,
+            "  {:<12}{:>10} B  {:>12}  (TFLM's schedule; the lower bound above is the lean one's)",
+            "classic",
+            lean.classic_bound,
+            kib(lean.classic_bound)
+        );
+        let ops: Vec<String> = lean.in_place.iter().map(u32::to_string).collect();
+        let _ = writeln!(
+            out,
+            "  {} schedule: {} ops in place ({})",
+            lean.runs,
+            lean.in_place.len(),
+            if ops.is_empty() {
+                "none".into()
+            } else {
+                format!("ops {}", ops.join(", "))
+            }
+        );
+        for line in &lean.as_tflm {
+            let _ = writeln!(out, "    as TFLM's: {line}");
+        }
+    }
+    if report.constants > 0 {
+        let _ = writeln!(
+            out,
+            "  {:<12}{:>10} B  {:>12}  (kernel constants in flash, beside the model: not in the arena)",
+            "constants",
+            report.constants,
+            kib(report.constants)
+        );
+    }
+}
+
 /// The plain-text table a person reads first.
 pub fn render_table(report: &LayoutReport, model_name: &str) -> String {
     let mut out = String::new();
@@ -77,39 +115,7 @@ pub fn render_table(report: &LayoutReport, model_name: &str) -> String {
     ] {
         let _ = writeln!(out, "  {label:<12}{value:>10} B  {:>12}", kib(value));
     }
-    if let Some(lean) = &report.lean {
-        let _ = writeln!(
-            out,
-            "  {:<12}{:>10} B  {:>12}  (TFLM's schedule; the lower bound above is the lean one's)",
-            "classic",
-            lean.classic_bound,
-            kib(lean.classic_bound)
-        );
-        let ops: Vec<String> = lean.in_place.iter().map(u32::to_string).collect();
-        let _ = writeln!(
-            out,
-            "  {} schedule: {} ops in place ({})",
-            lean.runs,
-            lean.in_place.len(),
-            if ops.is_empty() {
-                "none".into()
-            } else {
-                format!("ops {}", ops.join(", "))
-            }
-        );
-        for line in &lean.as_tflm {
-            let _ = writeln!(out, "    as TFLM's: {line}");
-        }
-    }
-    if report.constants > 0 {
-        let _ = writeln!(
-            out,
-            "  {:<12}{:>10} B  {:>12}  (kernel constants in flash, beside the model: not in the arena)",
-            "constants",
-            report.constants,
-            kib(report.constants)
-        );
-    }
+    render_below_bound(&mut out, report);
     render_total_note(&mut out, report);
     for p in &report.pools {
         let _ = writeln!(

@@ -287,6 +287,9 @@ fn validate(path: &Path, raw: RawScenario) -> Result<ScenarioFile, ConfigError> 
         return Err(ConfigError::invalid(path, "boards", "names no board"));
     }
     let source = source(path, &raw)?;
+    // (Before `pools` and `vnpu` move out of `raw`.)
+    let accelerated = raw.accelerator.as_deref().is_some_and(|a| a != "none");
+    let (kernels, optimize, constants, schedule) = build_choices(path, &raw, accelerated)?;
     let pools = match raw.pools {
         Some(p) if p.is_empty() => {
             return Err(ConfigError::invalid(path, "pools", "names no pool"));
@@ -319,6 +322,37 @@ fn validate(path: &Path, raw: RawScenario) -> Result<ScenarioFile, ConfigError> 
             format!("a split arena is the board's pools: drop arena_size ({size})"),
         ));
     }
+    let faults = armed_faults(path, &raw.faults)?;
+    Ok(ScenarioFile {
+        name,
+        description: raw.description,
+        source,
+        boards: raw.boards,
+        planner,
+        arena_size: raw.arena_size,
+        iterations: raw.iterations.unwrap_or(1).max(1),
+        timeout: Duration::from_secs(raw.timeout_s.unwrap_or(300)),
+        firmware_features: raw.firmware_features,
+        faults,
+        canary,
+        align,
+        offload,
+        pools,
+        kernels,
+        optimize,
+        constants,
+        schedule,
+    })
+}
+
+/// The firmware choices of a scenario: its kernels, code generation,
+/// where kernels' constants live and its schedule (the last two refuse an
+/// accelerator).
+fn build_choices(
+    path: &Path,
+    raw: &RawScenario,
+    accelerated: bool,
+) -> Result<(KernelChoice, OptimizeFor, ConstantsPlace, Schedule), ConfigError> {
     let kernels = match raw.kernels.as_deref() {
         None | Some("all") => KernelChoice::All,
         Some("model") => KernelChoice::Model,
@@ -352,9 +386,7 @@ fn validate(path: &Path, raw: RawScenario) -> Result<ScenarioFile, ConfigError> 
             ));
         }
     };
-    if constants == ConstantsPlace::Flash
-        && offload.accelerator != crate::offload::Accelerator::None
-    {
+    if constants == ConstantsPlace::Flash && accelerated {
         return Err(ConfigError::invalid(
             path,
             "constants",
@@ -372,34 +404,14 @@ fn validate(path: &Path, raw: RawScenario) -> Result<ScenarioFile, ConfigError> 
             ));
         }
     };
-    if schedule == Schedule::Lean && offload.accelerator != crate::offload::Accelerator::None {
+    if schedule == Schedule::Lean && accelerated {
         return Err(ConfigError::invalid(
             path,
             "schedule",
             "the lean schedule does not run with an accelerator yet",
         ));
     }
-    let faults = armed_faults(path, &raw.faults)?;
-    Ok(ScenarioFile {
-        name,
-        description: raw.description,
-        source,
-        boards: raw.boards,
-        planner,
-        arena_size: raw.arena_size,
-        iterations: raw.iterations.unwrap_or(1).max(1),
-        timeout: Duration::from_secs(raw.timeout_s.unwrap_or(300)),
-        firmware_features: raw.firmware_features,
-        faults,
-        canary,
-        align,
-        offload,
-        pools,
-        kernels,
-        optimize,
-        constants,
-        schedule,
-    })
+    Ok((kernels, optimize, constants, schedule))
 }
 
 /// The faults a scenario arms, each named as [`Fault::name`] spells it.

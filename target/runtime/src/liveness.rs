@@ -11,7 +11,6 @@
 
 use crate::model::Model;
 use crate::request::BufferRequest;
-use crate::schedule::Schedule;
 
 /// The steps over which a tensor holds data, both ends inclusive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,62 +99,16 @@ pub fn first_read_before_write(model: &Model<'_>) -> Option<(u32, u32)> {
 }
 
 /// The tensor requests of `model` (default alignment), in tensor index
-/// order: the order TFLM adds them to its planner.
+/// order: the order TFLM adds them to its planner. Under a lean schedule,
+/// `crate::schedule::scheduled_request_iter`.
 pub fn tensor_request_iter<'m>(model: &'m Model<'_>) -> impl Iterator<Item = BufferRequest> + 'm {
-    scheduled_request_iter(model, Schedule::Tflm)
-}
-
-/// [`tensor_request_iter`] under `schedule`: under the lean one, a tensor
-/// an in-place op writes over its input has no request of its own, and
-/// the chain's first tensor asks for the chain's largest size over the
-/// chain's whole lifetime ([`crate::schedule`]).
-pub fn scheduled_request_iter<'m>(
-    model: &'m Model<'_>,
-    schedule: Schedule,
-) -> impl Iterator<Item = BufferRequest> + 'm {
     model.tensors().filter_map(move |tensor| {
-        if schedule == Schedule::Tflm {
-            let l = tensor_lifetime(model, tensor.index)?;
-            return Some(BufferRequest::tensor(
-                tensor.index,
-                tensor.bytes,
-                l.first_step,
-                l.last_step,
-            ));
-        }
-        if crate::schedule::written_over(model, schedule, tensor.index).is_some() {
-            return None;
-        }
-        let (size, l) = crate::schedule::chain_extent(model, schedule, tensor.index)?;
+        let l = tensor_lifetime(model, tensor.index)?;
         Some(BufferRequest::tensor(
             tensor.index,
-            size,
+            tensor.bytes,
             l.first_step,
             l.last_step,
         ))
     })
-}
-
-/// Number of requests [`tensor_requests`] writes for `model`.
-pub fn tensor_request_count(model: &Model<'_>, schedule: Schedule) -> usize {
-    scheduled_request_iter(model, schedule).count()
-}
-
-/// Writes the tensor requests of `model` under `schedule`, each with
-/// alignment `align`, into `out` and returns how many there are (entries
-/// past `out`'s end are counted but dropped).
-pub fn tensor_requests(
-    model: &Model<'_>,
-    schedule: Schedule,
-    align: u32,
-    out: &mut [BufferRequest],
-) -> usize {
-    let mut count = 0;
-    for request in scheduled_request_iter(model, schedule) {
-        if let Some(slot) = out.get_mut(count) {
-            *slot = request.with_align(align);
-        }
-        count += 1;
-    }
-    count
 }

@@ -27,6 +27,7 @@ use core::fmt;
 
 use crate::liveness;
 use crate::model::{Model, OpCode, OperatorInfo};
+use crate::request::BufferRequest;
 use crate::schema::{BuiltinOperator, TensorType};
 
 /// Which schedule an allocation runs.
@@ -102,7 +103,7 @@ pub fn resolve(model: &Model<'_>, schedule: Schedule, align: u32) -> Schedule {
     if schedule != Schedule::Lean {
         return schedule;
     }
-    let bound = |s: Schedule| crate::allocation::tensor_bound(model, s, align);
+    let bound = |s: Schedule| tensor_bound(model, s, align);
     let chosen = [Schedule::Tflm, Schedule::Narrowing, Schedule::Lean]
         .into_iter()
         .map(|s| (bound(s), s))
@@ -122,10 +123,10 @@ pub fn resolve(model: &Model<'_>, schedule: Schedule, align: u32) -> Schedule {
 /// `k`: at step `k` both parts are live, at any other step only one, so
 /// each op can be judged alone against the bound.
 fn needed(model: &Model<'_>, base: Schedule, align: u32) -> OpSet {
-    let bound = u64::from(crate::allocation::tensor_bound(model, base, align));
+    let bound = u64::from(tensor_bound(model, base, align));
     let padded = |bytes: u32| crate::request::align_up(u64::from(bytes), u64::from(align.max(1)));
     let mut set = OpSet::default();
-    crate::allocation::for_each_live_sum(model, base, align, &[], |step, live| {
+    for_each_live_sum(model, base, align, &[], |step, live| {
         let Ok(p) = in_place(model, base, step) else {
             return;
         };
@@ -416,4 +417,108 @@ pub(crate) fn chain_extent(
         at = next;
     }
     Some((size, life))
+}
+
+/// The tensor requests of `model` under `schedule`, in tensor index order
+/// (TFLM's order): under TFLM's, [`liveness::tensor_request_iter`]; under
+/// a lean one, a tensor an in-place op writes over its input has no
+/// request of its own, and a chain's first tensor asks for the chain's
+/// largest size over the chain's whole lifetime.
+pub fn scheduled_request_iter<'m>(
+    model: &'m Model<'_>,
+    schedule: Schedule,
+) -> impl Iterator<Item = BufferRequest> + 'm {
+    model.tensors().filter_map(move |tensor| {
+        if schedule == Schedule::Tflm {
+            let l = liveness::tensor_lifetime(model, tensor.index)?;
+            return Some(BufferRequest::tensor(
+                tensor.index,
+                tensor.bytes,
+                l.first_step,
+                l.last_step,
+            ));
+        }
+        if written_over(model, schedule, tensor.index).is_some() {
+            return None;
+        }
+        let (size, l) = chain_extent(model, schedule, tensor.index)?;
+        Some(BufferRequest::tensor(
+            tensor.index,
+            size,
+            l.first_step,
+            l.last_step,
+        ))
+    })
+}
+
+/// Number of requests [`tensor_requests`] writes for `model`.
+pub fn tensor_request_count(model: &Model<'_>, schedule: Schedule) -> usize {
+    scheduled_request_iter(model, schedule).count()
+}
+
+/// Writes the tensor requests of `model` under `schedule`, each with
+/// alignment `align`, into `out` and returns how many there are (entries
+/// past `out`'s end are counted but dropped).
+pub fn tensor_requests(
+    model: &Model<'_>,
+    schedule: Schedule,
+    align: u32,
+    out: &mut [BufferRequest],
+) -> usize {
+    let mut count = 0;
+    for request in scheduled_request_iter(model, schedule) {
+        if let Some(slot) = out.get_mut(count) {
+            *slot = request.with_align(align);
+        }
+        count += 1;
+    }
+    count
+}
+
+/// The liveness lower bound of `model`'s tensors alone under `schedule`,
+/// each buffer aligned to `align`: what [`resolve`] compares.
+pub fn tensor_bound(model: &Model<'_>, schedule: Schedule, align: u32) -> u32 {
+    let mut most = 0;
+    for_each_live_sum(model, schedule, align, &[], |_, live| most = most.max(live));
+    most.min(u64::from(u32::MAX)) as u32
+}
+
+/// Steps whose live sums one pass over the requests adds up.
+const SUM_WINDOW: usize = 64;
+
+/// Calls `f(step, bytes)` with the padded bytes of `model`'s tensors
+/// (under `schedule`, aligned to `align`) and of `extra` live at each
+/// step, in step order. One pass over the tensor requests per
+/// [`SUM_WINDOW`] steps (working a request out can walk the model), and no
+/// memory but a window of sums on the stack.
+pub(crate) fn for_each_live_sum(
+    model: &Model<'_>,
+    schedule: Schedule,
+    align: u32,
+    extra: &[BufferRequest],
+    mut f: impl FnMut(u32, u64),
+) {
+    let padded = |r: &BufferRequest| u64::from(r.padded_size().unwrap_or(0));
+    let steps = model.operator_count().max(1);
+    let mut start = 0;
+    while start < steps {
+        let end = (start + SUM_WINDOW as u32).min(steps);
+        let mut sums = [0u64; SUM_WINDOW];
+        let mut add = |r: &BufferRequest| {
+            let (lo, hi) = (r.first_step.max(start), r.live_until().min(end - 1));
+            for step in lo..=hi.max(lo) {
+                if step <= hi {
+                    sums[(step - start) as usize] += padded(r);
+                }
+            }
+        };
+        scheduled_request_iter(model, schedule)
+            .map(|r| r.with_align(align))
+            .for_each(|r| add(&r));
+        extra.iter().for_each(&mut add);
+        for (step, &sum) in (start..end).zip(sums.iter()) {
+            f(step, sum);
+        }
+        start = end;
+    }
 }

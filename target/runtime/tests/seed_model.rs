@@ -5,7 +5,7 @@ mod common;
 use common::{assert_valid_plan, load, plan, seed_fc_model};
 use hilt_runtime::allocation::{AllocOptions, TensorSlot, allocate};
 use hilt_runtime::arena::Arena;
-use hilt_runtime::liveness::{Lifetime, tensor_lifetime, tensor_requests};
+use hilt_runtime::liveness::{Lifetime, tensor_lifetime};
 use hilt_runtime::planner::{Greedy, Linear, lower_bound};
 use hilt_runtime::request::BufferRequest;
 
@@ -52,7 +52,7 @@ fn seed_requests() -> Vec<BufferRequest> {
     let bytes = seed_fc_model();
     let model = load(&bytes);
     let mut requests = vec![BufferRequest::tensor(0, 0, 0, 0); 8];
-    let n = tensor_requests(&model, Default::default(), 16, &mut requests);
+    let n = hilt_runtime::schedule::tensor_requests(&model, Default::default(), 16, &mut requests);
     requests.truncate(n);
     requests
 }

@@ -30,7 +30,6 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::arena::{Arena, ArenaError, Region};
 use crate::canary::{CanaryMode, SectionGuards};
-use crate::liveness;
 use crate::model::Model;
 use crate::planner::{MemoryPlanner, PlanError};
 use crate::pool::{PoolError, PoolLayout};
@@ -305,13 +304,6 @@ pub fn tail_need(model: &Model<'_>, align: u32) -> u32 {
     end.min(u64::from(u32::MAX)) as u32
 }
 
-/// The liveness lower bound of `model`'s tensors alone under `schedule`,
-/// each buffer aligned to `align`: what [`crate::schedule::resolve`]
-/// compares.
-pub fn tensor_bound(model: &Model<'_>, schedule: Schedule, align: u32) -> u32 {
-    model_lower_bound(model, schedule, align, &[])
-}
-
 /// The liveness lower bound computed straight from the model, with no
 /// memory: used to state what the head needs when planning did not fit.
 fn model_lower_bound(
@@ -321,48 +313,8 @@ fn model_lower_bound(
     scratch: &[BufferRequest],
 ) -> u32 {
     let mut most = 0;
-    for_each_live_sum(model, schedule, align, scratch, |_, live| {
+    crate::schedule::for_each_live_sum(model, schedule, align, scratch, |_, live| {
         most = most.max(live)
     });
     most.min(u64::from(u32::MAX)) as u32
-}
-
-/// Steps whose live sums one pass over the requests adds up.
-const SUM_WINDOW: usize = 64;
-
-/// Calls `f(step, bytes)` with the padded bytes of `model`'s tensors
-/// (under `schedule`, aligned to `align`) and of `scratch` live at each
-/// step, in step order. One pass over the tensor requests per
-/// [`SUM_WINDOW`] steps (working a request out can walk the model), and no
-/// memory but a window of sums on the stack.
-pub(crate) fn for_each_live_sum(
-    model: &Model<'_>,
-    schedule: Schedule,
-    align: u32,
-    scratch: &[BufferRequest],
-    mut f: impl FnMut(u32, u64),
-) {
-    let padded = |r: &BufferRequest| u64::from(r.padded_size().unwrap_or(0));
-    let steps = model.operator_count().max(1);
-    let mut start = 0;
-    while start < steps {
-        let end = (start + SUM_WINDOW as u32).min(steps);
-        let mut sums = [0u64; SUM_WINDOW];
-        let mut add = |r: &BufferRequest| {
-            let (lo, hi) = (r.first_step.max(start), r.live_until().min(end - 1));
-            for step in lo..=hi.max(lo) {
-                if step <= hi {
-                    sums[(step - start) as usize] += padded(r);
-                }
-            }
-        };
-        liveness::scheduled_request_iter(model, schedule)
-            .map(|r| r.with_align(align))
-            .for_each(|r| add(&r));
-        scratch.iter().for_each(&mut add);
-        for (step, &sum) in (start..end).zip(sums.iter()) {
-            f(step, sum);
-        }
-        start = end;
-    }
 }

@@ -10,7 +10,6 @@
 
 use crate::arena::{Arena, ArenaError, Region};
 use crate::canary::{self, BufferGuard, CanaryMode, GUARD_BYTES, SectionGuards};
-use crate::liveness;
 use crate::model::Model;
 use crate::planner::MemoryPlanner;
 use crate::pool::{self, POOLS_LINKED, PoolError, PoolLayout};
@@ -57,7 +56,7 @@ impl Staging {
             return Err(AllocError::InvalidAlignment { align });
         }
         let schedule = crate::schedule::resolve(model, options.schedule, align);
-        let tensor_requests = liveness::tensor_request_count(model, schedule);
+        let tensor_requests = crate::schedule::tensor_request_count(model, schedule);
         let mut staging = Staging {
             slots: Region::default(),
             requests: Region::default(),
@@ -107,25 +106,7 @@ impl Staging {
                     bytes: tensor.bytes,
                 }
             } else {
-                match tensor.constant {
-                    // Where the constant sits in the model bytes (both are slices of one file).
-                    Some(data) => {
-                        let at =
-                            (data.as_ptr() as usize).wrapping_sub(model.bytes().as_ptr() as usize);
-                        let offset = u32::try_from(at)
-                            .ok()
-                            .filter(|&o| o < TensorSlot::IN_MODEL - 1);
-                        TensorSlot {
-                            offset: offset
-                                .map_or(TensorSlot::NOT_IN_ARENA, |o| o | TensorSlot::IN_MODEL),
-                            bytes: tensor.bytes,
-                        }
-                    }
-                    None => TensorSlot {
-                        offset: TensorSlot::NOT_IN_ARENA,
-                        bytes: tensor.bytes,
-                    },
-                }
+                unplanned_slot(model, &tensor)
             };
             let i = tensor.index as usize;
             cast_mut::<TensorSlot>(arena.bytes_mut(staging.slots))[i] = slot;
@@ -139,7 +120,7 @@ impl Staging {
             )
             .map_err(|_| staging.too_small(model, arena, None, &[]))?;
         let requests: &mut [BufferRequest] = cast_mut(arena.bytes_mut(staging.requests));
-        liveness::tensor_requests(model, schedule, align, requests);
+        crate::schedule::tensor_requests(model, schedule, align, requests);
         if options.canary == CanaryMode::Buffers {
             // Every buffer is planned with its guard band after it.
             for r in requests.iter_mut() {
@@ -666,7 +647,7 @@ struct Locations<'r> {
 /// and `extra`); `u32::MAX` for a model without ops.
 fn peak_step(model: &Model<'_>, schedule: Schedule, align: u32, extra: &[BufferRequest]) -> u32 {
     let mut most = (0, u32::MAX);
-    super::for_each_live_sum(model, schedule, align, extra, |step, live| {
+    crate::schedule::for_each_live_sum(model, schedule, align, extra, |step, live| {
         if live > most.0 || most.1 == u32::MAX {
             most = (live, step);
         }
@@ -675,5 +656,21 @@ fn peak_step(model: &Model<'_>, schedule: Schedule, align: u32, extra: &[BufferR
         u32::MAX
     } else {
         most.1
+    }
+}
+
+/// The slot of a tensor that is neither planned nor a variable: where a
+/// constant sits in the model bytes (both are slices of one file), else
+/// nowhere.
+fn unplanned_slot(model: &Model<'_>, tensor: &crate::model::TensorInfo<'_>) -> TensorSlot {
+    let offset = tensor.constant.and_then(|data| {
+        let at = (data.as_ptr() as usize).wrapping_sub(model.bytes().as_ptr() as usize);
+        u32::try_from(at)
+            .ok()
+            .filter(|&o| o < TensorSlot::IN_MODEL - 1)
+    });
+    TensorSlot {
+        offset: offset.map_or(TensorSlot::NOT_IN_ARENA, |o| o | TensorSlot::IN_MODEL),
+        bytes: tensor.bytes,
     }
 }
