@@ -422,10 +422,18 @@ fn build_base(
     // Nor, with its arena one memory, the pools' planning.
     let no_pools =
         (board_feature.is_some() && request.pools.is_none()).then(|| "no-pools".to_string());
+    // Nor, on TFLM's schedule, the lean schedule's analysis and in-place
+    // paths; nor, with constants in the tail, the constant image's checks.
+    let no_lean = (board_feature.is_some() && request.schedule == Schedule::Tflm)
+        .then(|| "no-lean".to_string());
+    let no_image = (board_feature.is_some() && request.constants == ConstantsPlace::Tail)
+        .then(|| "no-constant-image".to_string());
     let features = board_feature
         .into_iter()
         .chain(no_offload)
         .chain(no_pools)
+        .chain(no_lean)
+        .chain(no_image)
         .chain(request.cargo_features())
         .collect::<Vec<_>>()
         .join(",");

@@ -597,9 +597,10 @@ static META: [u8; hilt_agent::META_LEN] = hilt_agent::meta(BOARD);
 /// Call once: the arena and the workspace are handed out as `&'static mut`.
 pub unsafe fn take() -> hilt_agent::Parts<'static> {
     let (arena, workspace) = (&raw mut ARENA, &raw mut WORKSPACE);
+    let slot = slot();
     hilt_agent::Parts {
-        model: slot().bytes,
-        constants: slot().constants,
+        model: slot.bytes,
+        constants: slot.constants,
         // SAFETY: the caller calls this once: these are the only references.
         arena: unsafe { &mut (*arena).0 },
         workspace: unsafe { &mut *workspace },

@@ -24,6 +24,11 @@
 
 use crate::kernels::KernelError;
 
+/// Whether this build reads constant images (not under the
+/// `no-constant-image` feature): when false, constants always go to the
+/// tail and the image's code is left out of the build.
+pub const IMAGE_LINKED: bool = !cfg!(feature = "no-constant-image");
+
 /// Set in an op data or stored array offset that lies in the constant
 /// image; the rest of the offset is the byte in the image.
 pub const IN_IMAGE: u32 = 1 << 31;

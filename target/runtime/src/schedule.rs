@@ -30,6 +30,11 @@ use crate::model::{Model, OpCode, OperatorInfo};
 use crate::request::BufferRequest;
 use crate::schema::{BuiltinOperator, TensorType};
 
+/// Whether this build has the lean schedule (not under the `no-lean`
+/// feature): when false, [`in_place`] refuses every op and the compiler
+/// drops the schedule's analysis and the kernels' in-place paths.
+pub const LEAN_LINKED: bool = !cfg!(feature = "no-lean");
+
 /// Which schedule an allocation runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -100,6 +105,9 @@ impl Schedule {
 /// has the lowest liveness bound over buffers aligned to `align` (the
 /// fewer ops in place on a tie: each costs a copy); others as they are.
 pub fn resolve(model: &Model<'_>, schedule: Schedule, align: u32) -> Schedule {
+    if !LEAN_LINKED {
+        return Schedule::Tflm;
+    }
     if schedule != Schedule::Lean {
         return schedule;
     }
@@ -227,6 +235,9 @@ impl fmt::Display for Refusal {
 /// Whether op `index` runs in place under `schedule` (as
 /// [`resolve`]d), or why not.
 pub fn in_place(model: &Model<'_>, schedule: Schedule, index: u32) -> Result<InPlace, Refusal> {
+    if !LEAN_LINKED || schedule == Schedule::Tflm {
+        return Err(Refusal::TflmSchedule);
+    }
     let op = model.operator(index).ok_or(Refusal::NoInPlaceForm)?;
     let form = match op.code {
         OpCode::Builtin(BuiltinOperator::CONV_2D) => Form::Pointwise,
@@ -360,7 +371,7 @@ impl Form {
 /// input of the in-place op that writes it (`None` under TFLM's schedule,
 /// or when it has a buffer of its own).
 pub fn written_over(model: &Model<'_>, schedule: Schedule, tensor: u32) -> Option<u32> {
-    if schedule == Schedule::Tflm {
+    if !LEAN_LINKED || schedule == Schedule::Tflm {
         return None;
     }
     let writer = model
@@ -374,7 +385,7 @@ pub fn written_over(model: &Model<'_>, schedule: Schedule, tensor: u32) -> Optio
 /// The tensor `tensor` writes its output over, when the op at its last
 /// step runs in place on it.
 pub fn written_into(model: &Model<'_>, schedule: Schedule, tensor: u32) -> Option<u32> {
-    if schedule == Schedule::Tflm {
+    if !LEAN_LINKED || schedule == Schedule::Tflm {
         return None;
     }
     let life = liveness::tensor_lifetime(model, tensor)?;
@@ -429,7 +440,7 @@ pub fn scheduled_request_iter<'m>(
     schedule: Schedule,
 ) -> impl Iterator<Item = BufferRequest> + 'm {
     model.tensors().filter_map(move |tensor| {
-        if schedule == Schedule::Tflm {
+        if !LEAN_LINKED || schedule == Schedule::Tflm {
             let l = liveness::tensor_lifetime(model, tensor.index)?;
             return Some(BufferRequest::tensor(
                 tensor.index,

@@ -250,6 +250,8 @@ wire_enum!(InterpreterError {
     10 => ConstantImageMisaligned,
     11 => ConstantImageLonger { used, image },
     12 => LeanWithOffload,
+    13 => LeanNotLinked,
+    14 => ConstantImageNotLinked,
 });
 
 wire_enum!(OpName {

@@ -364,6 +364,8 @@ fn interpreter_errors() -> Vec<InterpreterError> {
         InterpreterError::NoSuchTensor { position: 5 },
         InterpreterError::ConstantImageMisaligned,
         InterpreterError::LeanWithOffload,
+        InterpreterError::LeanNotLinked,
+        InterpreterError::ConstantImageNotLinked,
         InterpreterError::ConstantImageLonger {
             used: 100,
             image: 180,

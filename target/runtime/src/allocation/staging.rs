@@ -386,7 +386,7 @@ impl Staging {
             self.record_locations(requests, offsets, bounds.start, locations);
             head
         };
-        if self.schedule != Schedule::Tflm {
+        if crate::schedule::LEAN_LINKED && self.schedule != Schedule::Tflm {
             // A tensor written over its chain's first lives there.
             let slots: &mut [TensorSlot] = cast_mut(arena.bytes_mut(self.slots));
             for tensor in model.tensors() {

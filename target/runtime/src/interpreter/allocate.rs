@@ -40,6 +40,9 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
         self.committed = None;
         self.arena.reset();
         self.constants.rewind();
+        if !self.constants.in_tail() && !crate::constants::IMAGE_LINKED {
+            return Err(InterpreterError::ConstantImageNotLinked);
+        }
         if !self.constants.aligned() {
             return Err(InterpreterError::ConstantImageMisaligned);
         }
@@ -57,6 +60,9 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
         }
         if self.offload.is_some() && options.schedule != Schedule::Tflm {
             return Err(InterpreterError::LeanWithOffload);
+        }
+        if options.schedule != Schedule::Tflm && !crate::schedule::LEAN_LINKED {
+            return Err(InterpreterError::LeanNotLinked);
         }
         let offload = self.linked_offload();
         let buffer_align = offload.map_or(1, |o| {
@@ -126,7 +132,8 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                 },
                 // A claimed op's op data is its descriptor: in the arena,
                 // where the engine reads it.
-                constants: if claimed || self.constants.in_tail() {
+                constants: if !crate::constants::IMAGE_LINKED || claimed || self.constants.in_tail()
+                {
                     None
                 } else {
                     Some(&mut self.constants)

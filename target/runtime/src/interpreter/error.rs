@@ -171,6 +171,12 @@ pub enum InterpreterError {
     /// The lean schedule was asked for with an accelerator: an engine's
     /// job reading and writing one buffer is not supported.
     LeanWithOffload,
+    /// The lean schedule was asked for, but this build has the runtime's
+    /// `no-lean` feature.
+    LeanNotLinked,
+    /// A constant image was given, but this build has the runtime's
+    /// `no-constant-image` feature.
+    ConstantImageNotLinked,
     /// The constant image does not start 8-byte aligned.
     ConstantImageMisaligned,
     /// The constant image is longer than the constants this model's
@@ -214,15 +220,21 @@ impl fmt::Display for InterpreterError {
             InterpreterError::NoSuchTensor { position } => {
                 write!(f, "the model has no tensor at position {position}")
             }
-            InterpreterError::LeanWithOffload => f.write_str(
-                "the lean schedule does not run with an accelerator (offloaded ops keep TFLM's schedule): use schedule = \"tflm\"",
-            ),
+            InterpreterError::LeanWithOffload => {
+                f.write_str("the lean schedule does not run with an accelerator")
+            }
+            InterpreterError::LeanNotLinked => {
+                f.write_str("no lean schedule in this build (no-lean)")
+            }
+            InterpreterError::ConstantImageNotLinked => {
+                f.write_str("no constant image in this build (no-constant-image)")
+            }
             InterpreterError::ConstantImageMisaligned => {
                 f.write_str("the constant image does not start 8-byte aligned")
             }
             InterpreterError::ConstantImageLonger { used, image } => write!(
                 f,
-                "the constant image holds {image} bytes, the model's constants take {used}: it was made for another model"
+                "constant image of {image} bytes for {used} bytes of constants: made for another model"
             ),
         }
     }

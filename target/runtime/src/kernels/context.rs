@@ -175,7 +175,7 @@ impl<'m> PrepareContext<'_, 'm, '_> {
     /// gets the two as one ([`InvokeContext::shared_io`]). The kernel asks
     /// for the temporary its bands need as its first scratch buffer.
     pub fn runs_in_place(&self) -> bool {
-        self.in_place
+        crate::schedule::LEAN_LINKED && self.in_place
     }
 
     /// The whole model.
@@ -441,7 +441,7 @@ impl<'i, 'm> InvokeContext<'i, 'm> {
     /// constant image when the offset carries [`IN_IMAGE`].
     #[inline]
     fn constant_bytes(&self, offset: u32, len: u32) -> Result<&'i [u8], KernelError> {
-        if offset & IN_IMAGE == 0 {
+        if !crate::constants::IMAGE_LINKED || offset & IN_IMAGE == 0 {
             return self.region_bytes(offset, len);
         }
         let start = (offset & !IN_IMAGE) as usize;
@@ -528,6 +528,9 @@ impl<'i, 'm> InvokeContext<'i, 'm> {
     /// Takes both views: neither [`input`](Self::input)`(0)` nor
     /// [`output`](Self::output)`(0)` may be asked for after it.
     pub fn shared_io(&self) -> Result<Option<&'i mut [u8]>, KernelError> {
+        if !crate::schedule::LEAN_LINKED {
+            return Ok(None);
+        }
         let (input, output) = (self.tensor_index(0, false)?, self.tensor_index(0, true)?);
         let slot = |t: u32| {
             self.slots
