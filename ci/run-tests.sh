@@ -130,8 +130,8 @@ rm -f "$fuzz_log"
 section "workspace tests"
 cargo test --workspace --no-fail-fast 2>&1 | tee -a "$log" || status=1
 
-section "the runtime built as hilt's lean firmware is (features no-offload and no-pools, for a scenario without an engine or pools): a backend and a split arena are refused by name"
-cargo test --quiet -p hilt-runtime --features no-offload,no-pools --test accel --test pools a_no_ 2>&1 | tee -a "$log" || status=1
+section "the runtime built as hilt's lean firmware is (features no-offload, no-pools, no-lean and no-constant-image, for a scenario without an engine, pools, the lean schedule or constants in flash): a backend, a split arena, the lean schedule and a constant image are refused by name"
+cargo test --quiet -p hilt-runtime --features no-offload,no-pools,no-lean,no-constant-image --test accel --test pools --test lean_schedule --test constant_image a_no_ 2>&1 | tee -a "$log" || status=1
 
 section "regression gate: shipped scenarios on the virtual boards vs snapshots/gate"
 # The binary the workspace tests built and ran (an optimised build would

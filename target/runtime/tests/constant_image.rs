@@ -139,3 +139,18 @@ fn a_misaligned_image_is_refused() {
         Some(InterpreterError::ConstantImageMisaligned)
     );
 }
+
+/// A constant image handed to a build with the `no-constant-image`
+/// feature is refused at allocate, by name; the default build reads it.
+/// CI runs this test in both builds.
+#[test]
+fn a_no_constant_image_build_refuses_an_image_by_name() {
+    let mut buffer = vec![0u64; 16 * 1024];
+    let result = run(Constants::write(bytemuck::cast_slice_mut(&mut buffer)));
+    if hilt_runtime::constants::IMAGE_LINKED {
+        assert_eq!(result.unwrap().output, run(Constants::Tail).unwrap().output);
+    } else {
+        assert_eq!(result.err(), Some(InterpreterError::ConstantImageNotLinked));
+        assert!(run(Constants::Tail).is_ok());
+    }
+}

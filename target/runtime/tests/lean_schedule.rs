@@ -114,3 +114,18 @@ fn greedy_plans_the_lean_schedule_too() {
     interpreter.allocate(&Greedy, &options).unwrap();
     interpreter.invoke().unwrap();
 }
+
+/// The lean schedule handed to a build with the `no-lean` feature is
+/// refused at allocate, by name; the default build runs it. CI runs this
+/// test in both builds.
+#[test]
+fn a_no_lean_build_refuses_the_lean_schedule_by_name() {
+    let bytes = mobilenet_blocks_int8(16, 16);
+    let result = run(&bytes, Schedule::Lean, 3);
+    if hilt_runtime::schedule::LEAN_LINKED {
+        assert_eq!(result.unwrap().0, run(&bytes, Schedule::Tflm, 3).unwrap().0);
+    } else {
+        assert_eq!(result.err(), Some(InterpreterError::LeanNotLinked));
+        assert!(run(&bytes, Schedule::Tflm, 3).is_ok());
+    }
+}

@@ -215,7 +215,7 @@ pub(crate) fn build_job(
             )?;
         }
     }
-    for k in 0..u32::from(record.scratch_count) {
+    for k in 0..record.scratch_buffers() {
         if let Some(slot) = scratch.get(usize::from(record.scratch_first) + k as usize) {
             push(
                 slot.offset,

@@ -146,7 +146,10 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                 code,
                 error,
             })?;
-            let record = ctx.record;
+            let mut record = ctx.record;
+            if ctx.in_place {
+                record.scratch_count |= OpRecord::IN_PLACE;
+            }
             cast_mut::<OpRecord>(self.arena.bytes_mut(records))[op.index as usize] = record;
             if let Some(top) = desc_top {
                 let bottom = self.align_tail(buffer_align)?;

@@ -66,7 +66,8 @@ impl<T> Stored<T> {
 pub(crate) struct OpRecord {
     /// Index of the kernel in the resolver.
     pub(crate) kernel: u16,
-    /// How many scratch buffers it requested.
+    /// How many scratch buffers it requested, and [`OpRecord::IN_PLACE`]
+    /// when the lean schedule runs it over its input.
     pub(crate) scratch_count: u16,
     /// Index of the op's first scratch request among all scratch requests.
     pub(crate) scratch_first: u16,
@@ -86,6 +87,20 @@ pub(crate) struct OpRecord {
 impl OpRecord {
     /// The list offset of an operator without that list.
     pub(crate) const NO_LIST: u32 = u32::MAX;
+
+    /// Set in `scratch_count` for an op the lean schedule runs in place
+    /// (a scratch count never reaches it).
+    pub(crate) const IN_PLACE: u16 = 1 << 15;
+
+    /// How many scratch buffers the op requested.
+    pub(crate) fn scratch_buffers(&self) -> u32 {
+        u32::from(self.scratch_count & !Self::IN_PLACE)
+    }
+
+    /// Whether the lean schedule runs the op over its input's buffer.
+    pub(crate) fn in_place(&self) -> bool {
+        self.scratch_count & Self::IN_PLACE != 0
+    }
 
     /// The offset of `list` in `model` (what `inputs_at` holds).
     pub(crate) fn list_at(model: &[u8], list: Option<flatbuffers::Vector<'_, i32>>) -> u32 {
@@ -329,7 +344,7 @@ impl<'m> PrepareContext<'_, 'm, '_> {
     /// Requests `bytes` of scratch memory, live only while this op runs.
     /// Returns the op's scratch index for [`InvokeContext::scratch`].
     pub fn request_scratch(&mut self, bytes: u32, align: u32) -> Result<u32, KernelError> {
-        let local = u32::from(self.record.scratch_count);
+        let local = self.record.scratch_buffers();
         if local >= MAX_SCRATCH_PER_OP {
             return Err(KernelError::UnsupportedParameter {
                 what: "more than 32 scratch buffers for one op",
@@ -528,7 +543,9 @@ impl<'i, 'm> InvokeContext<'i, 'm> {
     /// Takes both views: neither [`input`](Self::input)`(0)` nor
     /// [`output`](Self::output)`(0)` may be asked for after it.
     pub fn shared_io(&self) -> Result<Option<&'i mut [u8]>, KernelError> {
-        if !crate::schedule::LEAN_LINKED {
+        // Only an op allocate ran in place: two buffers a broken plan put
+        // on one offset are not one buffer (the access checks name them).
+        if !crate::schedule::LEAN_LINKED || !self.record.in_place() {
             return Ok(None);
         }
         let (input, output) = (self.tensor_index(0, false)?, self.tensor_index(0, true)?);
@@ -601,7 +618,7 @@ impl<'i, 'm> InvokeContext<'i, 'm> {
 
     /// Scratch buffer `k` requested at prepare, writable once per invoke.
     pub fn scratch(&self, k: u32) -> Result<&'i mut [u8], KernelError> {
-        if k >= u32::from(self.record.scratch_count) || k >= MAX_SCRATCH_PER_OP {
+        if k >= self.record.scratch_buffers() || k >= MAX_SCRATCH_PER_OP {
             return Err(KernelError::Internal);
         }
         let slot = *self
