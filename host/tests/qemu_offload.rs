@@ -158,9 +158,7 @@ fn every_shipped_scenario_passes_offloaded_coherent_and_not() {
                 // The lean schedule and constants in flash refuse an
                 // accelerator by name when the scenario is read (the
                 // contract tests hold that refusal): nothing to sweep.
-                .filter(|s| {
-                    s.schedule == Schedule::Tflm && s.constants == ConstantsPlace::Tail
-                })
+                .filter(|s| s.schedule == Schedule::Tflm && s.constants == ConstantsPlace::Tail)
                 // A split arena cannot be halved for the engine's view:
                 // pooled scenarios run coherent only (the host refuses the
                 // rest, a test below checks it).
