@@ -14,9 +14,6 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
-
 use hilt::conformance::{RunSetup, run_model_with};
 use hilt_runtime::schedule::Schedule;
 use hilt_runtime::writer::examples::mobilenet_blocks_int8;
@@ -166,13 +163,6 @@ fn the_books_lean_table_holds() {
     );
 }
 
-fn hilt(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hilt"))
-        .args(args)
-        .output()
-        .expect("run hilt")
-}
-
 fn model_file() -> String {
     let dir = std::env::temp_dir().join(format!("hilt-cli-lean-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -181,32 +171,20 @@ fn model_file() -> String {
     path.to_string_lossy().into_owned()
 }
 
-fn boards() -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../boards")
-        .to_string_lossy()
-        .into_owned()
-}
-
+/// `hilt layout MODEL` on the AN386 as JSON, with `extra` arguments (run
+/// from the repository root, so `boards` is the shipped folder).
 fn json(model: &str, extra: &[&str]) -> serde_json::Value {
-    let boards = boards();
     let mut args = vec![
         "layout",
         model,
         "--board",
         "qemu-mps2-an386",
         "--boards-dir",
-        &boards,
+        "boards",
     ];
     args.extend_from_slice(extra);
     args.extend_from_slice(&["--format", "json"]);
-    let out = hilt(&args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    serde_json::from_str(&common::succeeded(&common::hilt(&args))).unwrap()
 }
 
 #[test]
@@ -238,21 +216,18 @@ fn the_lean_layout_says_what_runs_in_place_and_what_it_saves() {
             .contains(&2.into())
     );
 
-    let boards = boards();
-    let out = hilt(&[
+    let table = common::succeeded(&common::hilt([
         "layout",
         &model,
         "--board",
         "qemu-mps2-an386",
         "--boards-dir",
-        &boards,
+        "boards",
         "--schedule",
         "lean",
         "--constants",
         "flash",
-    ]);
-    let table = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success());
+    ]));
     for line in [
         "classic          13824 B",
         "lean schedule: ",
