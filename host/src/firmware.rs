@@ -644,8 +644,9 @@ fn install(built: &Path, elf: &Path) -> Result<(), BuildError> {
     })
 }
 
-/// The least stack a firmware is given (the board's memory budget, checked
-/// before a build, counts the same).
+/// The stack a firmware is given when its board declares none (the
+/// board's `stack_size`; its memory budget, checked before a build, counts
+/// the same).
 pub const MIN_STACK_BYTES: u64 = hilt_contract::board::MIN_STACK_BYTES;
 
 /// The stack grows down from the top of RAM towards the arena, which sits
@@ -684,11 +685,12 @@ fn check_stack_room(elf: &Path, request: &FirmwareRequest<'_>) -> Result<(), Bui
         .max()
         .unwrap_or(ram.origin);
     let stack = top.saturating_sub(data_end);
-    if stack < MIN_STACK_BYTES {
+    let needed = request.board.stack_budget();
+    if stack < needed {
         return Err(BuildError::Stack {
             board: request.board.name.clone(),
             stack,
-            needed: MIN_STACK_BYTES,
+            needed,
             arena: request.arena_size,
         });
     }

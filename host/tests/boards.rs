@@ -22,6 +22,7 @@ fn shipped_boards_are_valid() {
             "nrf5340-dk",
             "nucleo-h743zi",
             "qemu-mps2-an386",
+            "qemu-mps2-an386-64k",
             "qemu-mps2-an386-armv6m",
             "qemu-mps2-an386-custom",
             "qemu-mps2-an386-uart",
@@ -81,6 +82,23 @@ fn shipped_boards_are_valid() {
         .find(|b| b.name == "qemu-netduinoplus2")
         .unwrap();
     assert_eq!(netduino.memory[1].length, 128 * 1024);
+    // The 64 KiB board: only scenarios that name it run there (a glob
+    // leaves it out), and it declares the stack it was measured to need.
+    let small = boards
+        .iter()
+        .find(|b| b.name == "qemu-mps2-an386-64k")
+        .unwrap();
+    assert_eq!(small.memory[1].length, 64 * 1024);
+    assert_eq!((small.globs, small.stack_size), (false, Some(0x2A00)));
+    assert!(small.features.iter().any(|f| f == "small-ram"));
+    assert!(!virtual_boards.iter().any(|b| b.name == small.name));
+    assert_eq!(select(&boards, &small.name).unwrap().len(), 1);
+    assert!(
+        boards
+            .iter()
+            .filter(|b| b.name != small.name)
+            .all(|b| b.globs && b.stack_size.is_none() && b.stack_budget() == 16 * 1024)
+    );
     let nrf53 = boards.iter().find(|b| b.name == "nrf5340-dk").unwrap();
     assert_eq!(nrf53.target, "thumbv8m.main-none-eabihf");
     assert_eq!(nrf53.probe.as_ref().unwrap().to_string(), "1366:1051");
@@ -142,6 +160,11 @@ fn fxhash(s: &str) -> u64 {
     })
 }
 
+/// [`GOOD`] with one more key (`KEY = VALUE`, after `arena_size`).
+fn with_key(line: &str) -> String {
+    GOOD.replace("arena_size = 1024", &format!("arena_size = 1024\n{line}"))
+}
+
 fn problem(toml: &str) -> String {
     board_in_temp(toml, Some(MEMORY_X)).unwrap_err().to_string()
 }
@@ -172,19 +195,25 @@ fn mistakes_name_the_field() {
             "field `arena_size`: 40000 bytes does not fit in RAM",
         ),
         (
-            GOOD.replace("arena_size = 1024", "arena_size = 1024\nmodel_slot = 1000"),
+            with_key("model_slot = 1000"),
             "field `model_slot`: 1000 bytes: a slot is a multiple of 64 bytes, at least 1024",
         ),
         (
-            GOOD.replace(
-                "arena_size = 1024",
-                "arena_size = 1024\nmodel_slot = 0x100000",
-            ),
+            with_key("model_slot = 0x100000"),
             "field `model_slot`: 1048576 bytes leave no room for the code in FLASH",
         ),
+        (with_key("colour = \"red\""), "unknown key `colour`"),
         (
-            GOOD.replace("arena_size = 1024", "arena_size = 1024\ncolour = \"red\""),
-            "unknown key `colour`",
+            with_key("stack_size = 1024"),
+            "field `stack_size`: 1024 bytes is below the least a firmware runs in (4096 bytes)",
+        ),
+        (
+            with_key("stack_size = 5004"),
+            "field `stack_size`: 5004 bytes is not a multiple of 8",
+        ),
+        (
+            with_key("stack_size = 0x8000"),
+            "field `stack_size`: 32768 bytes does not fit in RAM (32768 bytes)",
         ),
         (
             GOOD.replace("origin = 0x20000000", "origin = 0x8000"),

@@ -558,4 +558,16 @@ fn the_budget_names_the_arena_region_and_the_model_slot_that_do_not_fit() {
     netduino
         .check_budget(netduino.arena_size, Some(300_568))
         .unwrap();
+    // A board that declares its stack (`stack_size`) is budgeted with it,
+    // not with the default 16 KiB: the 64 KiB board's arena fits beside
+    // its 10.5 KiB, and 8 KiB more would not.
+    let small = hilt::config::board::load_named(&boards, "qemu-mps2-an386-64k").unwrap();
+    small.check_budget(small.arena_size, None).unwrap();
+    assert_eq!(
+        small
+            .check_budget(small.arena_size + 8192, None)
+            .unwrap_err()
+            .to_string(),
+        "arena 55,680 B + stack 10,752 B do not fit RAM 65,536 B (by 896 B)"
+    );
 }

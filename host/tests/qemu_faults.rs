@@ -231,3 +231,49 @@ fn shipped_scenarios_raise_no_false_alarm_with_buffer_canaries() {
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// A board's declared stack (`stack_size`) holds every run on it: the
+/// plugin takes the stack to start that far below its top, so a run that
+/// goes deeper fails as a stack overflow, named, even while RAM is left
+/// below. person_detect passes on the 64 KiB board within the 10,752 bytes
+/// it declares; the same board declaring 4 KiB fails.
+#[test]
+fn a_run_deeper_than_the_boards_declared_stack_is_an_overflow() {
+    if !common::qemu_available("QEMU fault tests") || common::conformance_models().is_none() {
+        return;
+    }
+    let boards = load_all(&repo().join("boards")).unwrap();
+    let conformance = hilt::conformance::locate_all(&repo());
+    let scenario = hilt::config::scenario::load(
+        &repo().join("scenarios/person_detect_64k.toml"),
+        &conformance,
+    )
+    .unwrap();
+    let declared = select(&boards, "qemu-mps2-an386-64k").unwrap()[0].clone();
+    let mut shallow = declared.clone();
+    shallow.stack_size = Some(4096);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let on = |board| {
+        let job = Job {
+            scenario: Arc::new(scenario.clone()),
+            board,
+        };
+        let mut results = runtime.block_on(run_jobs(&repo(), vec![job], 1, |_| {}));
+        results.pop().unwrap()
+    };
+    let (passed, failed) = (on(declared), on(shallow));
+    assert!(
+        matches!(passed.outcome, Outcome::Passed),
+        "{:?}",
+        passed.outcome
+    );
+    let deepest = passed.stack_high_water.unwrap();
+    assert!((4096..=0x2A00).contains(&deepest), "{deepest} bytes deep");
+    let Outcome::Error(error) = &failed.outcome else {
+        panic!("expected a stack overflow, got {:?}", failed.outcome)
+    };
+    assert!(
+        error.contains("a stack access") && error.contains("the stack overflowed"),
+        "{error}"
+    );
+}

@@ -104,6 +104,14 @@ fn is_glob(filter: &str) -> bool {
 /// `--board` names a defined board or matches one: else the error says
 /// which it did not, with the closest names or the defined boards.
 fn check_board_filter(boards: &[Board], filter: &str) -> anyhow::Result<()> {
+    // A filter narrows the pairs the scenarios name, so it may match a
+    // board no glob picks (`globs = false`) that a scenario names.
+    if boards
+        .iter()
+        .any(|b| hilt::config::board::glob_match(filter, &b.name))
+    {
+        return Ok(());
+    }
     match hilt::config::board::select(boards, filter) {
         Ok(_) => Ok(()),
         // `--board "qemu-stm32*" matches no board; …`

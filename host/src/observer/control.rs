@@ -106,12 +106,21 @@ pub fn control_text(
     for (name, start, len) in DEVICE_WINDOWS {
         let _ = writeln!(text, "region {name} {start:#x} {len:#x}");
     }
+    // The stack runs from the end of the firmware's data up to its top; a
+    // board that declares its stack (`stack_size`) is held to that, so a
+    // run that goes deeper than the board says fails as an overflow even
+    // while RAM is left below it.
     let stack = file
         .symbols()
         .find(|s| s.name() == Ok("_stack_start"))
         .map(|s| s.address())
         .filter(|&top| top > ram_top)
-        .map(|top| (ram_top as u32, top as u32));
+        .map(|top| {
+            let bottom = board
+                .stack_size
+                .map_or(ram_top, |size| top.saturating_sub(size).max(ram_top));
+            (bottom as u32, top as u32)
+        });
     if let Some((bottom, top)) = stack {
         let _ = writeln!(text, "stack {bottom:#x} {:#x}", top - bottom);
     }

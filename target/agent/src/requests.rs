@@ -269,6 +269,11 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Service<'s, 
         }
     }
 
+    /// Answers one request. The handlers are kept out of line
+    /// (`#[inline(never)]`), the invoke's too: inlined, each one's buffers
+    /// would sit in the caller's frame (on a firmware, `main`'s, which
+    /// every kernel runs on top of) for the whole session, stack that a
+    /// part with 64 KiB of RAM needs for its arena.
     pub(crate) fn dispatch(&mut self, message: Message<'_>) -> Result<(), WireError> {
         let tag = message.tag();
         match message {
@@ -325,6 +330,7 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Service<'s, 
     /// the engine the second as its view of memory. Answered by `Done`, or
     /// by the error that stopped it (no engine, a fault this firmware was
     /// not built to inject, a plan that does not fit).
+    #[inline(never)]
     fn handle_set_offload(
         &mut self,
         choice: OffloadChoice,
@@ -435,6 +441,7 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Service<'s, 
 
     /// Who we are, the guards' addresses (so the host can check them
     /// itself), and, when the model cannot run, why.
+    #[inline(never)]
     fn handle_hello(&mut self) -> Result<(), WireError> {
         let (inputs, outputs) = self
             .interpreter
@@ -460,6 +467,7 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Service<'s, 
 
     /// Where the section guards are, so the host can check them itself
     /// (after the Hello, and after a re-plan has moved them).
+    #[inline(never)]
     fn send_guards(&mut self) -> Result<(), WireError> {
         let Some(a) = self.interpreter.as_ref().and_then(|i| i.allocation().ok()) else {
             return Ok(());
@@ -480,6 +488,7 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Service<'s, 
 
     /// Copies one chunk into an input tensor; a chunk outside the tensor
     /// (or an input that does not exist) is a `BAD_INPUT` error.
+    #[inline(never)]
     fn handle_load_input(
         &mut self,
         position: u8,
@@ -512,6 +521,7 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Service<'s, 
     /// then the last run's per-op cycles (zeros unless `per_op`), outputs
     /// and arena use, and `Done`. A failed run ends the request with its
     /// error instead.
+    #[inline(never)]
     fn handle_invoke(&mut self, count: u32, per_op: bool, tag: u8) -> Result<(), WireError> {
         #[cfg(feature = "fault-injection")]
         if crate::faults::armed(crate::faults::Fault::HangOnInvoke) {
@@ -627,6 +637,7 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Service<'s, 
         Ok(true)
     }
 
+    #[inline(never)]
     fn send_op_cycles(&mut self, ops: usize) -> Result<(), WireError> {
         let mut cycle_bytes = [0u8; 4 * CYCLES_PER_MESSAGE];
         let mut cycles = [0u32; CYCLES_PER_MESSAGE];
@@ -645,6 +656,7 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Service<'s, 
     }
 
     /// The last invoke's offload figures and placement, then its jobs.
+    #[inline(never)]
     fn send_offload(&mut self, ops: usize) -> Result<(), WireError> {
         let f = self.figures;
         self.link.send(&Message::Offload {
@@ -679,6 +691,7 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Service<'s, 
         Ok(())
     }
 
+    #[inline(never)]
     fn send_outputs(&mut self) -> Result<(), WireError> {
         let Some(interpreter) = self.interpreter.as_ref() else {
             return Ok(());
@@ -700,6 +713,7 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Service<'s, 
         Ok(())
     }
 
+    #[inline(never)]
     fn send_arena_usage(&mut self) -> Result<(), WireError> {
         let Some(interpreter) = self.interpreter.as_ref() else {
             return Ok(());
@@ -716,6 +730,7 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Service<'s, 
     }
 
     /// The committed arena plan, 40 entries a message, then `Done`.
+    #[inline(never)]
     fn handle_plan_request(&mut self, tag: u8) -> Result<(), WireError> {
         let mut bytes = [0u8; 19 * PLAN_PER_MESSAGE];
         let total = self.plan_len as u16;
@@ -735,6 +750,7 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Service<'s, 
 
     /// Back to the state right after start-up: variables (RNN state)
     /// zeroed, so a new case does not see the last one's state.
+    #[inline(never)]
     fn handle_reset_state(&mut self, tag: u8) -> Result<(), WireError> {
         if let Some(interpreter) = self.interpreter.as_mut() {
             // A reset of a committed interpreter cannot fail; the status

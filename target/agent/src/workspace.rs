@@ -6,14 +6,27 @@ use hilt_runtime::accel::JobTrace;
 
 /// Most operators a model may have for per-op cycle counts (later ops are
 /// timed in the invoke's total but not reported one by one).
+#[cfg(not(feature = "small-ram"))]
 pub const MAX_OPS: usize = 256;
+/// Most operators a model may have for per-op cycle counts (later ops are
+/// timed in the invoke's total but not reported one by one); `small-ram`.
+#[cfg(feature = "small-ram")]
+pub const MAX_OPS: usize = 64;
 
 /// Most plan entries kept for the host's `PlanRequest`.
+#[cfg(not(feature = "small-ram"))]
 pub const MAX_PLAN: usize = 384;
+/// Most plan entries kept for the host's `PlanRequest`; `small-ram`.
+#[cfg(feature = "small-ram")]
+pub const MAX_PLAN: usize = 96;
 
 /// Most offloaded jobs an invoke's trace keeps (20 bytes each; later jobs
 /// still run and count, without their times).
+#[cfg(not(feature = "small-ram"))]
 pub const MAX_JOBS: usize = 48;
+/// Most offloaded jobs an invoke's trace keeps; `small-ram`.
+#[cfg(feature = "small-ram")]
+pub const MAX_JOBS: usize = 8;
 
 const EMPTY_ENTRY: PlanEntry = PlanEntry {
     kind: 0,
@@ -27,7 +40,8 @@ const EMPTY_ENTRY: PlanEntry = PlanEntry {
 
 /// Buffers a session works in: the committed arena plan, per-op cycle
 /// counts, offloaded jobs' times, and one outgoing and one decoded frame
-/// (about 13 KiB). Place it
+/// (about 13 KiB; under the `small-ram` feature, for parts with 64 KiB of
+/// RAM, about 4.6 KiB). Place it
 /// in a `static` (`Workspace::new` is `const`), so it lands in `.bss`.
 #[derive(Debug)]
 pub struct Workspace {

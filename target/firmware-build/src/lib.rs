@@ -275,18 +275,21 @@ impl FirmwareBuild {
         s
     }
 
-    /// `resolver()`: every kernel, or only those of the operators asked
+    /// `Resolver` and `resolver()`: every kernel, or only those of the operators asked
     /// for, each looked up at compile time so that no other kernel is
     /// linked.
     fn resolver_source(&self) -> String {
-        let head = "pub fn resolver() -> hilt_agent::runtime::kernels::OpResolver<{ hilt_agent::runtime::kernels::BUILTINS_CAPACITY }> {";
+        let head = "pub fn resolver() -> Resolver {";
         let Some(ops) = &self.kernels else {
             return format!(
-                "/// Every kernel hilt has: a firmware for any model.\n{head}\n    hilt_agent::runtime::kernels::all_builtins()\n}}"
+                "/// The kernel table's type.\npub type Resolver = hilt_agent::runtime::kernels::OpResolver<{{ hilt_agent::runtime::kernels::BUILTINS_CAPACITY }}>;\n/// Every kernel hilt has: a firmware for any model.\n{head}\n    hilt_agent::runtime::kernels::all_builtins()\n}}"
             );
         };
+        // Room for the model's kernels and the firmware's own custom ones
+        // (`CUSTOM_KERNELS`): a table no larger than the model needs.
         let mut s = format!(
-            "/// The kernels of the model's operators only ({}).\n{head}\n    use hilt_agent::runtime::schema::BuiltinOperator as Op;\n    const KERNELS: [(Op, Option<hilt_agent::runtime::kernels::Registration>); {}] = [\n",
+            "/// The kernel table's type.\npub type Resolver = hilt_agent::runtime::kernels::OpResolver<{}>;\n/// The kernels of the model's operators only ({}).\n{head}\n    use hilt_agent::runtime::schema::BuiltinOperator as Op;\n    const KERNELS: [(Op, Option<hilt_agent::runtime::kernels::Registration>); {}] = [\n",
+            ops.len() + CUSTOM_KERNELS,
             ops.join(", "),
             ops.len()
         );
@@ -307,6 +310,10 @@ impl FirmwareBuild {
         s
     }
 }
+
+/// Custom kernels a firmware adds to the table after `resolver()` (hilt's
+/// firmware: the virtual NPU's `NEGATE`).
+const CUSTOM_KERNELS: usize = 1;
 
 impl FirmwareBuild {
     /// The model's file name, as the slot header carries it.

@@ -58,20 +58,32 @@ fn main() -> ! {
     let agent = agent.offload_engine(&VNPU);
     let agent = agent.planner(hilt::PLANNER);
 
-    // Every kernel, or the model's only (`kernels = "model"`).
-    let mut resolver = hilt::resolver();
-    // vnpu's own custom op, so a model carrying it runs (on the CPU, or
-    // claimed by the engine).
-    let _ = resolver.add_custom(NEGATE_NAME, NEGATE);
+    let resolver = kernels();
     // SAFETY: the only call, before anything else touches the statics.
     let parts = unsafe { hilt::take() };
-    let error = match agent.start(parts, &resolver) {
+    let error = match agent.start(parts, resolver) {
         Ok(mut session) => session.run(),
         Err(e) => e,
     };
     let mut line = Line::default();
     line.push("wire to the host: ").push(error.as_str());
     stop(&line)
+}
+
+/// The kernel table: every kernel, or the model's only (`kernels =
+/// "model"`), and vnpu's own custom op, so a model carrying it runs (on the
+/// CPU, or claimed by the engine). In a static rather than in `main`'s
+/// frame, which every invoke sits on (up to 96 entries, 2.7 KiB: on a part
+/// with 64 KiB of RAM that is stack the arena needs); built out of line so
+/// that its temporaries leave no room in that frame either.
+#[inline(never)]
+fn kernels() -> &'static hilt::Resolver {
+    static mut KERNELS: Option<hilt::Resolver> = None;
+    let mut resolver = hilt::resolver();
+    let _ = resolver.add_custom(NEGATE_NAME, NEGATE);
+    let kernels = &raw mut KERNELS;
+    // SAFETY: called once, from `main`, before anything reads the static.
+    unsafe { (*kernels).insert(resolver) }
 }
 
 /// Counts SysTick's wraps into the counter's high word (QEMU), and grants

@@ -26,15 +26,25 @@ mod rtt {
         down: DownChannel,
     }
 
+    /// Bytes of each RTT ring: up 0 and down 0 (frames), and up 1 (a
+    /// panic's message). A frame larger than a ring passes in pieces, the
+    /// host draining up 0 and filling down 0 as they empty; bigger rings
+    /// only mean fewer round trips, which a part with 64 KiB of RAM
+    /// (`small-ram`) gives up.
+    #[cfg(not(feature = "small-ram"))]
+    const RINGS: (usize, usize) = (4096, 1024);
+    #[cfg(feature = "small-ram")]
+    const RINGS: (usize, usize) = (768, 256);
+
     /// Sets up the RTT control block: up 0 "hilt", up 1 "log", down 0 "hilt".
     pub(crate) fn open() -> Rtt {
         let channels = rtt_init! {
             up: {
-                0: { size: 4096, mode: ChannelMode::BlockIfFull, name: "hilt" }
-                1: { size: 1024, mode: ChannelMode::NoBlockSkip, name: "log" }
+                0: { size: RINGS.0, mode: ChannelMode::BlockIfFull, name: "hilt" }
+                1: { size: RINGS.1, mode: ChannelMode::NoBlockSkip, name: "log" }
             }
             down: {
-                0: { size: 4096, name: "hilt" }
+                0: { size: RINGS.0, name: "hilt" }
             }
         };
         let log = &raw mut PANIC_LOG;

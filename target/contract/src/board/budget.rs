@@ -17,11 +17,19 @@
 use super::{ARENA_REGION, Board};
 use crate::shortfall::MemoryShortfall;
 
-/// The least stack a firmware is given: the agent's session, a kernel's
-/// prepare and the deepest invoke together need about 10 KiB on Cortex-M
-/// (seen: 9.4 KiB was not enough); the rest is margin. The host checks a
-/// built firmware leaves it this much (`firmware::check_stack_room`).
+/// The stack a firmware is given unless its board declares one
+/// (`stack_size`): the agent's session, a kernel's prepare and the deepest
+/// invoke of every kernel together need about 10 KiB on Cortex-M (seen:
+/// 9.4 KiB was not enough); the rest is margin. The host checks a built
+/// firmware leaves its board this much (`firmware::check_stack_room`).
 pub const MIN_STACK_BYTES: u64 = 16 * 1024;
+
+/// The least `stack_size` a board may declare: below it not even the
+/// agent's session and a small model's prepare fit. A board that declares
+/// a stack this small runs only the models its scenarios were measured
+/// with (the QEMU plugin reports the stack high-water and flags any access
+/// below the stack as an overflow).
+pub const LEAST_STACK_BYTES: u64 = 4 * 1024;
 
 /// The smallest model slot a model of `model_len` bytes fits: its header
 /// and bytes, in the slot's 64-byte granule (the firmware build's least
@@ -39,13 +47,13 @@ impl Board {
             .map(|r| r.length)
     }
 
-    /// Whether an `arena`-byte arena, the least stack and (when given) a
+    /// Whether an `arena`-byte arena, the board's stack and (when given) a
     /// model of `model_len` bytes can fit this board's memories: the
     /// necessary conditions, checked before a build (see the module's
     /// doc for what the link adds).
     pub fn check_budget(&self, arena: u64, model_len: Option<u64>) -> Result<(), MemoryShortfall> {
         let ram = self.region_len("RAM").unwrap_or(0);
-        let stack = MIN_STACK_BYTES;
+        let stack = self.stack_budget();
         match self.region_len(ARENA_REGION) {
             Some(region) if arena > region => {
                 return Err(MemoryShortfall::ArenaRegion { arena, region });

@@ -17,7 +17,7 @@ type Check = fn(&Path, &RawBoard) -> Result<(), ConfigError>;
 
 /// Every check a board file passes, in the order their errors are reported
 /// (a file with several mistakes names the first of this list).
-const CHECKS: [(&str, Check); 15] = [
+const CHECKS: [(&str, Check); 16] = [
     ("name matches the file", name_matches_file),
     ("target is known", target_is_known),
     ("chip is not empty", chip_not_empty),
@@ -28,6 +28,7 @@ const CHECKS: [(&str, Check); 15] = [
     ("core clock runs", core_clock_runs),
     ("memory regions are sound", memory_regions_sound),
     ("RAM and FLASH exist", ram_and_flash_exist),
+    ("stack size is sound", stack_size_sound),
     ("arena fits in RAM", arena_fits_ram),
     ("model slot fits in FLASH", model_slot_fits_flash),
     ("pools split the arena", pools_split_the_arena),
@@ -65,6 +66,8 @@ pub(super) fn validate(path: &Path, raw: RawBoard) -> Result<Board, ConfigError>
         vnpu: raw.vnpu.unwrap_or_default().over(VnpuModel::default()),
         model_slot: raw.model_slot,
         timing: raw.timing,
+        stack_size: raw.stack_size,
+        globs: raw.globs.unwrap_or(true),
     })
 }
 
@@ -308,6 +311,27 @@ fn ram_and_flash_exist(path: &Path, raw: &RawBoard) -> Result<(), ConfigError> {
         }
     }
     Ok(())
+}
+
+/// A declared stack is no smaller than the least any firmware ran in
+/// ([`super::LEAST_STACK_BYTES`]), 8-byte aligned (the AAPCS's stack
+/// alignment), and leaves RAM for something else.
+fn stack_size_sound(path: &Path, raw: &RawBoard) -> Result<(), ConfigError> {
+    let Some(stack) = raw.stack_size else {
+        return Ok(());
+    };
+    let ram = region(raw, "RAM").map_or(0, |r| r.length);
+    let least = super::LEAST_STACK_BYTES;
+    let problem = if stack < least {
+        format!("{stack} bytes is below the least a firmware runs in ({least} bytes)")
+    } else if stack % 8 != 0 {
+        format!("{stack} bytes is not a multiple of 8 (the stack's alignment)")
+    } else if stack >= ram {
+        format!("{stack} bytes does not fit in RAM ({ram} bytes)")
+    } else {
+        return Ok(());
+    };
+    Err(invalid(path, "stack_size", problem))
 }
 
 fn arena_fits_ram(path: &Path, raw: &RawBoard) -> Result<(), ConfigError> {

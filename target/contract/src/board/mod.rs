@@ -88,7 +88,7 @@ mod checks;
 mod memory_x;
 
 pub use crate::shortfall::{MemoryShortfall, grouped};
-pub use budget::{MIN_STACK_BYTES, least_slot};
+pub use budget::{LEAST_STACK_BYTES, MIN_STACK_BYTES, least_slot};
 
 use crate::error::{ConfigError, read_toml};
 use crate::offload::{RawVnpu, VnpuModel};
@@ -377,6 +377,10 @@ pub(crate) struct RawBoard {
     pub(super) model_slot: Option<u64>,
     #[serde(default)]
     pub(super) timing: Option<Timing>,
+    #[serde(default)]
+    pub(super) stack_size: Option<u64>,
+    #[serde(default)]
+    pub(super) globs: Option<bool>,
 }
 
 /// A validated board definition.
@@ -438,6 +442,17 @@ pub struct Board {
     pub model_slot: Option<u64>,
     /// How cycles are estimated on it (`[timing]`), if it says.
     pub timing: Option<Timing>,
+    /// The stack the board declares for its firmware (`stack_size`), if
+    /// it does: a board with little RAM declares what its firmware was
+    /// measured to need, so that the arena gets the rest. On a virtual
+    /// board the QEMU plugin then holds every run to it (a stack access
+    /// below it is an overflow). See [`Board::stack_budget`].
+    pub stack_size: Option<u64>,
+    /// Whether a glob in a scenario's `boards` picks this board (`globs`;
+    /// default true). A board too small for most scenarios says false:
+    /// scenarios that run there name it, as Zephyr's twister runs a
+    /// platform that is not a default one only when asked.
+    pub globs: bool,
 }
 
 /// How far a latency may move before the gate says so. It lives with the
@@ -485,6 +500,12 @@ impl Board {
             percent: self.latency_tolerance_percent,
             cycles,
         }
+    }
+
+    /// The stack a firmware built for this board must have room for: its
+    /// `stack_size`, else [`MIN_STACK_BYTES`].
+    pub fn stack_budget(&self) -> u64 {
+        self.stack_size.unwrap_or(MIN_STACK_BYTES)
     }
 
     /// Whether hilt puts a scenario's firmware on the board itself: QEMU
@@ -569,11 +590,13 @@ pub fn load_all(dir: &Path) -> Result<Vec<Board>, ConfigError> {
     Ok(boards)
 }
 
-/// The boards whose names match `pattern` (a name or a glob with `*`/`?`).
+/// The boards `pattern` picks: the one it names, or those whose names
+/// match it as a glob (`*`/`?`) and that globs pick ([`Board::globs`]).
 pub fn select<'b>(boards: &'b [Board], pattern: &str) -> Result<Vec<&'b Board>, ConfigError> {
+    let glob = pattern.contains(['*', '?']);
     let chosen: Vec<&Board> = boards
         .iter()
-        .filter(|b| glob_match(pattern, &b.name))
+        .filter(|b| (b.globs || !glob) && glob_match(pattern, &b.name))
         .collect();
     if chosen.is_empty() {
         return Err(ConfigError::Unknown {
