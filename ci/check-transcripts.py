@@ -14,7 +14,8 @@ is one a run still gives. Usage: ci/check-transcripts.py HILT_BINARY
   ../shared/conformance); a command whose files are nowhere is reported as
   skipped, and fails the check when HILT_CONFORMANCE_REQUIRED=1.
 - Compared: the shown lines against stdout and stderr together, without
-  hilt's firmware-build progress lines and the `reports:` line, with wall
+  hilt's firmware-build progress lines and the `reports:` and `results:`
+  lines, with wall
   times and planner times masked (they are the host's, not the run's) and
   RAM and code addresses too (they move with any change to the firmware). A
   `…` line in a transcript stands for any number of lines.
@@ -39,7 +40,7 @@ MASKS = [
     # `pc 0x000a4c14 in conv_i8+0x37de`).
     (re.compile(r"\bpc 0x[0-9a-f]{8} in (\S+)\+0x[0-9a-f]+"), r"pc 0xXXXXXXXX in \1+0xN"),
 ]
-DROPPED = re.compile(r"^(hilt: build(ing|t) |reports: )")
+DROPPED = re.compile(r"^(hilt: build(ing|t) |reports: |results: )")
 WRITES = {"-o", "--output", "--write-offline"}
 FILE_ARG = re.compile(r"\.(tflite|toml|csv|npy)$")
 

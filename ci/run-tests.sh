@@ -98,7 +98,7 @@ done
 unset CARGO_PROFILE_RELEASE_LTO CARGO_PROFILE_RELEASE_CODEGEN_UNITS
 
 log="$(mktemp)"
-trap 'rm -f "$log" "$fuzz_log"; [ -z "${fuzz_pid:-}" ] || { pkill -P "$fuzz_pid"; kill "$fuzz_pid"; } 2>/dev/null || true' EXIT
+trap 'rm -f "$log" "$fuzz_log"; ci/postgres.sh stop >/dev/null 2>&1; [ -z "${fuzz_pid:-}" ] || { pkill -P "$fuzz_pid"; kill "$fuzz_pid"; } 2>/dev/null || true' EXIT
 status=0
 
 section "CI workflows (ci/github/*.yml)"
@@ -127,8 +127,14 @@ wait "$fuzz_pid" || status=1
 cat "$fuzz_log"
 rm -f "$fuzz_log"
 
-section "workspace tests"
+section "workspace tests (with a throw-away PostgreSQL for the results store's: ci/postgres.sh)"
+if postgres="$(ci/postgres.sh start)"; then
+  eval "$postgres"
+else
+  echo "no PostgreSQL server could be started: the results store's PostgreSQL tests are skipped"
+fi
 cargo test --workspace --no-fail-fast 2>&1 | tee -a "$log" || status=1
+ci/postgres.sh stop || true
 
 section "the runtime built as hilt's lean firmware is (features no-offload, no-pools, no-lean and no-constant-image, for a scenario without an engine, pools, the lean schedule or constants in flash): a backend, a split arena, the lean schedule and a constant image are refused by name"
 cargo test --quiet -p hilt-runtime --features no-offload,no-pools,no-lean,no-constant-image --test accel --test pools --test lean_schedule --test constant_image a_no_ 2>&1 | tee -a "$log" || status=1

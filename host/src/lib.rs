@@ -19,6 +19,7 @@
 //! - [`driver`]: QEMU, probe-rs and UART boards behind one trait;
 //! - [`orchestrate`]: builds, locks, limits and runs boards in parallel;
 //! - [`gate`] and [`report`]: what a run is judged against and written as;
+//!   [`results`]: the store every run is recorded in, and its history;
 //! - [`offline_plan`]: a layout stored in the model as TFLM's offline plan.
 
 pub mod accel;
@@ -49,8 +50,10 @@ pub mod orchestrate;
 pub mod outcome;
 pub mod part_estimate;
 pub mod paths;
+pub mod quarantine;
 pub mod report;
 pub mod reshape_sharing;
+pub mod results;
 pub mod session;
 pub mod shard;
 pub mod svg;

@@ -12,6 +12,7 @@ use cmd::bench::BenchArgs;
 use cmd::bench_target::BenchTargetArgs;
 use cmd::boards::BoardsArgs;
 use cmd::gate::GateArgs;
+use cmd::history::HistoryArgs;
 use cmd::infer::InferArgs;
 use cmd::layout::LayoutArgs;
 use cmd::plan::PlanArgs;
@@ -48,6 +49,10 @@ enum Command {
     /// snapshots (snapshots/gate); differences leave .snap.new files, which
     /// `hilt gate --accept` (or `cargo insta review`) accepts.
     Gate(GateArgs),
+    /// Show what the results store remembers of each (scenario, board):
+    /// outcome, latency in all and per op, and arena over the last runs,
+    /// with the op that moved at each commit (table, JSON or HTML with plots).
+    History(HistoryArgs),
     /// List the defined boards.
     Boards(BoardsArgs),
     /// Run a model once (or --steps N times) on the host.
@@ -104,6 +109,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Plan(args) => cmd::plan::run(&args),
         Command::Run(args) => cmd::run::run(args),
         Command::Gate(args) => cmd::gate::run(args),
+        Command::History(args) => cmd::history::run(args),
         Command::Boards(args) => cmd::boards::run(args),
         Command::Infer(args) => cmd::infer::run(args),
         Command::BenchTarget(args) => cmd::bench_target::run(args),

@@ -256,11 +256,27 @@ async fn run_built_job(
         Ok(e) => e,
         Err(message) => return (error_run(&job, message), build_time),
     };
-    let board = lock_if_real(&job.board).await;
     let _permit = runs.acquire_owned().await;
     let started = Instant::now();
-    let run = run_one(job, elf, board).await;
-    (run, started.elapsed())
+    // A failed run is run again, up to the scenario's `retries`: one that
+    // then passes is flaky and says so (its first failure), never a plain
+    // pass; one that fails every time keeps its last failure.
+    let mut first_failure = None;
+    let mut attempt = 1;
+    loop {
+        let board = lock_if_real(&job.board).await;
+        let mut run = run_one(job.clone(), elf.clone(), board).await;
+        run.attempts = attempt;
+        if run.outcome == Outcome::Passed {
+            run.flaky = first_failure;
+            return (run, started.elapsed());
+        }
+        if attempt > job.scenario.retries {
+            return (run, started.elapsed());
+        }
+        first_failure.get_or_insert_with(|| run.outcome.to_string());
+        attempt += 1;
+    }
 }
 
 async fn run_one(job: Job, elf: PathBuf, board: Option<OwnedMutexGuard<()>>) -> BoardRun {

@@ -278,6 +278,12 @@ pub struct BoardRun {
     /// Instructions by function over the run's invokes (`--hotspots`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hotspots: Option<crate::observer::hotspots::Hotspots>,
+    /// How many times it ran: 1, or more under `--retries` after a failure.
+    pub attempts: u32,
+    /// A run that failed and then passed on a retry: the first failure
+    /// (`ERROR: …`), so that it is reported as flaky, never as a plain pass.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flaky: Option<String>,
 }
 
 /// One memory pool of a run's arena.
@@ -393,6 +399,8 @@ impl BoardRun {
             estimated_cycles: None,
             stack_high_water: None,
             hotspots: None,
+            attempts: 1,
+            flaky: None,
         }
     }
 }

@@ -24,6 +24,22 @@ pub(crate) struct BoardChoiceArgs {
     /// Boards to run at once (default: the number of CPUs).
     #[arg(long)]
     pub(crate) jobs: Option<usize>,
+    /// Run a failed board run again up to N times [default: each
+    /// scenario's `retries`, else 0]; one that then passes is reported as
+    /// flaky (JUnit's flakyFailure), never as a plain pass.
+    #[arg(long, value_name = "N")]
+    pub(crate) retries: Option<u32>,
+}
+
+impl BoardChoiceArgs {
+    /// `--retries` over every job's scenario.
+    pub(crate) fn apply_retries(&self, work: &mut [hilt::orchestrate::Job]) {
+        if let Some(n) = self.retries {
+            for job in work {
+                std::sync::Arc::make_mut(&mut job.scenario).retries = n;
+            }
+        }
+    }
 }
 
 /// `--boards-dir` and `--repo` of `run`, `gate` and `bench-target`: where
@@ -57,6 +73,17 @@ pub(crate) struct ReportArgs {
     /// (scenario, board) pairs: N hosts with 1/N .. N/N run each once.
     #[arg(long, value_name = "I/N")]
     pub(crate) shard: Option<hilt::shard::Shard>,
+    /// Record every board run in this results store (`hilt history` reads
+    /// it): a SQLite file, `postgres://…` for a farm's one database, or
+    /// `none` [default: HILT_RESULTS, else the repository's
+    /// build/results.sqlite].
+    #[arg(long, value_name = "STORE")]
+    pub(crate) results: Option<String>,
+    /// Known-flaky (scenario, board) pairs, one `SCENARIO@BOARD` per line
+    /// (globs allowed, `#` comments): they run and are reported, marked
+    /// quarantined, but their failures do not fail the command.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) quarantine: Option<PathBuf>,
 }
 
 /// `--accelerator` and `--offload`, shared by `infer`, `bench` and `layout`.

@@ -16,6 +16,7 @@ use hilt::target_bench::{TargetRow, TflmM4, median, model_macs, read_tflm_figure
 
 use crate::cmd::args::{OffloadArgs, TableFormat, WorkspaceArgs};
 use crate::cmd::print::file_stem;
+use crate::cmd::reporting::ResultsLog;
 use crate::cmd::workspace::{Workspace, parallel, runtime};
 
 /// The scenarios `hilt bench-target` runs by default (`scenarios/NAME.toml`).
@@ -58,6 +59,11 @@ pub(crate) struct BenchTargetArgs {
     format: TableFormat,
     #[command(flatten)]
     workspace: WorkspaceArgs,
+    /// Record the benchmark's board runs in this results store (as `hilt
+    /// run --results`): a SQLite file, `postgres://…` or `none` [default:
+    /// HILT_RESULTS, else the repository's build/results.sqlite].
+    #[arg(long, value_name = "STORE")]
+    results: Option<String>,
 }
 
 /// `hilt bench-target`: run, then one row per passed (model, board); a
@@ -84,12 +90,22 @@ pub(crate) fn run(args: BenchTargetArgs) -> anyhow::Result<()> {
         .iter()
         .map(|j| ((j.scenario.name.clone(), j.board.name.clone()), j.clone()))
         .collect();
+    let names: HashMap<String, hilt::layout::ModelNames> = work
+        .iter()
+        .map(|j| {
+            let names = hilt::layout::model_names(&j.scenario.model_file);
+            (j.scenario.name.clone(), names)
+        })
+        .collect();
+    let store = hilt::results::StoreTarget::choose(args.results.as_deref(), &place.repo);
+    let mut log = ResultsLog::new(store, "hilt bench-target", &place.repo, &work);
     let results = runtime()?.block_on(run_jobs_timed(
         &place.repo,
         work,
         parallel(args.jobs),
-        |run, _| {
+        |run, wall| {
             eprintln!("{} on {}: {}", run.scenario, run.board, run.outcome);
+            log.keep(run, wall);
         },
     ));
     let (mut rows, mut failed) = target_rows(&place, &results, &jobs_by_pair, &figures)?;
@@ -102,6 +118,7 @@ pub(crate) fn run(args: BenchTargetArgs) -> anyhow::Result<()> {
     failed.extend(rerun_for_size(&place, &jobs_by_pair, &mut rows, args.jobs)?);
     rows.sort_by(|a, b| (&a.model, &a.board).cmp(&(&b.model, &b.board)));
     print_tables(args.format, &rows)?;
+    log.save(&names)?;
     if figures.is_empty() {
         eprintln!(
             "note: no {} in {}: TFLM's columns are empty",

@@ -11,6 +11,7 @@ pub(crate) mod bench;
 pub(crate) mod bench_target;
 pub(crate) mod boards;
 pub(crate) mod gate;
+pub(crate) mod history;
 pub(crate) mod infer;
 pub(crate) mod layout;
 pub(crate) mod plan;

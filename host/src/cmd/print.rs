@@ -48,6 +48,14 @@ pub(crate) fn print_run(run: &BoardRun, ops: Option<&Vec<String>>, wall: std::ti
         run.steps.len(),
         wall.as_secs_f64()
     );
+    if let Some(first) = &run.flaky {
+        println!(
+            "    FLAKY: passed on attempt {} of {}; the first failed: {first}",
+            run.attempts, run.attempts
+        );
+    } else if run.attempts > 1 {
+        println!("    failed on every one of {} attempts", run.attempts);
+    }
     if let Some([capacity, head, tail, used]) = run.arena {
         println!("    arena: {used} of {capacity} bytes used (head {head}, tail {tail})");
     }

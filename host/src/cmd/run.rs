@@ -43,51 +43,71 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
     } = args;
     let place = Workspace::find(&scenarios, workspace, offload)?;
     observe.apply(&place.repo.join("boards"))?;
-    let reporting = RunReporting {
-        report_dir: reports
-            .report_dir
-            .unwrap_or_else(|| hilt::paths::default_report_dir(&place.repo, &scenarios, None)),
-        shard: reports.shard,
-    };
-    run_scenarios(
-        &place,
-        &scenarios,
-        boards.board.as_deref(),
-        boards.jobs,
-        &reporting,
-    )
+    let reporting = RunReporting::from_args(&reports, &place.repo, &scenarios, None)?;
+    run_scenarios(&place, &scenarios, &boards, &reporting)
 }
 
 /// `hilt run`: run the scenarios on their boards and print each result.
 fn run_scenarios(
     place: &Workspace,
     paths: &[PathBuf],
-    board_filter: Option<&str>,
-    jobs: Option<usize>,
+    boards: &BoardChoiceArgs,
     reporting: &RunReporting,
 ) -> anyhow::Result<()> {
-    let (work, names) = place.jobs(paths, board_filter)?;
-    let (work, mut reports) = reporting.start("hilt run", work, &names)?;
+    let (mut work, names) = place.jobs(paths, boards.board.as_deref())?;
+    boards.apply_retries(&mut work);
+    let (work, mut reports, mut log) = reporting.start("hilt run", work, &names)?;
     let runtime = runtime()?;
     let on_result = |run: &BoardRun, wall| {
         print_run(run, names.get(&run.scenario).map(|n| &n.ops), wall);
+        if run.outcome != Outcome::Passed && !reporting.fails(&run.scenario, &run.board) {
+            println!("    quarantined (--quarantine): this failure does not fail the run");
+        }
         if let Err(e) = reports.record(run, wall) {
             eprintln!("warning: {e}");
         }
+        log.keep(run, wall);
     };
-    let results = runtime.block_on(run_jobs_timed(&place.repo, work, parallel(jobs), on_result));
+    let results = runtime.block_on(run_jobs_timed(
+        &place.repo,
+        work,
+        parallel(boards.jobs),
+        on_result,
+    ));
     println!("reports: {}", reports.finish()?.display());
-    let failed = results
+    let recorded = log.save(&names);
+    let not_passed: Vec<&BoardRun> = results
         .iter()
         .filter(|r| r.outcome != Outcome::Passed)
+        .collect();
+    let failed = not_passed
+        .iter()
+        .filter(|r| reporting.fails(&r.scenario, &r.board))
         .count();
+    let quarantined = not_passed.len() - failed;
+    let flaky = results.iter().filter(|r| r.flaky.is_some()).count();
+    let mut notes = Vec::new();
+    if flaky > 0 {
+        notes.push(format!("{flaky} flaky"));
+    }
+    if quarantined > 0 {
+        notes.push(format!("{quarantined} failed in quarantine, not counted"));
+    }
     println!(
-        "{} board runs: {} passed, {failed} failed",
+        "{} board runs: {} passed, {failed} failed{}",
         results.len(),
-        results.len() - failed
+        results.len() - not_passed.len(),
+        if notes.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", notes.join(", "))
+        }
     );
     if failed > 0 {
+        if let Err(e) = recorded {
+            eprintln!("error: {e}");
+        }
         std::process::exit(1);
     }
-    Ok(())
+    recorded
 }

@@ -64,6 +64,8 @@ pub struct Scenario {
     pub iterations: u32,
     /// Per-board time limit.
     pub timeout: Duration,
+    /// Runs after a failed one; a later pass is flaky.
+    pub retries: u32,
     /// How outputs are compared.
     pub compare: Comparison,
     /// The cases.
@@ -203,6 +205,7 @@ pub fn load(path: &Path, conformance_sets: &[PathBuf]) -> Result<Scenario, Scena
         arena_size: file.arena_size,
         iterations: file.iterations,
         timeout: file.timeout,
+        retries: file.retries,
         compare,
         cases,
         firmware_features: file.firmware_features,

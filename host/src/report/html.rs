@@ -364,6 +364,15 @@ fn run_card(run: &TimedRun, context: Option<&ScenarioContext>) -> String {
     if let Outcome::Mismatch(m) | Outcome::Error(m) = &r.outcome {
         let _ = writeln!(s, r#"<div class="message">{}</div>"#, escape_text(m));
     }
+    if let Some(first) = &r.flaky {
+        let _ = writeln!(
+            s,
+            r#"<div class="message">FLAKY: passed on attempt {} of {}; the first failed: {}</div>"#,
+            r.attempts,
+            r.attempts,
+            escape_text(first)
+        );
+    }
     let _ = writeln!(
         s,
         r#"<p class="meta">{}{} · {} step{} · {} s wall</p>"#,
@@ -497,7 +506,11 @@ pub fn html(report: &RunReport) -> String {
                 s,
                 r##"<tr class="{}"><td><span class="badge">{}</span></td><td><a href="#{}">{}</a></td><td>{}</td><td class="num">{}</td><td class="num">{}</td><td class="num">{} s</td></tr>"##,
                 outcome_class(&r.outcome),
-                status_word(&r.outcome),
+                if r.flaky.is_some() {
+                    "FLAKY"
+                } else {
+                    status_word(&r.outcome)
+                },
                 anchor(&r.scenario, &r.board),
                 escape(&r.scenario),
                 escape(&r.board),

@@ -175,6 +175,24 @@ pub fn junit_xml(report: &RunReport) -> String {
                     escape_text(&body)
                 );
             }
+            // A pass after a retry, as Maven Surefire writes one: the first
+            // failure as a flakyFailure (a wrong output) or flakyError.
+            if let Some(first) = &run.run.flaky {
+                let element = if first.starts_with("MISMATCH") {
+                    "flakyFailure"
+                } else {
+                    "flakyError"
+                };
+                let _ = writeln!(
+                    s,
+                    r#"      <{element} message="{}" type="flaky"><stackTrace>{}</stackTrace></{element}>"#,
+                    escape(&format!(
+                        "passed on attempt {} of {}; the first failed",
+                        run.run.attempts, run.run.attempts
+                    )),
+                    escape_text(first)
+                );
+            }
             let _ = writeln!(
                 s,
                 "      <system-out>{}</system-out>\n    </testcase>",

@@ -9,6 +9,7 @@
 //! arena_size = 65536                      # default: the board's
 //! iterations = 1                          # invocations per step
 //! timeout_s = 120                         # per board
+//! retries = 0                             # runs again after a failure; a later pass is flaky
 //! canary = "buffers"                     # off | bounds | buffers
 //! align = 16                              # activation buffer alignment
 //! firmware_features = []                  # extra cargo features of the firmware
@@ -77,6 +78,8 @@ struct RawScenario {
     iterations: Option<u32>,
     #[serde(default)]
     timeout_s: Option<u64>,
+    #[serde(default)]
+    retries: Option<u32>,
     #[serde(default)]
     firmware_features: Vec<String>,
     #[serde(default)]
@@ -168,6 +171,9 @@ pub struct ScenarioFile {
     pub iterations: u32,
     /// Per-board time limit.
     pub timeout: Duration,
+    /// Runs after a failed one (`retries`, `--retries`): a failure that a
+    /// retry passes is reported as flaky, never as a plain pass.
+    pub retries: u32,
     /// Extra cargo features of the firmware.
     pub firmware_features: Vec<String>,
     /// The faults armed in the firmware (hilt's own failure tests): the
@@ -332,6 +338,7 @@ fn validate(path: &Path, raw: RawScenario) -> Result<ScenarioFile, ConfigError> 
         arena_size: raw.arena_size,
         iterations: raw.iterations.unwrap_or(1).max(1),
         timeout: Duration::from_secs(raw.timeout_s.unwrap_or(300)),
+        retries: raw.retries.unwrap_or(0),
         firmware_features: raw.firmware_features,
         faults,
         canary,

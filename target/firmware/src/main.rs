@@ -46,6 +46,9 @@ fn main() -> ! {
     #[cfg(feature = "edit-outside-timing")]
     timing_edit::edit_outside_timing();
     let wire = wire::open();
+    // After the wire opens, so that the panic's message reaches the host.
+    #[cfg(feature = "flaky-first-attempt")]
+    fail_first_attempt();
     let peripherals = cortex_m::Peripherals::take().unwrap_or_else(|| halt());
     #[cfg(feature = "qemu")]
     let counter = Counter::start(peripherals.SYST);
@@ -102,6 +105,31 @@ fn SysTick() {
 fn PendSV() {
     // SAFETY: this is the PendSV handler.
     unsafe { VNPU.on_pendsv() }
+}
+
+/// The `flaky-first-attempt` feature: panics unless the marker file is in
+/// QEMU's working folder, creating it first, so the first run in a folder
+/// fails and every later one runs.
+#[cfg(feature = "flaky-first-attempt")]
+fn fail_first_attempt() {
+    use cortex_m_semihosting::syscall;
+    const MARKER: &[u8] = b"hilt-flaky-first-attempt\0";
+    let (name, len) = (MARKER.as_ptr(), MARKER.len() - 1);
+    // SYS_OPEN's modes: 0 is "r", 4 is "w"; a negative result is a failure.
+    // SAFETY: semihosting calls on a NUL-terminated name of `len` bytes.
+    let existing = unsafe { syscall!(OPEN, name, 0, len) } as isize;
+    if existing >= 0 {
+        // SAFETY: closes the handle just opened.
+        unsafe { syscall!(CLOSE, existing) };
+        return;
+    }
+    // SAFETY: as above.
+    let created = unsafe { syscall!(OPEN, name, 4, len) } as isize;
+    if created >= 0 {
+        // SAFETY: closes the handle just opened.
+        unsafe { syscall!(CLOSE, created) };
+    }
+    panic!("flaky-first-attempt: the first run in this folder fails");
 }
 
 /// Stops here for good (the host sees no more frames and times out).
