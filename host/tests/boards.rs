@@ -21,6 +21,7 @@ fn shipped_boards_are_valid() {
             "nrf52840-dk",
             "nrf5340-dk",
             "nucleo-h743zi",
+            "qemu-microbit",
             "qemu-mps2-an386",
             "qemu-mps2-an386-64k",
             "qemu-mps2-an386-armv6m",
@@ -96,8 +97,18 @@ fn shipped_boards_are_valid() {
     assert!(
         boards
             .iter()
-            .filter(|b| b.name != small.name)
+            .filter(|b| b.name != small.name && b.name != "qemu-microbit")
             .all(|b| b.globs && b.stack_size.is_none() && b.stack_budget() == 16 * 1024)
+    );
+    // The micro:bit: an nRF51 over Nordic's UART, at the BAUDRATE code
+    // Nordic's manual lists for 115,200 baud.
+    let microbit = boards.iter().find(|b| b.name == "qemu-microbit").unwrap();
+    let uart = microbit.uart.as_ref().unwrap();
+    assert_eq!(uart.kind, UartKind::NrfUart);
+    assert_eq!(uart.divisor(microbit.core_clock_hz), 0x01D7_E000);
+    assert_eq!(
+        (microbit.memory[1].length, microbit.globs),
+        (16 * 1024, false)
     );
     let nrf53 = boards.iter().find(|b| b.name == "nrf5340-dk").unwrap();
     assert_eq!(nrf53.target, "thumbv8m.main-none-eabihf");

@@ -47,10 +47,12 @@ fn uart_config(build: &FirmwareBuild) -> Option<String> {
     let kind = match uart.kind {
         UartKind::CmsdkApb => "CmsdkApb",
         UartKind::Stm32Usart => "Stm32Usart",
+        UartKind::NrfUart => "NrfUart",
     };
     let base = uart.base;
-    // Both UARTs divide their input clock by baud (CMSDK: BAUDDIV; STM32
-    // with 16x oversampling: BRR = mantissa << 4 | fraction, the same number).
+    // CMSDK and STM32 divide their input clock by baud (CMSDK: BAUDDIV;
+    // STM32 with 16x oversampling: BRR = mantissa << 4 | fraction, the same
+    // number); Nordic's takes a BAUDRATE code (see `UartSettings::divisor`).
     let divisor = uart.divisor(board.core_clock_hz);
     let mut init = String::new();
     for w in &uart.init {

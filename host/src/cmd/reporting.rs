@@ -7,7 +7,6 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use hilt::config::board::RunnerKind;
 use hilt::layout::{LayoutOptions, ModelNames, layout_model};
 use hilt::orchestrate::Job;
 use hilt::outcome::BoardRun;
@@ -117,11 +116,7 @@ impl ResultsLog {
         let boards = work
             .iter()
             .map(|j| {
-                let runner = match j.board.runner {
-                    RunnerKind::Qemu => "qemu",
-                    RunnerKind::ProbeRs => "probe-rs",
-                    RunnerKind::Uart => "uart",
-                };
+                let runner = j.board.runner.name();
                 let probe = j.board.probe.as_ref().map(ToString::to_string);
                 (j.board.name.clone(), (runner, probe))
             })

@@ -1,12 +1,18 @@
 //! A polled UART as the wire (`embedded_io` Read + Write): no interrupts, no DMA, nothing to set up
-//! but the registers the board's `[uart]` table names. Two register layouts
-//! cover the virtual boards and most STM32 parts:
+//! but the registers the board's `[uart]` table names. Three register
+//! layouts cover the virtual boards, most STM32 parts and Nordic's:
 //!
 //! - `cmsdk-apb`: Arm's CMSDK APB UART (MPS2/MPS3 boards): DATA 0x00,
 //!   STATE 0x04 (bit 0 TX full, bit 1 RX full), CTRL 0x08 (bit 0 TX enable,
 //!   bit 1 RX enable), BAUDDIV 0x10.
 //! - `stm32-usart`: the STM32F1/F2/F4 USART: SR 0x00 (bit 5 RXNE, bit 7
 //!   TXE), DR 0x04, BRR 0x08, CR1 0x0C (bit 13 UE, bit 3 TE, bit 2 RE).
+//! - `nrf-uart`: Nordic's UART (nRF51; UART0 of the nRF52 series): tasks
+//!   STARTRX 0x000 and STARTTX 0x008, events RXDRDY 0x108 and TXDRDY
+//!   0x11C, ENABLE 0x500 (4), RXD 0x518, TXD 0x51C, BAUDRATE 0x524. A byte
+//!   is sent by writing TXD and waiting for TXDRDY; one is taken by
+//!   clearing RXDRDY, then reading RXD (a byte behind it raises RXDRDY
+//!   again).
 //!
 //! The host's requests are strictly one at a time (it waits for each
 //! answer), so a one-byte receive register cannot overrun: nothing arrives
@@ -29,6 +35,8 @@ pub(crate) enum Kind {
     CmsdkApb,
     /// STM32F1/F2/F4 USART.
     Stm32Usart,
+    /// Nordic UART (events, not a status register).
+    NrfUart,
 }
 
 /// One read-modify-write from the board's `[uart] init` list (clock
@@ -45,30 +53,16 @@ pub(crate) struct Uart {
     kind: Kind,
 }
 
-/// Register offsets and bits of one layout.
-struct Layout {
-    data: usize,
-    status: usize,
-    tx_busy: u32,
-    rx_ready: u32,
-}
-
-const fn layout(kind: Kind) -> Layout {
-    match kind {
-        Kind::CmsdkApb => Layout {
-            data: 0x00,
-            status: 0x04,
-            tx_busy: 1 << 0,
-            rx_ready: 1 << 1,
-        },
-        Kind::Stm32Usart => Layout {
-            data: 0x04,
-            status: 0x00,
-            // TXE set means "empty": busy is its absence (see `tx_free`).
-            tx_busy: 1 << 7,
-            rx_ready: 1 << 5,
-        },
-    }
+/// Nordic's registers (the event registers read 1 once the event happened).
+mod nrf {
+    pub(super) const STARTRX: usize = 0x000;
+    pub(super) const STARTTX: usize = 0x008;
+    pub(super) const RXDRDY: usize = 0x108;
+    pub(super) const TXDRDY: usize = 0x11C;
+    pub(super) const ENABLE: usize = 0x500;
+    pub(super) const RXD: usize = 0x518;
+    pub(super) const TXD: usize = 0x51C;
+    pub(super) const BAUDRATE: usize = 0x524;
 }
 
 impl Uart {
@@ -76,28 +70,56 @@ impl Uart {
         (self.base + offset) as *mut u32
     }
 
-    fn status(&self) -> u32 {
-        // SAFETY: the register block the board file names; reading status has no side effect.
-        unsafe { read_volatile(self.reg(layout(self.kind).status)) }
+    fn read_reg(&self, offset: usize) -> u32 {
+        // SAFETY: a register of the block the board file names; the ones
+        // read here (status, events, received data) are meant to be read.
+        unsafe { read_volatile(self.reg(offset)) }
     }
 
-    fn tx_free(&self) -> bool {
-        let bit = layout(self.kind).tx_busy;
+    fn write_reg(&mut self, offset: usize, value: u32) {
+        // SAFETY: a register of our UART's block.
+        unsafe { write_volatile(self.reg(offset), value) }
+    }
+
+    /// Whether a received byte waits.
+    fn rx_ready(&self) -> bool {
         match self.kind {
-            Kind::CmsdkApb => self.status() & bit == 0,
-            Kind::Stm32Usart => self.status() & bit != 0,
+            Kind::CmsdkApb => self.read_reg(0x04) & (1 << 1) != 0,
+            Kind::Stm32Usart => self.read_reg(0x00) & (1 << 5) != 0,
+            Kind::NrfUart => self.read_reg(nrf::RXDRDY) != 0,
         }
     }
 
-    fn rx_ready(&self) -> bool {
-        self.status() & layout(self.kind).rx_ready != 0
+    /// Takes the waiting byte (`rx_ready` said there is one).
+    fn take(&mut self) -> u8 {
+        match self.kind {
+            Kind::CmsdkApb => self.read_reg(0x00) as u8,
+            Kind::Stm32Usart => self.read_reg(0x04) as u8,
+            Kind::NrfUart => {
+                // The event first: a byte behind this one raises it again.
+                self.write_reg(nrf::RXDRDY, 0);
+                self.read_reg(nrf::RXD) as u8
+            }
+        }
     }
 
-    /// Sends one byte, waiting for room.
+    /// Sends one byte, waiting for room (or, on Nordic's, for it to go).
     fn put(&mut self, byte: u8) {
-        while !self.tx_free() {}
-        // SAFETY: the data register of our UART.
-        unsafe { write_volatile(self.reg(layout(self.kind).data), u32::from(byte)) };
+        match self.kind {
+            Kind::CmsdkApb => {
+                while self.read_reg(0x04) & (1 << 0) != 0 {}
+                self.write_reg(0x00, u32::from(byte));
+            }
+            Kind::Stm32Usart => {
+                while self.read_reg(0x00) & (1 << 7) == 0 {}
+                self.write_reg(0x04, u32::from(byte));
+            }
+            Kind::NrfUart => {
+                self.write_reg(nrf::TXD, u32::from(byte));
+                while self.read_reg(nrf::TXDRDY) == 0 {}
+                self.write_reg(nrf::TXDRDY, 0);
+            }
+        }
     }
 }
 
@@ -109,21 +131,24 @@ pub(crate) fn open() -> Uart {
         // 4-aligned (checked by the host), written once at start-up.
         unsafe { write_volatile(r, (read_volatile(r) & !w.clear) | w.set) };
     }
-    let uart = Uart {
+    let mut uart = Uart {
         base: board::BASE,
         kind: board::KIND,
     };
-    // SAFETY: the UART's own configuration registers, written before use.
-    unsafe {
-        match uart.kind {
-            Kind::CmsdkApb => {
-                write_volatile(uart.reg(0x10), board::DIVISOR);
-                write_volatile(uart.reg(0x08), 0b11);
-            }
-            Kind::Stm32Usart => {
-                write_volatile(uart.reg(0x08), board::DIVISOR);
-                write_volatile(uart.reg(0x0C), (1 << 13) | (1 << 3) | (1 << 2));
-            }
+    match uart.kind {
+        Kind::CmsdkApb => {
+            uart.write_reg(0x10, board::DIVISOR);
+            uart.write_reg(0x08, 0b11);
+        }
+        Kind::Stm32Usart => {
+            uart.write_reg(0x08, board::DIVISOR);
+            uart.write_reg(0x0C, (1 << 13) | (1 << 3) | (1 << 2));
+        }
+        Kind::NrfUart => {
+            uart.write_reg(nrf::BAUDRATE, board::DIVISOR);
+            uart.write_reg(nrf::ENABLE, 4);
+            uart.write_reg(nrf::STARTTX, 1);
+            uart.write_reg(nrf::STARTRX, 1);
         }
     }
     uart
@@ -152,7 +177,8 @@ impl embedded_io::Write for Uart {
         Ok(bytes.len())
     }
 
-    /// Each byte is in the transmit register before `write` returns.
+    /// Each byte is in the transmit register (Nordic's: sent) before
+    /// `write` returns.
     fn flush(&mut self) -> Result<(), Infallible> {
         Ok(())
     }
@@ -166,11 +192,9 @@ impl embedded_io::Read for Uart {
             return Ok(0);
         }
         while !self.rx_ready() {}
-        let data = layout(self.kind).data;
         let mut n = 0;
         while n < buf.len() && self.rx_ready() {
-            // SAFETY: reading the data register takes the received byte.
-            buf[n] = unsafe { read_volatile(self.reg(data)) } as u8;
+            buf[n] = self.take();
             n += 1;
         }
         Ok(n)

@@ -210,6 +210,9 @@ pub enum UartKind {
     CmsdkApb,
     /// The STM32F1/F2/F4 USART (SR, DR, BRR, CR1).
     Stm32Usart,
+    /// Nordic's UART (nRF51, and UART0 of the nRF52 series): tasks and
+    /// events, TXD and RXD, a BAUDRATE code rather than a divisor.
+    NrfUart,
 }
 
 /// One read-modify-write the firmware does before enabling its UART
@@ -316,24 +319,30 @@ impl UartSettings {
         self.clock_hz.unwrap_or(core_clock_hz)
     }
 
-    /// The baud-rate divisor (rounded to nearest) the firmware programs:
-    /// CMSDK's BAUDDIV, or STM32's BRR with 16x oversampling — both are
-    /// the input clock over the baud rate. 0 when `baud` is 0 (which
-    /// validation refuses).
+    /// What the firmware programs for the baud rate (rounded to nearest):
+    /// CMSDK's BAUDDIV, or STM32's BRR with 16x oversampling — both the
+    /// input clock over the baud rate; Nordic's BAUDRATE, the baud rate as
+    /// a fraction of the clock in 32 bits, in steps of 0x1000 (115,200
+    /// baud from 16 MHz: 0x01D7E000, the value Nordic's manual lists). 0
+    /// when `baud` is 0 (which validation refuses).
     pub fn divisor(&self, core_clock_hz: u64) -> u64 {
-        let baud = u64::from(self.baud);
-        if baud == 0 {
+        let (baud, clock) = (u64::from(self.baud), self.clock(core_clock_hz));
+        if baud == 0 || clock == 0 {
             return 0;
         }
-        (self.clock(core_clock_hz) + baud / 2) / baud
+        match self.kind {
+            UartKind::NrfUart => ((baud << 32) / clock + 0x800) & !0xFFF,
+            UartKind::CmsdkApb | UartKind::Stm32Usart => (clock + baud / 2) / baud,
+        }
     }
 
-    /// The largest divisor the UART's register holds (CMSDK: 20 bits;
-    /// STM32: 16 bits).
+    /// The largest value the UART's register holds (CMSDK: 20 bits;
+    /// STM32: 16 bits; Nordic: a code below the clock itself).
     pub fn max_divisor(&self) -> u64 {
         match self.kind {
             UartKind::CmsdkApb => (1 << 20) - 1,
             UartKind::Stm32Usart => 0xFFFF,
+            UartKind::NrfUart => 0xFFFF_F000,
         }
     }
 }
