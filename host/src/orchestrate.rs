@@ -260,22 +260,73 @@ async fn run_built_job(
     let started = Instant::now();
     // A failed run is run again, up to the scenario's `retries`: one that
     // then passes is flaky and says so (its first failure), never a plain
-    // pass; one that fails every time keeps its last failure.
+    // pass; one that fails every time keeps its last failure. A board that
+    // does not answer is power-cycled (its `power_cycle`) and tried once
+    // more, retries or not; one that still does not is *board offline*.
     let mut first_failure = None;
-    let mut attempt = 1;
+    let (mut attempt, mut retries_left, mut cycled) = (1, job.scenario.retries, false);
     loop {
         let board = lock_if_real(&job.board).await;
         let mut run = run_one(job.clone(), elf.clone(), board).await;
         run.attempts = attempt;
+        run.power_cycled = cycled;
         if run.outcome == Outcome::Passed {
             run.flaky = first_failure;
             return (run, started.elapsed());
         }
-        if attempt > job.scenario.retries {
+        let failure = run.outcome.to_string();
+        if run.offline
+            && !cycled
+            && let Some(command) = job.board.power_cycle.clone()
+        {
+            let board = job.board.clone();
+            let cycle = tokio::task::spawn_blocking(move || {
+                driver::flash_command::power_cycle(&command, &board)
+            })
+            .await
+            .unwrap_or_else(|e| Err(format!("power_cycle task failed: {e}")));
+            match cycle {
+                Ok(line) => {
+                    first_failure
+                        .get_or_insert(format!("{failure} (then power-cycled with `{line}`)"));
+                    cycled = true;
+                    attempt += 1;
+                    continue;
+                }
+                Err(why) => {
+                    run.outcome = Outcome::Error(format!(
+                        "board offline: {}; {why}",
+                        message_of(&run.outcome)
+                    ));
+                    return (run, started.elapsed());
+                }
+            }
+        }
+        if retries_left == 0 {
+            if run.offline {
+                let after = if cycled {
+                    " (no answer after its power cycle either)"
+                } else {
+                    ""
+                };
+                run.outcome = Outcome::Error(format!(
+                    "board offline{after}: {}",
+                    message_of(&run.outcome)
+                ));
+            }
             return (run, started.elapsed());
         }
-        first_failure.get_or_insert_with(|| run.outcome.to_string());
+        retries_left -= 1;
+        first_failure.get_or_insert(failure);
         attempt += 1;
+    }
+}
+
+/// The words of a failed outcome (without `ERROR: `).
+fn message_of(outcome: &Outcome) -> String {
+    match outcome {
+        Outcome::Passed => String::new(),
+        Outcome::Mismatch(m) | Outcome::Error(m) => m.clone(),
     }
 }
 

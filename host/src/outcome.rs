@@ -284,6 +284,14 @@ pub struct BoardRun {
     /// (`ERROR: …`), so that it is reported as flaky, never as a plain pass.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flaky: Option<String>,
+    /// Whether the board answered (its Hello came): a run that failed
+    /// before is the board's failure, not the model's.
+    pub answered: bool,
+    /// The board never answered, even after its `power_cycle` if it has
+    /// one: *board offline*, reported apart from model failures.
+    pub offline: bool,
+    /// The board's `power_cycle` command ran before the last attempt.
+    pub power_cycled: bool,
 }
 
 /// One memory pool of a run's arena.
@@ -401,6 +409,9 @@ impl BoardRun {
             hotspots: None,
             attempts: 1,
             flaky: None,
+            answered: false,
+            offline: false,
+            power_cycled: false,
         }
     }
 }

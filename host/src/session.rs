@@ -152,6 +152,18 @@ fn code_name(code: ErrorCode) -> String {
     }
 }
 
+impl RunFailure {
+    /// Whether this failure, before the board's Hello, means the board is
+    /// not there: it could not be started or reached, or it never answered
+    /// (rather than its firmware crashing, or being the wrong one).
+    pub fn unreachable(&self) -> bool {
+        matches!(
+            self,
+            RunFailure::Start(_) | RunFailure::Link(_) | RunFailure::Stopped(_)
+        )
+    }
+}
+
 /// Drives a session: hello, then each case's steps, then the committed plan.
 pub fn run_session(
     link: &mut Link<'_>,
@@ -209,6 +221,7 @@ fn steps(
 ) -> Result<(), RunFailure> {
     run.pools = crate::outcome::RunPools::of(scenario, board);
     let guards = handshake(link, board, scenario, model_crc)?;
+    run.answered = true;
     let mut session = Session {
         link,
         board,

@@ -86,9 +86,15 @@ fn run_scenarios(
         .count();
     let quarantined = not_passed.len() - failed;
     let flaky = results.iter().filter(|r| r.flaky.is_some()).count();
+    let offline = not_passed.iter().filter(|r| r.offline).count();
     let mut notes = Vec::new();
     if flaky > 0 {
         notes.push(format!("{flaky} flaky"));
+    }
+    if offline > 0 {
+        notes.push(format!(
+            "{offline} of them board offline, not a model's failure"
+        ));
     }
     if quarantined > 0 {
         notes.push(format!("{quarantined} failed in quarantine, not counted"));

@@ -82,6 +82,7 @@ pub(crate) fn conclude(
     scenario: &Scenario,
 ) -> BoardRun {
     if let Err(e) = result {
+        run.offline = !run.answered && e.unreachable();
         let mut message = e.to_string();
         if kill.fired() {
             message = format!("timed out after {:?} ({message})", scenario.timeout);

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::{
-    RunReport, ScenarioContext, TimedRun, escape, escape_text, op_name, seconds, status_word,
+    RunReport, ScenarioContext, TimedRun, escape, escape_text, op_name, run_status_word, seconds,
     thousands, utc_timestamp,
 };
 use crate::layout::{BufferRow, Coverage, LayoutReport};
@@ -357,7 +357,7 @@ fn run_card(run: &TimedRun, context: Option<&ScenarioContext>) -> String {
         s,
         r#"<section class="card {class}" id="{}"><h2><span class="badge">{}</span>{} <span class="on">on</span> {}</h2>"#,
         anchor(&r.scenario, &r.board),
-        status_word(&r.outcome),
+        run_status_word(r),
         escape(&r.scenario),
         escape(&r.board)
     );
@@ -506,11 +506,7 @@ pub fn html(report: &RunReport) -> String {
                 s,
                 r##"<tr class="{}"><td><span class="badge">{}</span></td><td><a href="#{}">{}</a></td><td>{}</td><td class="num">{}</td><td class="num">{}</td><td class="num">{} s</td></tr>"##,
                 outcome_class(&r.outcome),
-                if r.flaky.is_some() {
-                    "FLAKY"
-                } else {
-                    status_word(&r.outcome)
-                },
+                run_status_word(r),
                 anchor(&r.scenario, &r.board),
                 escape(&r.scenario),
                 escape(&r.board),

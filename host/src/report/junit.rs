@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::{
-    PendingPair, RunReport, ScenarioContext, TimedRun, escape, escape_text, op_name, seconds,
-    status_word, thousands, utc_timestamp,
+    PendingPair, RunReport, ScenarioContext, TimedRun, escape, escape_text, op_name,
+    run_status_word, seconds, thousands, utc_timestamp,
 };
 use crate::outcome::{BoardRun, Outcome};
 
@@ -19,7 +19,7 @@ fn run_text(run: &BoardRun, context: Option<&ScenarioContext>) -> String {
         "{} on {}: {}",
         run.scenario,
         run.board,
-        status_word(&run.outcome)
+        run_status_word(run)
     );
     match &run.outcome {
         Outcome::Passed => {}
@@ -159,6 +159,9 @@ pub fn junit_xml(report: &RunReport) -> String {
             let (element, kind) = match &run.run.outcome {
                 Outcome::Passed => ("", ""),
                 Outcome::Mismatch(_) => ("failure", "mismatch"),
+                // A board that never answered is the farm's failure, not
+                // the model's: its own type, so CI can tell them apart.
+                Outcome::Error(_) if run.run.offline => ("error", "board-offline"),
                 Outcome::Error(_) => ("error", "error"),
             };
             if let Outcome::Mismatch(message) | Outcome::Error(message) = &run.run.outcome {

@@ -334,7 +334,7 @@ pub fn gated(run: &BoardRun, verdict: &Verdict) -> BoardRun {
     judged
 }
 
-fn hostname() -> Option<String> {
+pub(crate) fn hostname() -> Option<String> {
     let name = std::env::var("HOSTNAME")
         .ok()
         .or_else(|| std::fs::read_to_string("/etc/hostname").ok())?;
@@ -343,7 +343,7 @@ fn hostname() -> Option<String> {
 }
 
 /// `2024-05-01T12:34:56` in UTC (the JUnit `timestamp` form, no zone).
-fn utc_timestamp(at: SystemTime) -> String {
+pub(crate) fn utc_timestamp(at: SystemTime) -> String {
     let secs = at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let (days, rest) = (secs / 86_400, secs % 86_400);
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
@@ -369,7 +369,7 @@ fn utc_timestamp(at: SystemTime) -> String {
 /// fold them into spaces), and characters XML 1.0 forbids (a garbled
 /// firmware log can hold any byte) spelled out as `\xNN`, since one such
 /// character makes the whole file unreadable to every CI parser.
-fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -420,6 +420,18 @@ fn op_name(context: Option<&ScenarioContext>, op: usize) -> &str {
     context
         .and_then(|c| c.op_names.get(op))
         .map_or("?", String::as_str)
+}
+
+/// A run's status in one word: `OFFLINE` for a board that never answered,
+/// `FLAKY` for a pass after a failure, else its outcome's.
+fn run_status_word(run: &BoardRun) -> &'static str {
+    if run.offline {
+        "OFFLINE"
+    } else if run.flaky.is_some() {
+        "FLAKY"
+    } else {
+        status_word(&run.outcome)
+    }
 }
 
 fn status_word(outcome: &Outcome) -> &'static str {

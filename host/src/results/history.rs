@@ -94,7 +94,7 @@ pub struct HistoryEntry {
     pub command: String,
     /// The host.
     pub host: String,
-    /// `passed`, `mismatch` or `error`.
+    /// `passed`, `mismatch`, `offline` or `error`.
     pub outcome: String,
     /// What failed, if it did.
     pub message: String,
@@ -127,12 +127,14 @@ impl HistoryEntry {
         self.instructions.or(self.cycles)
     }
 
-    /// `PASS`, `FLAKY`, `MISMATCH`, `ERROR`.
+    /// `PASS`, `FLAKY`, `MISMATCH`, `OFFLINE` (the board never
+    /// answered), `ERROR`.
     pub fn verdict(&self) -> &'static str {
         match (self.outcome.as_str(), &self.flaky) {
             ("passed", Some(_)) => "FLAKY",
             ("passed", None) => "PASS",
             ("mismatch", _) => "MISMATCH",
+            ("offline", _) => "OFFLINE",
             _ => "ERROR",
         }
     }

@@ -6,6 +6,7 @@
 use std::fmt::Write as _;
 
 use super::history::{HistoryEntry, Moved, PairHistory, thousands};
+use crate::report::escape;
 
 const WIDTH: f64 = 720.0;
 const HEIGHT: f64 = 220.0;
@@ -16,13 +17,6 @@ const PLOTTED_OPS: usize = 8;
 const COLOURS: [&str; PLOTTED_OPS] = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
 ];
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 /// The page.
 pub fn page(pairs: &[PairHistory], title: &str) -> String {

@@ -213,6 +213,7 @@ fn insert_run(db: &mut Db, invocation: i64, r: &Recorded<'_>) -> Result<(), Stor
     let (outcome, message) = match &run.outcome {
         Outcome::Passed => ("passed", String::new()),
         Outcome::Mismatch(m) => ("mismatch", m.clone()),
+        Outcome::Error(m) if run.offline => ("offline", m.clone()),
         Outcome::Error(m) => ("error", m.clone()),
     };
     let first = run.steps.first();
@@ -266,34 +267,9 @@ fn insert_run(db: &mut Db, invocation: i64, r: &Recorded<'_>) -> Result<(), Stor
     Ok(())
 }
 
-/// `time` as `YYYY-MM-DDTHH:MM:SSZ`, UTC.
+/// `time` as `YYYY-MM-DDTHH:MM:SSZ`, UTC (sorts as text).
 pub fn utc_timestamp(time: std::time::SystemTime) -> String {
-    let secs = time
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = civil_from_days(days as i64);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rest / 3600,
-        rest / 60 % 60,
-        rest % 60
-    )
-}
-
-/// The proleptic Gregorian date `days` after 1970-01-01 (Howard
-/// Hinnant's `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
+    format!("{}Z", crate::report::utc_timestamp(time))
 }
 
 /// `HILT_COMMIT`, else git's short hash of `repo`'s HEAD (with `+dirty`
@@ -325,14 +301,9 @@ fn commit_of(repo: &Path) -> String {
     commit
 }
 
-/// The host's name (Linux's, else `HOSTNAME`, else `unknown`).
+/// The host's name, or `unknown`.
 fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .unwrap_or_else(|| "unknown".to_string())
+    crate::report::hostname().unwrap_or_else(|| "unknown".to_string())
 }
 
 #[cfg(test)]

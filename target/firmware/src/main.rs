@@ -45,6 +45,8 @@ static VNPU: TickVnpu = TickVnpu::new();
 fn main() -> ! {
     #[cfg(feature = "edit-outside-timing")]
     timing_edit::edit_outside_timing();
+    #[cfg(feature = "silent-until-power-cycled")]
+    while !host_file_exists(b"hilt-power-cycled\0") {}
     let wire = wire::open();
     // After the wire opens, so that the panic's message reaches the host.
     #[cfg(feature = "flaky-first-attempt")]
@@ -107,6 +109,20 @@ fn PendSV() {
     unsafe { VNPU.on_pendsv() }
 }
 
+/// Whether `name` (NUL-terminated) is a file in QEMU's working folder, read
+/// through semihosting (SYS_OPEN's mode 0 is "r").
+#[cfg(any(feature = "flaky-first-attempt", feature = "silent-until-power-cycled"))]
+fn host_file_exists(name: &[u8]) -> bool {
+    use cortex_m_semihosting::syscall;
+    // SAFETY: semihosting calls on a NUL-terminated name of `len` bytes.
+    let handle = unsafe { syscall!(OPEN, name.as_ptr(), 0, name.len() - 1) } as isize;
+    if handle >= 0 {
+        // SAFETY: closes the handle just opened.
+        unsafe { syscall!(CLOSE, handle) };
+    }
+    handle >= 0
+}
+
 /// The `flaky-first-attempt` feature: panics unless the marker file is in
 /// QEMU's working folder, creating it first, so the first run in a folder
 /// fails and every later one runs.
@@ -114,17 +130,11 @@ fn PendSV() {
 fn fail_first_attempt() {
     use cortex_m_semihosting::syscall;
     const MARKER: &[u8] = b"hilt-flaky-first-attempt\0";
-    let (name, len) = (MARKER.as_ptr(), MARKER.len() - 1);
-    // SYS_OPEN's modes: 0 is "r", 4 is "w"; a negative result is a failure.
-    // SAFETY: semihosting calls on a NUL-terminated name of `len` bytes.
-    let existing = unsafe { syscall!(OPEN, name, 0, len) } as isize;
-    if existing >= 0 {
-        // SAFETY: closes the handle just opened.
-        unsafe { syscall!(CLOSE, existing) };
+    if host_file_exists(MARKER) {
         return;
     }
-    // SAFETY: as above.
-    let created = unsafe { syscall!(OPEN, name, 4, len) } as isize;
+    // SAFETY: semihosting calls on a NUL-terminated name; mode 4 is "w".
+    let created = unsafe { syscall!(OPEN, MARKER.as_ptr(), 4, MARKER.len() - 1) } as isize;
     if created >= 0 {
         // SAFETY: closes the handle just opened.
         unsafe { syscall!(CLOSE, created) };

@@ -106,12 +106,18 @@ pub fn run_on_qemu(
                 link
             }
             None => {
-                let rtt = Rtt::attach(
+                let attached = Rtt::attach(
                     &mut gdb as &mut dyn TargetMemory,
                     image.rtt_control_block()?,
                     Duration::from_secs(20),
                 )
-                .map_err(|e| RunFailure::Link(LinkError::Rtt(e)))?;
+                .map_err(|e| RunFailure::Link(LinkError::Rtt(e)));
+                // A firmware that ended QEMU before its RTT block was found
+                // is said as QEMU's exit, not as a board that went away.
+                let rtt = match attached {
+                    Ok(rtt) => rtt,
+                    Err(e) => return Err(explain_failure(e, &mut qemu, &mut gdb, image, kill)),
+                };
                 Link::over(Box::new(RttWire::new(&mut gdb, rtt)))
             }
         };
@@ -256,9 +262,12 @@ fn explain_failure(
     kill: &KillSwitch,
 ) -> RunFailure {
     // A killed QEMU's sockets close as it dies: give the kernel a moment
-    // to turn it into an exit status the driver can read.
+    // to turn it into an exit status the driver can read (up to 2 s: the
+    // plugin writes its results as QEMU ends, and a busy host is slow to
+    // reap it). Without one the run would read as a board that stopped
+    // answering (board offline) rather than one whose firmware ended it.
     let mut exited = qemu.exit_status();
-    for _ in 0..20 {
+    for _ in 0..80 {
         if exited.is_some() || !matches!(failure, RunFailure::Link(_)) {
             break;
         }

@@ -17,13 +17,14 @@ type Check = fn(&Path, &RawBoard) -> Result<(), ConfigError>;
 
 /// Every check a board file passes, in the order their errors are reported
 /// (a file with several mistakes names the first of this list).
-const CHECKS: [(&str, Check); 16] = [
+const CHECKS: [(&str, Check); 17] = [
     ("name matches the file", name_matches_file),
     ("target is known", target_is_known),
     ("chip is not empty", chip_not_empty),
     ("probe selector parses", probe_parses),
     ("runner has its settings", runner_has_its_settings),
     ("flash command fits the runner", flash_command_fits),
+    ("power cycle names a program", power_cycle_names_a_program),
     ("uart table matches the transport", uart_matches_transport),
     ("core clock runs", core_clock_runs),
     ("memory regions are sound", memory_regions_sound),
@@ -68,6 +69,7 @@ pub(super) fn validate(path: &Path, raw: RawBoard) -> Result<Board, ConfigError>
         timing: raw.timing,
         stack_size: raw.stack_size,
         globs: raw.globs.unwrap_or(true),
+        power_cycle: raw.power_cycle,
     })
 }
 
@@ -220,6 +222,17 @@ fn runner_has_its_settings(path: &Path, raw: &RawBoard) -> Result<(), ConfigErro
         _ => return Ok(()),
     };
     Err(invalid(path, field, problem))
+}
+
+fn power_cycle_names_a_program(path: &Path, raw: &RawBoard) -> Result<(), ConfigError> {
+    match &raw.power_cycle {
+        Some(command) if command.first().is_none_or(|p| p.trim().is_empty()) => Err(invalid(
+            path,
+            "power_cycle",
+            "empty: give the program and its arguments, e.g. [\"uhubctl\", \"-a\", \"cycle\", \"-l\", \"1-1\", \"-p\", \"2\"]",
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn flash_command_fits(path: &Path, raw: &RawBoard) -> Result<(), ConfigError> {

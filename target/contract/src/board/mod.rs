@@ -390,6 +390,8 @@ pub(crate) struct RawBoard {
     pub(super) stack_size: Option<u64>,
     #[serde(default)]
     pub(super) globs: Option<bool>,
+    #[serde(default)]
+    pub(super) power_cycle: Option<Vec<String>>,
 }
 
 /// A validated board definition.
@@ -462,6 +464,11 @@ pub struct Board {
     /// scenarios that run there name it, as Zephyr's twister runs a
     /// platform that is not a default one only when asked.
     pub globs: bool,
+    /// A command that power-cycles the board (`power_cycle`, e.g.
+    /// `["uhubctl", "-a", "cycle", "-l", "1-1", "-p", "2"]` or a relay
+    /// tool), with `{board}` and `{serial_port}` filled in: run when the
+    /// board does not answer, before one more try.
+    pub power_cycle: Option<Vec<String>>,
 }
 
 /// How far a latency may move before the gate says so. It lives with the
