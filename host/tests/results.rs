@@ -430,3 +430,122 @@ fn a_failure_a_retry_passes_is_flaky_and_quarantine_keeps_the_gate_green() {
         "{said}"
     );
 }
+
+/// A copy of `qemu-mps2-an386` that says its figures are noisy
+/// (`latency_tolerance_percent = 2`, as a real board's), in `dir/boards`.
+fn noisy_board(dir: &std::path::Path) {
+    let shipped = repo().join("boards");
+    let boards = dir.join("boards");
+    std::fs::create_dir_all(boards.join("qemu-mps2-an386")).unwrap();
+    let toml = std::fs::read_to_string(shipped.join("qemu-mps2-an386.toml"))
+        .unwrap()
+        .replacen(
+            "transport = \"rtt\"\n",
+            "transport = \"rtt\"\nlatency_tolerance_percent = 2\n",
+            1,
+        );
+    std::fs::write(boards.join("qemu-mps2-an386.toml"), toml).unwrap();
+    std::fs::copy(
+        shipped.join("qemu-mps2-an386/memory.x"),
+        boards.join("qemu-mps2-an386/memory.x"),
+    )
+    .unwrap();
+}
+
+/// `hilt gate` of `name` (hello_world) from `dir`, on the noisy board.
+fn gate_noisy(dir: &std::path::Path, name: &str, extra: &[&str]) -> (bool, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hilt"))
+        .current_dir(dir)
+        .env("HILT_COMMIT", "d00dfeed")
+        .args(["gate", &format!("{name}.toml"), "--repo"])
+        .arg(repo())
+        .args(["--boards-dir", "boards", "--snapshots", "snapshots"])
+        .args(["--report-dir", "reports", "--results", "results.sqlite"])
+        .args(extra)
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), said)
+}
+
+#[test]
+fn a_noisy_boards_cycles_are_judged_by_the_stores_last_nights() {
+    if !common::qemu_available("results store tests") || common::conformance_models().is_none() {
+        return;
+    }
+    let dir = scratch("drift");
+    noisy_board(&dir);
+    let name = "hello_noisy";
+    std::fs::write(
+        dir.join(format!("{name}.toml")),
+        "conformance = \"tflm_hello_world_int8\"\nboards = [\"qemu-mps2-an386\"]\n\
+         kernels = \"model\"\ntimeout_s = 120\n",
+    )
+    .unwrap();
+    // A snapshot to hold the layout.
+    gate_noisy(&dir, name, &[]);
+    gate_noisy(&dir, name, &["--accept"]);
+    let (ok, said) = gate_noisy(&dir, name, &[]);
+    assert!(
+        ok,
+        "fewer nights than the store needs: the snapshot judges\n{said}"
+    );
+    // Six nights recorded some 40 % faster than this firmware runs.
+    let target = StoreTarget::Sqlite(dir.join("results.sqlite"));
+    let mut store = Store::open(&target).unwrap();
+    let night = |cycles: u32| {
+        let mut run = run_of(name, &[u64::from(cycles)], Outcome::Passed);
+        run.steps[0].total_cycles = u64::from(cycles);
+        run
+    };
+    for (k, cycles) in [2000, 2010, 1990, 2005, 1995, 2002].into_iter().enumerate() {
+        record(
+            &mut store,
+            &format!("old{k}"),
+            &format!("2026-11-0{}T01:00:00Z", k + 1),
+            &[night(cycles)],
+        );
+    }
+    let (ok, said) = gate_noisy(&dir, name, &[]);
+    assert!(!ok);
+    // The gate's own two earlier runs (today, at this firmware's figure)
+    // are the newest nights: the step started at the first of them.
+    assert!(
+        said.contains("DRIFT    hello_noisy @ qemu-mps2-an386: cycles: ")
+            && said.contains("over the last 8 nights")
+            && said.contains("slower); since ")
+            && said.contains("(commit d00dfeed)"),
+        "{said}"
+    );
+    // Once the nights are at this firmware's figure, it passes again.
+    for k in 0..6 {
+        let cycles = store_cycles(&mut store, name);
+        record(
+            &mut store,
+            &format!("new{k}"),
+            &format!("2026-11-2{k}T01:00:00Z"),
+            &[night(cycles)],
+        );
+    }
+    let (ok, said) = gate_noisy(&dir, name, &[]);
+    assert!(ok, "{said}");
+}
+
+/// The cycles the latest run of `scenario` the store holds took.
+fn store_cycles(store: &mut Store, scenario: &str) -> u32 {
+    let pairs = history(
+        store,
+        &HistoryQuery {
+            scenario: scenario.into(),
+            board: "*".into(),
+            since: None,
+            last: 1,
+        },
+    )
+    .unwrap();
+    pairs[0].runs[0].cycles.unwrap() as u32
+}

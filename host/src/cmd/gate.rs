@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use hilt::gate::{Tolerance, Verdict, gate_run, verdict_text};
+use hilt::gate::{Tolerance, Verdict, gate_run, gate_run_against_store, verdict_text};
 use hilt::orchestrate::run_jobs_timed;
 use hilt::outcome::BoardRun;
 
@@ -110,6 +110,15 @@ fn gate_scenarios(
         .iter()
         .map(|j| (j.board.name.clone(), j.board.latency_tolerance()))
         .collect();
+    // Noisy boards are judged against the results store's last nights
+    // (read before this gate's runs are recorded); a store that cannot be
+    // read leaves them to their snapshots, said once.
+    let mut store = if tolerance.values().any(|t| t.percent > 0.0) {
+        log.open_for_reading()
+    } else {
+        None
+    };
+    let commit = log.commit().to_string();
     let runtime = runtime()?;
     let mut verdicts = Vec::new();
     let on_result = |run: &BoardRun, wall| {
@@ -118,8 +127,13 @@ fn gate_scenarios(
             .get(&run.board)
             .copied()
             .unwrap_or(Tolerance::EXACT);
-        let verdict = gate_run(snapshots, run, &names, tol)
-            .unwrap_or_else(|e| Verdict::RunFailed(format!("cannot write snapshot: {e}")));
+        let verdict = match store.as_mut() {
+            Some(store) if tol.percent > 0.0 => {
+                gate_run_against_store(snapshots, run, &names, tol, store, &commit)
+            }
+            _ => gate_run(snapshots, run, &names, tol),
+        }
+        .unwrap_or_else(|e| Verdict::RunFailed(format!("cannot write snapshot: {e}")));
         let key = (run.scenario.clone(), run.board.clone());
         let text = verdict_text(&run.scenario, &run.board, &verdict, hint_snapshots, true);
         println!("{text}");

@@ -129,6 +129,34 @@ impl ResultsLog {
         }
     }
 
+    /// The commit the runs are recorded at.
+    pub(crate) fn commit(&self) -> &str {
+        &self.invocation.commit
+    }
+
+    /// The store, opened to read what earlier runs recorded (a gate judges
+    /// noisy boards by it); `None`, said once, when there is none to read.
+    pub(crate) fn open_for_reading(&self) -> Option<Store> {
+        if let StoreTarget::Sqlite(path) = &self.target
+            && !path.is_file()
+        {
+            return None;
+        }
+        if self.target == StoreTarget::Off {
+            return None;
+        }
+        match Store::open(&self.target) {
+            Ok(store) => Some(store),
+            Err(e) => {
+                eprintln!(
+                    "warning: results store {}: {e}: noisy boards are judged by their snapshots",
+                    self.target.name()
+                );
+                None
+            }
+        }
+    }
+
     /// Keeps a run that ended.
     pub(crate) fn keep(&mut self, run: &BoardRun, wall: Duration) {
         self.runs.push((run.clone(), wall));

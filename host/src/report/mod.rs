@@ -329,6 +329,9 @@ pub fn gated(run: &BoardRun, verdict: &Verdict) -> BoardRun {
                 ));
             }
             Verdict::RunFailed(message) => judged.outcome = Outcome::Error(message.clone()),
+            Verdict::Drifted(why) => {
+                judged.outcome = Outcome::Mismatch(format!("{}{why}", crate::gate::DRIFTED));
+            }
         }
     }
     judged
@@ -440,6 +443,7 @@ fn status_word(outcome: &Outcome) -> &'static str {
         // A gated run whose outputs matched but whose snapshot moved.
         Outcome::Mismatch(m) if m.starts_with(crate::gate::SNAPSHOT_CHANGED) => "CHANGED",
         Outcome::Mismatch(m) if m.starts_with(crate::gate::SNAPSHOT_NEW) => "NEW",
+        Outcome::Mismatch(m) if m.starts_with(crate::gate::DRIFTED) => "DRIFT",
         Outcome::Mismatch(_) => "MISMATCH",
         Outcome::Error(_) => "ERROR",
     }

@@ -12,6 +12,7 @@
 //! own reports first, so nothing of the run is lost.
 
 pub mod db;
+pub mod drift;
 pub mod history;
 pub mod html;
 pub mod schema;
