@@ -48,20 +48,15 @@ fn setup(name: &str, power_cycle: Option<&str>) -> PathBuf {
 
 /// `hilt run` of the silent scenario from `dir`, with its boards.
 fn run(dir: &Path) -> (bool, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hilt"))
-        .current_dir(dir)
-        .args(["run", "silent.toml", "--repo"])
-        .arg(repo())
-        .args(["--boards-dir", "boards", "--report-dir", "reports"])
-        .args(["--results", "results.sqlite"])
-        .output()
-        .unwrap();
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), said)
+    let args = [
+        "silent.toml",
+        "--boards-dir",
+        "boards",
+        "--report-dir",
+        "reports",
+    ];
+    let results = ["--results", "results.sqlite"];
+    common::hilt_in(dir, &[], "run", &[&args[..], &results[..]].concat())
 }
 
 #[test]

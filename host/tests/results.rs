@@ -454,22 +454,17 @@ fn noisy_board(dir: &std::path::Path) {
 
 /// `hilt gate` of `name` (hello_world) from `dir`, on the noisy board.
 fn gate_noisy(dir: &std::path::Path, name: &str, extra: &[&str]) -> (bool, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hilt"))
-        .current_dir(dir)
-        .env("HILT_COMMIT", "d00dfeed")
-        .args(["gate", &format!("{name}.toml"), "--repo"])
-        .arg(repo())
-        .args(["--boards-dir", "boards", "--snapshots", "snapshots"])
-        .args(["--report-dir", "reports", "--results", "results.sqlite"])
-        .args(extra)
-        .output()
-        .unwrap();
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), said)
+    let scenario = format!("{name}.toml");
+    let mut args = vec![
+        scenario.as_str(),
+        "--boards-dir",
+        "boards",
+        "--snapshots",
+        "snapshots",
+    ];
+    args.extend_from_slice(&["--report-dir", "reports", "--results", "results.sqlite"]);
+    args.extend_from_slice(extra);
+    common::hilt_in(dir, &[("HILT_COMMIT", "d00dfeed")], "gate", &args)
 }
 
 #[test]

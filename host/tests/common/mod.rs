@@ -43,6 +43,32 @@ pub fn hilt<S: AsRef<std::ffi::OsStr>>(args: impl IntoIterator<Item = S>) -> std
         .expect("run hilt")
 }
 
+/// Runs `hilt COMMAND --repo REPO ARGS…` from `dir` (QEMU's working
+/// folder too) with `env` set: whether it succeeded, and its stdout and
+/// stderr together.
+pub fn hilt_in(
+    dir: &std::path::Path,
+    env: &[(&str, &str)],
+    command: &str,
+    args: &[&str],
+) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_hilt"))
+        .current_dir(dir)
+        .envs(env.iter().copied())
+        .arg(command)
+        .arg("--repo")
+        .arg(repo())
+        .args(args)
+        .output()
+        .expect("run hilt");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), said)
+}
+
 /// The stdout of a `hilt` run that must have succeeded (else the test fails
 /// showing both streams).
 pub fn succeeded(out: &std::process::Output) -> String {
