@@ -52,9 +52,10 @@ impl PlainRun<'_, '_> {
                 scratch: self.scratch,
                 taken: Cell::new(0),
                 constants: self.constants,
+                records: crate::kernels::context::records_of(self.records),
             };
             crate::marks::op_start();
-            let done = (kernel.invoke)(&ctx);
+            let done = crate::kernels::fused::invoke(kernel, &ctx);
             crate::marks::op_done();
             done.map_err(|error| InterpreterError::Kernel {
                 op: index,

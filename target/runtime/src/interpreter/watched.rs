@@ -208,9 +208,10 @@ impl<C: Clock + ?Sized> WatchedRun<'_, '_, '_, C> {
             scratch: views.scratch,
             taken: Cell::new(0),
             constants: self.views.constants,
+            records: crate::kernels::context::records_of(views.records),
         };
         let start = self.profile.as_ref().map(|p| p.clock.now());
-        (kernel.invoke)(&ctx).map_err(|error| InterpreterError::Kernel {
+        crate::kernels::fused::invoke(kernel, &ctx).map_err(|error| InterpreterError::Kernel {
             op: index,
             code: op_name(self.model, index),
             error,
