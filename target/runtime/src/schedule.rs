@@ -528,6 +528,10 @@ fn strided_forward(xd: [i32; 4], yd: [i32; 4], (sy, sx): (i32, i32)) -> bool {
     })
 }
 
+/// Scratch bytes a fused chain's bands may take (the ring and the ADD's
+/// operand rows), beyond one row of the second convolution's output.
+const CHAIN_SCRATCH_BYTES: u32 = 4096;
+
 /// Two convolutions (and an ADD) the lean schedule runs as one op, a few
 /// rows at a time ([`fused`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -547,10 +551,11 @@ pub struct Fused {
     /// The ADD's output, written over the input's buffer row by row
     /// (`None` for a chain of two convolutions).
     pub sum: Option<u32>,
-    /// Bytes of the ring: the rows of `between` one row of `second` reads.
+    /// Bytes of the ring: the rows of `between` one band of rows of
+    /// `second` reads.
     pub ring_bytes: u32,
-    /// Bytes of one row of `second` (the ADD's operand row), 0 without an
-    /// ADD.
+    /// Bytes of one band of rows of `second` (the ADD's operand rows), 0
+    /// without an ADD.
     pub row_bytes: u32,
 }
 
@@ -680,8 +685,9 @@ fn chain_at(model: &Model<'_>, head: u32) -> Result<Fused, Refusal> {
     }
     let row = |d: [i32; 4]| d[2].max(0) as u32 * d[3].max(0) as u32;
     let effective = (rows2.filter - 1) * rows2.dilation + 1;
-    let ring_rows = effective.min(yd[1]).max(0) as u32;
-    if ring_rows >= yd[1].max(0) as u32 {
+    // Rows of `between` a band of `b` rows of `second` reads.
+    let ring_rows = |b: i32| ((b - 1) * rows2.stride + effective).min(yd[1]).max(0) as u32;
+    if ring_rows(1) >= yd[1].max(0) as u32 {
         return Err(Refusal::Shape {
             what: "the ring would hold the whole output",
         });
@@ -693,13 +699,27 @@ fn chain_at(model: &Model<'_>, head: u32) -> Result<Fused, Refusal> {
         between: y,
         second: z,
         sum: None,
-        ring_bytes: ring_rows * row(yd),
+        ring_bytes: 0,
         row_bytes: 0,
     };
-    if let Some(sum) = residual_sum(model, &chain, zd) {
+    let sum = residual_sum(model, &chain, zd);
+    // Bands of several rows, as many as the scratch budget holds: each
+    // band is one call of each convolution's kernel, which sets up its
+    // weights again.
+    let scratch =
+        |b: i32| ring_rows(b) * row(yd) + if sum.is_some() { b as u32 * row(zd) } else { 0 };
+    let mut band = 1;
+    while band < zd[1]
+        && ring_rows(band + 1) < yd[1].max(0) as u32
+        && scratch(band + 1) <= CHAIN_SCRATCH_BYTES
+    {
+        band += 1;
+    }
+    chain.ring_bytes = ring_rows(band) * row(yd);
+    if let Some(sum) = sum {
         chain.runner = head + 2;
         chain.sum = Some(sum);
-        chain.row_bytes = row(zd);
+        chain.row_bytes = band as u32 * row(zd);
     }
     Ok(chain)
 }

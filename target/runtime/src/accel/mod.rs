@@ -677,7 +677,8 @@ impl OpWork {
             constants: &[],
             // Offloaded ops never run a fused chain (the lean schedule
             // refuses an accelerator).
-            records: crate::kernels::context::records_of(&[]),
+            #[cfg(not(feature = "no-lean"))]
+            records: &[],
         };
         crate::marks::job_start();
         let done = (self.invoke)(&ctx);

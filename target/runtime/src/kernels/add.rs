@@ -584,6 +584,7 @@ fn scaled_table(offset: i32, left_shift: i32, multiplier: i32, shift: i32) -> [i
 /// runs of elements, the same bits as the whole op computes there (a
 /// fused chain's rows, `kernels::fused`, or the op written over one of
 /// its operands under the lean schedule).
+#[cfg(not(feature = "no-lean"))]
 pub(crate) struct RowAdd {
     p: QuantizedAdd,
     small: Option<SmallAdd>,
@@ -591,6 +592,7 @@ pub(crate) struct RowAdd {
     tables: [[i32; 256]; 2],
 }
 
+#[cfg(not(feature = "no-lean"))]
 impl RowAdd {
     /// The ADD whose context is `ctx`; `Internal` unless it is int8 over
     /// operands of its output's shape.
@@ -635,28 +637,37 @@ impl RowAdd {
         if other.len() != into.len() {
             return Err(KernelError::Internal);
         }
-        let (t1, t2) = (&self.tables[0], &self.tables[1]);
-        let sum = |a: i8, b: i8| t1[a as u8 as usize] + t2[b as u8 as usize];
-        match &self.small {
-            Some(q) => {
-                for (o, &v) in into.iter_mut().zip(other) {
-                    let (a, b) = if other_first { (v, *o) } else { (*o, v) };
-                    *o = q.finish(sum(a, b));
-                }
-            }
-            None => {
-                for (o, &v) in into.iter_mut().zip(other) {
-                    let (a, b) = if other_first { (v, *o) } else { (*o, v) };
-                    *o = finish(sum(a, b), &self.p) as i8;
-                }
-            }
+        let tables = (&self.tables[0], &self.tables[1]);
+        match (&self.small, other_first) {
+            (Some(q), true) => sum_runs::<true>(|s| q.finish(s), tables, other, into),
+            (Some(q), false) => sum_runs::<false>(|s| q.finish(s), tables, other, into),
+            (None, true) => sum_runs::<true>(|s| finish(s, &self.p) as i8, tables, other, into),
+            (None, false) => sum_runs::<false>(|s| finish(s, &self.p) as i8, tables, other, into),
         }
         Ok(())
     }
 }
 
+/// `into[i] = finish(t1[a] + t2[b])` with `(a, b)` = `(other[i],
+/// into[i])` when `OTHER_FIRST`, else the other way round: one loop per
+/// order, as [`add_flat`]'s.
+#[cfg(not(feature = "no-lean"))]
+#[inline(always)]
+fn sum_runs<const OTHER_FIRST: bool>(
+    finish: impl Fn(i32) -> i8,
+    (t1, t2): (&[i32; 256], &[i32; 256]),
+    other: &[i8],
+    into: &mut [i8],
+) {
+    for (o, &v) in into.iter_mut().zip(other) {
+        let (a, b) = if OTHER_FIRST { (v, *o) } else { (*o, v) };
+        *o = finish(t1[a as u8 as usize] + t2[b as u8 as usize]);
+    }
+}
+
 /// An int8 ADD over the buffer of the operand at `position` (the lean
 /// schedule's in place): each sum written over the element it read.
+#[cfg(not(feature = "no-lean"))]
 fn add_i8_in_place(
     ctx: &InvokeContext<'_, '_>,
     data: &AddData,
@@ -674,7 +685,8 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
     let data: &AddData = ctx.op_data()?;
     // Before any view of the inputs or the output: in place, the output
     // and one operand are one buffer.
-    if data.kind == KIND_INT8 {
+    #[cfg(not(feature = "no-lean"))]
+    if ctx.record.in_place() && data.kind == KIND_INT8 {
         for position in 0..2 {
             if let Some(shared) = ctx.shared_io_at(position)? {
                 return add_i8_in_place(ctx, data, shared, position);

@@ -112,11 +112,21 @@ impl OpRecord {
     }
 
     /// Whether a later op of a fused chain computes this one.
+    #[cfg(not(feature = "no-lean"))]
     pub(crate) fn fused(&self) -> bool {
         self.scratch_count & Self::FUSED != 0
     }
 
+    /// Whether this op is part of a fused chain ([`OpRecord::FUSED`] or
+    /// [`OpRecord::RUNS_CHAIN`]).
+    #[cfg(not(feature = "no-lean"))]
+    #[inline(always)]
+    pub(crate) fn in_chain(&self) -> bool {
+        self.scratch_count & (Self::FUSED | Self::RUNS_CHAIN) != 0
+    }
+
     /// Whether this op runs a fused chain.
+    #[cfg(not(feature = "no-lean"))]
     pub(crate) fn runs_chain(&self) -> bool {
         self.scratch_count & Self::RUNS_CHAIN != 0
     }
@@ -410,38 +420,11 @@ pub struct InvokeContext<'i, 'm> {
     pub(crate) taken: Cell<u128>,
     /// The constant image (empty when constants are in the tail).
     pub(crate) constants: &'i [u8],
-    /// Every op's record: a fused chain's last op reads the others'.
-    pub(crate) records: Records<'i>,
-}
-
-/// Every op's record, as an invoke carries them for a fused chain's last
-/// op: nothing in a `no-lean` build (which runs no chain), so that each
-/// op's invoke there is what it was before chains.
-#[cfg(not(feature = "no-lean"))]
-pub(crate) type Records<'i> = &'i [OpRecord];
-
-/// Every op's record, as an invoke carries them: nothing in a `no-lean`
-/// build.
-#[cfg(feature = "no-lean")]
-pub(crate) type Records<'i> = NoRecords<'i>;
-
-/// The records a `no-lean` build's invoke carries: none.
-#[cfg(feature = "no-lean")]
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct NoRecords<'i>(PhantomData<&'i [OpRecord]>);
-
-/// `records` as an invoke carries them ([`Records`]).
-#[inline(always)]
-pub(crate) fn records_of(records: &[OpRecord]) -> Records<'_> {
+    /// Every op's record: a fused chain's last op reads the others'. Not
+    /// in a `no-lean` build (which runs no chain), so that each op's
+    /// invoke there is what it was before chains.
     #[cfg(not(feature = "no-lean"))]
-    {
-        records
-    }
-    #[cfg(feature = "no-lean")]
-    {
-        let _ = records;
-        NoRecords(PhantomData)
-    }
+    pub(crate) records: &'i [OpRecord],
 }
 
 impl core::fmt::Debug for InvokeContext<'_, '_> {
@@ -596,7 +579,26 @@ impl<'i, 'm> InvokeContext<'i, 'm> {
     pub fn shared_io(&self) -> Result<Option<&'i mut [u8]>, KernelError> {
         // Only an op allocate ran in place: two buffers a broken plan put
         // on one offset are not one buffer (the access checks name them).
-        self.shared_io_at(0)
+        if !crate::schedule::LEAN_LINKED || !self.record.in_place() {
+            return Ok(None);
+        }
+        let (input, output) = (self.tensor_index(0, false)?, self.tensor_index(0, true)?);
+        let slot = |t: u32| {
+            self.slots
+                .get(t as usize)
+                .copied()
+                .ok_or(KernelError::Internal)
+        };
+        let (x, y) = (slot(input)?, slot(output)?);
+        let in_model =
+            |s: &TensorSlot| s.offset == TensorSlot::NOT_IN_ARENA || s.model_offset().is_some();
+        if x.offset != y.offset || in_model(&x) || input == output {
+            return Ok(None);
+        }
+        self.take(0)?;
+        self.take(64)?;
+        self.region_bytes_mut(x.offset, x.bytes.max(y.bytes))
+            .map(Some)
     }
 
     /// Input `position` and output 0 as one buffer, as
@@ -630,6 +632,7 @@ impl<'i, 'm> InvokeContext<'i, 'm> {
 
     /// The context of op `op` (an earlier op of the fused chain this op
     /// runs): its op data, constants and tensors, read-only use.
+    #[cfg(not(feature = "no-lean"))]
     pub(crate) fn op_context(&self, op: u32) -> Result<InvokeContext<'i, 'm>, KernelError> {
         let record = self.record_of(op).ok_or(KernelError::Internal)?;
         Ok(InvokeContext {
@@ -644,22 +647,15 @@ impl<'i, 'm> InvokeContext<'i, 'm> {
             scratch: self.scratch,
             taken: Cell::new(0),
             constants: self.constants,
+            #[cfg(not(feature = "no-lean"))]
             records: self.records,
         })
     }
 
-    /// Op `op`'s record (`None` past the last op, and in a `no-lean`
-    /// build).
+    /// Op `op`'s record (`None` past the last op).
+    #[cfg(not(feature = "no-lean"))]
     pub(crate) fn record_of(&self, op: u32) -> Option<OpRecord> {
-        #[cfg(not(feature = "no-lean"))]
-        {
-            self.records.get(op as usize).copied()
-        }
-        #[cfg(feature = "no-lean")]
-        {
-            let _ = op;
-            None
-        }
+        self.records.get(op as usize).copied()
     }
 
     /// Input `position`, or `None` when the model omits it.

@@ -342,6 +342,7 @@ fn strided_axis(
 /// a fused chain (`kernels::fused`): each call computes a band of output
 /// rows ([`Axis::band`](crate::kernels::window_axis::Axis::band)) from
 /// the input rows it reads, the same bits as the whole op computes there.
+#[cfg(not(feature = "no-lean"))]
 pub(crate) struct RowConv<'i> {
     data: &'i OpData,
     w: &'i [i8],
@@ -349,6 +350,7 @@ pub(crate) struct RowConv<'i> {
     requant: Requant<'i>,
 }
 
+#[cfg(not(feature = "no-lean"))]
 impl<'i> RowConv<'i> {
     /// The operands of the int8, one-group, one-batch convolution whose
     /// context is `ctx`; `Internal` for any other.
