@@ -4,11 +4,9 @@
 //! random int8 inputs, over paddings, strides, dilations and filter
 //! sizes; and a chain that cannot be fused says why.
 
-use hilt_runtime::allocation::AllocOptions;
-use hilt_runtime::interpreter::Interpreter;
-use hilt_runtime::kernels::all_builtins;
+mod common;
+
 use hilt_runtime::model::Model;
-use hilt_runtime::planner::Optimal;
 use hilt_runtime::schedule::{Refusal, Schedule, fused, in_place};
 use hilt_runtime::schema::Padding;
 use hilt_runtime::writer::examples::{BlockConv, BlockEnd, residual_block_int8};
@@ -16,28 +14,16 @@ use hilt_runtime::writer::examples::{BlockConv, BlockEnd, residual_block_int8};
 /// Output 0 and the committed head of one run under `schedule`, the
 /// input filled from `seed`.
 fn run(bytes: &[u8], schedule: Schedule, seed: u32) -> (Vec<u8>, u32) {
-    let model = Model::from_bytes(bytes).unwrap();
-    let resolver = all_builtins();
-    let mut arena = vec![0u8; 1 << 20];
-    let mut interpreter = Interpreter::new(model, &resolver, &mut arena);
-    let options = AllocOptions {
-        schedule,
-        ..AllocOptions::DEFAULT
-    };
-    let head = interpreter
-        .allocate(&Optimal::default(), &options)
-        .unwrap()
-        .head
-        .len;
-    let mut state = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
-    for v in interpreter.input_mut(0).unwrap() {
-        state ^= state << 13;
-        state ^= state >> 17;
-        state ^= state << 5;
-        *v = (state >> 24) as u8;
-    }
-    interpreter.invoke().unwrap();
-    (interpreter.output(0).unwrap().to_vec(), head)
+    common::run_scheduled(bytes, schedule, |input| {
+        let mut state = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
+        for v in input {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            *v = (state >> 24) as u8;
+        }
+    })
+    .unwrap()
 }
 
 const fn conv(filter: i32, stride: i32, dilation: i32, padding: Padding) -> BlockConv {

@@ -2,34 +2,23 @@
 //! outputs bit for bit, in a smaller head; and the ops it cannot run in
 //! place are named with the reason.
 
+mod common;
+
 use hilt_runtime::allocation::AllocOptions;
 use hilt_runtime::interpreter::{Interpreter, InterpreterError};
 use hilt_runtime::kernels::all_builtins;
 use hilt_runtime::model::Model;
-use hilt_runtime::planner::{Greedy, Optimal};
+use hilt_runtime::planner::Greedy;
 use hilt_runtime::schedule::{Refusal, Schedule, in_place};
 use hilt_runtime::writer::examples::{mobilenet_blocks_int8, tiny_convnet_int8};
 
 /// Output 0 and the committed head of one run under `schedule`.
 fn run(bytes: &[u8], schedule: Schedule, seed: u8) -> Result<(Vec<u8>, u32), InterpreterError> {
-    let model = Model::from_bytes(bytes).unwrap();
-    let resolver = all_builtins();
-    let mut arena = vec![0u8; 1 << 20];
-    let mut interpreter = Interpreter::new(model, &resolver, &mut arena);
-    let options = AllocOptions {
-        schedule,
-        ..AllocOptions::DEFAULT
-    };
-    let head = interpreter
-        .allocate(&Optimal::default(), &options)?
-        .head
-        .len;
-    let input = interpreter.input_mut(0)?;
-    for (i, v) in input.iter_mut().enumerate() {
-        *v = (i as u8).wrapping_mul(31).wrapping_add(seed);
-    }
-    interpreter.invoke()?;
-    Ok((interpreter.output(0)?.to_vec(), head))
+    common::run_scheduled(bytes, schedule, |input| {
+        for (i, v) in input.iter_mut().enumerate() {
+            *v = (i as u8).wrapping_mul(31).wrapping_add(seed);
+        }
+    })
 }
 
 #[test]

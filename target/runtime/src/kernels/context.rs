@@ -582,23 +582,7 @@ impl<'i, 'm> InvokeContext<'i, 'm> {
         if !crate::schedule::LEAN_LINKED || !self.record.in_place() {
             return Ok(None);
         }
-        let (input, output) = (self.tensor_index(0, false)?, self.tensor_index(0, true)?);
-        let slot = |t: u32| {
-            self.slots
-                .get(t as usize)
-                .copied()
-                .ok_or(KernelError::Internal)
-        };
-        let (x, y) = (slot(input)?, slot(output)?);
-        let in_model =
-            |s: &TensorSlot| s.offset == TensorSlot::NOT_IN_ARENA || s.model_offset().is_some();
-        if x.offset != y.offset || in_model(&x) || input == output {
-            return Ok(None);
-        }
-        self.take(0)?;
-        self.take(64)?;
-        self.region_bytes_mut(x.offset, x.bytes.max(y.bytes))
-            .map(Some)
+        self.shared_io_at(0)
     }
 
     /// Input `position` and output 0 as one buffer, as
