@@ -303,13 +303,18 @@ pub struct LeanReport {
     /// Ops of a kind that has an in-place form, run as TFLM's, each with
     /// why (`op 12 DEPTHWISE_CONV_2D: input still read by op 14`).
     pub as_tflm: Vec<String>,
+    /// The fused chains (`ops 4, 5 (CONV_2D → CONV_2D; op 5 runs them)`).
+    pub fused: Vec<String>,
+    /// Convolutions outside every chain that could start one, each with
+    /// why not (`op 0 CONV_2D: its output is read by op 3 too …`).
+    pub not_fused: Vec<String>,
 }
 
 impl LeanReport {
     /// The lean schedule's decisions on `model`, with TFLM's bound for
     /// buffers aligned to `align`.
     pub fn of(model: &Model<'_>, align: u32) -> Self {
-        use hilt_runtime::schedule::{Refusal, Schedule, in_place, resolve};
+        use hilt_runtime::schedule::{Refusal, Schedule, chain_of, fused, in_place, resolve};
         let schedule = resolve(model, Schedule::Lean, align);
         let requests: Vec<_> = hilt_runtime::liveness::tensor_request_iter(model)
             .map(|r| r.with_align(align))
@@ -321,13 +326,49 @@ impl LeanReport {
             classic_bound,
             in_place: Vec::new(),
             as_tflm: Vec::new(),
+            fused: Vec::new(),
+            not_fused: Vec::new(),
         };
+        let name = |op: u32| {
+            model
+                .operator(op)
+                .map(|o| o.code.to_string())
+                .unwrap_or_default()
+        };
+        let conv =
+            hilt_runtime::model::OpCode::Builtin(hilt_runtime::schema::BuiltinOperator::CONV_2D);
         for op in model.operators() {
             match in_place(model, schedule, op.index) {
                 Ok(_) => report.in_place.push(op.index),
-                Err(Refusal::NoInPlaceForm) => {}
+                Err(Refusal::NoInPlaceForm | Refusal::Fused { .. }) => {}
                 Err(why) => report
                     .as_tflm
+                    .push(format!("op {} {}: {why}", op.index, op.code)),
+            }
+            match fused(model, schedule, op.index) {
+                Ok(chain) => {
+                    let ops: Vec<String> =
+                        (chain.head..=chain.runner).map(|o| o.to_string()).collect();
+                    let codes: Vec<String> = (chain.head..=chain.runner).map(name).collect();
+                    let over = if chain.sum.is_some() {
+                        ", the ADD over the input"
+                    } else {
+                        ""
+                    };
+                    report.fused.push(format!(
+                        "ops {} ({}; op {} runs them{over})",
+                        ops.join(", "),
+                        codes.join(" → "),
+                        chain.runner
+                    ));
+                }
+                // Only a convolution starts a chain; under TFLM's schedule
+                // the line above said why already.
+                Err(Refusal::NoFusedForm | Refusal::TflmSchedule) => {}
+                Err(_) if op.code != conv => {}
+                Err(_) if chain_of(model, schedule, op.index).is_some() => {}
+                Err(why) => report
+                    .not_fused
                     .push(format!("op {} {}: {why}", op.index, op.code)),
             }
         }

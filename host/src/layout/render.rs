@@ -60,8 +60,14 @@ fn render_below_bound(out: &mut String, report: &LayoutReport) {
                 format!("ops {}", ops.join(", "))
             }
         );
+        for line in &lean.fused {
+            let _ = writeln!(out, "    fused: {line}");
+        }
         for line in &lean.as_tflm {
             let _ = writeln!(out, "    as TFLM's: {line}");
+        }
+        for line in &lean.not_fused {
+            let _ = writeln!(out, "    not fused: {line}");
         }
     }
     if report.constants > 0 {

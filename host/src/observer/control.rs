@@ -215,7 +215,11 @@ pub fn plan_text(
         let mut writes =
             tensor_buffers(&mut op.outputs().flatten().chain(intermediates.iter().copied()));
         writes.extend(&scratch);
-        let mut uses = tensor_buffers(&mut op.inputs().flatten());
+        // A fused chain's last op reads the chain's input too.
+        let chain_input = hilt_runtime::schedule::chain_of(&model, schedule, index)
+            .filter(|c| c.runner == index)
+            .map(|c| c.input);
+        let mut uses = tensor_buffers(&mut op.inputs().flatten().chain(chain_input));
         uses.extend(&writes);
         uses.sort_unstable();
         uses.dedup();

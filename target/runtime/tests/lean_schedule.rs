@@ -2,34 +2,23 @@
 //! outputs bit for bit, in a smaller head; and the ops it cannot run in
 //! place are named with the reason.
 
+mod common;
+
 use hilt_runtime::allocation::AllocOptions;
 use hilt_runtime::interpreter::{Interpreter, InterpreterError};
 use hilt_runtime::kernels::all_builtins;
 use hilt_runtime::model::Model;
-use hilt_runtime::planner::{Greedy, Optimal};
+use hilt_runtime::planner::Greedy;
 use hilt_runtime::schedule::{Refusal, Schedule, in_place};
 use hilt_runtime::writer::examples::{mobilenet_blocks_int8, tiny_convnet_int8};
 
 /// Output 0 and the committed head of one run under `schedule`.
 fn run(bytes: &[u8], schedule: Schedule, seed: u8) -> Result<(Vec<u8>, u32), InterpreterError> {
-    let model = Model::from_bytes(bytes).unwrap();
-    let resolver = all_builtins();
-    let mut arena = vec![0u8; 1 << 20];
-    let mut interpreter = Interpreter::new(model, &resolver, &mut arena);
-    let options = AllocOptions {
-        schedule,
-        ..AllocOptions::DEFAULT
-    };
-    let head = interpreter
-        .allocate(&Optimal::default(), &options)?
-        .head
-        .len;
-    let input = interpreter.input_mut(0)?;
-    for (i, v) in input.iter_mut().enumerate() {
-        *v = (i as u8).wrapping_mul(31).wrapping_add(seed);
-    }
-    interpreter.invoke()?;
-    Ok((interpreter.output(0)?.to_vec(), head))
+    common::run_scheduled(bytes, schedule, |input| {
+        for (i, v) in input.iter_mut().enumerate() {
+            *v = (i as u8).wrapping_mul(31).wrapping_add(seed);
+        }
+    })
 }
 
 #[test]
@@ -89,15 +78,23 @@ fn ops_that_cannot_run_in_place_say_why() {
     // The pointwise conv's input (the depthwise output) dies there.
     let pointwise = in_place(&model, Schedule::Lean, 2).unwrap();
     assert_eq!(pointwise.op, 2);
-    // ADD has no in-place form.
+    // The residual ADD writes over conv1's output, which dies there.
+    let add = in_place(&model, Schedule::Narrowing, 3).unwrap();
+    assert_eq!(Some(add.input), in_place_input(&model, 1));
+    // The global average pool has no in-place form.
     assert_eq!(
-        in_place(&model, Schedule::Lean, 3).err(),
+        in_place(&model, Schedule::Lean, 4).err(),
         Some(Refusal::NoInPlaceForm)
     );
     // And the model still runs alike.
     let (tflm, _) = run(&bytes, Schedule::Tflm, 5).unwrap();
     let (lean, _) = run(&bytes, Schedule::Lean, 5).unwrap();
     assert_eq!(lean, tflm);
+}
+
+/// Input 0 of op `op`.
+fn in_place_input(model: &Model<'_>, op: u32) -> Option<u32> {
+    model.operator(op)?.inputs().next().flatten()
 }
 
 #[test]

@@ -141,14 +141,30 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
                 in_place: schedule != Schedule::Tflm
                     && crate::schedule::in_place(&model, schedule, op.index).is_ok(),
             };
-            (kernel.prepare)(&mut ctx).map_err(|error| InterpreterError::Kernel {
+            let fail = |error| InterpreterError::Kernel {
                 op: op.index,
                 code,
                 error,
-            })?;
+            };
+            (kernel.prepare)(&mut ctx).map_err(fail)?;
+            let chain = if schedule == Schedule::Tflm {
+                None
+            } else {
+                crate::schedule::chain_of(&model, schedule, op.index)
+            };
+            // The chain's last op asks for its ring after its own scratch.
+            let runs_chain = chain.filter(|c| c.runner == op.index);
+            if let Some(chain) = &runs_chain {
+                crate::kernels::fused::prepare(&mut ctx, chain).map_err(fail)?;
+            }
             let mut record = ctx.record;
             if ctx.in_place {
                 record.scratch_count |= OpRecord::IN_PLACE;
+            }
+            match (chain, runs_chain) {
+                (Some(_), Some(_)) => record.scratch_count |= OpRecord::RUNS_CHAIN,
+                (Some(_), None) => record.scratch_count |= OpRecord::FUSED,
+                _ => {}
             }
             cast_mut::<OpRecord>(self.arena.bytes_mut(records))[op.index as usize] = record;
             if let Some(top) = desc_top {

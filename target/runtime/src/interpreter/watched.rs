@@ -208,9 +208,15 @@ impl<C: Clock + ?Sized> WatchedRun<'_, '_, '_, C> {
             scratch: views.scratch,
             taken: Cell::new(0),
             constants: self.views.constants,
+            #[cfg(not(feature = "no-lean"))]
+            records: views.records,
         };
         let start = self.profile.as_ref().map(|p| p.clock.now());
-        (kernel.invoke)(&ctx).map_err(|error| InterpreterError::Kernel {
+        #[cfg(not(feature = "no-lean"))]
+        let done = crate::kernels::fused::invoke(kernel, &ctx);
+        #[cfg(feature = "no-lean")]
+        let done = (kernel.invoke)(&ctx);
+        done.map_err(|error| InterpreterError::Kernel {
             op: index,
             code: op_name(self.model, index),
             error,

@@ -67,7 +67,8 @@ pub(crate) struct OpRecord {
     /// Index of the kernel in the resolver.
     pub(crate) kernel: u16,
     /// How many scratch buffers it requested, and [`OpRecord::IN_PLACE`]
-    /// when the lean schedule runs it over its input.
+    /// when the lean schedule runs it over its input ([`OpRecord::FUSED`],
+    /// [`OpRecord::RUNS_CHAIN`] for the ops of a fused chain).
     pub(crate) scratch_count: u16,
     /// Index of the op's first scratch request among all scratch requests.
     pub(crate) scratch_first: u16,
@@ -92,14 +93,42 @@ impl OpRecord {
     /// (a scratch count never reaches it).
     pub(crate) const IN_PLACE: u16 = 1 << 15;
 
+    /// Set in `scratch_count` for an op of a fused chain before its last:
+    /// the chain's last op computes it, its invoke does nothing.
+    pub(crate) const FUSED: u16 = 1 << 14;
+
+    /// Set in `scratch_count` for a fused chain's last op: it runs the
+    /// chain (`kernels::fused`), from the [`OpRecord::FUSED`] ops before it.
+    pub(crate) const RUNS_CHAIN: u16 = 1 << 13;
+
     /// How many scratch buffers the op requested.
     pub(crate) fn scratch_buffers(&self) -> u32 {
-        u32::from(self.scratch_count & !Self::IN_PLACE)
+        u32::from(self.scratch_count & !(Self::IN_PLACE | Self::FUSED | Self::RUNS_CHAIN))
     }
 
     /// Whether the lean schedule runs the op over its input's buffer.
     pub(crate) fn in_place(&self) -> bool {
         self.scratch_count & Self::IN_PLACE != 0
+    }
+
+    /// Whether a later op of a fused chain computes this one.
+    #[cfg(not(feature = "no-lean"))]
+    pub(crate) fn fused(&self) -> bool {
+        self.scratch_count & Self::FUSED != 0
+    }
+
+    /// Whether this op is part of a fused chain ([`OpRecord::FUSED`] or
+    /// [`OpRecord::RUNS_CHAIN`]).
+    #[cfg(not(feature = "no-lean"))]
+    #[inline(always)]
+    pub(crate) fn in_chain(&self) -> bool {
+        self.scratch_count & (Self::FUSED | Self::RUNS_CHAIN) != 0
+    }
+
+    /// Whether this op runs a fused chain.
+    #[cfg(not(feature = "no-lean"))]
+    pub(crate) fn runs_chain(&self) -> bool {
+        self.scratch_count & Self::RUNS_CHAIN != 0
     }
 
     /// The offset of `list` in `model` (what `inputs_at` holds).
@@ -391,6 +420,11 @@ pub struct InvokeContext<'i, 'm> {
     pub(crate) taken: Cell<u128>,
     /// The constant image (empty when constants are in the tail).
     pub(crate) constants: &'i [u8],
+    /// Every op's record: a fused chain's last op reads the others'. Not
+    /// in a `no-lean` build (which runs no chain), so that each op's
+    /// invoke there is what it was before chains.
+    #[cfg(not(feature = "no-lean"))]
+    pub(crate) records: &'i [OpRecord],
 }
 
 impl core::fmt::Debug for InvokeContext<'_, '_> {
@@ -548,7 +582,20 @@ impl<'i, 'm> InvokeContext<'i, 'm> {
         if !crate::schedule::LEAN_LINKED || !self.record.in_place() {
             return Ok(None);
         }
-        let (input, output) = (self.tensor_index(0, false)?, self.tensor_index(0, true)?);
+        self.shared_io_at(0)
+    }
+
+    /// Input `position` and output 0 as one buffer, as
+    /// [`shared_io`](Self::shared_io) for input 0 (an element-wise op may
+    /// write over either operand).
+    pub fn shared_io_at(&self, position: usize) -> Result<Option<&'i mut [u8]>, KernelError> {
+        if !crate::schedule::LEAN_LINKED || !self.record.in_place() || position >= 64 {
+            return Ok(None);
+        }
+        let (input, output) = (
+            self.tensor_index(position, false)?,
+            self.tensor_index(0, true)?,
+        );
         let slot = |t: u32| {
             self.slots
                 .get(t as usize)
@@ -561,10 +608,38 @@ impl<'i, 'm> InvokeContext<'i, 'm> {
         if x.offset != y.offset || in_model(&x) || input == output {
             return Ok(None);
         }
-        self.take(0)?;
+        self.take(position as u32)?;
         self.take(64)?;
         self.region_bytes_mut(x.offset, x.bytes.max(y.bytes))
             .map(Some)
+    }
+
+    /// The context of op `op` (an earlier op of the fused chain this op
+    /// runs): its op data, constants and tensors, read-only use.
+    #[cfg(not(feature = "no-lean"))]
+    pub(crate) fn op_context(&self, op: u32) -> Result<InvokeContext<'i, 'm>, KernelError> {
+        let record = self.record_of(op).ok_or(KernelError::Internal)?;
+        Ok(InvokeContext {
+            base: self.base,
+            len: self.len,
+            model: self.model,
+            op_index: op,
+            inputs: record.inputs(self.model),
+            outputs: record.outputs(self.model),
+            slots: self.slots,
+            record,
+            scratch: self.scratch,
+            taken: Cell::new(0),
+            constants: self.constants,
+            #[cfg(not(feature = "no-lean"))]
+            records: self.records,
+        })
+    }
+
+    /// Op `op`'s record (`None` past the last op).
+    #[cfg(not(feature = "no-lean"))]
+    pub(crate) fn record_of(&self, op: u32) -> Option<OpRecord> {
+        self.records.get(op as usize).copied()
     }
 
     /// Input `position`, or `None` when the model omits it.

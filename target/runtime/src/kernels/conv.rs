@@ -235,11 +235,15 @@ fn prepare_int8(
         data.im2col = 1;
     }
     if ctx.runs_in_place() {
-        // The lean schedule checked the shape (1×1, stride 1, one batch):
-        // a band of output pixels at a time goes through this temporary.
+        // The lean schedule checked the shape (1×1, one batch, forward
+        // when strided): a band of output pixels at a time goes through
+        // this temporary, one output row at most when strided.
         let out_c = geometry.out_c as usize;
         let pixels = (geometry.y.out_size * geometry.x.out_size).max(0) as usize;
-        let band = in_place::pixel_band(out_c, pixels);
+        let mut band = in_place::pixel_band(out_c, pixels);
+        if geometry.x.stride != 1 || geometry.y.stride != 1 {
+            band = band.min(geometry.x.out_size.max(1) as usize);
+        }
         data.patch = ctx.request_scratch((band * out_c) as u32, 16)?;
     }
     Ok(())
@@ -266,8 +270,6 @@ fn conv_i8_in_place(
     let requant = Requant::new(ctx.stored(p.multiplier)?, ctx.stored(p.shift)?, p.stage)?;
     if !is_pointwise(g, data.groups as usize)
         || g.batches != 1
-        || g.x.stride != 1
-        || g.y.stride != 1
         || w.len() < out_c * in_c
         || bias.is_some_and(|b| b.len() < out_c)
         || !requant.covers(out_c)
@@ -276,6 +278,23 @@ fn conv_i8_in_place(
     }
     let (bias, w) = (bias.map(|b| &b[..out_c]), &w[..out_c * in_c]);
     let temp = ctx.scratch(data.patch)?;
+    if g.x.stride != 1 || g.y.stride != 1 {
+        let (sy, sx) = (g.y.stride as usize, g.x.stride as usize);
+        let rows = (g.y.out_size.max(0) as usize, g.x.out_size.max(0) as usize);
+        let steps = (sy * g.x.in_size.max(0) as usize * in_c, sx * in_c);
+        return in_place::strided_pixels(shared, temp, rows, steps, (in_c, out_c), |n, x, out| {
+            let band = OpData {
+                geometry: Geometry {
+                    y: unit_axis(&g.y, 1),
+                    x: strided_axis(&g.x, n as i32),
+                    ..*g
+                },
+                ..*data
+            };
+            conv_i8(&band, x, w, bias, &requant, out);
+            Ok(())
+        });
+    }
     let pixels = (g.y.out_size * g.x.out_size) as usize;
     in_place::pixels(shared, temp, (pixels, in_c, out_c), |run, x, out| {
         let band = OpData {
@@ -300,6 +319,104 @@ fn unit_axis(a: &crate::kernels::window_axis::Axis, n: i32) -> crate::kernels::w
         interior_lo: 0,
         interior_hi: n,
         ..*a
+    }
+}
+
+/// A 1×1 axis of `n` outputs `a.stride` apart, no padding: a run of a
+/// strided pointwise row, its input from the run's first pixel.
+fn strided_axis(
+    a: &crate::kernels::window_axis::Axis,
+    n: i32,
+) -> crate::kernels::window_axis::Axis {
+    crate::kernels::window_axis::Axis {
+        in_size: (n - 1) * a.stride + 1,
+        out_size: n,
+        pad: 0,
+        interior_lo: 0,
+        interior_hi: n,
+        ..*a
+    }
+}
+
+/// An int8 convolution's operands, read once from its op's context, for
+/// a fused chain (`kernels::fused`): each call computes a band of output
+/// rows ([`Axis::band`](crate::kernels::window_axis::Axis::band)) from
+/// the input rows it reads, the same bits as the whole op computes there.
+#[cfg(not(feature = "no-lean"))]
+pub(crate) struct RowConv<'i> {
+    data: &'i OpData,
+    w: &'i [i8],
+    bias: Option<&'i [i32]>,
+    requant: Requant<'i>,
+}
+
+#[cfg(not(feature = "no-lean"))]
+impl<'i> RowConv<'i> {
+    /// The operands of the int8, one-group, one-batch convolution whose
+    /// context is `ctx`; `Internal` for any other.
+    pub(crate) fn of(ctx: &InvokeContext<'i, '_>) -> Result<Self, KernelError> {
+        let data: &'i OpData = ctx.op_data()?;
+        let g = &data.geometry;
+        if data.kind != KIND_INT8 || data.groups != 1 || g.batches != 1 {
+            return Err(KernelError::Internal);
+        }
+        let out_c = g.out_c as usize;
+        let filter_len = (g.y.filter * g.x.filter).max(0) as usize * g.in_c as usize;
+        let w = ctx.input(1)?.values::<i8>()?;
+        let bias = match ctx.optional_input(2)? {
+            Some(b) => Some(b.values::<i32>()?),
+            None => None,
+        };
+        let p = &data.channels;
+        let requant = Requant::new(ctx.stored(p.multiplier)?, ctx.stored(p.shift)?, p.stage)?;
+        if w.len() < out_c * filter_len
+            || bias.is_some_and(|b| b.len() < out_c)
+            || !requant.covers(out_c)
+        {
+            return Err(KernelError::Internal);
+        }
+        Ok(RowConv {
+            data,
+            w: &w[..out_c * filter_len],
+            bias: bias.map(|b| &b[..out_c]),
+            requant,
+        })
+    }
+
+    /// The convolution's geometry.
+    pub(crate) fn geometry(&self) -> &Geometry {
+        &self.data.geometry
+    }
+
+    /// The output rows of `y` (a band of the convolution's row axis) into
+    /// `out`, from the input rows the band reads at the start of `x`.
+    pub(crate) fn rows(
+        &self,
+        y: &crate::kernels::window_axis::Axis,
+        x: &[i8],
+        out: &mut [i8],
+    ) -> Result<(), KernelError> {
+        let band = OpData {
+            geometry: Geometry {
+                y: *y,
+                ..self.data.geometry
+            },
+            ..*self.data
+        };
+        let g = &band.geometry;
+        let (x_len, out_len) = (g.input_len(), g.output_len());
+        if x.len() < x_len || out.len() < out_len {
+            return Err(KernelError::Internal);
+        }
+        conv_i8(
+            &band,
+            &x[..x_len],
+            self.w,
+            self.bias,
+            &self.requant,
+            &mut out[..out_len],
+        );
+        Ok(())
     }
 }
 

@@ -65,6 +65,48 @@ pub(crate) fn pixels(
     Ok(())
 }
 
+/// Works a strided pointwise op's `rows × cols` output pixels (`out_px`
+/// bytes each) into `buffer` over its input pixels (`in_px` bytes), a run
+/// of at most `temp.len() / out_px` pixels of one output row at a time,
+/// forward: the schedule checked that no pixel's output reaches input a
+/// later pixel reads. Output row `r`'s pixel `c` reads the input pixel at
+/// `r · row_step + c · col_step` bytes; `compute(n, input, out)` computes
+/// a run of `n` pixels whose input starts at the run's first pixel.
+pub(crate) fn strided_pixels(
+    buffer: &mut [u8],
+    temp: &mut [u8],
+    (rows, cols): (usize, usize),
+    (row_step, col_step): (usize, usize),
+    (in_px, out_px): (usize, usize),
+    mut compute: impl FnMut(usize, &[i8], &mut [i8]) -> Result<(), KernelError>,
+) -> Result<(), KernelError> {
+    let band = temp.len() / out_px.max(1);
+    if band == 0 || cols == 0 {
+        return if rows == 0 || cols == 0 {
+            Ok(())
+        } else {
+            Err(KernelError::Internal)
+        };
+    }
+    for r in 0..rows {
+        let mut c = 0;
+        while c < cols {
+            let n = band.min(cols - c);
+            let start = r * row_step + c * col_step;
+            let input = start..start + (n - 1) * col_step + in_px;
+            let at = (r * cols + c) * out_px;
+            if input.end > buffer.len() || at + n * out_px > buffer.len() {
+                return Err(KernelError::Internal);
+            }
+            let out = &mut temp[..n * out_px];
+            compute(n, as_i8(&buffer[input]), as_i8_mut(out))?;
+            buffer[at..at + n * out_px].copy_from_slice(out);
+            c += n;
+        }
+    }
+    Ok(())
+}
+
 /// How a row-banded op uses its temporary: `band` rows computed per call,
 /// up to `lag` rows held back because the input under them is still to
 /// be read.
@@ -172,4 +214,69 @@ fn as_i8(bytes: &[u8]) -> &[i8] {
 pub(crate) fn as_i8_mut(bytes: &mut [u8]) -> &mut [i8] {
     // SAFETY: as above, and the borrow is the caller's one.
     unsafe { core::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast(), bytes.len()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stand-in for a pointwise kernel: each output byte a function of
+    /// its input pixel's bytes and its channel.
+    fn pixel(input: &[i8], out: &mut [i8]) {
+        let sum = input.iter().fold(0i8, |s, &v| s.wrapping_add(v));
+        for (k, o) in out.iter_mut().enumerate() {
+            *o = sum.wrapping_mul(3).wrapping_add(k as i8);
+        }
+    }
+
+    #[test]
+    fn strided_pixels_forward_equal_the_op_out_of_place() {
+        // (height, width, in channels, out channels, stride, band pixels)
+        for (h, w, cin, cout, s, band) in [
+            (32usize, 32usize, 16, 32, 2usize, 16),
+            (9, 7, 8, 8, 2, 3),
+            (8, 8, 4, 12, 3, 2),
+            (5, 6, 6, 4, 2, 1),
+        ] {
+            let (ho, wo) = (h.div_ceil(s), w.div_ceil(s));
+            let input: Vec<u8> = (0..h * w * cin).map(|i| (i * 37 % 251) as u8).collect();
+            let mut want = vec![0i8; ho * wo * cout];
+            for oy in 0..ho {
+                for ox in 0..wo {
+                    let at = ((oy * s) * w + ox * s) * cin;
+                    let x: Vec<i8> = input[at..at + cin].iter().map(|&v| v as i8).collect();
+                    let o = (oy * wo + ox) * cout;
+                    pixel(&x, &mut want[o..o + cout]);
+                }
+            }
+            let mut buffer = input.clone();
+            let mut temp = vec![0u8; band * cout];
+            strided_pixels(
+                &mut buffer,
+                &mut temp,
+                (ho, wo),
+                (s * w * cin, s * cin),
+                (cin, cout),
+                |n, x, out| {
+                    for p in 0..n {
+                        pixel(&x[p * s * cin..][..cin], &mut out[p * cout..][..cout]);
+                    }
+                    Ok(())
+                },
+            )
+            .unwrap();
+            let got: Vec<i8> = buffer[..want.len()].iter().map(|&v| v as i8).collect();
+            assert_eq!(got, want, "{h}×{w}×{cin} → {cout}, stride {s}");
+        }
+    }
+
+    #[test]
+    fn strided_pixels_refuse_a_buffer_too_short() {
+        let mut buffer = vec![0u8; 10];
+        let mut temp = vec![0u8; 8];
+        let done = strided_pixels(&mut buffer, &mut temp, (2, 2), (8, 4), (4, 4), |_, _, _| {
+            Ok(())
+        });
+        assert_eq!(done, Err(KernelError::Internal));
+    }
 }

@@ -52,6 +52,7 @@ pub mod fill;
 pub mod fixed_point;
 pub mod float_math;
 pub mod fully_connected;
+pub(crate) mod fused;
 pub mod gather;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 pub(crate) mod gemm;

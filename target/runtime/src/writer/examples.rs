@@ -160,6 +160,134 @@ pub fn mobilenet_blocks_int8(h: i32, w_: i32) -> Vec<u8> {
     w.finish()
 }
 
+/// One convolution of a [`residual_block_int8`] chain: filter size,
+/// stride, dilation and padding (square).
+#[derive(Debug, Clone, Copy)]
+pub struct BlockConv {
+    /// Filter height and width.
+    pub filter: i32,
+    /// Stride along both axes.
+    pub stride: i32,
+    /// Dilation along both axes.
+    pub dilation: i32,
+    /// SAME or VALID.
+    pub padding: Padding,
+}
+
+/// How a [`residual_block_int8`] ends after its two convolutions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockEnd {
+    /// No ADD: the second convolution's output goes on.
+    Convs,
+    /// ADD(block input, second output).
+    AddInputFirst,
+    /// ADD(second output, block input).
+    AddInputSecond,
+}
+
+/// A residual block for the lean schedule's fused chains: two
+/// convolutions `c` → `c` over an `h × w × c` input, then a pointwise head
+/// to 4 channels (the model's output). With an ADD (`end`), a pointwise
+/// stem (`h × w × 3` → `c` channels) comes first and the ADD sums its
+/// output (the block's input) and the second convolution's; the
+/// convolutions must then keep the stem's height and width.
+pub fn residual_block_int8(
+    h: i32,
+    w_: i32,
+    c: i32,
+    convs: [BlockConv; 2],
+    end: BlockEnd,
+) -> Vec<u8> {
+    let mut rng = Lcg(0xB10C);
+    let mut w = ModelWriter::new();
+    let channels = if end == BlockEnd::Convs { c } else { 3 };
+    let input = w.input("image", T::INT8, &[1, h, w_, channels]);
+    w.quantize(input, 1.0 / 64.0, -5);
+    let conv = |b: &BlockConv| Options::Conv2D {
+        padding: b.padding,
+        stride: (b.stride, b.stride),
+        dilation: (b.dilation, b.dilation),
+        activation: Act::RELU,
+    };
+    let pointwise = BlockConv {
+        filter: 1,
+        stride: 1,
+        dilation: 1,
+        padding: Padding::VALID,
+    };
+    let out_size = |n: i32, b: &BlockConv| {
+        let effective = (b.filter - 1) * b.dilation + 1;
+        if b.padding == Padding::SAME {
+            (n + b.stride - 1) / b.stride
+        } else {
+            ((n - effective + b.stride) / b.stride).max(0)
+        }
+    };
+    // The stem: 3 → c channels (its weights `[c, 1, 1, 3]`).
+    let x = if end == BlockEnd::Convs {
+        input
+    } else {
+        let (ws, bs) = conv_weights(&mut w, &mut rng, "stem", [c, 1, 1, 3], false);
+        let x = w.tensor("stem/out", T::INT8, &[1, h, w_, c]);
+        w.quantize(x, 0.03, -128);
+        w.op(
+            Op::CONV_2D,
+            &[Some(input), Some(ws), Some(bs)],
+            &[x],
+            conv(&pointwise),
+        );
+        x
+    };
+    let (h1, w1) = (out_size(h, &convs[0]), out_size(w_, &convs[0]));
+    let y = w.tensor("conv1/out", T::INT8, &[1, h1, w1, c]);
+    w.quantize(y, 0.04, -128);
+    let mut layer = |w: &mut ModelWriter, name: &str, x: TensorId, b: &BlockConv, out: TensorId| {
+        let (weights, bias) = conv_weights(w, &mut rng, name, [c, b.filter, b.filter, c], false);
+        w.op(
+            Op::CONV_2D,
+            &[Some(x), Some(weights), Some(bias)],
+            &[out],
+            conv(b),
+        );
+    };
+    layer(&mut w, "conv1", x, &convs[0], y);
+    let (h2, w2) = (out_size(h1, &convs[1]), out_size(w1, &convs[1]));
+    let z = w.tensor("conv2/out", T::INT8, &[1, h2, w2, c]);
+    w.quantize(z, 0.05, 3);
+    layer(&mut w, "conv2", y, &convs[1], z);
+    let block = match end {
+        BlockEnd::Convs => z,
+        BlockEnd::AddInputFirst | BlockEnd::AddInputSecond => {
+            let sum = w.tensor("add/out", T::INT8, &[1, h2, w2, c]);
+            w.quantize(sum, 0.06, -20);
+            let operands = if end == BlockEnd::AddInputFirst {
+                [Some(x), Some(z)]
+            } else {
+                [Some(z), Some(x)]
+            };
+            w.op(
+                Op::ADD,
+                &operands,
+                &[sum],
+                Options::Add {
+                    activation: Act::RELU,
+                },
+            );
+            sum
+        }
+    };
+    let (wh, bh) = conv_weights(&mut w, &mut rng, "head", [4, 1, 1, c], false);
+    let out = w.output("out", T::INT8, &[1, h2, w2, 4]);
+    w.quantize(out, 0.08, 0);
+    w.op(
+        Op::CONV_2D,
+        &[Some(block), Some(wh), Some(bh)],
+        &[out],
+        conv(&pointwise),
+    );
+    w.finish()
+}
+
 /// Two independent branches joined by an ADD, for offload: a 3×3 CONV_2D
 /// on one side (the engine's, when CONV_2D is offloaded) and two 3×3
 /// DEPTHWISE_CONV_2D on the other (the CPU's). The CPU runs its branch

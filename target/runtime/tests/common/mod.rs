@@ -34,3 +34,27 @@ pub fn seed_fc_model() -> Vec<u8> {
 pub fn load(bytes: &[u8]) -> Model<'_> {
     Model::from_bytes(bytes).expect("valid model")
 }
+
+/// Output 0 and the committed head of one run of `bytes` under `schedule`
+/// (the optimal planner), its input 0 filled by `fill`.
+pub fn run_scheduled(
+    bytes: &[u8],
+    schedule: hilt_runtime::schedule::Schedule,
+    fill: impl FnOnce(&mut [u8]),
+) -> Result<(Vec<u8>, u32), hilt_runtime::interpreter::InterpreterError> {
+    let model = Model::from_bytes(bytes).unwrap();
+    let resolver = hilt_runtime::kernels::all_builtins();
+    let mut arena = vec![0u8; 1 << 20];
+    let mut interpreter = hilt_runtime::interpreter::Interpreter::new(model, &resolver, &mut arena);
+    let options = hilt_runtime::allocation::AllocOptions {
+        schedule,
+        ..hilt_runtime::allocation::AllocOptions::DEFAULT
+    };
+    let head = interpreter
+        .allocate(&hilt_runtime::planner::Optimal::default(), &options)?
+        .head
+        .len;
+    fill(interpreter.input_mut(0)?);
+    interpreter.invoke()?;
+    Ok((interpreter.output(0)?.to_vec(), head))
+}
