@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use hilt::gate::{Tolerance, Verdict, gate_run, gate_run_against_store, verdict_text};
+use hilt::gate::{Tolerance, Verdict, gate_run, verdict_text};
 use hilt::orchestrate::run_jobs_timed;
 use hilt::outcome::BoardRun;
 
@@ -129,7 +129,7 @@ fn gate_scenarios(
             .unwrap_or(Tolerance::EXACT);
         let verdict = match store.as_mut() {
             Some(store) if tol.percent > 0.0 => {
-                gate_run_against_store(snapshots, run, &names, tol, store, &commit)
+                hilt::results::drift::gate_run(snapshots, run, &names, tol, store, &commit)
             }
             _ => gate_run(snapshots, run, &names, tol),
         }

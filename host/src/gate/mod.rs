@@ -107,56 +107,6 @@ pub fn gate_run(
     Ok(verdict)
 }
 
-/// [`gate_run`] for a run on a noisy board (`latency_tolerance_percent`
-/// above 0) with a results store: the layout against the snapshot as
-/// always, the cycles against the store's last nights
-/// ([`crate::results::drift`]) once enough are recorded, else against the
-/// snapshot with the board's tolerance. `commit` is this run's.
-pub fn gate_run_against_store(
-    dir: &Path,
-    run: &BoardRun,
-    names: &ModelNames,
-    tolerance: Tolerance,
-    store: &mut crate::results::Store,
-    commit: &str,
-) -> std::io::Result<Verdict> {
-    use crate::results::drift::{Drift, NIGHTS, judge};
-    use crate::results::history::{HistoryQuery, history};
-    let cycles = run.steps.first().map(|s| s.total_cycles);
-    let query = HistoryQuery {
-        scenario: run.scenario.clone(),
-        board: run.board.clone(),
-        since: None,
-        last: NIGHTS,
-    };
-    let past = history(store, &query)
-        .ok()
-        .and_then(|pairs| pairs.into_iter().next())
-        .map(|pair| pair.runs)
-        .unwrap_or_default();
-    let drift = match cycles {
-        Some(c) if run.outcome == Outcome::Passed => judge(&past, c, commit, tolerance.percent),
-        _ => Drift::TooFew(0),
-    };
-    // Cycles are the store's to judge: the snapshot's latency lines are not.
-    let layout_only = Tolerance {
-        percent: f64::INFINITY,
-        cycles: tolerance.cycles,
-    };
-    Ok(match drift {
-        Drift::TooFew(_) => gate_run(dir, run, names, tolerance)?,
-        Drift::Within(_) => gate_run(dir, run, names, layout_only)?,
-        Drift::Moved(why) => match gate_run(dir, run, names, layout_only)? {
-            Verdict::Unchanged | Verdict::Faster(_) => Verdict::Drifted(why),
-            Verdict::Changed(mut diffs) => {
-                diffs.push(format!("drift: {why}"));
-                Verdict::Changed(diffs)
-            }
-            other => other,
-        },
-    })
-}
-
 impl Verdict {
     /// Whether the gate passes on this verdict.
     pub fn passes(&self) -> bool {

@@ -11,7 +11,12 @@
 //! recorded, the snapshot and its tolerance judge as before. Virtual
 //! boards (tolerance 0) keep exact snapshots.
 
-use super::history::{HistoryEntry, thousands};
+use std::path::Path;
+
+use super::Store;
+use super::history::{HistoryEntry, HistoryQuery, history, thousands};
+use crate::gate::{self, ModelNames, Tolerance, Verdict};
+use crate::outcome::{BoardRun, Outcome};
 
 /// Nights the baseline looks back over.
 pub const NIGHTS: usize = 10;
@@ -128,6 +133,54 @@ pub fn judge(past: &[HistoryEntry], cycles: u64, commit: &str, tolerance_percent
         100.0 * (cycles as f64 - baseline.median) / baseline.median,
         if side > 0 { "slower" } else { "faster" }
     ))
+}
+
+/// [`crate::gate::gate_run`] for a run on a noisy board (`latency_tolerance_percent`
+/// above 0) with a results store: the layout against the snapshot as
+/// always, the cycles against the store's last nights
+/// ([`crate::results::drift`]) once enough are recorded, else against the
+/// snapshot with the board's tolerance. `commit` is this run's.
+pub fn gate_run(
+    dir: &Path,
+    run: &BoardRun,
+    names: &ModelNames,
+    tolerance: Tolerance,
+    store: &mut Store,
+    commit: &str,
+) -> std::io::Result<Verdict> {
+    let cycles = run.steps.first().map(|s| s.total_cycles);
+    let query = HistoryQuery {
+        scenario: run.scenario.clone(),
+        board: run.board.clone(),
+        since: None,
+        last: NIGHTS,
+    };
+    let past = history(store, &query)
+        .ok()
+        .and_then(|pairs| pairs.into_iter().next())
+        .map(|pair| pair.runs)
+        .unwrap_or_default();
+    let drift = match cycles {
+        Some(c) if run.outcome == Outcome::Passed => judge(&past, c, commit, tolerance.percent),
+        _ => Drift::TooFew(0),
+    };
+    // Cycles are the store's to judge: the snapshot's latency lines are not.
+    let layout_only = Tolerance {
+        percent: f64::INFINITY,
+        cycles: tolerance.cycles,
+    };
+    Ok(match drift {
+        Drift::TooFew(_) => gate::gate_run(dir, run, names, tolerance)?,
+        Drift::Within(_) => gate::gate_run(dir, run, names, layout_only)?,
+        Drift::Moved(why) => match gate::gate_run(dir, run, names, layout_only)? {
+            Verdict::Unchanged | Verdict::Faster(_) => Verdict::Drifted(why),
+            Verdict::Changed(mut diffs) => {
+                diffs.push(format!("drift: {why}"));
+                Verdict::Changed(diffs)
+            }
+            other => other,
+        },
+    })
 }
 
 #[cfg(test)]
