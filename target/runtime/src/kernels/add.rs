@@ -667,6 +667,25 @@ fn sum_runs<const OTHER_FIRST: bool>(
 
 /// An int8 ADD over the buffer of the operand at `position` (the lean
 /// schedule's in place): each sum written over the element it read.
+/// The op over one of its operands' buffers, when allocate ran it in place
+/// and the plan made them one (`None`: run it as usual). Out of line, so
+/// that the common path is what it was.
+#[cfg(not(feature = "no-lean"))]
+#[inline(never)]
+fn add_in_place(ctx: &InvokeContext<'_, '_>, data: &AddData) -> Option<Result<(), KernelError>> {
+    if data.kind != KIND_INT8 {
+        return None;
+    }
+    for position in 0..2 {
+        match ctx.shared_io_at(position) {
+            Ok(Some(shared)) => return Some(add_i8_in_place(ctx, data, shared, position)),
+            Ok(None) => {}
+            Err(e) => return Some(Err(e)),
+        }
+    }
+    None
+}
+
 #[cfg(not(feature = "no-lean"))]
 fn add_i8_in_place(
     ctx: &InvokeContext<'_, '_>,
@@ -686,12 +705,10 @@ fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
     // Before any view of the inputs or the output: in place, the output
     // and one operand are one buffer.
     #[cfg(not(feature = "no-lean"))]
-    if ctx.record.in_place() && data.kind == KIND_INT8 {
-        for position in 0..2 {
-            if let Some(shared) = ctx.shared_io_at(position)? {
-                return add_i8_in_place(ctx, data, shared, position);
-            }
-        }
+    if ctx.record.in_place()
+        && let Some(done) = add_in_place(ctx, data)
+    {
+        return done;
     }
     let input1 = ctx.input(0)?;
     let input2 = ctx.input(1)?;
