@@ -420,11 +420,6 @@ pub struct InvokeContext<'i, 'm> {
     pub(crate) taken: Cell<u128>,
     /// The constant image (empty when constants are in the tail).
     pub(crate) constants: &'i [u8],
-    /// Every op's record: a fused chain's last op reads the others'. Not
-    /// in a `no-lean` build (which runs no chain), so that each op's
-    /// invoke there is what it was before chains.
-    #[cfg(not(feature = "no-lean"))]
-    pub(crate) records: &'i [OpRecord],
 }
 
 impl core::fmt::Debug for InvokeContext<'_, '_> {
@@ -615,10 +610,15 @@ impl<'i, 'm> InvokeContext<'i, 'm> {
     }
 
     /// The context of op `op` (an earlier op of the fused chain this op
-    /// runs): its op data, constants and tensors, read-only use.
+    /// runs), whose record is `records[op]`: its op data, constants and
+    /// tensors, for read-only use.
     #[cfg(not(feature = "no-lean"))]
-    pub(crate) fn op_context(&self, op: u32) -> Result<InvokeContext<'i, 'm>, KernelError> {
-        let record = self.record_of(op).ok_or(KernelError::Internal)?;
+    pub(crate) fn op_context(
+        &self,
+        records: &[OpRecord],
+        op: u32,
+    ) -> Result<InvokeContext<'i, 'm>, KernelError> {
+        let record = *records.get(op as usize).ok_or(KernelError::Internal)?;
         Ok(InvokeContext {
             base: self.base,
             len: self.len,
@@ -631,15 +631,7 @@ impl<'i, 'm> InvokeContext<'i, 'm> {
             scratch: self.scratch,
             taken: Cell::new(0),
             constants: self.constants,
-            #[cfg(not(feature = "no-lean"))]
-            records: self.records,
         })
-    }
-
-    /// Op `op`'s record (`None` past the last op).
-    #[cfg(not(feature = "no-lean"))]
-    pub(crate) fn record_of(&self, op: u32) -> Option<OpRecord> {
-        self.records.get(op as usize).copied()
     }
 
     /// Input `position`, or `None` when the model omits it.

@@ -36,7 +36,7 @@ mod chain {
     use core::ops::Range;
 
     use crate::kernels::add::RowAdd;
-    use crate::kernels::context::InvokeContext;
+    use crate::kernels::context::{InvokeContext, OpRecord};
     use crate::kernels::conv::RowConv;
     use crate::kernels::{KernelError, Registration};
 
@@ -46,36 +46,37 @@ mod chain {
     pub(crate) fn invoke(
         kernel: &Registration,
         ctx: &InvokeContext<'_, '_>,
+        records: &[OpRecord],
     ) -> Result<(), KernelError> {
         // One test on the common path: the op is no chain's.
         if ctx.record.in_chain() {
-            return chain_op(ctx);
+            return chain_op(ctx, records);
         }
         (kernel.invoke)(ctx)
     }
 
     /// A fused chain's op: nothing before its last, the chain at its last.
     #[inline(never)]
-    fn chain_op(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
+    fn chain_op(ctx: &InvokeContext<'_, '_>, records: &[OpRecord]) -> Result<(), KernelError> {
         if ctx.record.runs_chain() {
-            return run(ctx);
+            return run(ctx, records);
         }
         Ok(())
     }
 
     /// The chain whose last op is `ctx`'s: the ops right before it that
-    /// allocate marked fused are its first ones.
-    fn run(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
+    /// allocate marked fused (in `records`) are its first ones.
+    fn run(ctx: &InvokeContext<'_, '_>, records: &[OpRecord]) -> Result<(), KernelError> {
         let last = ctx.op_index;
         let mut head = last;
-        while head > 0 && ctx.record_of(head - 1).is_some_and(|r| r.fused()) {
+        while head > 0 && records.get(head as usize - 1).is_some_and(|r| r.fused()) {
             head -= 1;
         }
         let scratch = ctx.record.scratch_buffers();
         match last - head {
             // CONV_2D → CONV_2D.
             1 => {
-                let first = ctx.op_context(head)?;
+                let first = ctx.op_context(records, head)?;
                 let (c1, c2) = (RowConv::of(&first)?, RowConv::of(ctx)?);
                 let x = first.input(0)?.values::<i8>()?;
                 let ring = ctx.scratch(scratch.checked_sub(1).ok_or(KernelError::Internal)?)?;
@@ -84,7 +85,10 @@ mod chain {
             }
             // CONV_2D → CONV_2D → ADD with the chain's input.
             2 => {
-                let (first, second) = (ctx.op_context(head)?, ctx.op_context(head + 1)?);
+                let (first, second) = (
+                    ctx.op_context(records, head)?,
+                    ctx.op_context(records, head + 1)?,
+                );
                 let (c1, c2) = (RowConv::of(&first)?, RowConv::of(&second)?);
                 let add = RowAdd::of(ctx)?;
                 let x = first.inputs.get(0).ok_or(KernelError::Internal)?;
