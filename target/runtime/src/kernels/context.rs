@@ -101,9 +101,15 @@ impl OpRecord {
     /// chain (`kernels::fused`), from the [`OpRecord::FUSED`] ops before it.
     pub(crate) const RUNS_CHAIN: u16 = 1 << 13;
 
+    /// Set in `scratch_count` for an ADD the lean schedule runs over one of
+    /// its operands: the interpreter runs it (`kernels::add_rows`), not the
+    /// ADD kernel, whose path stays what it was.
+    pub(crate) const ADD_IN_PLACE: u16 = 1 << 12;
+
     /// How many scratch buffers the op requested.
     pub(crate) fn scratch_buffers(&self) -> u32 {
-        u32::from(self.scratch_count & !(Self::IN_PLACE | Self::FUSED | Self::RUNS_CHAIN))
+        let flags = Self::IN_PLACE | Self::FUSED | Self::RUNS_CHAIN | Self::ADD_IN_PLACE;
+        u32::from(self.scratch_count & !flags)
     }
 
     /// Whether the lean schedule runs the op over its input's buffer.
@@ -117,12 +123,13 @@ impl OpRecord {
         self.scratch_count & Self::FUSED != 0
     }
 
-    /// Whether this op is part of a fused chain ([`OpRecord::FUSED`] or
-    /// [`OpRecord::RUNS_CHAIN`]).
+    /// Whether the lean schedule runs this op itself, not its kernel: a
+    /// fused chain's op ([`OpRecord::FUSED`], [`OpRecord::RUNS_CHAIN`]) or
+    /// an ADD in place ([`OpRecord::ADD_IN_PLACE`]).
     #[cfg(not(feature = "no-lean"))]
     #[inline(always)]
-    pub(crate) fn in_chain(&self) -> bool {
-        self.scratch_count & (Self::FUSED | Self::RUNS_CHAIN) != 0
+    pub(crate) fn lean_runs(&self) -> bool {
+        self.scratch_count & (Self::FUSED | Self::RUNS_CHAIN | Self::ADD_IN_PLACE) != 0
     }
 
     /// Whether this op runs a fused chain.
