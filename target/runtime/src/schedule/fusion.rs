@@ -55,7 +55,7 @@ pub(super) fn nhwc(t: &crate::model::TensorInfo<'_>) -> Option<[i32; 4]> {
 }
 
 /// Scratch bytes a fused chain's bands may take (the ring and the ADD's
-/// operand rows), beyond one row of the second convolution's output.
+/// operand rows); a band is at least one row, whatever its bytes.
 const CHAIN_SCRATCH_BYTES: u32 = 4096;
 
 /// Two convolutions (and an ADD) the lean schedule runs as one op, a few

@@ -52,7 +52,9 @@ use crate::schema::{BuiltinOperator, TensorType};
 /// The schedule an allocation of `model` under `schedule` runs: for
 /// [`Schedule::Lean`], whichever of it, [`Schedule::Narrowing`] and TFLM's
 /// has the lowest liveness bound over buffers aligned to `align` (the
-/// fewer ops in place on a tie: each costs a copy); others as they are.
+/// fewer ops in place on a tie: each costs a copy), then only the fused
+/// chains and the ops in place without which its bound would be higher;
+/// others as they are.
 pub fn resolve(model: &Model<'_>, schedule: Schedule, align: u32) -> Schedule {
     if !LEAN_LINKED {
         return Schedule::Tflm;
@@ -82,8 +84,8 @@ pub fn resolve(model: &Model<'_>, schedule: Schedule, align: u32) -> Schedule {
             heads.insert(op);
         }
     }
-    // A chain fused costs a row-by-row run: kept only if the bound is
-    // higher without it.
+    // A chain fused costs a kernel call of each convolution per band: kept
+    // only if the bound is higher without it.
     let with = |fused: OpSet| Schedule::Ops {
         in_place: every,
         fused,
