@@ -156,6 +156,24 @@ fn the_books_lean_table_holds() {
             entry.name
         );
         assert_eq!(report.constant_image.len(), constants as usize);
+        if entry.name == "mlperf_tiny_ic_resnet8_int8" {
+            // Its residual blocks' chains, and why the stem starts none.
+            let lean = report.lean.as_ref().unwrap();
+            assert_eq!(
+                lean.fused,
+                [
+                    "ops 1, 2, 3 (CONV_2D → CONV_2D → ADD; op 3 runs them, the ADD over the input)",
+                    "ops 4, 5 (CONV_2D → CONV_2D; op 5 runs them)",
+                ]
+            );
+            assert!(
+                lean.not_fused.contains(
+                    &"op 0 CONV_2D: its output is read by op 3 too (needs a whole buffer)".into()
+                ),
+                "{:?}",
+                lean.not_fused
+            );
+        }
     }
     assert!(
         seen == 0 || seen == rows.len(),

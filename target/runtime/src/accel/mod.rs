@@ -675,10 +675,6 @@ impl OpWork {
             taken: core::cell::Cell::new(0),
             // A claimed op's op data stays in the arena (its descriptor).
             constants: &[],
-            // Offloaded ops never run a fused chain (the lean schedule
-            // refuses an accelerator).
-            #[cfg(not(feature = "no-lean"))]
-            records: &[],
         };
         crate::marks::job_start();
         let done = (self.invoke)(&ctx);

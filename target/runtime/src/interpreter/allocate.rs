@@ -161,9 +161,11 @@ impl<'m, 'a, 'r> Interpreter<'m, 'a, 'r> {
             if ctx.in_place {
                 record.scratch_count |= OpRecord::IN_PLACE;
             }
+            let add = op.code == crate::model::OpCode::Builtin(crate::schema::BuiltinOperator::ADD);
             match (chain, runs_chain) {
                 (Some(_), Some(_)) => record.scratch_count |= OpRecord::RUNS_CHAIN,
                 (Some(_), None) => record.scratch_count |= OpRecord::FUSED,
+                (None, _) if ctx.in_place && add => record.scratch_count |= OpRecord::ADD_IN_PLACE,
                 _ => {}
             }
             cast_mut::<OpRecord>(self.arena.bytes_mut(records))[op.index as usize] = record;

@@ -52,13 +52,11 @@ impl PlainRun<'_, '_> {
                 scratch: self.scratch,
                 taken: Cell::new(0),
                 constants: self.constants,
-                #[cfg(not(feature = "no-lean"))]
-                records: self.records,
             };
             crate::marks::op_start();
             // (A `no-lean` build runs no fused chain: the kernel itself.)
             #[cfg(not(feature = "no-lean"))]
-            let done = crate::kernels::fused::invoke(kernel, &ctx);
+            let done = crate::kernels::fused::invoke(kernel, &ctx, self.records);
             #[cfg(feature = "no-lean")]
             let done = (kernel.invoke)(&ctx);
             crate::marks::op_done();

@@ -208,12 +208,10 @@ impl<C: Clock + ?Sized> WatchedRun<'_, '_, '_, C> {
             scratch: views.scratch,
             taken: Cell::new(0),
             constants: self.views.constants,
-            #[cfg(not(feature = "no-lean"))]
-            records: views.records,
         };
         let start = self.profile.as_ref().map(|p| p.clock.now());
         #[cfg(not(feature = "no-lean"))]
-        let done = crate::kernels::fused::invoke(kernel, &ctx);
+        let done = crate::kernels::fused::invoke(kernel, &ctx, views.records);
         #[cfg(feature = "no-lean")]
         let done = (kernel.invoke)(&ctx);
         done.map_err(|error| InterpreterError::Kernel {

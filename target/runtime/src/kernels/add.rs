@@ -33,7 +33,7 @@ pub const REGISTRATION: Registration = Registration {
 };
 
 const KIND_FLOAT32: u32 = 0;
-const KIND_INT8: u32 = 1;
+pub(super) const KIND_INT8: u32 = 1;
 const KIND_INT16: u32 = 2;
 const KIND_INT32: u32 = 3;
 
@@ -258,12 +258,12 @@ pub(crate) struct QuantizedAdd {
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Pod, Zeroable)]
-struct AddData {
-    kind: u32,
+pub(super) struct AddData {
+    pub(super) kind: u32,
     activation_min_f32: f32,
     activation_max_f32: f32,
-    quantized: QuantizedAdd,
-    walk: Broadcast,
+    pub(super) quantized: QuantizedAdd,
+    pub(super) walk: Broadcast,
 }
 
 fn prepare(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
@@ -491,7 +491,7 @@ fn high_mul_rounded(a: i32, b: i32) -> i32 {
 /// int8 ADD in 32-bit arithmetic ([`SmallScale`]): TFLM's `AddFunc` when
 /// the left shift is at most 20 and every shift within `-30..=0`.
 #[derive(Debug, Clone, Copy)]
-struct SmallAdd {
+pub(super) struct SmallAdd {
     inputs: [(i32, SmallScale); 2],
     left_shift: u32,
     output: SmallScale,
@@ -501,7 +501,7 @@ struct SmallAdd {
 }
 
 impl SmallAdd {
-    fn new(p: &QuantizedAdd) -> Option<Self> {
+    pub(super) fn new(p: &QuantizedAdd) -> Option<Self> {
         let left_shift = u32::try_from(p.left_shift).ok().filter(|&s| s <= 20)?;
         Some(SmallAdd {
             inputs: [
@@ -531,14 +531,14 @@ impl SmallAdd {
 
     /// The output of two scaled inputs' sum.
     #[inline(always)]
-    fn finish(&self, sum: i32) -> i8 {
+    pub(super) fn finish(&self, sum: i32) -> i8 {
         let raw = self.output.apply(sum) + self.offset;
         // max then min, as `finish` and TFLM for an ordered range.
         raw.max(self.min).min(self.max) as i8
     }
 
     /// The 256 scaled values of input `k`.
-    fn table(&self, k: usize) -> [i32; 256] {
+    pub(super) fn table(&self, k: usize) -> [i32; 256] {
         core::array::from_fn(|i| self.input(k, i as u8 as i8))
     }
 }
@@ -566,7 +566,12 @@ fn add_flat(
 /// three requantisations per element become lookups.
 const TABLE_MIN_ELEMENTS: u32 = 1024;
 
-fn scaled_table(offset: i32, left_shift: i32, multiplier: i32, shift: i32) -> [i32; 256] {
+pub(super) fn scaled_table(
+    offset: i32,
+    left_shift: i32,
+    multiplier: i32,
+    shift: i32,
+) -> [i32; 256] {
     let mut table = [0i32; 256];
     for (i, t) in table.iter_mut().enumerate() {
         *t = scale_input(
@@ -580,119 +585,8 @@ fn scaled_table(offset: i32, left_shift: i32, multiplier: i32, shift: i32) -> [i
     table
 }
 
-/// An int8 ADD of operands of its output's shape, set up once: sums of
-/// runs of elements, the same bits as the whole op computes there (a
-/// fused chain's rows, `kernels::fused`, or the op written over one of
-/// its operands under the lean schedule).
-#[cfg(not(feature = "no-lean"))]
-pub(crate) struct RowAdd {
-    p: QuantizedAdd,
-    small: Option<SmallAdd>,
-    /// Each input's 256 scaled values.
-    tables: [[i32; 256]; 2],
-}
-
-#[cfg(not(feature = "no-lean"))]
-impl RowAdd {
-    /// The ADD whose context is `ctx`; `Internal` unless it is int8 over
-    /// operands of its output's shape.
-    pub(crate) fn of(ctx: &InvokeContext<'_, '_>) -> Result<Self, KernelError> {
-        Self::from_data(ctx.op_data()?)
-    }
-
-    fn from_data(data: &AddData) -> Result<Self, KernelError> {
-        if data.kind != KIND_INT8 || !data.walk.is_flat() {
-            return Err(KernelError::Internal);
-        }
-        let p = data.quantized;
-        let small = SmallAdd::new(&p).filter(|_| p.activation_min <= p.activation_max);
-        let tables = match &small {
-            Some(q) => [q.table(0), q.table(1)],
-            None => [
-                scaled_table(
-                    p.input1_offset,
-                    p.left_shift,
-                    p.input1_multiplier,
-                    p.input1_shift,
-                ),
-                scaled_table(
-                    p.input2_offset,
-                    p.left_shift,
-                    p.input2_multiplier,
-                    p.input2_shift,
-                ),
-            ],
-        };
-        Ok(RowAdd { p, small, tables })
-    }
-
-    /// `into[i] = other[i] + into[i]` (`other` input 1 when `other_first`,
-    /// else input 2), over runs of one length.
-    pub(crate) fn sum_into(
-        &self,
-        other: &[i8],
-        into: &mut [i8],
-        other_first: bool,
-    ) -> Result<(), KernelError> {
-        if other.len() != into.len() {
-            return Err(KernelError::Internal);
-        }
-        let tables = (&self.tables[0], &self.tables[1]);
-        match (&self.small, other_first) {
-            (Some(q), true) => sum_runs::<true>(|s| q.finish(s), tables, other, into),
-            (Some(q), false) => sum_runs::<false>(|s| q.finish(s), tables, other, into),
-            (None, true) => sum_runs::<true>(|s| finish(s, &self.p) as i8, tables, other, into),
-            (None, false) => sum_runs::<false>(|s| finish(s, &self.p) as i8, tables, other, into),
-        }
-        Ok(())
-    }
-}
-
-/// `into[i] = finish(t1[a] + t2[b])` with `(a, b)` = `(other[i],
-/// into[i])` when `OTHER_FIRST`, else the other way round: one loop per
-/// order, as [`add_flat`]'s.
-#[cfg(not(feature = "no-lean"))]
-#[inline(always)]
-fn sum_runs<const OTHER_FIRST: bool>(
-    finish: impl Fn(i32) -> i8,
-    (t1, t2): (&[i32; 256], &[i32; 256]),
-    other: &[i8],
-    into: &mut [i8],
-) {
-    for (o, &v) in into.iter_mut().zip(other) {
-        let (a, b) = if OTHER_FIRST { (v, *o) } else { (*o, v) };
-        *o = finish(t1[a as u8 as usize] + t2[b as u8 as usize]);
-    }
-}
-
-/// An int8 ADD over the buffer of the operand at `position` (the lean
-/// schedule's in place): each sum written over the element it read.
-#[cfg(not(feature = "no-lean"))]
-fn add_i8_in_place(
-    ctx: &InvokeContext<'_, '_>,
-    data: &AddData,
-    shared: &mut [u8],
-    position: usize,
-) -> Result<(), KernelError> {
-    let other = ctx.input(1 - position)?.values::<i8>()?;
-    let n = data.walk.len_out as usize;
-    let into: &mut [i8] =
-        bytemuck::cast_slice_mut(shared.get_mut(..n).ok_or(KernelError::Internal)?);
-    RowAdd::from_data(data)?.sum_into(other, into, position == 1)
-}
-
 fn invoke(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
     let data: &AddData = ctx.op_data()?;
-    // Before any view of the inputs or the output: in place, the output
-    // and one operand are one buffer.
-    #[cfg(not(feature = "no-lean"))]
-    if ctx.record.in_place() && data.kind == KIND_INT8 {
-        for position in 0..2 {
-            if let Some(shared) = ctx.shared_io_at(position)? {
-                return add_i8_in_place(ctx, data, shared, position);
-            }
-        }
-    }
     let input1 = ctx.input(0)?;
     let input2 = ctx.input(1)?;
     let output = ctx.output(0)?;

@@ -101,9 +101,15 @@ impl OpRecord {
     /// chain (`kernels::fused`), from the [`OpRecord::FUSED`] ops before it.
     pub(crate) const RUNS_CHAIN: u16 = 1 << 13;
 
+    /// Set in `scratch_count` for an ADD the lean schedule runs over one of
+    /// its operands: the interpreter runs it (`kernels::add_rows`), not the
+    /// ADD kernel, whose path stays what it was.
+    pub(crate) const ADD_IN_PLACE: u16 = 1 << 12;
+
     /// How many scratch buffers the op requested.
     pub(crate) fn scratch_buffers(&self) -> u32 {
-        u32::from(self.scratch_count & !(Self::IN_PLACE | Self::FUSED | Self::RUNS_CHAIN))
+        let flags = Self::IN_PLACE | Self::FUSED | Self::RUNS_CHAIN | Self::ADD_IN_PLACE;
+        u32::from(self.scratch_count & !flags)
     }
 
     /// Whether the lean schedule runs the op over its input's buffer.
@@ -117,12 +123,13 @@ impl OpRecord {
         self.scratch_count & Self::FUSED != 0
     }
 
-    /// Whether this op is part of a fused chain ([`OpRecord::FUSED`] or
-    /// [`OpRecord::RUNS_CHAIN`]).
+    /// Whether the lean schedule runs this op itself, not its kernel: a
+    /// fused chain's op ([`OpRecord::FUSED`], [`OpRecord::RUNS_CHAIN`]) or
+    /// an ADD in place ([`OpRecord::ADD_IN_PLACE`]).
     #[cfg(not(feature = "no-lean"))]
     #[inline(always)]
-    pub(crate) fn in_chain(&self) -> bool {
-        self.scratch_count & (Self::FUSED | Self::RUNS_CHAIN) != 0
+    pub(crate) fn lean_runs(&self) -> bool {
+        self.scratch_count & (Self::FUSED | Self::RUNS_CHAIN | Self::ADD_IN_PLACE) != 0
     }
 
     /// Whether this op runs a fused chain.
@@ -420,11 +427,6 @@ pub struct InvokeContext<'i, 'm> {
     pub(crate) taken: Cell<u128>,
     /// The constant image (empty when constants are in the tail).
     pub(crate) constants: &'i [u8],
-    /// Every op's record: a fused chain's last op reads the others'. Not
-    /// in a `no-lean` build (which runs no chain), so that each op's
-    /// invoke there is what it was before chains.
-    #[cfg(not(feature = "no-lean"))]
-    pub(crate) records: &'i [OpRecord],
 }
 
 impl core::fmt::Debug for InvokeContext<'_, '_> {
@@ -615,10 +617,15 @@ impl<'i, 'm> InvokeContext<'i, 'm> {
     }
 
     /// The context of op `op` (an earlier op of the fused chain this op
-    /// runs): its op data, constants and tensors, read-only use.
+    /// runs), whose record is `records[op]`: its op data, constants and
+    /// tensors, for read-only use.
     #[cfg(not(feature = "no-lean"))]
-    pub(crate) fn op_context(&self, op: u32) -> Result<InvokeContext<'i, 'm>, KernelError> {
-        let record = self.record_of(op).ok_or(KernelError::Internal)?;
+    pub(crate) fn op_context(
+        &self,
+        records: &[OpRecord],
+        op: u32,
+    ) -> Result<InvokeContext<'i, 'm>, KernelError> {
+        let record = *records.get(op as usize).ok_or(KernelError::Internal)?;
         Ok(InvokeContext {
             base: self.base,
             len: self.len,
@@ -631,15 +638,7 @@ impl<'i, 'm> InvokeContext<'i, 'm> {
             scratch: self.scratch,
             taken: Cell::new(0),
             constants: self.constants,
-            #[cfg(not(feature = "no-lean"))]
-            records: self.records,
         })
-    }
-
-    /// Op `op`'s record (`None` past the last op).
-    #[cfg(not(feature = "no-lean"))]
-    pub(crate) fn record_of(&self, op: u32) -> Option<OpRecord> {
-        self.records.get(op as usize).copied()
     }
 
     /// Input `position`, or `None` when the model omits it.

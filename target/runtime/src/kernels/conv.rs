@@ -56,7 +56,7 @@ pub(crate) const fn typed<const T: u8>() -> Registration {
 }
 
 const KIND_FLOAT: u32 = 0;
-const KIND_INT8: u32 = 1;
+pub(super) const KIND_INT8: u32 = 1;
 const KIND_INT16: u32 = 2;
 
 /// Filter rows (`filter_w · in_c` int8 values) shorter than this are
@@ -90,18 +90,18 @@ impl Geometry {
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct OpData {
-    kind: u32,
-    groups: u32,
+pub(super) struct OpData {
+    pub(super) kind: u32,
+    pub(super) groups: u32,
     /// int8 with short filter rows: 1 when each window is gathered into
     /// the scratch buffer `patch` first (im2col), else 0.
     im2col: u32,
     patch: u32,
-    geometry: Geometry,
+    pub(super) geometry: Geometry,
     float_min: f32,
     float_max: f32,
     /// int8 only.
-    channels: ChannelParams,
+    pub(super) channels: ChannelParams,
 }
 
 fn prepare<const T: u8>(ctx: &mut PrepareContext<'_, '_, '_>) -> Result<(), KernelError> {
@@ -338,88 +338,6 @@ fn strided_axis(
     }
 }
 
-/// An int8 convolution's operands, read once from its op's context, for
-/// a fused chain (`kernels::fused`): each call computes a band of output
-/// rows ([`Axis::band`](crate::kernels::window_axis::Axis::band)) from
-/// the input rows it reads, the same bits as the whole op computes there.
-#[cfg(not(feature = "no-lean"))]
-pub(crate) struct RowConv<'i> {
-    data: &'i OpData,
-    w: &'i [i8],
-    bias: Option<&'i [i32]>,
-    requant: Requant<'i>,
-}
-
-#[cfg(not(feature = "no-lean"))]
-impl<'i> RowConv<'i> {
-    /// The operands of the int8, one-group, one-batch convolution whose
-    /// context is `ctx`; `Internal` for any other.
-    pub(crate) fn of(ctx: &InvokeContext<'i, '_>) -> Result<Self, KernelError> {
-        let data: &'i OpData = ctx.op_data()?;
-        let g = &data.geometry;
-        if data.kind != KIND_INT8 || data.groups != 1 || g.batches != 1 {
-            return Err(KernelError::Internal);
-        }
-        let out_c = g.out_c as usize;
-        let filter_len = (g.y.filter * g.x.filter).max(0) as usize * g.in_c as usize;
-        let w = ctx.input(1)?.values::<i8>()?;
-        let bias = match ctx.optional_input(2)? {
-            Some(b) => Some(b.values::<i32>()?),
-            None => None,
-        };
-        let p = &data.channels;
-        let requant = Requant::new(ctx.stored(p.multiplier)?, ctx.stored(p.shift)?, p.stage)?;
-        if w.len() < out_c * filter_len
-            || bias.is_some_and(|b| b.len() < out_c)
-            || !requant.covers(out_c)
-        {
-            return Err(KernelError::Internal);
-        }
-        Ok(RowConv {
-            data,
-            w: &w[..out_c * filter_len],
-            bias: bias.map(|b| &b[..out_c]),
-            requant,
-        })
-    }
-
-    /// The convolution's geometry.
-    pub(crate) fn geometry(&self) -> &Geometry {
-        &self.data.geometry
-    }
-
-    /// The output rows of `y` (a band of the convolution's row axis) into
-    /// `out`, from the input rows the band reads at the start of `x`.
-    pub(crate) fn rows(
-        &self,
-        y: &crate::kernels::window_axis::Axis,
-        x: &[i8],
-        out: &mut [i8],
-    ) -> Result<(), KernelError> {
-        let band = OpData {
-            geometry: Geometry {
-                y: *y,
-                ..self.data.geometry
-            },
-            ..*self.data
-        };
-        let g = &band.geometry;
-        let (x_len, out_len) = (g.input_len(), g.output_len());
-        if x.len() < x_len || out.len() < out_len {
-            return Err(KernelError::Internal);
-        }
-        conv_i8(
-            &band,
-            &x[..x_len],
-            self.w,
-            self.bias,
-            &self.requant,
-            &mut out[..out_len],
-        );
-        Ok(())
-    }
-}
-
 fn invoke<const T: u8>(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
     let data: &OpData = ctx.op_data()?;
     // Before any view of input 0 or output 0: in place, they are one.
@@ -562,7 +480,7 @@ fn is_pointwise(g: &Geometry, groups: usize) -> bool {
     g.y.filter == 1 && g.x.filter == 1 && groups == 1
 }
 
-fn conv_i8(
+pub(super) fn conv_i8(
     data: &OpData,
     x: &[i8],
     w: &[i8],

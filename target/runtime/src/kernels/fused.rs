@@ -1,13 +1,14 @@
 //! Fused chains, the lean schedule's ([`crate::schedule::fused`]): two
 //! int8 convolutions, the first one's output never whole but a ring of the
-//! rows the second one's next output row reads; and, when an ADD of the
-//! chain's input and the second convolution's output ends the chain, each
-//! row of the ADD's output written over the input row it read.
+//! rows the second one's next band of output rows reads; and, when an ADD
+//! of the chain's input and the second convolution's output ends the
+//! chain, each row of the ADD's output written over the input row it read.
 //!
 //! The chain's last op runs the whole chain at invoke and the ops before
-//! it do nothing ([`invoke`]). Each band is an ordinary call of the
-//! convolution's own kernel over the rows it reads ([`RowConv`]), each
-//! sum the ADD's own ([`RowAdd`]): the outputs are the unfused ops' bits.
+//! it do nothing (`invoke`). Each band is an ordinary call of the
+//! convolution's own kernel over the rows it reads (`conv_rows::RowConv`), each
+//! sum the ADD's own (`add_rows::RowAdd`): the outputs are the unfused ops'
+//! bits.
 
 use super::KernelError;
 use super::context::PrepareContext;
@@ -35,9 +36,9 @@ pub(crate) use chain::invoke;
 mod chain {
     use core::ops::Range;
 
-    use crate::kernels::add::RowAdd;
-    use crate::kernels::context::InvokeContext;
-    use crate::kernels::conv::RowConv;
+    use crate::kernels::add_rows::RowAdd;
+    use crate::kernels::context::{InvokeContext, OpRecord};
+    use crate::kernels::conv_rows::RowConv;
     use crate::kernels::{KernelError, Registration};
 
     /// Runs the op of `ctx`: its kernel, nothing for a fused chain's op before
@@ -46,36 +47,41 @@ mod chain {
     pub(crate) fn invoke(
         kernel: &Registration,
         ctx: &InvokeContext<'_, '_>,
+        records: &[OpRecord],
     ) -> Result<(), KernelError> {
-        // One test on the common path: the op is no chain's.
-        if ctx.record.in_chain() {
-            return chain_op(ctx);
+        // One test on the common path: the kernel runs the op.
+        if ctx.record.lean_runs() {
+            return chain_op(ctx, records);
         }
         (kernel.invoke)(ctx)
     }
 
-    /// A fused chain's op: nothing before its last, the chain at its last.
+    /// An op the lean schedule runs: nothing for a fused chain's op before
+    /// its last, the chain at its last, an ADD over its operand.
     #[inline(never)]
-    fn chain_op(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
+    fn chain_op(ctx: &InvokeContext<'_, '_>, records: &[OpRecord]) -> Result<(), KernelError> {
         if ctx.record.runs_chain() {
-            return run(ctx);
+            return run(ctx, records);
+        }
+        if ctx.record.scratch_count & OpRecord::ADD_IN_PLACE != 0 {
+            return crate::kernels::add_rows::add_in_place(ctx);
         }
         Ok(())
     }
 
     /// The chain whose last op is `ctx`'s: the ops right before it that
-    /// allocate marked fused are its first ones.
-    fn run(ctx: &InvokeContext<'_, '_>) -> Result<(), KernelError> {
+    /// allocate marked fused (in `records`) are its first ones.
+    fn run(ctx: &InvokeContext<'_, '_>, records: &[OpRecord]) -> Result<(), KernelError> {
         let last = ctx.op_index;
         let mut head = last;
-        while head > 0 && ctx.record_of(head - 1).is_some_and(|r| r.fused()) {
+        while head > 0 && records.get(head as usize - 1).is_some_and(|r| r.fused()) {
             head -= 1;
         }
         let scratch = ctx.record.scratch_buffers();
         match last - head {
             // CONV_2D → CONV_2D.
             1 => {
-                let first = ctx.op_context(head)?;
+                let first = ctx.op_context(records, head)?;
                 let (c1, c2) = (RowConv::of(&first)?, RowConv::of(ctx)?);
                 let x = first.input(0)?.values::<i8>()?;
                 let ring = ctx.scratch(scratch.checked_sub(1).ok_or(KernelError::Internal)?)?;
@@ -84,7 +90,10 @@ mod chain {
             }
             // CONV_2D → CONV_2D → ADD with the chain's input.
             2 => {
-                let (first, second) = (ctx.op_context(head)?, ctx.op_context(head + 1)?);
+                let (first, second) = (
+                    ctx.op_context(records, head)?,
+                    ctx.op_context(records, head + 1)?,
+                );
                 let (c1, c2) = (RowConv::of(&first)?, RowConv::of(&second)?);
                 let add = RowAdd::of(ctx)?;
                 let x = first.inputs.get(0).ok_or(KernelError::Internal)?;

@@ -18,6 +18,8 @@ use crate::schema::BuiltinOperator;
 pub(crate) const COMPACT: bool = cfg!(hilt_compact);
 
 pub mod add;
+#[cfg(not(feature = "no-lean"))]
+mod add_rows;
 pub mod arg_min_max;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 pub(crate) mod arm_dsp;
@@ -37,6 +39,8 @@ mod conv_geometry;
 mod conv_i16;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 mod conv_quads;
+#[cfg(not(feature = "no-lean"))]
+mod conv_rows;
 #[cfg(any(test, all(target_arch = "arm", feature = "arm-dsp")))]
 mod conv_widened;
 pub mod cumsum;
