@@ -152,18 +152,6 @@ fn code_name(code: ErrorCode) -> String {
     }
 }
 
-impl RunFailure {
-    /// Whether this failure, before the board's Hello, means the board is
-    /// not there: it could not be started or reached, or it never answered
-    /// (rather than its firmware crashing, or being the wrong one).
-    pub fn unreachable(&self) -> bool {
-        matches!(
-            self,
-            RunFailure::Start(_) | RunFailure::Link(_) | RunFailure::Stopped(_)
-        )
-    }
-}
-
 /// Drives a session: hello, then each case's steps, then the committed plan.
 pub fn run_session(
     link: &mut Link<'_>,

@@ -213,8 +213,20 @@ fn shipped_scenarios_raise_no_false_alarm_with_buffer_canaries() {
     let results = run(&paths, Some("buffers"));
     // Every scenario on at least one of the boards; the pooled ones and the
     // models whose arenas need more RAM than the STM32F405 has only on the
-    // AN386.
-    for path in &shipped {
+    // AN386. A scenario for a small part only (its boards are ones no glob
+    // picks: the 64 KiB AN386, the micro:bit) is left out: its arena has no
+    // room for guard bands, and the gate runs it there with the plugin's
+    // access checks.
+    let boards = load_all(&repo().join("boards")).unwrap();
+    let small_part_only = |path: &str| {
+        let scenario = hilt::config::scenario::load(&repo().join(path), &conformance).unwrap();
+        scenario.boards.iter().all(|p| {
+            boards
+                .iter()
+                .any(|b| !b.globs && hilt_contract::board::glob_match(p, &b.name))
+        })
+    };
+    for path in shipped.iter().filter(|p| !small_part_only(p)) {
         let name = std::path::Path::new(path)
             .file_stem()
             .unwrap()

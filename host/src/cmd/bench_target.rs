@@ -118,7 +118,7 @@ pub(crate) fn run(args: BenchTargetArgs) -> anyhow::Result<()> {
     failed.extend(rerun_for_size(&place, &jobs_by_pair, &mut rows, args.jobs)?);
     rows.sort_by(|a, b| (&a.model, &a.board).cmp(&(&b.model, &b.board)));
     print_tables(args.format, &rows)?;
-    log.save(&names)?;
+    log.save(&names, true)?;
     if figures.is_empty() {
         eprintln!(
             "note: no {} in {}: TFLM's columns are empty",

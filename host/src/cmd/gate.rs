@@ -146,7 +146,7 @@ fn gate_scenarios(
     let parallel = parallel(boards.jobs);
     runtime.block_on(run_jobs_timed(&place.repo, work, parallel, on_result));
     println!("reports: {}", reports.finish()?.display());
-    let recorded = log.save(&names);
+    let recorded = log.save(&names, false);
     if let Err(e) = &recorded {
         eprintln!("error: {e}");
     }

@@ -162,9 +162,14 @@ impl ResultsLog {
         self.runs.push((run.clone(), wall));
     }
 
-    /// Records the kept runs, all or none, and says where; an error names
-    /// the store.
-    pub(crate) fn save(self, names: &HashMap<String, ModelNames>) -> anyhow::Result<()> {
+    /// Records the kept runs, all or none, and says where (on standard
+    /// error when standard output is a table a script reads, `stderr`); an
+    /// error names the store.
+    pub(crate) fn save(
+        self,
+        names: &HashMap<String, ModelNames>,
+        stderr: bool,
+    ) -> anyhow::Result<()> {
         if self.target == StoreTarget::Off || self.runs.is_empty() {
             return Ok(());
         }
@@ -194,12 +199,17 @@ impl ResultsLog {
             .collect();
         let mut store = Store::open(&self.target).map_err(failed)?;
         store.record(&self.invocation, &recorded).map_err(failed)?;
-        println!(
+        let said = format!(
             "results: {} board runs recorded in {} (commit {}; `hilt history` shows them)",
             recorded.len(),
             store.name(),
             self.invocation.commit
         );
+        if stderr {
+            eprintln!("{said}");
+        } else {
+            println!("{said}");
+        }
         Ok(())
     }
 }

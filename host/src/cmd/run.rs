@@ -75,7 +75,7 @@ fn run_scenarios(
         on_result,
     ));
     println!("reports: {}", reports.finish()?.display());
-    let recorded = log.save(&names);
+    let recorded = log.save(&names, false);
     let not_passed: Vec<&BoardRun> = results
         .iter()
         .filter(|r| r.outcome != Outcome::Passed)

@@ -74,6 +74,16 @@ pub fn check_image_board(image: &FirmwareImage, board: &Board) -> Result<(), Run
     )))
 }
 
+/// Whether `failure`, before the board's Hello, means the board is not
+/// there: it could not be started or reached, or it never answered (rather
+/// than its firmware crashing, or being the wrong one).
+fn unreachable(failure: &RunFailure) -> bool {
+    matches!(
+        failure,
+        RunFailure::Start(_) | RunFailure::Link(_) | RunFailure::Stopped(_)
+    )
+}
+
 /// The outcome from how the session ended and what the steps say.
 pub(crate) fn conclude(
     mut run: BoardRun,
@@ -82,7 +92,7 @@ pub(crate) fn conclude(
     scenario: &Scenario,
 ) -> BoardRun {
     if let Err(e) = result {
-        run.offline = !run.answered && e.unreachable();
+        run.offline = !run.answered && unreachable(&e);
         let mut message = e.to_string();
         if kill.fired() {
             message = format!("timed out after {:?} ({message})", scenario.timeout);

@@ -95,6 +95,52 @@ fn run_text(run: &BoardRun, context: Option<&ScenarioContext>) -> String {
     s
 }
 
+/// A test case's failure, error and flaky elements, as its run ended.
+fn outcome_elements(run: &BoardRun) -> String {
+    let mut s = String::new();
+    let (element, kind) = match &run.outcome {
+        Outcome::Passed => ("", ""),
+        Outcome::Mismatch(_) => ("failure", "mismatch"),
+        // A board that never answered is the farm's failure, not
+        // the model's: its own type, so CI can tell them apart.
+        Outcome::Error(_) if run.offline => ("error", "board-offline"),
+        Outcome::Error(_) => ("error", "error"),
+    };
+    if let Outcome::Mismatch(message) | Outcome::Error(message) = &run.outcome {
+        let mut body = message.clone();
+        for step in &run.steps {
+            if let Some(m) = &step.mismatch {
+                let _ = write!(body, "\n{} step {}: {m}", step.case, step.step);
+            }
+        }
+        let _ = writeln!(
+            s,
+            r#"      <{element} message="{}" type="{kind}">{}</{element}>"#,
+            escape(message),
+            escape_text(&body)
+        );
+    }
+    // A pass after a retry, as Maven Surefire writes one: the first
+    // failure as a flakyFailure (a wrong output) or flakyError.
+    if let Some(first) = &run.flaky {
+        let element = if first.starts_with("MISMATCH") {
+            "flakyFailure"
+        } else {
+            "flakyError"
+        };
+        let _ = writeln!(
+            s,
+            r#"      <{element} message="{}" type="flaky"><stackTrace>{}</stackTrace></{element}>"#,
+            escape(&format!(
+                "passed on attempt {} of {}; the first failed",
+                run.attempts, run.attempts
+            )),
+            escape_text(first)
+        );
+    }
+    s
+}
+
 /// The JUnit XML of `report`.
 pub fn junit_xml(report: &RunReport) -> String {
     let totals = report.totals();
@@ -156,46 +202,7 @@ pub fn junit_xml(report: &RunReport) -> String {
                 seconds(run.wall_seconds)
             );
             s.push('\n');
-            let (element, kind) = match &run.run.outcome {
-                Outcome::Passed => ("", ""),
-                Outcome::Mismatch(_) => ("failure", "mismatch"),
-                // A board that never answered is the farm's failure, not
-                // the model's: its own type, so CI can tell them apart.
-                Outcome::Error(_) if run.run.offline => ("error", "board-offline"),
-                Outcome::Error(_) => ("error", "error"),
-            };
-            if let Outcome::Mismatch(message) | Outcome::Error(message) = &run.run.outcome {
-                let mut body = message.clone();
-                for step in &run.run.steps {
-                    if let Some(m) = &step.mismatch {
-                        let _ = write!(body, "\n{} step {}: {m}", step.case, step.step);
-                    }
-                }
-                let _ = writeln!(
-                    s,
-                    r#"      <{element} message="{}" type="{kind}">{}</{element}>"#,
-                    escape(message),
-                    escape_text(&body)
-                );
-            }
-            // A pass after a retry, as Maven Surefire writes one: the first
-            // failure as a flakyFailure (a wrong output) or flakyError.
-            if let Some(first) = &run.run.flaky {
-                let element = if first.starts_with("MISMATCH") {
-                    "flakyFailure"
-                } else {
-                    "flakyError"
-                };
-                let _ = writeln!(
-                    s,
-                    r#"      <{element} message="{}" type="flaky"><stackTrace>{}</stackTrace></{element}>"#,
-                    escape(&format!(
-                        "passed on attempt {} of {}; the first failed",
-                        run.run.attempts, run.run.attempts
-                    )),
-                    escape_text(first)
-                );
-            }
+            s.push_str(&outcome_elements(&run.run));
             let _ = writeln!(
                 s,
                 "      <system-out>{}</system-out>\n    </testcase>",

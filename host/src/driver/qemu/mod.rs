@@ -105,21 +105,7 @@ pub fn run_on_qemu(
                 link.resume_target()?;
                 link
             }
-            None => {
-                let attached = Rtt::attach(
-                    &mut gdb as &mut dyn TargetMemory,
-                    image.rtt_control_block()?,
-                    Duration::from_secs(20),
-                )
-                .map_err(|e| RunFailure::Link(LinkError::Rtt(e)));
-                // A firmware that ended QEMU before its RTT block was found
-                // is said as QEMU's exit, not as a board that went away.
-                let rtt = match attached {
-                    Ok(rtt) => rtt,
-                    Err(e) => return Err(explain_failure(e, &mut qemu, &mut gdb, image, kill)),
-                };
-                Link::over(Box::new(RttWire::new(&mut gdb, rtt)))
-            }
+            None => attach_rtt(&mut gdb, &mut qemu, image, kill)?,
         };
         link.cancel_with(kill.clone());
         let session = match observer.as_mut() {
@@ -154,6 +140,31 @@ pub fn run_on_qemu(
         session
     })();
     conclude(run, result, kill, scenario)
+}
+
+/// The RTT link to the firmware. A firmware that ended QEMU before its RTT
+/// block was found is said as QEMU's exit, not as a board that went away.
+fn attach_rtt<'g>(
+    gdb: &'g mut GdbClient,
+    qemu: &mut Qemu,
+    image: &FirmwareImage,
+    kill: &KillSwitch,
+) -> Result<Link<'g>, RunFailure> {
+    let block = image.rtt_control_block()?;
+    match Rtt::attach(
+        &mut *gdb as &mut dyn TargetMemory,
+        block,
+        Duration::from_secs(20),
+    ) {
+        Ok(rtt) => Ok(Link::over(Box::new(RttWire::new(gdb, rtt)))),
+        Err(e) => Err(explain_failure(
+            RunFailure::Link(LinkError::Rtt(e)),
+            qemu,
+            gdb,
+            image,
+            kill,
+        )),
+    }
 }
 
 /// QEMU did not start: when it was asked to load the plugin, say which
