@@ -292,6 +292,51 @@ pub struct BoardRun {
     pub offline: bool,
     /// The board's `power_cycle` command ran before the last attempt.
     pub power_cycled: bool,
+    /// The firmware's defmt log, decoded (firmware whose ELF has a
+    /// `.defmt` section, on a board whose memory the host reaches).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub defmt: Option<DefmtLog>,
+}
+
+/// A firmware's defmt log as the host decoded it, from the RTT up channel
+/// named `defmt`, with the table in the firmware's ELF.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct DefmtLog {
+    /// The frames, in the order the firmware wrote them.
+    pub lines: Vec<DefmtLine>,
+    /// What could not be read or decoded, one line each, in hilt's words
+    /// (a damaged frame, a table of another defmt version, a firmware
+    /// without the channel).
+    pub problems: Vec<String>,
+}
+
+/// One decoded defmt frame.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DefmtLine {
+    /// The firmware's own timestamp, as its `defmt::timestamp!` formats it
+    /// (e.g. `{=u64:us}`: seconds with six decimals); `None` when the
+    /// firmware defines none.
+    pub timestamp: Option<String>,
+    /// `trace`, `debug`, `info`, `warn` or `error`; `None` for
+    /// `defmt::println!`.
+    pub level: Option<&'static str>,
+    /// The formatted message.
+    pub message: String,
+    /// `file:line` of the log statement, when the ELF's debug information
+    /// says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+}
+
+impl std::fmt::Display for DefmtLine {
+    /// `0.001234 INFO  message`, as `hilt run` prints it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(t) = &self.timestamp {
+            write!(f, "{t} ")?;
+        }
+        let level = self.level.map_or_else(String::new, str::to_uppercase);
+        write!(f, "{level:<5} {}", self.message)
+    }
 }
 
 /// One memory pool of a run's arena.
@@ -412,6 +457,7 @@ impl BoardRun {
             answered: false,
             offline: false,
             power_cycled: false,
+            defmt: None,
         }
     }
 }

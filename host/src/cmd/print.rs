@@ -115,6 +115,32 @@ pub(crate) fn print_run(run: &BoardRun, ops: Option<&Vec<String>>, wall: std::ti
         }
     }
     print_costliest_ops(run, ops);
+    print_defmt(run);
+}
+
+/// Lines of a run's defmt log `hilt run` prints; the reports hold them all.
+const DEFMT_SHOWN: usize = 40;
+
+/// The run's defmt log, decoded: each line with the firmware's timestamp
+/// and its level, then what could not be decoded.
+fn print_defmt(run: &BoardRun) {
+    let Some(log) = &run.defmt else {
+        return;
+    };
+    let n = log.lines.len();
+    println!(
+        "    defmt log: {n} line{} (timestamps: the firmware's defmt::timestamp!)",
+        if n == 1 { "" } else { "s" }
+    );
+    for line in log.lines.iter().take(DEFMT_SHOWN) {
+        println!("      {line}");
+    }
+    if n > DEFMT_SHOWN {
+        println!("      … {} more in the reports", n - DEFMT_SHOWN);
+    }
+    for problem in &log.problems {
+        println!("      hilt: {problem}");
+    }
 }
 
 /// The run's offload set-up and, when the firmware also ran with offload

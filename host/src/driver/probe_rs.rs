@@ -36,6 +36,7 @@ use crate::cancel::KillSwitch;
 use crate::config::board::{Board, ProbeSelector};
 use crate::config::scenario::Scenario;
 use crate::elf::FirmwareImage;
+use crate::link::defmt::DefmtSource;
 use crate::link::rtt::Rtt;
 use crate::link::{Link, LinkError};
 use crate::memory::{MemoryError, TargetMemory};
@@ -678,8 +679,11 @@ pub fn run_on_probe_with(
         let mut memory = ProbeMemory::new(core, kill.clone());
         let rtt = Rtt::attach(&mut memory, rtt_address, RTT_ATTACH)
             .map_err(|e| RunFailure::Link(LinkError::Rtt(e)))?;
+        let defmt = DefmtSource::of(image);
         let mut link = Link::new(&mut memory, rtt);
+        link.read_defmt(defmt.reader());
         let session_result = run_session(&mut link, board, scenario, model_crc, &mut run);
+        run.defmt = link.take_defmt();
         run.logs.append(&mut link.logs);
         session_result
     })();

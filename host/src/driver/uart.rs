@@ -9,6 +9,7 @@ use crate::config::board::Board;
 use crate::config::scenario::Scenario;
 use crate::elf::FirmwareImage;
 use crate::link::Link;
+use crate::link::defmt::DefmtSource;
 use crate::link::serial::SerialWire;
 use crate::outcome::BoardRun;
 use crate::session::{RunFailure, run_session};
@@ -61,9 +62,12 @@ pub fn run_on_uart(
         flashed();
         let baud = board.uart.as_ref().map_or(115_200, |u| u.baud);
         let wire = SerialWire::open(port, baud, None)?;
+        let defmt = DefmtSource::of(image);
         let mut link = Link::over(Box::new(wire));
         link.cancel_with(kill.clone());
+        link.read_defmt(defmt.reader());
         let session = run_session(&mut link, board, scenario, model_crc, &mut run);
+        run.defmt = link.take_defmt();
         run.logs.append(&mut link.logs);
         session
     })();

@@ -3,8 +3,11 @@
 //! RTT buffers in target memory ([`RttWire`] over [`rtt`]: frames to down
 //! channel 0, frames from up channel 0, a panic's text from up channel 1),
 //! reached through a probe or QEMU's [`gdbstub`], or a serial line
-//! ([`serial::SerialWire`]).
+//! ([`serial::SerialWire`]). Beside the session, a firmware's defmt log is
+//! read from its RTT channel `defmt` wherever the wire reaches the target's
+//! memory ([`defmt`]).
 
+pub mod defmt;
 pub mod gdbstub;
 pub mod notes;
 pub mod rtt;
@@ -14,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use hilt_proto::{FrameAccumulator, MAX_FRAME, Message, ProtoError, decode_frame, encode_frame};
 
+use self::defmt::DefmtReader;
 use self::rtt::{Rtt, RttError};
 use crate::memory::{MemoryError, TargetMemory};
 
@@ -163,6 +167,10 @@ pub struct Link<'m> {
     pub poll_interval: Duration,
     /// Bytes received so far (to tell an idle look from a busy one).
     received: usize,
+    /// The firmware's defmt log, read beside the session.
+    defmt: Option<DefmtReader<'m>>,
+    /// A transfer failed: the wire is gone (no last look at the defmt log).
+    wire_failed: bool,
 }
 
 /// The longest wait between two looks at an idle wire. Each look at an RTT
@@ -201,7 +209,60 @@ impl<'m> Link<'m> {
             logs: Vec::new(),
             poll_interval: Duration::from_millis(1),
             received: 0,
+            defmt: None,
+            wire_failed: false,
         }
+    }
+
+    /// Reads the firmware's defmt log with `reader` (none: the firmware
+    /// has no defmt table), every [`defmt::LOOK_EVERY`] while the session
+    /// waits, until [`take_defmt`](Self::take_defmt).
+    pub fn read_defmt(&mut self, reader: Option<DefmtReader<'m>>) {
+        self.defmt = reader;
+    }
+
+    /// The defmt log: a last look at the channel, then every line decoded
+    /// and every problem met. `None` when there was no log to read.
+    /// Over a wire that failed or a cancelled run (a target gone or
+    /// stopped at its time limit), the log ends at the last look.
+    pub fn take_defmt(&mut self) -> Option<crate::outcome::DefmtLog> {
+        let cancelled = self.cancel.as_ref().is_some_and(|c| c.fired());
+        if !self.wire_failed
+            && !cancelled
+            && let Err(e) = self.look_defmt(true)
+            && let Some(reader) = &mut self.defmt
+        {
+            reader.stop(format!(
+                "the target did not run again after the last look at its defmt log: {e}"
+            ));
+        }
+        self.defmt.take().map(DefmtReader::finish)
+    }
+
+    /// Takes what the firmware wrote to its defmt channel, when it is time
+    /// to (or `force`). The core is stopped for it where that is needed;
+    /// only failing to let it run again is an error (the session could not
+    /// go on): a look that fails otherwise stops the reader, not the run.
+    fn look_defmt(&mut self, force: bool) -> Result<(), LinkError> {
+        let Some(reader) = self.defmt.as_mut().filter(|r| r.wants_look(force)) else {
+            return Ok(());
+        };
+        let Some(mem) = self.wire.memory() else {
+            reader.stop(
+                "the host does not reach this board's memory (a bare serial line): its defmt log over RTT is not read"
+                    .to_string(),
+            );
+            return Ok(());
+        };
+        if let Err(e) = mem.pause() {
+            reader.stop(format!(
+                "the target could not be stopped to read its defmt log: {e}"
+            ));
+            return Ok(());
+        }
+        reader.look(mem);
+        mem.resume()?;
+        Ok(())
     }
 
     /// Ends every wait early, with [`LinkError::Cancelled`], once `switch`
@@ -249,7 +310,14 @@ impl<'m> Link<'m> {
     /// frames and log lines.
     fn pump(&mut self, out: &[u8]) -> Result<usize, LinkError> {
         let mut log = Vec::new();
-        let written = self.wire.transfer(out, &mut self.incoming, &mut log)?;
+        let written = match self.wire.transfer(out, &mut self.incoming, &mut log) {
+            Ok(n) => n,
+            Err(e) => {
+                self.wire_failed = true;
+                return Err(e);
+            }
+        };
+        self.look_defmt(false)?;
         self.received += self.incoming.len() + log.len();
         for byte in std::mem::take(&mut self.incoming) {
             match self.accumulator.push(byte) {

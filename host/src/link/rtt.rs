@@ -21,6 +21,8 @@ const DESCRIPTOR: u32 = 24;
 const MAX_BUFFER: u32 = 16 << 20;
 /// Channel counts beyond this mean the block is not what we think it is.
 const MAX_CHANNELS: i32 = 16;
+/// The longest channel name [`Rtt::up_names`] reads.
+pub const MAX_NAME: usize = 32;
 
 /// Why RTT could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -108,6 +110,61 @@ impl Rtt {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// The control block at `address` as it is now: `None` while the
+    /// firmware has not initialised it. Memory must be accessible (call
+    /// between `pause` and `resume`).
+    pub fn find(mem: &mut dyn TargetMemory, address: u32) -> Result<Option<Self>, RttError> {
+        Self::read_block(mem, address)
+    }
+
+    /// The index of the up channel the firmware named `name` (each
+    /// descriptor's first word points to a C string), if it has one; a
+    /// channel whose name cannot be read is not it. Memory must be
+    /// accessible.
+    pub fn up_named(
+        &self,
+        mem: &mut dyn TargetMemory,
+        name: &str,
+    ) -> Result<Option<usize>, RttError> {
+        for (index, channel) in self.up.iter().enumerate() {
+            let pointer = mem.read_u32(channel.descriptor)?;
+            if pointer == 0 {
+                continue;
+            }
+            let mut text = vec![0u8; name.len() + 1];
+            if mem.read(pointer, &mut text).is_err() {
+                continue;
+            }
+            if text[..name.len()] == *name.as_bytes() && text[name.len()] == 0 {
+                return Ok(Some(index));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The names of the up channels, for saying which there are (an
+    /// unreadable or missing name is `?`). Memory must be accessible.
+    pub fn up_names(&self, mem: &mut dyn TargetMemory) -> Vec<String> {
+        self.up
+            .iter()
+            .map(|channel| {
+                let mut text = [0u8; MAX_NAME];
+                let read = mem
+                    .read_u32(channel.descriptor)
+                    .ok()
+                    .filter(|&p| p != 0)
+                    .and_then(|p| mem.read(p, &mut text).ok());
+                match read {
+                    Some(()) => {
+                        let end = text.iter().position(|&b| b == 0).unwrap_or(MAX_NAME);
+                        String::from_utf8_lossy(&text[..end]).into_owned()
+                    }
+                    None => "?".to_string(),
+                }
+            })
+            .collect()
     }
 
     fn read_block(mem: &mut dyn TargetMemory, address: u32) -> Result<Option<Self>, RttError> {

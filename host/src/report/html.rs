@@ -56,6 +56,11 @@ table.steps td, table.steps th { border-bottom: 1px solid #eaeef2; padding: 2px 
 pre.log { background: #f6f8fa; padding: 8px; overflow-x: auto; font-size: 12px; margin: 4px 0; }
 details summary { cursor: pointer; color: #0969da; margin-top: 6px; }
 .none { color: #57606a; font-style: italic; }
+table.defmt { border-collapse: collapse; font: 12px ui-monospace, monospace; margin: 4px 0; }
+table.defmt td, table.defmt th { padding: 1px 10px 1px 0; text-align: left; vertical-align: top; }
+table.defmt .ts { text-align: right; font-variant-numeric: tabular-nums; color: #57606a; }
+table.defmt .lvl-warn .lvl { color: var(--error); } table.defmt .lvl-error .lvl { color: var(--fail); font-weight: 600; }
+.defmt-problem { color: var(--error); font-family: ui-monospace, monospace; font-size: 12px; margin: 2px 0; }
 "#;
 
 fn outcome_class(outcome: &Outcome) -> &'static str {
@@ -444,6 +449,7 @@ fn run_card(run: &TimedRun, context: Option<&ScenarioContext>) -> String {
             escape_text(&r.logs.join("\n"))
         );
     }
+    s.push_str(&super::defmt::defmt_section(r));
     s.push_str("</section>\n");
     s
 }

@@ -37,6 +37,7 @@
 //!   ([`crate::svg::render_svg`]) and per-op cycle bars; no external assets.
 
 mod atomic;
+mod defmt;
 pub mod html;
 pub mod junit;
 pub mod summary;

@@ -513,3 +513,56 @@ fn a_split_arena_shows_its_pools_in_the_picture() {
         "{picture}"
     );
 }
+
+#[test]
+fn a_defmt_log_shows_in_the_page_and_the_summary_with_its_timestamps_and_levels() {
+    use crate::outcome::{DefmtLine, DefmtLog};
+    let line = |timestamp: &str, level, message: &str, location: Option<&str>| DefmtLine {
+        timestamp: Some(timestamp.into()),
+        level,
+        message: message.into(),
+        location: location.map(Into::into),
+    };
+    let mut logged = run("s", "a", Outcome::Passed);
+    logged.defmt = Some(DefmtLog {
+        lines: vec![
+            line(
+                "0.000412",
+                Some("info"),
+                "model <m>: 2468 bytes",
+                Some("src/main.rs:7"),
+            ),
+            line("1.250000", Some("error"), "invoke failed", None),
+        ],
+        problems: vec!["defmt frame 3 (2 bytes: 01 02) could not be decoded".into()],
+    });
+    let plain = run("t", "a", Outcome::Passed);
+    let r = report(vec![logged, plain], Vec::new());
+    let page = html(&r);
+    assert!(
+        page.contains(r#"<details class="defmt" open><summary>defmt log (2 lines; timestamps: the firmware's <code>defmt::timestamp!</code>)</summary>"#),
+        "{page}"
+    );
+    assert!(page.contains(
+        r#"<tr class="lvl-info"><td class="ts">0.000412</td><td class="lvl">INFO</td><td class="msg">model &lt;m&gt;: 2468 bytes</td><td class="at">src/main.rs:7</td></tr>"#
+    ));
+    assert!(page.contains(
+        r#"<tr class="lvl-error"><td class="ts">1.250000</td><td class="lvl">ERROR</td>"#
+    ));
+    assert!(page.contains(
+        r#"<p class="defmt-problem">hilt: defmt frame 3 (2 bytes: 01 02) could not be decoded</p>"#
+    ));
+    // Only the run with a log has the section.
+    assert_eq!(page.matches("<details class=\"defmt\"").count(), 1);
+    let v: serde_json::Value = serde_json::from_str(&summary_json(&r).unwrap()).unwrap();
+    let runs = v["runs"].as_array().unwrap();
+    let with = runs.iter().find(|r| r["scenario"] == "s").unwrap();
+    assert_eq!(
+        with["defmt"]["lines"][0],
+        serde_json::json!({"timestamp": "0.000412", "level": "info", "message": "model <m>: 2468 bytes", "location": "src/main.rs:7"})
+    );
+    assert_eq!(with["defmt"]["lines"][1]["level"], "error");
+    assert_eq!(with["defmt"]["problems"].as_array().unwrap().len(), 1);
+    let without = runs.iter().find(|r| r["scenario"] == "t").unwrap();
+    assert!(without.get("defmt").is_none(), "{without}");
+}

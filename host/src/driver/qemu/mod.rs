@@ -12,6 +12,7 @@ use crate::cancel::KillSwitch;
 use crate::config::board::{Board, Transport};
 use crate::config::scenario::Scenario;
 use crate::elf::FirmwareImage;
+use crate::link::defmt::DefmtSource;
 use crate::link::gdbstub::GdbClient;
 use crate::link::rtt::Rtt;
 use crate::link::serial::SerialWire;
@@ -95,6 +96,7 @@ pub fn run_on_qemu(
             QemuSerial::Pty => Some(qemu.serial_pty(Duration::from_secs(10)).map_err(start)?),
             QemuSerial::None => None,
         };
+        let defmt = DefmtSource::of(image);
         let mut gdb = qemu.connect(Duration::from_secs(10)).map_err(start)?;
         let mut link = match &pty {
             Some(pty) => {
@@ -108,6 +110,7 @@ pub fn run_on_qemu(
             None => attach_rtt(&mut gdb, &mut qemu, image, kill)?,
         };
         link.cancel_with(kill.clone());
+        link.read_defmt(defmt.reader());
         let session = match observer.as_mut() {
             Some(o) => {
                 let mut watching = Watching {
@@ -125,6 +128,7 @@ pub fn run_on_qemu(
             }
             None => run_session(&mut link, board, scenario, model_crc, &mut run),
         };
+        run.defmt = link.take_defmt();
         run.logs.append(&mut link.logs);
         drop(link);
         let session = session.map_err(|e| explain_failure(e, &mut qemu, &mut gdb, image, kill));
