@@ -372,7 +372,10 @@ enum Channel {
     Stopped,
 }
 
-/// Reads a firmware's defmt channel from its memory during a run.
+/// Reads a firmware's defmt channel from its memory during a run. Once it
+/// finds the channel it sets it to block the firmware while full (defmt-rtt
+/// trims what does not fit otherwise, and a trimmed frame is lost): a
+/// firmware that logs faster than the host looks waits for the next look.
 #[derive(Debug)]
 pub struct DefmtReader<'t> {
     decoder: Option<DefmtDecoder<'t>>,
@@ -477,7 +480,12 @@ fn find_channel(mem: &mut dyn TargetMemory, block: u32) -> Result<Option<Channel
         }
     };
     match rtt.up_named(mem, CHANNEL) {
-        Ok(Some(index)) => Ok(Some(Channel::Reading { rtt, index })),
+        Ok(Some(index)) => match rtt.block_when_full(mem, index) {
+            Ok(()) => Ok(Some(Channel::Reading { rtt, index })),
+            Err(e) => Err(format!(
+                "the defmt channel (RTT up channel {index} at {block:#010x}) cannot be set to block when full: {e}"
+            )),
+        },
         Ok(None) => Err(format!(
             "the firmware's RTT control block at {block:#010x} has no up channel named \"{CHANNEL}\" (its up channels: {}): no defmt log was read",
             rtt.up_names(mem).join(", ")

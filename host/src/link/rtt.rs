@@ -70,7 +70,15 @@ impl Channel {
     fn read_offset(&self) -> u32 {
         self.descriptor + 16
     }
+    fn flags(&self) -> u32 {
+        self.descriptor + 20
+    }
 }
+
+/// A channel's mode, in the low two bits of its flags: block the writer
+/// while the buffer is full (the others skip or trim what does not fit).
+const MODE_MASK: u32 = 0b11;
+const MODE_BLOCK_IF_FULL: u32 = 2;
 
 /// An attached RTT control block.
 #[derive(Debug, Clone)]
@@ -261,6 +269,20 @@ impl Rtt {
         }
         mem.write_u32(c.read_offset(), write)?;
         Ok(out)
+    }
+
+    /// Makes the firmware wait while up channel `index` is full instead of
+    /// dropping what does not fit (what a log reader that must lose
+    /// nothing asks; probe-rs does the same). Memory must be accessible.
+    pub fn block_when_full(
+        &self,
+        mem: &mut dyn TargetMemory,
+        index: usize,
+    ) -> Result<(), RttError> {
+        let c = Self::channel(&self.up, index, "up")?;
+        let flags = mem.read_u32(c.flags())?;
+        mem.write_u32(c.flags(), (flags & !MODE_MASK) | MODE_BLOCK_IF_FULL)?;
+        Ok(())
     }
 
     /// Writes as much of `data` as fits into down channel `index`; returns

@@ -341,6 +341,9 @@ fn the_reader_finds_the_channel_by_name_and_decodes_what_it_reads() {
     // Another channel's bytes are not the log's.
     firmware_writes(&mut mem, 0, &info(1, 1));
     reader.look(&mut mem);
+    // The firmware now waits while the ring is full rather than trim.
+    assert_eq!(mem.read_u32(BLOCK + 24 + 24 * 2 + 20).unwrap() & 0b11, 2);
+    assert_eq!(mem.read_u32(BLOCK + 24 + 20).unwrap() & 0b11, 0);
     assert!(!reader.wants_look(false));
     assert!(reader.wants_look(true));
     // Past the ring's end: the read wraps.
