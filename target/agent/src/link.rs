@@ -96,6 +96,26 @@ impl<'s, W: Write> Link<'s, W> {
     /// A sentence as values (a `Note`): the host writes the words. A body
     /// that does not fit is sent cut, and the host says it could not read it.
     pub(crate) fn note(&mut self, note: &Note) -> Result<(), WireError> {
+        // With `defmt`, the firmware's own log says it too (the host
+        // decodes it beside the session).
+        #[cfg(feature = "defmt")]
+        match note {
+            Note::Start {
+                board,
+                model,
+                model_bytes,
+                arena_bytes,
+                cycles_from,
+            } => defmt::info!(
+                "hilt-agent up on {=str}: model {=str} ({=u32} bytes), arena {=u32} bytes, cycles from {=str}",
+                board,
+                model,
+                model_bytes,
+                arena_bytes,
+                cycles_from
+            ),
+            other => defmt::error!("hilt-agent: {}", other),
+        }
         let mut body = [0u8; NOTE_BYTES];
         let mut w = FormWriter::new(&mut body);
         note.put(&mut w);

@@ -15,6 +15,7 @@ use hilt_runtime::wire_form::{FormReader, FormWriter, WireForm};
 
 /// A sentence the agent sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]
 pub enum Note {
     /// The firmware is up.

@@ -175,6 +175,12 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Service<'s, 
             Ok(m) => m,
             Err(e) => return self.link.note(&Note::Model(e)),
         };
+        #[cfg(feature = "defmt")]
+        defmt::info!(
+            "model read: {=usize} bytes, {=u32} operators",
+            model_bytes.len(),
+            model.operator_count()
+        );
         self.model = Some(model);
         self.resolver = Some(resolver);
         self.constants = constants;
@@ -253,6 +259,12 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Service<'s, 
             }
             Ok(Ok(())) => {
                 self.status = Status::Ready;
+                #[cfg(feature = "defmt")]
+                defmt::info!(
+                    "arena plan committed: {=usize} buffers, by the {=str} planner",
+                    self.plan_len,
+                    self.planner.name()
+                );
                 let mut claimed = [false; MAX_OPS];
                 let ops = (model.operator_count() as usize).min(MAX_OPS);
                 self.placement = [0; MAX_OPS / 8];
@@ -629,6 +641,17 @@ impl<'s, W: Write, C: CycleCounter, T: OutputPin, P: PlannerSource> Service<'s, 
             accelerator_error(&mut self.link, v.op, v.job.0, v.error)?;
             return Ok(false);
         }
+        // Outside the timed region, as every other line here.
+        #[cfg(feature = "defmt")]
+        defmt::info!(
+            "invoke {=u32}: {=usize} ops in {=u64} counts of the {=str} counter ({=u64} us at {=u32} Hz)",
+            self.invocations,
+            ops,
+            total,
+            self.counter.source(),
+            total.saturating_mul(1_000_000) / u64::from(self.config.clock_hz.max(1)),
+            self.config.clock_hz
+        );
         self.link.send(&Message::Timing {
             invocation: self.invocations,
             total_cycles: total,

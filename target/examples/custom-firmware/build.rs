@@ -26,4 +26,9 @@ fn main() {
         );
     }
     build.write().unwrap_or_else(|e| panic!("{e}"));
+    // defmt's linker script: the `.defmt` section, the table the host
+    // decodes the log with.
+    if std::env::var_os("CARGO_FEATURE_DEFMT").is_some() {
+        println!("cargo::rustc-link-arg-bins=-Tdefmt.x");
+    }
 }

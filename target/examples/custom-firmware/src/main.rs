@@ -5,15 +5,28 @@
 //! "target/examples/custom-firmware"`).
 //!
 //! What hilt needs from it is the few lines marked `hilt:` below; the rest
-//! is what any firmware has.
+//! is what any firmware has. With the `defmt` feature it also logs with
+//! defmt over RTT (the lines marked `defmt:`), and `hilt run` shows the
+//! decoded log per board.
 
 #![no_std]
 #![no_main]
 
 extern crate alloc;
 
+#[cfg(feature = "defmt")]
+mod clock;
 mod heap;
 mod uart;
+
+// defmt: the global logger, on RTT up channel "defmt" (hilt reads it by
+// that name while the session runs over the UART), and the timestamp of
+// every line: microseconds since boot, from TIMER0 (SysTick is hilt's
+// cycle counter, which the agent restarts before each timed invoke).
+#[cfg(feature = "defmt")]
+use defmt_rtt as _;
+#[cfg(feature = "defmt")]
+defmt::timestamp!("{=u64:us}", clock::micros());
 
 use core::fmt::Write as _;
 
@@ -48,6 +61,16 @@ fn main() -> ! {
     // hilt: a counter (SysTick: the one that counts under QEMU), the
     // kernels, the statics, and the agent on the product's UART.
     let counter = SysTickCounter::start(peripherals.SYST);
+    #[cfg(feature = "defmt")]
+    {
+        clock::start();
+        defmt::info!(
+            "custom-firmware up: board {=str}, core clock {=u32} Hz, hilt over UART0 at {=u32} baud",
+            hilt::config().board,
+            hilt::config().clock_hz,
+            BAUD
+        );
+    }
     VNPU.start(SysTickCounter::read);
     let resolver = hilt::resolver();
     // SAFETY: the only call.
@@ -83,8 +106,11 @@ fn main() -> ! {
 }
 
 /// Where the product's own work would run between requests (this example
-/// has none).
-fn product_tasks() {}
+/// has none but keeping its log's clock: see `clock::keep`).
+fn product_tasks() {
+    #[cfg(feature = "defmt")]
+    clock::keep();
+}
 
 // hilt: SysTick's wraps make the counter's high word, and tick the engine.
 #[exception]
