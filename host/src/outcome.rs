@@ -292,6 +292,10 @@ pub struct BoardRun {
     pub offline: bool,
     /// The board's `power_cycle` command ran before the last attempt.
     pub power_cycled: bool,
+    /// Where the core was when the run ended in a HardFault, a panic or a
+    /// timeout: its registers and its stack, unwound and named.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backtrace: Option<crate::backtrace::Backtrace>,
 }
 
 /// One memory pool of a run's arena.
@@ -412,6 +416,7 @@ impl BoardRun {
             answered: false,
             offline: false,
             power_cycled: false,
+            backtrace: None,
         }
     }
 }
