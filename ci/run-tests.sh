@@ -133,7 +133,17 @@ if postgres="$(ci/postgres.sh start)"; then
 else
   echo "no PostgreSQL server could be started: the results store's PostgreSQL tests are skipped"
 fi
-cargo test --workspace --no-fail-fast 2>&1 | tee -a "$log" || status=1
+# With cargo-nextest (on the dev machines and CI; `cargo install
+# cargo-nextest` elsewhere) every test of every binary shares one pool of
+# test threads (.config/nextest.toml): a binary's longest QEMU test no
+# longer holds the next binary back while a core idles. Doc tests are
+# cargo's own. Without nextest, plain `cargo test` runs the same tests.
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run --workspace --no-fail-fast 2>&1 | tee -a "$log" || status=1
+  cargo test --workspace --doc 2>&1 | tee -a "$log" || status=1
+else
+  cargo test --workspace --no-fail-fast 2>&1 | tee -a "$log" || status=1
+fi
 ci/postgres.sh stop || true
 
 section "the runtime built as hilt's lean firmware is (features no-offload, no-pools, no-lean and no-constant-image, for a scenario without an engine, pools, the lean schedule or constants in flash): a backend, a split arena, the lean schedule and a constant image are refused by name"
@@ -179,6 +189,6 @@ fi
 
 section "done"
 # One closing line over every cargo test run above.
-awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+awk '/^test result:|^ *Summary \[/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      END { printf "hilt: %d passed, %d failed\n", p, f }' "$log"
 exit "$status"

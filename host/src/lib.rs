@@ -24,6 +24,7 @@
 
 pub mod accel;
 pub mod aligned;
+pub mod backtrace;
 pub mod bench;
 pub mod buffer_labels;
 pub mod buffer_list;

@@ -292,6 +292,10 @@ pub struct BoardRun {
     pub offline: bool,
     /// The board's `power_cycle` command ran before the last attempt.
     pub power_cycled: bool,
+    /// Where the core was when the run ended in a HardFault, a panic or a
+    /// timeout: its registers and its stack, unwound and named.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backtrace: Option<crate::backtrace::Backtrace>,
     /// The firmware's defmt log, decoded (firmware whose ELF has a
     /// `.defmt` section, on a board whose memory the host reaches).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -457,6 +461,7 @@ impl BoardRun {
             answered: false,
             offline: false,
             power_cycled: false,
+            backtrace: None,
             defmt: None,
         }
     }

@@ -114,6 +114,12 @@ fn a_hung_board_and_a_garbled_frame_fail_alone_and_others_keep_their_results() {
             assert!(m.contains("timed out after 15s"), "{m}");
             assert!(m.contains("the core was at pc 0x"), "{m}");
             assert!(m.contains(" in hilt_agent::"), "{m}");
+            // And how it got there: the backtrace the host unwound, from
+            // the fault's endless loop down to the firmware's main.
+            assert!(m.contains("\nbacktrace:\n"), "{m}");
+            let hang = m.find("in hilt_agent::faults::hang at target/agent/src/faults.rs:");
+            let main = m.find("__cortex_m_rt_main at target/firmware/src/main.rs:");
+            assert!(hang.is_some() && hang < main, "{m}");
         }
         other => panic!("hang: {other:?}"),
     }

@@ -289,3 +289,64 @@ fn a_run_deeper_than_the_boards_declared_stack_is_an_overflow() {
         "{error}"
     );
 }
+
+/// A HardFault inside a kernel (a load through a bad pointer, armed in the
+/// fault-injection firmware) comes back as the fault in words and a
+/// backtrace: the host stops the core, reads its registers (through
+/// QEMU's gdbstub, over RTT and over a UART alike), unwinds the stack
+/// through the HardFault's exception frame with the ELF's call-frame
+/// information and names each frame, and the op that was running.
+#[test]
+fn a_hard_fault_in_a_kernel_comes_back_as_a_backtrace() {
+    if !common::qemu_available("fault-injection tests") {
+        return;
+    }
+    let results = run(&["host/tests/fixtures/bad_pointer.toml"], None);
+    assert_eq!(results.len(), 2);
+    for run in &results {
+        let board = &run.board;
+        let m = error_of(&results, "bad_pointer", board);
+        assert!(
+            m.contains("HardFault (escalated): precise data bus error at 0xf0000000"),
+            "{board}: {m}"
+        );
+        let backtrace = run
+            .backtrace
+            .as_ref()
+            .unwrap_or_else(|| panic!("{board}: no backtrace: {m}"));
+        assert_eq!(backtrace.op.as_deref(), Some("op 0 (RESHAPE)"), "{board}");
+        assert!(m.contains("backtrace (in op 0 (RESHAPE)):"), "{board}: {m}");
+        let at = |function: &str| {
+            backtrace
+                .frames
+                .iter()
+                .position(|f| f.function.contains(function))
+                .unwrap_or_else(|| panic!("{board}: no frame in {function}:\n{backtrace}"))
+        };
+        // The faulting function, with its file and line, interrupted by
+        // the HardFault whose handler's frames come first; below it the
+        // interpreter that ran the op, and below that the firmware's main.
+        let faulted = at("hilt_agent::faults::load_through_bad_pointer");
+        let frame = &backtrace.frames[faulted];
+        let entered = backtrace
+            .frames
+            .iter()
+            .position(|f| f.interrupted_by.as_deref() == Some("HardFault"))
+            .unwrap_or_else(|| panic!("{board}: no HardFault entry:\n{backtrace}"));
+        assert_eq!(backtrace.frames[entered].pc, frame.pc, "{backtrace}");
+        assert!(
+            frame
+                .place
+                .as_deref()
+                .is_some_and(|p| p.starts_with("target/agent/src/faults.rs:")),
+            "{backtrace}"
+        );
+        assert!(at("HardFault") < faulted, "{backtrace}");
+        assert!(faulted < at("hilt_runtime::interpreter::"), "{backtrace}");
+        assert!(
+            at("hilt_runtime::interpreter::") < at("__cortex_m_rt_main"),
+            "{backtrace}"
+        );
+        assert!(backtrace.stopped.is_none(), "{board}: {backtrace}");
+    }
+}

@@ -368,18 +368,47 @@ fn a_failure_a_retry_passes_is_flaky_and_quarantine_keeps_the_gate_green() {
         "{said}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // (The firmware fails before the host reads its log, so the first
-    // failure is QEMU's exit, not the panic's words.)
+    // The first failure is the firmware's panic, in its words, with the
+    // backtrace the host read from the stopped core: the panic handler's
+    // frames, then the function that panicked and its caller.
     assert!(
-        said.contains("FLAKY: passed on attempt 2 of 2; the first failed: ERROR: ")
+        said.contains("FLAKY: passed on attempt 2 of 2; the first failed: ERROR: the firmware stopped: panic: panicked at firmware/src/main.rs:")
+            && said.contains("flaky-first-attempt: the first run in this folder fails")
             && said.contains("1 board runs: 1 passed, 0 failed (1 flaky)"),
         "{said}"
+    );
+    let unwound = said
+        .find("backtrace:")
+        .map(|at| &said[at..])
+        .unwrap_or_else(|| panic!("no backtrace: {said}"));
+    let panicked = unwound
+        .find("in fail_first_attempt at target/firmware/src/main.rs:")
+        .unwrap_or_else(|| panic!("{unwound}"));
+    assert!(
+        unwound
+            .find("rust_begin_unwind")
+            .is_some_and(|at| at < panicked),
+        "{unwound}"
+    );
+    assert!(
+        unwound
+            .find("__cortex_m_rt_main")
+            .is_some_and(|at| at > panicked),
+        "{unwound}"
     );
     let junit = std::fs::read_to_string(dir.join("reports/junit.xml")).unwrap();
     assert!(
         junit.contains("<flakyError message=\"passed on attempt 2 of 2; the first failed\""),
         "{junit}"
     );
+    // The backtrace is in the reports too.
+    let page = std::fs::read_to_string(dir.join("reports/report.html")).unwrap();
+    for report in [&junit, &page] {
+        assert!(
+            report.contains("backtrace:") && report.contains("in fail_first_attempt at"),
+            "{report}"
+        );
+    }
     // Valid against the strict JUnit schema, which takes Surefire's
     // flakyFailure and flakyError (when xmllint is here; reports.rs
     // requires it in CI).

@@ -21,6 +21,13 @@ fn main() {
     println!("cargo::rustc-link-arg-bins=-Tlink.x");
     println!("cargo::rustc-check-cfg=cfg(hilt_uart)");
     println!("cargo::rustc-check-cfg=cfg(hilt_vnpu)");
+    println!("cargo::rustc-check-cfg=cfg(hilt_fault_status)");
+    // ARMv7-M and ARMv8-M.main have the fault status registers the
+    // HardFault handler reports; ARMv6-M and ARMv8-M.base do not.
+    let target = std::env::var("TARGET").unwrap_or_default();
+    if !target.starts_with("thumbv6m") && !target.starts_with("thumbv8m.base") {
+        println!("cargo::rustc-cfg=hilt_fault_status");
+    }
     if build.engine {
         println!("cargo::rustc-cfg=hilt_vnpu");
     }

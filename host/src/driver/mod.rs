@@ -78,10 +78,38 @@ pub fn check_image_board(image: &FirmwareImage, board: &Board) -> Result<(), Run
 /// there: it could not be started or reached, or it never answered (rather
 /// than its firmware crashing, or being the wrong one).
 fn unreachable(failure: &RunFailure) -> bool {
+    match failure {
+        // Its last words: the firmware ran, and failed.
+        RunFailure::Link(crate::link::LinkError::FirmwareStopped(_)) => false,
+        RunFailure::Start(_) | RunFailure::Link(_) | RunFailure::Stopped(_) => true,
+        _ => false,
+    }
+}
+
+/// Whether a run that ended in `failure` left its core where a backtrace
+/// shows why: stopped at its time limit, or stopped by its own last words
+/// (a panic, a HardFault).
+pub(crate) fn wants_backtrace(failure: &RunFailure) -> bool {
     matches!(
         failure,
-        RunFailure::Start(_) | RunFailure::Link(_) | RunFailure::Stopped(_)
+        RunFailure::Stopped(_) | RunFailure::Link(crate::link::LinkError::FirmwareStopped(_))
     )
+}
+
+/// Reads the stopped `core`'s backtrace into `run` (with the op it was in,
+/// named from the scenario's model), or says in its log why there is none.
+pub(crate) fn read_backtrace(
+    core: &mut dyn crate::backtrace::Core,
+    image: &FirmwareImage,
+    scenario: &Scenario,
+    run: &mut BoardRun,
+) {
+    let repo = crate::paths::find_repo_from(&image.path);
+    let op_name = |n: usize| scenario.model_file.op_name(n).to_string();
+    match crate::backtrace::capture(core, &image.path, repo.as_deref(), &op_name) {
+        Ok(backtrace) => run.backtrace = Some(backtrace),
+        Err(e) => run.logs.push(format!("hilt: no backtrace: {e}")),
+    }
 }
 
 /// The outcome from how the session ended and what the steps say.
@@ -111,6 +139,10 @@ pub(crate) fn conclude(
             })
         {
             message.push_str(&format!("; firmware said: {last}"));
+        }
+        if let Some(backtrace) = &run.backtrace {
+            message.push('\n');
+            message.push_str(backtrace.to_string().trim_end());
         }
         run.outcome = Outcome::Error(message);
     } else if let Some(bad) = run.steps.iter().find(|s| s.mismatch.is_some()) {

@@ -623,6 +623,24 @@ impl TargetMemory for ProbeMemory<'_> {
     }
 }
 
+/// The core's registers through the probe: r0..r15 and xPSR (probe-rs's
+/// Cortex-M numbering follows the debug register selector's: xPSR is 16).
+impl crate::backtrace::Core for ProbeMemory<'_> {
+    fn registers(&mut self) -> Result<[u32; 17], MemoryError> {
+        self.core
+            .halt(Duration::from_millis(500))
+            .map_err(|e| memory_error(0, 0, e))?;
+        let mut words = [0u32; 17];
+        for (n, word) in (0u16..).zip(words.iter_mut()) {
+            *word = self
+                .core
+                .read_core_reg::<u32>(probe_rs::RegisterId(n))
+                .map_err(|e| memory_error(0, 0, e))?;
+        }
+        Ok(words)
+    }
+}
+
 /// Runs `scenario` on a probe-rs board with the firmware `image`: open the
 /// probe, attach, flash, reset, RTT, session. `on_flashed` is called once
 /// the firmware is on the board, so the caller can start the scenario's
@@ -685,6 +703,10 @@ pub fn run_on_probe_with(
         let session_result = run_session(&mut link, board, scenario, model_crc, &mut run);
         run.defmt = link.take_defmt();
         run.logs.append(&mut link.logs);
+        drop(link);
+        if session_result.as_ref().is_err_and(super::wants_backtrace) {
+            super::read_backtrace(&mut memory, image, scenario, &mut run);
+        }
         session_result
     })();
     conclude(run, result, kill, scenario)

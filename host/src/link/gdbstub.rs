@@ -212,23 +212,46 @@ impl GdbClient {
     }
 
     /// Reads core register `number` (GDB's Arm numbering: r0..r12, sp 13,
-    /// lr 14, pc 15) of the core, stopping it. Through `g` (all general
-    /// registers, 32-bit little-endian each): QEMU's stub for M-profile
-    /// cores answers `p` with nothing.
+    /// lr 14, pc 15) of the core, stopping it.
     pub fn read_register(&mut self, number: u8) -> Result<u32, MemoryError> {
+        let words = self.read_registers()?;
+        words
+            .get(usize::from(number))
+            .copied()
+            .ok_or_else(|| MemoryError::Garbled(format!("register {number}: not in the `g` reply")))
+    }
+
+    /// Reads r0..r15 and xPSR, stopping the core. Through `g` (all general
+    /// registers, 32-bit little-endian each): QEMU's stub for M-profile
+    /// cores answers `p` with nothing. Without a target description asked
+    /// for, QEMU's reply carries the legacy FPA registers (eight of 12
+    /// bytes, then a status word) between r15 and xPSR; with one, xPSR
+    /// follows r15. xPSR is the 17th word returned (0 when absent).
+    pub fn read_registers(&mut self) -> Result<[u32; 17], MemoryError> {
         self.halt()?;
         self.send_packet(b"g")?;
         let reply = self.expect_ok("read registers", 0, 4)?;
-        let at = usize::from(number) * 4;
-        unhex(&reply)
-            .and_then(|bytes| bytes.get(at..at + 4).map(|b| [b[0], b[1], b[2], b[3]]))
-            .map(u32::from_le_bytes)
-            .ok_or_else(|| {
-                MemoryError::Garbled(format!(
-                    "register {number}: unexpected reply {:?}",
-                    String::from_utf8_lossy(&reply)
-                ))
-            })
+        let garbled = || {
+            MemoryError::Garbled(format!(
+                "register read: unexpected reply {:?}",
+                String::from_utf8_lossy(&reply)
+            ))
+        };
+        let bytes = unhex(&reply)
+            .filter(|b| b.len() >= 64)
+            .ok_or_else(garbled)?;
+        let word = |at: usize| {
+            bytes
+                .get(at..at + 4)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        };
+        let mut words = [0u32; 17];
+        for (n, w) in words.iter_mut().take(16).enumerate() {
+            *w = word(n * 4).ok_or_else(garbled)?;
+        }
+        const XPSR_AFTER_FPA: usize = 16 * 4 + 8 * 12 + 4;
+        words[16] = word(XPSR_AFTER_FPA).or_else(|| word(64)).unwrap_or(0);
+        Ok(words)
     }
 
     /// Lets the core run.
@@ -270,6 +293,12 @@ fn chunk_address(addr: u32, i: usize, len: usize) -> Result<u32, MemoryError> {
         .ok()
         .and_then(|off| addr.checked_add(off))
         .ok_or_else(past_end)
+}
+
+impl crate::backtrace::Core for GdbClient {
+    fn registers(&mut self) -> Result<[u32; 17], MemoryError> {
+        self.read_registers()
+    }
 }
 
 impl TargetMemory for GdbClient {

@@ -49,6 +49,10 @@ pub enum LinkError {
     /// The run was cancelled from outside (its time limit passed).
     #[error("cancelled while waiting for {0}")]
     Cancelled(String),
+    /// The firmware sent its last words (a panic's message, its HardFault
+    /// handler's line) and stopped.
+    #[error("the firmware stopped: {0}")]
+    FirmwareStopped(String),
 }
 
 impl From<MemoryError> for LinkError {
@@ -272,6 +276,20 @@ impl<'m> Link<'m> {
     }
 
     fn check_cancelled(&self, waiting_for: &str) -> Result<(), LinkError> {
+        // A firmware that sent its last words answers nothing more.
+        if let Some(last) = self
+            .logs
+            .iter()
+            .find(|l| hilt_proto::last_words::is_last_words(l))
+        {
+            let last = last.trim_end();
+            return Err(LinkError::FirmwareStopped(
+                match crate::backtrace::fault_status::describe(last) {
+                    Some(words) => format!("{words}; its last words: {last}"),
+                    None => last.to_string(),
+                },
+            ));
+        }
         match &self.cancel {
             Some(c) if c.fired() => Err(LinkError::Cancelled(waiting_for.to_string())),
             _ => Ok(()),

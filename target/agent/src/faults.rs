@@ -81,6 +81,22 @@ fn dig(arena_end: usize) -> u32 {
     }
 }
 
+/// An address no memory answers on hilt's boards (above the Private
+/// Peripheral Bus, in the vendor system region, which none of them maps).
+pub(crate) const BAD_POINTER: usize = 0xF000_0000;
+
+/// A load through a bad pointer, from inside an op, as a kernel with a
+/// wild pointer does: a precise bus fault, escalated to a HardFault (no
+/// firmware enables the BusFault handler). Out of line, so a backtrace
+/// names it.
+#[inline(never)]
+pub(crate) fn load_through_bad_pointer() {
+    // SAFETY: none: the injected fault is this read.
+    let word =
+        unsafe { core::ptr::read_volatile(core::hint::black_box(BAD_POINTER) as *const u32) };
+    core::hint::black_box(word);
+}
+
 /// One push just below the stack's end (`__sheap`, where cortex-m-rt's
 /// RAM sections end and the stack may not go), from inside an op: a stack
 /// overflow by one word. The word already there is pushed back, so nothing

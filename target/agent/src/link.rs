@@ -191,6 +191,17 @@ impl Line {
         self.push(core::str::from_utf8(&digits[at..]).unwrap_or(""))
     }
 
+    /// Appends `value` as `0x` and eight hex digits, without `core::fmt`.
+    pub fn push_hex(&mut self, value: u32) -> &mut Self {
+        let mut digits = *b"0x00000000";
+        for (i, digit) in digits[2..].iter_mut().enumerate() {
+            let nibble = (value >> (28 - 4 * i)) & 0xF;
+            *digit = b"0123456789abcdef"[nibble as usize];
+        }
+        // ASCII digits only.
+        self.push(core::str::from_utf8(&digits).unwrap_or(""))
+    }
+
     /// The text so far (cut at a character boundary).
     pub fn as_str(&self) -> &str {
         match core::str::from_utf8(&self.buf[..self.len]) {
@@ -211,6 +222,16 @@ impl fmt::Write for Line {
 #[cfg(test)]
 mod tests {
     use hilt_runtime::interpreter::{CustomCode, InterpreterError, OpName};
+
+    #[test]
+    fn hex_is_eight_digits() {
+        let mut line = super::Line::default();
+        line.push("pc ")
+            .push_hex(0x1234)
+            .push(" ")
+            .push_hex(0xF000_00AB);
+        assert_eq!(line.as_str(), "pc 0x00001234 0xf00000ab");
+    }
     use hilt_runtime::kernels::KernelError;
     use hilt_runtime::model::{ModelError, Site};
 

@@ -818,6 +818,9 @@ fn arm_kernel_faults(interpreter: &mut Interpreter<'_, '_, '_>) {
     if armed(Fault::StackInOp) {
         interpreter.inject_after_op(0, crate::faults::push_below_stack);
     }
+    if armed(Fault::BadPointer) {
+        interpreter.inject_after_op(0, crate::faults::load_through_bad_pointer);
+    }
     if armed(Fault::SlowOp) {
         interpreter.inject_slowdown(2, 10);
     }

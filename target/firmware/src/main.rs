@@ -156,7 +156,8 @@ fn halt() -> ! {
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
     let mut line = Line::default();
-    line.push("panic: panicked at ");
+    line.push(hilt_agent::proto::last_words::PANIC)
+        .push("panicked at ");
     if let Some(at) = info.location() {
         line.push(at.file())
             .push(":")
@@ -169,11 +170,46 @@ fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
     stop(&line)
 }
 
-/// Sends the firmware's last line, and ends the run (QEMU exits failed; a
-/// board halts).
+/// A HardFault (a wild pointer, an undefined instruction, any fault
+/// escalated because its own handler is off): the pc it happened at and
+/// the fault status registers (ARMv7-M and ARMv8-M.main have them; the
+/// host says what their bits mean) go to the host as the firmware's last
+/// line, then the core stops here, its stack as the fault left it, for the
+/// host to read and unwind into a backtrace.
+#[cortex_m_rt::exception]
+unsafe fn HardFault(frame: &cortex_m_rt::ExceptionFrame) -> ! {
+    let mut line = Line::default();
+    line.push(hilt_agent::proto::last_words::HARD_FAULT)
+        .push("pc ")
+        .push_hex(frame.pc());
+    #[cfg(hilt_fault_status)]
+    {
+        let status = [
+            (" cfsr ", 0xE000_ED28usize),
+            (" hfsr ", 0xE000_ED2C),
+            (" mmfar ", 0xE000_ED34),
+            (" bfar ", 0xE000_ED38),
+        ];
+        for (name, address) in status {
+            // SAFETY: a read of a System Control Block register.
+            let value = unsafe { core::ptr::read_volatile(address as *const u32) };
+            line.push(name).push_hex(value);
+        }
+    }
+    stop(&line)
+}
+
+/// Sends the firmware's last line, and stops: the core waits where it is,
+/// for the host to read its registers and stack (a backtrace), and to end
+/// the run. Only a firmware that could not say anything (no wire open yet)
+/// ends QEMU itself, failed, so that the host sees that at once.
 fn stop(line: &Line) -> ! {
-    wire::report_panic_line(line.as_str());
+    let said = wire::report_panic_line(line.as_str());
     #[cfg(feature = "qemu")]
-    cortex_m_semihosting::debug::exit(cortex_m_semihosting::debug::EXIT_FAILURE);
+    if !said {
+        cortex_m_semihosting::debug::exit(cortex_m_semihosting::debug::EXIT_FAILURE);
+    }
+    #[cfg(not(feature = "qemu"))]
+    let _ = said;
     halt()
 }

@@ -151,18 +151,26 @@ pub(crate) fn open() -> Uart {
             uart.write_reg(nrf::STARTRX, 1);
         }
     }
+    OPENED.store(true, core::sync::atomic::Ordering::Relaxed);
     uart
 }
 
+/// Whether the UART was set up ([`open`] ran): before, a panic has no
+/// way to the host.
+static OPENED: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
 /// Sends a panic's message as a `Log` frame: the UART carries nothing
 /// else, and the host reads frames even after it has given up on a run.
-pub(crate) fn report_panic_line(line: &str) {
+/// Whether it was sent (not before the UART is set up).
+pub(crate) fn report_panic_line(line: &str) -> bool {
+    if !OPENED.load(core::sync::atomic::Ordering::Relaxed) {
+        return false;
+    }
     let mut uart = Uart {
         base: board::BASE,
         kind: board::KIND,
     };
-    // Nothing is left to tell if even this fails.
-    let _ = hilt_agent::send_log(&mut uart, line);
+    hilt_agent::send_log(&mut uart, line).is_ok()
 }
 
 impl embedded_io::ErrorType for Uart {

@@ -57,11 +57,16 @@ mod rtt {
     }
 
     /// Writes a panic message to the log channel.
-    pub(crate) fn report_panic_line(line: &str) {
+    /// Whether the channel was open to take it.
+    pub(crate) fn report_panic_line(line: &str) -> bool {
         let log = &raw mut PANIC_LOG;
         // SAFETY: single core; the panic handler runs once and nothing runs after it.
-        if let Some(log) = unsafe { (*log).as_mut() } {
-            log.write(line.as_bytes());
+        match unsafe { (*log).as_mut() } {
+            Some(log) => {
+                log.write(line.as_bytes());
+                true
+            }
+            None => false,
         }
     }
 

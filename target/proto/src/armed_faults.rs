@@ -48,11 +48,14 @@ pub enum Fault {
     BlindChecker,
     /// The host may ask for an offload fault with `SetOffload`.
     Accel,
+    /// Inside op 0 a load through a bad pointer (an address no memory
+    /// answers): a bus fault, escalated to a HardFault.
+    BadPointer,
 }
 
 impl Fault {
     /// Every fault, in bit order.
-    pub const ALL: [Fault; 13] = [
+    pub const ALL: [Fault; 14] = [
         Fault::HangOnInvoke,
         Fault::CorruptFrame,
         Fault::Overrun,
@@ -66,6 +69,7 @@ impl Fault {
         Fault::StackOverflow,
         Fault::BlindChecker,
         Fault::Accel,
+        Fault::BadPointer,
     ];
 
     /// Its bit in the armed-faults word.
@@ -89,6 +93,7 @@ impl Fault {
             Fault::StackOverflow => "stack-overflow",
             Fault::BlindChecker => "blind-checker",
             Fault::Accel => "accel",
+            Fault::BadPointer => "bad-pointer",
         }
     }
 

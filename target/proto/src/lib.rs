@@ -6,6 +6,7 @@ pub mod armed_faults;
 pub mod cobs;
 pub mod crc;
 pub mod frame;
+pub mod last_words;
 pub mod ledger;
 pub mod message;
 pub mod model_slot;

@@ -64,6 +64,25 @@ marks! {
     job_retired => hilt_mark_job_retired;
 }
 
+/// The op in progress, in a word a debugger reads (`HILT_OP_IN_PROGRESS`,
+/// by symbol): its index + 1 from its [`op_start`] to the next op's or the
+/// invoke's end, 0 outside an invoke. A backtrace of a core stopped in a
+/// HardFault, a panic or a hang names the op with it; the plugin needs no
+/// such word (it counts the marks).
+#[cfg(all(target_arch = "arm", target_os = "none"))]
+#[unsafe(no_mangle)]
+static HILT_OP_IN_PROGRESS: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+
+/// Op `index` starts: the word above says so, then the [`op_start`] mark.
+#[inline(always)]
+pub fn op_starts(index: u32) {
+    #[cfg(all(target_arch = "arm", target_os = "none"))]
+    HILT_OP_IN_PROGRESS.store(index + 1, core::sync::atomic::Ordering::Relaxed);
+    #[cfg(not(all(target_arch = "arm", target_os = "none")))]
+    let _ = index;
+    op_start();
+}
+
 /// Calls [`invoke_end`] when dropped: on every way out of an invoke.
 #[derive(Debug)]
 pub(crate) struct InvokeMarks;
@@ -77,6 +96,8 @@ impl InvokeMarks {
 
 impl Drop for InvokeMarks {
     fn drop(&mut self) {
+        #[cfg(all(target_arch = "arm", target_os = "none"))]
+        HILT_OP_IN_PROGRESS.store(0, core::sync::atomic::Ordering::Relaxed);
         invoke_end();
     }
 }

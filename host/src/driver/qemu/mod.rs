@@ -7,7 +7,7 @@ pub mod process;
 use std::time::Duration;
 
 use self::process::{Qemu, QemuError, QemuSerial};
-use super::{BoardDriver, OnFlashed, check_image_board, conclude};
+use super::{BoardDriver, OnFlashed, check_image_board, conclude, read_backtrace, wants_backtrace};
 use crate::cancel::KillSwitch;
 use crate::config::board::{Board, Transport};
 use crate::config::scenario::Scenario;
@@ -132,6 +132,9 @@ pub fn run_on_qemu(
         run.logs.append(&mut link.logs);
         drop(link);
         let session = session.map_err(|e| explain_failure(e, &mut qemu, &mut gdb, image, kill));
+        if session.as_ref().is_err_and(wants_backtrace) {
+            read_backtrace(&mut gdb, image, scenario, &mut run);
+        }
         // The first bad access is the cause of whatever failed after it
         // (a wrong output, a crash, a damaged guard).
         let session = match &observer {

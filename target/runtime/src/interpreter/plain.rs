@@ -53,7 +53,7 @@ impl PlainRun<'_, '_> {
                 taken: Cell::new(0),
                 constants: self.constants,
             };
-            crate::marks::op_start();
+            crate::marks::op_starts(index);
             // (A `no-lean` build runs no fused chain: the kernel itself.)
             #[cfg(not(feature = "no-lean"))]
             let done = crate::kernels::fused::invoke(kernel, &ctx, self.records);

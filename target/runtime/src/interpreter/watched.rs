@@ -74,13 +74,13 @@ impl<C: Clock + ?Sized> WatchedRun<'_, '_, '_, C> {
                 // An offloaded op runs no kernel on the CPU: its submission
                 // is the driver's work (cache maintenance by whole lines,
                 // across buffer edges), watched as the interpreter's.
-                crate::marks::op_start();
+                crate::marks::op_starts(index);
                 crate::marks::op_done();
                 self.submit(index, kernel, record, *job_record)?;
                 continue;
             }
             self.audit(index)?;
-            crate::marks::op_start();
+            crate::marks::op_starts(index);
             let done = self.invoke_op(index, kernel, record);
             crate::marks::op_done();
             done?;
