@@ -34,7 +34,8 @@ pub const BAD_DESCRIPTOR: u32 = 0xDE5C;
 
 #[derive(Debug)]
 struct Device<'c> {
-    core: VnpuCore<'c>,
+    /// The engine; none until a firmware installs one for a run.
+    core: Option<VnpuCore<'c>>,
     descriptor: usize,
     irq: u32,
     error: u32,
@@ -59,7 +60,11 @@ impl Device<'_> {
             self.fail(BAD_DESCRIPTOR);
             return;
         };
-        match self.core.submit(&job) {
+        let Some(core) = self.core.as_mut() else {
+            self.fail(AccelError::Unsupported.code(0));
+            return;
+        };
+        match core.submit(&job) {
             Ok(id) => self.running = Some(id),
             // The engine's own checks, as the device's error register
             // reports them.
@@ -104,23 +109,41 @@ impl Device<'_> {
 #[derive(Debug)]
 pub struct VirtualNpu<'c> {
     device: Mutex<RefCell<Device<'c>>>,
-    line_size: u32,
 }
 
 impl<'c> VirtualNpu<'c> {
     /// A device around `core` (coherent or non-coherent, with its latency
     /// model, windows and any fault it plays).
     pub fn new(core: VnpuCore<'c>) -> Self {
+        let device = Self::unpowered();
+        device.install(Some(core));
+        device
+    }
+
+    /// A device with no engine yet (for a `static`): every job fails with
+    /// `Unsupported` until [`install`](Self::install) gives it one.
+    pub const fn unpowered() -> Self {
         VirtualNpu {
-            line_size: core.config().line_size,
             device: Mutex::new(RefCell::new(Device {
-                core,
+                core: None,
                 descriptor: 0,
                 irq: 0,
                 error: 0,
                 running: None,
             })),
         }
+    }
+
+    /// Replaces the engine (a firmware sets it up per run: coherent or not,
+    /// its latency model, the window it reaches). Any job in it is dropped
+    /// and every flag cleared; call it with no job in flight.
+    pub fn install(&self, core: Option<VnpuCore<'c>>) {
+        self.with(|d| {
+            d.core = core;
+            d.running = None;
+            d.irq = 0;
+            d.error = 0;
+        });
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut Device<'c>) -> T) -> T {
@@ -132,11 +155,11 @@ impl<'c> VirtualNpu<'c> {
     /// pending), so the caller runs the driver's interrupt handler.
     pub fn step(&self, budget: u64) -> bool {
         self.with(|d| {
-            if let Some(id) = d.running
-                && d.core.step(budget)
+            if let (Some(id), Some(core)) = (d.running, d.core.as_mut())
+                && core.step(budget)
             {
                 d.running = None;
-                match d.core.retire(id) {
+                match core.retire(id) {
                     Ok(()) => d.irq |= irq::DONE,
                     Err(e) => d.fail(e.code(0)),
                 }
@@ -152,15 +175,26 @@ impl<'c> VirtualNpu<'c> {
 
     /// The engine's figures.
     pub fn stats(&self) -> VnpuStats {
-        self.with(|d| d.core.stats())
+        self.with(|d| d.core.as_ref().map(VnpuCore::stats).unwrap_or_default())
     }
 
     /// The first lease or cache violation the engine saw, if any, after
     /// settling what the CPU still owes it (a missing invalidate).
     pub fn violation(&self) -> Option<Violation> {
         self.with(|d| {
-            d.core.settle();
-            d.core.violation()
+            let core = d.core.as_mut()?;
+            let owed = core.settle();
+            core.violation().or(owed)
+        })
+    }
+
+    /// Takes the first violation seen (the next one is recorded anew), after
+    /// settling what the CPU still owes the engine.
+    pub fn take_violation(&self) -> Option<Violation> {
+        self.with(|d| {
+            let core = d.core.as_mut()?;
+            let owed = core.settle();
+            core.take_violation().or(owed)
         })
     }
 }
@@ -177,7 +211,9 @@ impl NpuRegisters for VirtualNpu<'_> {
     fn stop(&self) {
         self.with(|d| {
             if let Some(id) = d.running.take() {
-                d.core.abort(id);
+                if let Some(core) = d.core.as_mut() {
+                    core.abort(id);
+                }
                 d.irq |= irq::STOPPED;
             }
         });
@@ -210,14 +246,14 @@ impl NpuRegisters for VirtualNpu<'_> {
 /// engine's view, whole lines.
 impl CacheMaintenance for VirtualNpu<'_> {
     fn line_size(&self) -> u32 {
-        self.line_size
+        self.with(|d| d.core.as_ref().map_or(1, |c| c.config().line_size))
     }
 
     fn clean(&self, address: usize, len: usize) {
-        self.with(|d| d.core.clean(address, len));
+        self.with(|d| d.core.as_mut().map(|c| c.clean(address, len)));
     }
 
     fn invalidate(&self, address: usize, len: usize) {
-        self.with(|d| d.core.invalidate(address, len));
+        self.with(|d| d.core.as_mut().map(|c| c.invalidate(address, len)));
     }
 }
