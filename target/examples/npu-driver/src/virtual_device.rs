@@ -25,6 +25,7 @@ use core::cell::RefCell;
 use critical_section::Mutex;
 use hilt_runtime::accel::vnpu::{Violation, VnpuCore, VnpuStats};
 use hilt_runtime::accel::{AccelError, Access, CacheMaintenance, Job, JobId};
+use hilt_runtime::marks;
 
 use crate::regs::{DESCRIPTOR_MAGIC, Descriptor, NpuRegisters, REGION_WRITABLE, irq};
 
@@ -159,7 +160,14 @@ impl<'c> VirtualNpu<'c> {
                 && core.step(budget)
             {
                 d.running = None;
-                match core.retire(id) {
+                // The device lets go of the job as it ends: vnpu's last
+                // lease audit reads the job's regions, which is the
+                // engine's work, whichever op the CPU is in (the QEMU
+                // plugin's access check knows it by these marks).
+                marks::job_start();
+                let outcome = core.retire(id);
+                marks::job_end();
+                match outcome {
                     Ok(()) => d.irq |= irq::DONE,
                     Err(e) => d.fail(e.code(0)),
                 }
@@ -171,6 +179,14 @@ impl<'c> VirtualNpu<'c> {
     /// Whether a job is in the engine.
     pub fn is_busy(&self) -> bool {
         self.with(|d| d.running.is_some())
+    }
+
+    /// Whether the device needs its clock: a job is in the engine, or a
+    /// flag is pending that no handler has taken yet (a job refused at its
+    /// start, a stop). A timer that steps the device only then saves the
+    /// idle ticks.
+    pub fn needs_tick(&self) -> bool {
+        self.with(|d| d.running.is_some() || d.irq != 0)
     }
 
     /// The engine's figures.
