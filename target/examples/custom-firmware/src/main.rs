@@ -17,6 +17,8 @@ extern crate alloc;
 #[cfg(feature = "defmt")]
 mod clock;
 mod heap;
+#[cfg(feature = "npu-driver")]
+mod npu;
 mod uart;
 
 // defmt: the global logger, on RTT up channel "defmt" (hilt reads it by
@@ -33,7 +35,9 @@ use core::fmt::Write as _;
 use cortex_m_rt::{entry, exception};
 #[cfg(not(any(feature = "port-first-fit", feature = "port-broken")))]
 use hilt_agent::PlannerKind;
-use hilt_agent::{Agent, Line, NoPin, SysTickCounter, TickVnpu, WireError};
+#[cfg(not(feature = "npu-driver"))]
+use hilt_agent::TickVnpu;
+use hilt_agent::{Agent, Line, NoPin, SysTickCounter, WireError};
 
 use crate::uart::CmsdkUart;
 
@@ -48,8 +52,12 @@ const UART_CLOCK_HZ: u32 = 25_000_000;
 const BAUD: u32 = 115_200;
 
 // hilt: the virtual NPU the host may offload ops to (`--accelerator vnpu`);
-// a product with a real NPU hands the agent its own driver instead.
+// a product with a real NPU hands the agent its own driver instead, as the
+// feature `npu-driver` does (src/npu.rs).
+#[cfg(not(feature = "npu-driver"))]
 static VNPU: TickVnpu = TickVnpu::new();
+#[cfg(feature = "npu-driver")]
+use npu::NPU as VNPU;
 
 #[entry]
 fn main() -> ! {
@@ -71,7 +79,10 @@ fn main() -> ! {
             BAUD
         );
     }
+    #[cfg(not(feature = "npu-driver"))]
     VNPU.start(SysTickCounter::read);
+    #[cfg(feature = "npu-driver")]
+    npu::start();
     let resolver = hilt::resolver();
     // SAFETY: the only call.
     let parts = unsafe { hilt::take() };
@@ -116,14 +127,23 @@ fn product_tasks() {
 #[exception]
 fn SysTick() {
     SysTickCounter::on_wrap();
+    #[cfg(not(feature = "npu-driver"))]
     VNPU.on_tick();
+    #[cfg(feature = "npu-driver")]
+    npu::on_tick();
 }
 
-// hilt: the engine computes in PendSV, below every other interrupt.
+// hilt: the engine computes in PendSV, below every other interrupt (with
+// `npu-driver`, PendSV is also the NPU's interrupt vector).
 #[exception]
 fn PendSV() {
     // SAFETY: this is the PendSV handler.
-    unsafe { VNPU.on_pendsv() }
+    #[cfg(not(feature = "npu-driver"))]
+    unsafe {
+        VNPU.on_pendsv()
+    }
+    #[cfg(feature = "npu-driver")]
+    npu::on_pendsv();
 }
 
 fn stop() -> ! {
