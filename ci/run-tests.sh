@@ -10,8 +10,8 @@
 #   builds, the bring-your-own example's included, are the QEMU tests' and
 #   the gate's, which run them;
 # - the fuzz targets (target/runtime/fuzz, a workspace of its own), each
-#   fuzzed for a fixed count of executions (seeded, so a failure reproduces; about
-#   half a minute each) on its committed seeds with plain
+#   fuzzed for a fixed count of executions (seeded, so a failure reproduces;
+#   10–40 s each) on its committed seeds with plain
 #   cargo (ci/fuzz-bounded.sh; no cargo-fuzz or nightly needed), in the
 #   background beside the sections up to the workspace tests;
 # - the QEMU end-to-end tests (qemu-system-arm is installed by setup);
@@ -100,30 +100,39 @@ unset CARGO_PROFILE_RELEASE_LTO CARGO_PROFILE_RELEASE_CODEGEN_UNITS
 log="$(mktemp)"
 trap 'rm -f "$log" "$fuzz_log"; ci/postgres.sh stop >/dev/null 2>&1; [ -z "${fuzz_pid:-}" ] || { pkill -P "$fuzz_pid"; kill "$fuzz_pid"; } 2>/dev/null || true' EXIT
 status=0
+# A step that fails says so where it fails, and the run goes on (every
+# section's result is worth having); the exit status is 1 at the end.
+failed() {
+  local code=$?
+  echo "== FAILED: $1 (exit status $code)"
+  failures+=("$1")
+  status=1
+}
+failures=()
 
 section "CI workflows (ci/github/*.yml)"
 # Schema (check-jsonschema), security (zizmor --offline) and hilt's own rules
 # (ci/check-workflows.py); installs the pinned tools when missing.
-ci/check-workflows.sh || status=1
+ci/check-workflows.sh || failed "the CI workflows"
 
 section "the book (docs/, mkdocs.yml)"
 # mkdocs build --strict into build/book (every broken link or anchor fails),
 # the README's links into docs/, and the commands the docs show
 # (ci/check-docs.sh; installs the pinned MkDocs when missing).
-ci/check-docs.sh || status=1
+ci/check-docs.sh || failed "the book"
 
 section "conformance suite"
 # --workspace: the same features as the workspace tests below, so those reuse
 # this build instead of compiling probe-rs and hilt again with other features.
-cargo test --workspace --test conformance -- --nocapture 2>&1 | tee -a "$log" || status=1
+cargo test --workspace --test conformance -- --nocapture 2>&1 | tee -a "$log" || failed "the conformance suite"
 
 section "QEMU plugin (host/qemu-plugin, a workspace and licence of its own): format and unit tests"
-cargo fmt --manifest-path host/qemu-plugin/Cargo.toml -- --check || status=1
+cargo fmt --manifest-path host/qemu-plugin/Cargo.toml -- --check || failed "the QEMU plugin's format"
 CARGO_TARGET_DIR="$CARGO_TARGET_DIR/qemu-plugin-tests" \
-  cargo test --quiet --manifest-path host/qemu-plugin/Cargo.toml 2>&1 | tee -a "$log" || status=1
+  cargo test --quiet --manifest-path host/qemu-plugin/Cargo.toml 2>&1 | tee -a "$log" || failed "the QEMU plugin's tests"
 
 section "fuzz targets: their report (run since the firmware section)"
-wait "$fuzz_pid" || status=1
+wait "$fuzz_pid" || failed "the fuzz targets"
 cat "$fuzz_log"
 rm -f "$fuzz_log"
 
@@ -139,15 +148,15 @@ fi
 # longer holds the next binary back while a core idles. Doc tests are
 # cargo's own. Without nextest, plain `cargo test` runs the same tests.
 if cargo nextest --version >/dev/null 2>&1; then
-  cargo nextest run --workspace --no-fail-fast 2>&1 | tee -a "$log" || status=1
-  cargo test --workspace --doc 2>&1 | tee -a "$log" || status=1
+  cargo nextest run --workspace --no-fail-fast 2>&1 | tee -a "$log" || failed "the workspace tests (nextest)"
+  cargo test --workspace --doc 2>&1 | tee -a "$log" || failed "the doc tests"
 else
-  cargo test --workspace --no-fail-fast 2>&1 | tee -a "$log" || status=1
+  cargo test --workspace --no-fail-fast 2>&1 | tee -a "$log" || failed "the workspace tests"
 fi
 ci/postgres.sh stop || true
 
 section "the runtime built as hilt's lean firmware is (features no-offload, no-pools, no-lean and no-constant-image, for a scenario without an engine, pools, the lean schedule or constants in flash): a backend, a split arena, the lean schedule and a constant image are refused by name"
-cargo test --quiet -p hilt-runtime --features no-offload,no-pools,no-lean,no-constant-image --test accel --test pools --test lean_schedule --test constant_image a_no_ 2>&1 | tee -a "$log" || status=1
+cargo test --quiet -p hilt-runtime --features no-offload,no-pools,no-lean,no-constant-image --test accel --test pools --test lean_schedule --test constant_image a_no_ 2>&1 | tee -a "$log" || failed "the lean-firmware runtime tests"
 
 section "regression gate: shipped scenarios on the virtual boards vs snapshots/gate"
 # The binary the workspace tests built and ran (an optimised build would
@@ -158,19 +167,20 @@ hilt="$CARGO_TARGET_DIR/debug/hilt"
 first_set="${HILT_CONFORMANCE_DIR:-$REPO/../shared/conformance}"
 first_set="${first_set%%:*}"
 if [ -f "$first_set/manifest.json" ]; then
-  "$hilt" gate || status=1
+  "$hilt" gate || failed "the gate"
   section "target benchmark: instructions per inference against TFLM's (hilt bench-target)"
-  "$hilt" bench-target --format markdown | tee build/reports/bench-target.md || status=1
+  "$hilt" bench-target --format markdown | tee build/reports/bench-target.md || failed "hilt bench-target"
   # The book's table (docs/performance.md) is this run's, figure for figure.
-  ci/check-figures.py build/reports/bench-target.md || status=1
+  ci/check-figures.py build/reports/bench-target.md || failed "the book's figures"
   section "QEMU plugin overhead: KWS with access checks on against off (fails above 3x)"
-  ci/plugin-overhead.sh "$hilt" || status=1
+  ci/plugin-overhead.sh "$hilt" || failed "the plugin's overhead"
   section "transcripts: every hilt command the README and the book show, run again and compared"
-  ci/check-transcripts.py "$hilt" || status=1
+  ci/check-transcripts.py "$hilt" || failed "the transcripts"
 elif [ "${HILT_CONFORMANCE_REQUIRED:-0}" = 1 ]; then
-  echo "conformance set missing: the gate's shipped scenarios need it"; status=1
+  echo "conformance set missing: the gate's shipped scenarios need it"
+  failures+=("the conformance set"); status=1
 else
-  "$hilt" gate scenarios/smoke_reshape.toml scenarios/tiny_convnet_int8.toml || status=1
+  "$hilt" gate scenarios/smoke_reshape.toml scenarios/tiny_convnet_int8.toml || failed "the gate"
 fi
 
 section "no QEMU left running"
@@ -182,7 +192,7 @@ if [ -n "$leftover" ]; then
   echo "QEMU left running by the tests:"
   echo "$leftover"
   pkill -9 -f "qemu-system-arm.*$REPO/build" || true
-  status=1
+  failures+=("QEMU left running"); status=1
 else
   echo "none"
 fi
@@ -191,4 +201,7 @@ section "done"
 # One closing line over every cargo test run above.
 awk '/^test result:|^ *Summary \[/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      END { printf "hilt: %d passed, %d failed\n", p, f }' "$log"
+if [ "$status" != 0 ]; then
+  echo "hilt: failed: ${failures[*]:-a step above}"
+fi
 exit "$status"

@@ -1,8 +1,8 @@
 //! Fault injection on three virtual boards (two over RTT, one over its UART,
 //! where the host still reads the guards through QEMU's gdbstub): every
 //! injected fault is caught and reported as the right fault, with its
-//! location; clean runs of the shipped scenarios with buffer canaries raise
-//! no alarm.
+//! location; a HardFault in a kernel comes back as a backtrace; clean runs
+//! of the shipped scenarios with buffer canaries raise no alarm.
 //!
 //! Every fault is armed in one fault-injection firmware per board and
 //! canary mode (the host writes the armed faults into a copy of the ELF,
@@ -23,14 +23,15 @@ use hilt::outcome::{BoardRun, Outcome};
 
 use common::repo;
 
-/// The boards the shipped scenarios run on with buffer canaries: an RTT
-/// board with room, and the STM32F405 over its UART (a real memory budget,
-/// the host reading guards through the gdbstub). A canary mode is a
+/// The board the shipped scenarios run on with buffer canaries: an RTT
+/// board with room for every scenario's guard bands. A canary mode is a
 /// firmware build per board, and the gate already runs every shipped
-/// scenario on every virtual board with the plugin's access checks, so two
-/// boards keep the suite within CI's time. (The fixtures above name their
-/// own boards.)
-const FAULT_BOARDS: [&str; 2] = ["qemu-mps2-an386", "qemu-netduinoplus2-uart"];
+/// scenario on every virtual board with the plugin's access checks; the
+/// host's guard reads through the gdbstub of a UART board are held by the
+/// fault fixtures (`blind` on the STM32F405 over its UART), which name
+/// their own boards. (The STM32F405 here as well took another minute of
+/// two cores.)
+const FAULT_BOARDS: [&str; 1] = ["qemu-mps2-an386"];
 
 fn run(paths: &[&str], canary_override: Option<&str>) -> Vec<BoardRun> {
     let boards = load_all(&repo().join("boards")).unwrap();
@@ -40,9 +41,13 @@ fn run(paths: &[&str], canary_override: Option<&str>) -> Vec<BoardRun> {
         let mut scenario = hilt::config::scenario::load(&repo().join(path), &conformance).unwrap();
         if let Some(c) = canary_override {
             scenario.canary = c.parse().expect("a canary mode");
-            // The shipped scenarios' patterns narrowed to the three boards
-            // (those of them a scenario runs on: pooled ones need the
-            // boards that have their pools).
+            // The first case of each: the sweep looks for false alarms of
+            // the guards around every planned buffer, which the same plan
+            // has on every input (the gate runs every case).
+            scenario.cases.truncate(1);
+            // The shipped scenarios' patterns narrowed to the sweep's
+            // board (when a scenario runs on it: pooled ones need a board
+            // that has their pools).
             scenario.boards = FAULT_BOARDS
                 .iter()
                 .filter(|b| {
@@ -211,9 +216,7 @@ fn shipped_scenarios_raise_no_false_alarm_with_buffer_canaries() {
         .collect();
     let paths: Vec<&str> = shipped.iter().map(String::as_str).collect();
     let results = run(&paths, Some("buffers"));
-    // Every scenario on at least one of the boards; the pooled ones and the
-    // models whose arenas need more RAM than the STM32F405 has only on the
-    // AN386. A scenario for a small part only (its boards are ones no glob
+    // Every scenario on the AN386. A scenario for a small part only (its boards are ones no glob
     // picks: the 64 KiB AN386, the micro:bit) is left out: its arena has no
     // room for guard bands, and the gate runs it there with the plugin's
     // access checks.
