@@ -49,8 +49,12 @@ start)
   echo "export HILT_TEST_POSTGRES='postgresql://postgres@localhost/hilt?host=$dir/socket&port=$port'"
   ;;
 stop)
+  # Stopping a server that is not running is done, not an error (the CI
+  # script stops it after the tests and again on its way out).
   bin="$(bin_dir)"
-  [ -n "$bin" ] && [ -d "$dir/data" ] && as_postgres "$bin/pg_ctl" -D "$dir/data" -m fast stop >/dev/null
+  if [ -n "$bin" ] && [ -f "$dir/data/postmaster.pid" ]; then
+    as_postgres "$bin/pg_ctl" -D "$dir/data" -m fast stop >/dev/null
+  fi
   ;;
 *)
   echo "usage: ci/postgres.sh start|stop" >&2
